@@ -1,0 +1,1 @@
+"""The runtime on the board's ARM cores: overlay, drivers, backends and agents."""

@@ -1,0 +1,1 @@
+"""Emulated PYNQ devices: ``emu`` (bit-exact numpy models) and ``rtl`` (MyHDL simulation)."""

@@ -1,0 +1,165 @@
+"""Register model of the Xilinx AXI DMA (PG021) in direct register mode, for the emulated devices.
+
+It serves the register traffic of the stock ``pynq.lib.dma.DMA`` driver unchanged and moves bytes between the
+emulated DDR and a core's AXI-Stream ports:
+
+* MM2S: writing ``MM2S_LENGTH`` reads that many bytes at ``MM2S_SA`` and offers them to the core's input
+  stream, the last beat with TLAST. The core may accept them gradually (back-pressure): the channel stays busy
+  until every byte is taken.
+* S2MM: writing ``S2MM_LENGTH`` arms the channel with a buffer; bytes the core emits land at ``S2MM_DA``;
+  on TLAST the channel goes idle and ``S2MM_LENGTH`` reads back the bytes received. A packet longer than the
+  buffer is an internal error, as in hardware.
+
+Status follows PG021: ``Halted`` until RS=1, ``Idle`` once a transfer completes, ``IOC_Irq`` / ``Err_Irq``
+write-1-to-clear (storing the written value instead breaks the next transfer with "DMA channel not idle").
+Interrupts are not emulated: drivers poll.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from ...overlay.spec import AXI_DMA_REGISTERS
+from .memory import EmulatedMemory
+from .regfile import RegisterFile
+
+__all__ = ["StreamEndpoint", "AxiDmaModel"]
+
+HALTED, IDLE, INT_ERR, SLV_ERR, DEC_ERR, IOC_IRQ, DLY_IRQ, ERR_IRQ = (1 << 0, 1 << 1, 1 << 4, 1 << 5, 1 << 6,
+                                                                      1 << 12, 1 << 13, 1 << 14)
+_W1C = IOC_IRQ | DLY_IRQ | ERR_IRQ
+_RS, _RESET = 1 << 0, 1 << 2
+
+
+class StreamEndpoint(Protocol):
+    """What a core model offers its DMA: an AXI-Stream sink and an AXI-Stream source, byte-granular."""
+
+    def stream_in(self, data: np.ndarray, last: bool) -> int:
+        """Offer uint8 ``data`` (``last``: it ends with TLAST); return how many bytes were accepted."""
+
+    def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
+        """Take up to ``max_bytes`` of output; return them and whether they end with TLAST."""
+
+
+class _Channel:
+    """State of one direction (not constructed directly: :class:`AxiDmaModel` owns two)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.pending: np.ndarray | None = None   # MM2S: bytes not yet accepted by the core
+        self.address = 0                          # S2MM: next write address
+        self.remaining = 0                        # S2MM: room left in the armed buffer
+        self.received = 0                         # S2MM: bytes written in this transfer
+        self.busy = False
+
+
+class AxiDmaModel(RegisterFile):
+    """One AXI DMA between the emulated DDR and one core.
+
+    Parameters
+    ----------
+    memory : EmulatedMemory
+        The physical memory the DMA masters read and write.
+    core : StreamEndpoint
+        The core whose input (MM2S) and output (S2MM) streams this DMA drives.
+    """
+
+    def __init__(self, memory: EmulatedMemory, core: StreamEndpoint) -> None:
+        self.memory, self.core = memory, core
+        self.mm2s, self.s2mm = _Channel("MM2S"), _Channel("S2MM")
+        super().__init__(AXI_DMA_REGISTERS)
+
+    def reset(self) -> None:
+        super().reset()
+        for channel in (getattr(self, "mm2s", None), getattr(self, "s2mm", None)):
+            if channel is not None:
+                channel.__init__(channel.prefix)
+
+    def _status(self, channel: _Channel) -> str:
+        return f"{channel.prefix}_DMASR"
+
+    def _fail(self, channel: _Channel, bit: int) -> None:
+        channel.busy, channel.pending = False, None
+        self.values[self._status(channel)] |= bit | ERR_IRQ | HALTED
+        self.values[f"{channel.prefix}_DMACR"] &= ~_RS
+
+    def _complete(self, channel: _Channel) -> None:
+        channel.busy = False
+        self.values[self._status(channel)] |= IDLE | IOC_IRQ
+
+    def write(self, offset: int, value: int) -> None:
+        name = self._by_offset.get(offset)
+        if name is not None and name.endswith("_DMASR"):  # write-1-to-clear interrupt bits, nothing else
+            self.values[name] &= ~(value & _W1C)
+            return
+        super().write(offset, value)
+
+    def on_write(self, name: str, value: int) -> None:
+        channel = self.mm2s if name.startswith("MM2S") else self.s2mm
+        status = self._status(channel)
+        if name.endswith("_DMACR"):
+            if value & _RESET:
+                self.values[name] = self.table[name]["reset"]
+                self.values[status] = self.table[status]["reset"]
+                channel.__init__(channel.prefix)
+            elif value & _RS:
+                self.values[status] &= ~HALTED
+            else:
+                self.values[status] |= HALTED
+        elif name.endswith("_LENGTH"):
+            self._start(channel, value)
+
+    def _start(self, channel: _Channel, nbytes: int) -> None:
+        status = self._status(channel)
+        if self.values[status] & HALTED or channel.busy:
+            return  # PG021: LENGTH writes while halted or busy have no effect
+        if nbytes == 0:
+            self._fail(channel, INT_ERR)
+            return
+        address_reg = "MM2S_SA" if channel is self.mm2s else "S2MM_DA"
+        address = self.values[address_reg] | (self.values[f"{address_reg}_MSB"] << 32)
+        self.values[status] &= ~IDLE
+        channel.busy = True
+        if channel is self.mm2s:
+            try:
+                channel.pending = self.memory.read(address, nbytes).copy()
+            except MemoryError:
+                self._fail(channel, DEC_ERR)
+        else:
+            try:
+                self.memory.read(address, nbytes)  # decode check up front, as the address phase would
+            except MemoryError:
+                self._fail(channel, DEC_ERR)
+                return
+            channel.address, channel.remaining, channel.received = address, nbytes, 0
+
+    def service(self) -> bool:
+        """Move whatever can move between memory and the core; return True if any byte moved."""
+        moved = False
+        mm2s = self.mm2s
+        if mm2s.busy and mm2s.pending is not None:
+            accepted = self.core.stream_in(mm2s.pending, last=True)
+            if accepted:
+                moved = True
+                mm2s.pending = mm2s.pending[accepted:]
+                if len(mm2s.pending) == 0:
+                    mm2s.pending = None
+                    self._complete(mm2s)
+        s2mm = self.s2mm
+        if s2mm.busy:
+            data, last = self.core.stream_out(s2mm.remaining + 1)
+            if len(data) > s2mm.remaining:
+                self._fail(s2mm, INT_ERR)  # packet longer than the armed buffer
+                return True
+            if len(data):
+                moved = True
+                self.memory.write(s2mm.address, data)
+                s2mm.address += len(data)
+                s2mm.remaining -= len(data)
+                s2mm.received += len(data)
+            if last:
+                moved = True
+                self.values["S2MM_LENGTH"] = s2mm.received
+                self._complete(s2mm)
+        return moved

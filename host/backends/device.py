@@ -1,0 +1,166 @@
+"""The emulated PYNQ device: a ``pynq.Device`` that serves an overlay's register and DMA traffic in software.
+
+This is the hook PYNQ's own test suite uses to mock hardware (``tests/mock_devices.py``): a device with the
+``REGISTER_RW`` capability receives every MMIO access as ``read_registers`` / ``write_registers``. Above it,
+``pynq.Overlay`` parses the generated ``.hwh`` with the parser the board uses, binds drivers by VLNV, and the
+stock ``pynq.lib.dma.DMA`` drives the AXI DMA register model; below it, each AXI-Lite window of the board's address
+map (``spec.py``) is routed to an emulated IP. Backends differ only in the core IPs they plug in (``emu``: the
+numpy models; ``rtl``: the MyHDL simulation).
+
+Works with pynq 3.0, 3.1 and 4.0: metadata comes from ``pynq.metadata.runtime_metadata_parser`` where it exists
+(pynq 3.x carries its own views) and ``pynqmetadata.views.runtime`` otherwise, and ``pynq.ps.Clocks`` gets a
+stand-in that accepts both the 3.x (dividers) and the 4.0 (``clk_mhz``) calls.
+"""
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+from typing import Callable
+
+import pynq
+from pynq.ps import Clocks
+
+from ...overlay import spec as S
+from ...overlay.build import hwh as hwh_build
+from .axi_dma import AxiDmaModel
+from .memory import EmulatedMemory
+from .regfile import RegisterFile
+
+__all__ = ["EmulatedDevice", "EmulatedClocks"]
+
+
+def _metadata_parser(hwh_path: Path):
+    """Parse a ``.hwh`` with the runtime parser of whichever pynq/pynqmetadata is installed."""
+    from pynqmetadata.frontends import Metadata
+    try:
+        from pynq.metadata.runtime_metadata_parser import RuntimeMetadataParser
+    except ImportError:  # pynq 4.0 moved the views into pynqmetadata
+        from pynqmetadata.views.runtime import RuntimeMetadataParser
+    return RuntimeMetadataParser(Metadata(input=str(hwh_path)))
+
+
+class EmulatedClocks:
+    """Stand-in for ``pynq.ps.Clocks``' per-architecture instance: remembers the PL clocks it is asked for."""
+
+    def __init__(self, fclk_mhz: float) -> None:
+        self.pl_mhz = {0: fclk_mhz, 1: 100.0, 2: 100.0, 3: 100.0}
+
+    def set_pl_clk(self, clk_idx: int, div0=None, div1=None, clk_mhz=None) -> None:
+        """Record clock ``clk_idx``'s new rate (dividers of a 1 GHz source or ``clk_mhz``)."""
+        if div0 is not None and div1 is not None:
+            self.pl_mhz[clk_idx] = 1000.0 / (div0 * div1)
+        elif clk_mhz is not None:
+            self.pl_mhz[clk_idx] = float(clk_mhz)
+
+    def get_pl_clk(self, clk_idx: int) -> float:
+        """Rate of PL clock ``clk_idx`` in MHz."""
+        return self.pl_mhz[clk_idx]
+
+    def get_cpu_mhz(self) -> float:
+        """The emulated CPU clock (the Zynq-7020's 650 MHz)."""
+        return 650.0
+
+
+class EmulatedDevice(pynq.Device):
+    """A board of ``board_spec`` whose programmable logic is emulated by IP models.
+
+    Parameters
+    ----------
+    board_spec : BoardSpec
+        The board whose overlay (address map, cores) is emulated.
+    make_core : callable
+        ``make_core(slot) -> RegisterFile`` builds the emulated IP of one core slot; it must also implement the
+        stream endpoints of :class:`~pynq_rl.host.backends.axi_dma.StreamEndpoint`.
+    tag : str
+        Device tag (``pynq.Device`` requires a unique string).
+    """
+
+    def __init__(self, board_spec: S.BoardSpec, make_core: Callable[[S.CoreSlot], RegisterFile], tag: str) -> None:
+        super().__init__(tag)
+        self.board = board_spec
+        self.name = board_spec.name
+        self.arch = "armv7l" if board_spec.arch == "zynq" else "aarch64"
+        self.capabilities = {"REGISTER_RW": True}
+        self.memory = EmulatedMemory(self)
+        self.timestamp = ""
+        self.bitfile_name = None
+        self.cores: dict[str, RegisterFile] = {}
+        self.dmas: dict[str, AxiDmaModel] = {}
+        self._windows: list[tuple[int, int, RegisterFile]] = []
+        for slot in board_spec.cores:
+            core = make_core(slot)
+            dma = AxiDmaModel(self.memory, core)
+            self.cores[slot.name], self.dmas[slot.name] = core, dma
+            self._windows.append((board_spec.gp_base + slot.core_offset, slot.window, core))
+            self._windows.append((board_spec.gp_base + slot.dma_offset, slot.window, dma))
+        self._windows.sort(key=lambda w: w[0])
+        self._window_starts = [w[0] for w in self._windows]
+        self.clocks = EmulatedClocks(board_spec.fclk_mhz)
+
+    # -- files and programming ------------------------------------------------------------------------------------
+    def overlay_files(self, directory: str | Path | None = None) -> Path:
+        """Write this board's generated ``.hwh`` + empty ``.bit`` (to a per-user cache by default); return the .bit."""
+        directory = hwh_build.emulation_directory(self.board) if directory is None else Path(directory)
+        return hwh_build.write_overlay_files(self.board, directory)
+
+    def get_bitfile_metadata(self, bitfile_name: str, partial: bool = False):
+        """Parsed metadata of the ``.hwh`` beside ``bitfile_name`` (the board's path needs xclbinutil; this doesn't)."""
+        hwh_path = Path(bitfile_name).with_suffix(".hwh")
+        if not hwh_path.is_file():
+            raise RuntimeError(f"Unable to find metadata for bitstream: no {hwh_path}")
+        parser = _metadata_parser(hwh_path)
+        if hasattr(parser, "refresh_hierarchy_dict"):
+            parser.refresh_hierarchy_dict()
+        return parser
+
+    def download(self, bitstream, parser=None) -> None:
+        """'Program' the emulated PL: every IP back to reset, then PYNQ's bookkeeping (timestamp, dictionaries)."""
+        for _, _, ip in self._windows:
+            ip.reset()
+        self.post_download(bitstream, parser)
+        bitstream.timestamp = self.timestamp
+
+    def install_clocks(self) -> None:
+        """Route ``pynq.ps.Clocks`` to :class:`EmulatedClocks` (off-board only; a board keeps its real clocks)."""
+        Clocks.device = self
+        Clocks._real_instance = self.clocks
+
+    # -- memory ---------------------------------------------------------------------------------------------------
+    def allocate(self, shape, dtype, **kwargs):
+        """A buffer in the emulated DDR (physical address included), as ``pynq.allocate`` returns on a board."""
+        return self.memory.allocate(shape, dtype, **kwargs)
+
+    def flush(self, bo, offset, vaddr, nbytes) -> None:
+        """Cache flush: nothing to do, the emulated DMA reads the host's memory directly."""
+
+    def invalidate(self, bo, offset, vaddr, nbytes) -> None:
+        """Cache invalidate: nothing to do, the emulated DMA writes the host's memory directly."""
+
+    # -- register traffic -----------------------------------------------------------------------------------------
+    def _window(self, address: int, nbytes: int) -> tuple[int, RegisterFile]:
+        index = bisect.bisect_right(self._window_starts, address) - 1
+        if index >= 0:
+            base, size, ip = self._windows[index]
+            if address + nbytes <= base + size:
+                return base, ip
+        raise MemoryError(f"AXI decode error: no IP at [{address:#x}, {address + nbytes:#x})")
+
+    def read_registers(self, address: int, length: int) -> bytes:
+        """Bus reads of ``length`` bytes (whole words) at ``address``."""
+        base, ip = self._window(address, length)
+        words = [ip.read(address - base + 4 * i) for i in range(-(-length // 4))]
+        return b"".join(w.to_bytes(4, "little") for w in words)[:length]
+
+    def write_registers(self, address: int, data: bytes) -> None:
+        """Bus writes of ``data`` (whole words) at ``address``; then let the DMAs move whatever can move."""
+        if len(data) % 4:
+            raise MemoryError(f"unaligned register write of {len(data)} bytes at {address:#x}")
+        base, ip = self._window(address, len(data))
+        for i in range(0, len(data), 4):
+            ip.write(address - base + i, int.from_bytes(data[i:i + 4], "little"))
+        self.service()
+
+    def service(self) -> None:
+        """Advance every DMA until nothing moves (the emulated PL is infinitely fast between bus accesses)."""
+        while any([dma.service() for dma in self.dmas.values()]):
+            pass

@@ -1,0 +1,8 @@
+"""Drivers of the pynq-rl cores (``pynq.DefaultIP`` subclasses bound by VLNV).
+
+Importing this package registers them with PYNQ (the ``pynq.lib`` entry point points here).
+"""
+from .gae import GaeCore, GaeSaturationWarning
+from .identity import BitstreamMismatchError
+
+__all__ = ["GaeCore", "GaeSaturationWarning", "BitstreamMismatchError"]

@@ -1,0 +1,292 @@
+"""``GaeCore``: the driver of the GAE core (HEPPO), bound by VLNV, identical on every backend.
+
+One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, splits any
+number of environments into LANES-wide batches and any number of steps into T_MAX-long chunks, encodes each batch
+(raw fixed point, or HEPPO's 8-bit block standardization), streams it through the core's AXI DMA, waits for DONE
+with a deadline and decodes the results back to float32.
+
+Chunking over time is exact in real arithmetic: the chunk ``[t0, t1)`` is computed with its bootstrap value
+replaced by ``V(s_t1) + lambda * A_t1`` (the lambda-return identity), which folds ``gamma*lambda*A_t1`` into
+``delta_{t1-1}``. In fixed point it adds one rounding per chunk boundary.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from pynq import DefaultIP, UnsupportedConfiguration, allocate
+from pynq.lib.dma import DMA
+from pynq.registers import RegisterMap
+
+from ...overlay import fixed
+from ...overlay import spec as S
+from ...overlay.models import gae as model
+from .identity import BitstreamMismatchError, check_identity
+from .polling import wait_dma_channel, wait_until
+
+__all__ = ["GaeCore", "GaeSaturationWarning"]
+
+
+class GaeSaturationWarning(UserWarning):
+    """A fixed-point value saturated: the result is clipped, not wrapped, but no longer exact GAE."""
+
+
+def _as_float_array(name: str, x, shape_hint: str) -> np.ndarray:
+    array = np.asarray(x)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise TypeError(f"{name} must be a numeric array {shape_hint}, not dtype {array.dtype!r}")
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, not {array.dtype!r}")
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D {shape_hint}, not shape {array.shape!r}")
+    array = array.astype(np.float64)
+    fixed.check_finite(name, array)
+    return array
+
+
+class GaeCore(DefaultIP):
+    """Driver of the GAE core: ``compute(rewards, values, dones, gamma, lam)`` on the FPGA (or its emulation).
+
+    Not constructed directly: ``pynq.Overlay`` binds it by VLNV to ``<hierarchy>/core`` and it finds its DMA at
+    ``<hierarchy>/dma``. Build parameters are read back from the core's registers.
+
+    Attributes
+    ----------
+    spec : GaeSpec
+        Build parameters as the core reports them.
+    dma : pynq.lib.dma.DMA
+        The AXI DMA that streams this core's input and output.
+    timeout_s : float
+        Default deadline of each wait (DONE, each DMA channel).
+    """
+
+    bindto = [S.GAE_VLNV]
+
+    def __init__(self, description: dict) -> None:
+        super().__init__(description)
+        try:
+            check_identity("gae", self._reg("ID"))
+        except BitstreamMismatchError as err:
+            raise UnsupportedConfiguration(str(err)) from err
+        fmt = {name: self._field("FORMAT", name) for name in ("DATA_W", "FRAC_BITS", "COEF_FRAC", "CODE_BITS")}
+        dma_path = description["fullpath"].rpartition("/")[0] + "/dma"
+        if dma_path not in self.device.ip_dict:
+            raise UnsupportedConfiguration(f"GAE core {description['fullpath']} has no DMA at {dma_path}")
+        dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
+        self.dma = DMA(dma_description)
+        stream_bits = int(dma_description["parameters"]["c_m_axi_mm2s_data_width"])
+        self.spec = S.GaeSpec(lanes=self._reg("LANES"), t_max=self._reg("T_MAX"), lookahead=self._reg("LOOKAHEAD"),
+                              code_bits=fmt["CODE_BITS"], data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
+                              coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
+                              stream_bytes=stream_bits // 8)
+        self.timeout_s = 5.0
+        self._in_buffer = self._out_buffer = None
+
+    # -- registers, by name from spec.py only -------------------------------------------------------------------------
+    def _reg(self, name: str) -> int:
+        return self.read(S.GAE_REGISTERS[name]["address_offset"])
+
+    def _field(self, register: str, name: str) -> int:
+        fld = S.GAE_REGISTERS[register]["fields"][name]
+        return (self._reg(register) >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
+
+    def _write(self, name: str, value: int) -> None:
+        self.write(S.GAE_REGISTERS[name]["address_offset"], int(value) & 0xFFFF_FFFF)
+
+    @property
+    def register_map(self) -> RegisterMap:
+        """The core's registers by name (built from ``spec.py``, so it works even if the .hwh lacks them)."""
+        if not hasattr(self, "_spec_register_map"):
+            self._spec_register_map = RegisterMap.create_subclass("gae_core", dict(S.GAE_REGISTERS))(self.mmio.array)
+        return self._spec_register_map
+
+    @property
+    def status(self) -> S.Status:
+        """The STATUS register as flags."""
+        return S.Status(self._reg("STATUS"))
+
+    @property
+    def idle(self) -> bool:
+        """True when no operation runs."""
+        return not self.status & S.Status.BUSY
+
+    @property
+    def error(self) -> bool:
+        """True when the last operation ended in an error."""
+        return bool(self.status.errors)
+
+    @property
+    def cycles(self) -> int:
+        """Clock cycles of the compute phase of the last operation (the CYCLES register)."""
+        return self._reg("CYCLES")
+
+    def reset(self) -> None:
+        """Soft-reset the core (aborts a running operation, flushes its streams) and reset its DMA channels."""
+        self._write("CTRL", S.Ctrl.SOFT_RESET)
+        for channel in (self.dma.sendchannel, self.dma.recvchannel):
+            channel.stop()
+            channel.start()
+
+    def info(self) -> dict:
+        """ID, spec version and build parameters, as the core's registers report them."""
+        ident = self._reg("ID")
+        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}", "lanes": self.spec.lanes,
+                "t_max": self.spec.t_max, "lookahead": self.spec.lookahead, "data_format": str(self.spec.data),
+                "coef_format": str(self.spec.coef), "code_bits": self.spec.code_bits,
+                "stream_bytes": self.spec.stream_bytes}
+
+    # -- the one call ---------------------------------------------------------------------------------------------
+    def compute(self, rewards, values, dones, gamma: float = 0.99, lam: float = 0.95, quantize: bool = True,
+                strict: bool = False, timeout_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Generalized Advantage Estimation on the core.
+
+        Parameters
+        ----------
+        rewards : array_like, shape (T, N)
+            ``rewards[t, n]``: reward of env n at step t (for a truncated episode, with gamma * V(final obs)
+            already folded in).
+        values : array_like, shape (T + 1, N)
+            ``values[t] = V(s_t)``; ``values[T]`` bootstraps the unfinished tail.
+        dones : array_like, shape (T, N)
+            1 where env n's episode ended at step t: neither V(s_{t+1}) nor A_{t+1} flows back into step t.
+        gamma, lam : float
+            Discount and GAE lambda, each in [0, 1].
+        quantize : bool
+            True: 8-bit block-standardized codes (HEPPO; error bounded by ``models.gae.error_bound``).
+            False: raw Q15.16 fixed point (saturates beyond +-32768).
+        strict : bool
+            Raise instead of warning when a value saturates.
+        timeout_s : float or None
+            Deadline of each wait; None uses :attr:`timeout_s`.
+
+        Returns
+        -------
+        advantages, returns : np.ndarray
+            float32 arrays of shape (T, N); ``returns = advantages + values[:-1]``.
+
+        Raises
+        ------
+        TypeError
+            Non-numeric inputs.
+        ValueError
+            Mismatched shapes, NaN/inf, gamma or lam outside [0, 1]; with ``strict``, saturation.
+        TimeoutError
+            The core or its DMA did not finish within the deadline.
+        RuntimeError
+            The core or the DMA reported an error.
+        """
+        rewards = _as_float_array("rewards", rewards, "(T, N)")
+        values = _as_float_array("values", values, "(T + 1, N)")
+        dones = _as_float_array("dones", dones, "(T, N)")
+        n_steps, n_envs = rewards.shape
+        if n_steps < 1 or n_envs < 1:
+            raise ValueError(f"rewards must have at least one step and one env, not shape {rewards.shape}")
+        if values.shape != (n_steps + 1, n_envs):
+            raise ValueError(f"values must have shape (T + 1, N) = {(n_steps + 1, n_envs)}, not {values.shape}")
+        if dones.shape != (n_steps, n_envs):
+            raise ValueError(f"dones must have shape (T, N) = {(n_steps, n_envs)}, not {dones.shape}")
+        if not np.all((dones == 0) | (dones == 1)):
+            raise ValueError("dones must be 0 or 1 (or booleans)")
+        for name, x in (("gamma", gamma), ("lam", lam)):
+            if not (isinstance(x, (int, float, np.floating, np.integer)) and 0.0 <= float(x) <= 1.0):
+                raise ValueError(f"{name} must be a number in [0, 1], not {x!r}")
+        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
+        dones = dones.astype(np.int64)
+        advantages = np.empty((n_steps, n_envs), dtype=np.float32)
+        returns = np.empty((n_steps, n_envs), dtype=np.float32)
+        saturated = False
+        for lane0 in range(0, n_envs, self.spec.lanes):
+            lanes = slice(lane0, min(lane0 + self.spec.lanes, n_envs))
+            carry = None
+            for start in reversed(range(0, n_steps, self.spec.t_max)):
+                stop = min(start + self.spec.t_max, n_steps)
+                chunk_values = values[start:stop + 1, lanes].copy()
+                if carry is not None:
+                    chunk_values[-1] += float(lam) * carry
+                adv, ret, sat = self._run(rewards[start:stop, lanes], chunk_values, dones[start:stop, lanes],
+                                          float(gamma), float(lam), quantize, timeout_s)
+                advantages[start:stop, lanes], returns[start:stop, lanes] = adv, ret
+                carry = adv[0].astype(np.float64)
+                saturated |= sat
+        if saturated:
+            message = ("GAE core saturated: a reward, value, advantage or return left the fixed-point range "
+                       f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped")
+            if strict:
+                raise ValueError(message)
+            warnings.warn(message, GaeSaturationWarning, stacklevel=2)
+        return advantages, returns
+
+    # -- one batch through the core ---------------------------------------------------------------------------------
+    def _buffers(self):
+        if self._in_buffer is None:
+            spec = self.spec
+            in_bytes = (spec.t_max + 1) * spec.input_record_bytes(S.GaeMode.RAW)
+            self._in_buffer = allocate((in_bytes,), dtype=np.uint8, target=self.device)
+            self._out_buffer = allocate((spec.t_max * spec.output_record_bytes,), dtype=np.uint8, target=self.device)
+        return self._in_buffer, self._out_buffer
+
+    def _encode(self, rewards, values, gamma, lam, quantize):
+        """Integer codes + dequantization registers + working unit for one batch; host-side saturation flag."""
+        spec = self.spec
+        if quantize:
+            absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
+            unit = model.choose_unit(absmax, gamma, lam, spec.data)
+            r_block, v_block = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
+            regs = {"R_SCALE": r_block.scale, "R_OFFSET": r_block.offset,
+                    "V_SCALE": v_block.scale, "V_OFFSET": v_block.offset}
+            return S.GaeMode.Q8, r_block.codes, v_block.codes, regs, unit, False
+        r_codes, r_sat = fixed.quantize(rewards, spec.data)
+        v_codes, v_sat = fixed.quantize(values, spec.data)
+        regs = {"R_SCALE": 0, "R_OFFSET": 0, "V_SCALE": 0, "V_OFFSET": 0}
+        return S.GaeMode.RAW, r_codes, v_codes, regs, 1.0, r_sat or v_sat
+
+    def _run(self, rewards, values, dones, gamma, lam, quantize, timeout_s):
+        spec = self.spec
+        n_steps, n_lanes = rewards.shape
+        mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
+        in_buffer, out_buffer = self._buffers()
+        in_bytes = (n_steps + 1) * spec.input_record_bytes(mode)
+        out_bytes = n_steps * spec.output_record_bytes
+        records = in_buffer[:in_bytes].view(model.input_record_dtype(spec, mode))
+        model.pack_input(spec, mode, r_codes, v_codes, dones, out=records)
+
+        if not self.idle:
+            raise RuntimeError(f"GAE core busy before start (STATUS={self.status!r}); call reset()")
+        self._write("T", n_steps)
+        self._write("LANES_USED", n_lanes)
+        self._write("GAMMA", fixed.quantize(gamma, spec.coef)[0])
+        self._write("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
+        for name, value in regs.items():
+            self._write(name, value)
+        mode_field = S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
+        self.dma.recvchannel.transfer(out_buffer, nbytes=out_bytes)
+        self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
+        self.dma.sendchannel.transfer(in_buffer, nbytes=in_bytes)
+        try:
+            wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the GAE core)")
+            wait_until(lambda: self.status & S.Status.DONE, timeout_s,
+                       lambda: f"GAE core not DONE (STATUS={self.status!r}, T={n_steps}, lanes={n_lanes})")
+            status = self.status
+            if status.errors:
+                raise RuntimeError(self._describe_errors(status))
+            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the GAE core)")
+        except (TimeoutError, RuntimeError):
+            self.reset()  # leave the core and DMA usable for the next call
+            raise
+        if received != out_bytes:
+            raise RuntimeError(f"GAE core returned {received} bytes, expected {out_bytes}")
+        out_records = out_buffer[:out_bytes].view(model.output_record_dtype(spec))
+        adv_codes, ret_codes = model.unpack_output(spec, out_records, n_lanes)
+        scale = spec.data.lsb * unit
+        return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),
+                host_sat or bool(status & S.Status.SATURATED))
+
+    def _describe_errors(self, status: S.Status) -> str:
+        messages = []
+        if status & S.Status.ERR_CONFIG:
+            messages.append(f"GAE core refused its configuration (T={self._reg('T')}, "
+                            f"LANES_USED={self._reg('LANES_USED')}, GAMMA={self._reg('GAMMA'):#x}, "
+                            f"GAMMA_LAMBDA={self._reg('GAMMA_LAMBDA'):#x})")
+        if status & S.Status.ERR_STREAM:
+            messages.append("GAE core input stream ended early or ran long (TLAST misplaced)")
+        return "; ".join(messages)

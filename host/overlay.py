@@ -1,0 +1,115 @@
+"""``RLOverlay``: the pynq-rl overlay on a board, or emulated, behind one ``pynq.Overlay`` subclass.
+
+Backends (DESIGN.md section 1):
+
+* ``"board"``: the real PL. Loads ``overlay/bitstreams/<board>/pynq_rl.bit`` (+ ``.hwh``) for the board PYNQ
+  reports. The default on a PYNQ board.
+* ``"emu"``: an :class:`~pynq_rl.host.backends.emu.EmuDevice` serves the overlay described by the ``.hwh``
+  generated from ``spec.py``; cores are the bit-exact numpy models. The default everywhere else.
+* ``"rtl"``: the MyHDL cores simulated cycle by cycle (the GAE-hardware issue); not available yet.
+
+``PYNQ_RL_BACKEND`` overrides the default. Whatever the backend, every core's ID register is checked against
+``spec.py`` when the overlay loads, and a stale bitstream is refused with the command that rebuilds it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pynq
+from pynq.ps import ON_TARGET
+
+from ..overlay import spec as S
+from ..overlay.build.hwh import OVERLAY_STEM
+from .drivers.gae import GaeCore
+from .drivers.identity import check_identity
+
+__all__ = ["RLOverlay", "BACKENDS", "default_backend"]
+
+BACKENDS = ("board", "emu", "rtl")
+#: Where board bitstreams live: ``<board, lower case>/pynq_rl.bit`` + ``.hwh`` (shipped as package data).
+BITSTREAM_DIR = Path(S.__file__).resolve().parent / "bitstreams"
+
+
+def default_backend() -> str:
+    """``$PYNQ_RL_BACKEND`` if set, else ``"board"`` on a PYNQ board and ``"emu"`` elsewhere."""
+    return os.environ.get("PYNQ_RL_BACKEND") or ("board" if ON_TARGET else "emu")
+
+
+
+class RLOverlay(pynq.Overlay):
+    """The pynq-rl overlay: GAE (and later replay and ParSa) cores with their DMAs.
+
+    Parameters
+    ----------
+    backend : {"board", "emu", "rtl"} or None
+        Where the cores run; None picks :func:`default_backend`.
+    board : str or None
+        Board whose overlay to load (``"Pynq-Z2"`` or ``"ZCU106"``). On a board it defaults to the board PYNQ
+        reports; elsewhere to ``spec.DEFAULT_BOARD``.
+    bitfile : str or None
+        ``board`` backend only: an explicit ``.bit`` path (its ``.hwh`` must sit beside it).
+    download : bool
+        Program the PL (emulated or real) on load.
+
+    Attributes
+    ----------
+    backend : str
+        The backend in use.
+    board_spec : BoardSpec
+        The board's spec (address map, cores, build parameters).
+
+    Raises
+    ------
+    ValueError
+        Unknown backend or board.
+    FileNotFoundError
+        ``board`` backend without a bitstream for this board.
+    RuntimeError
+        A core's ID register does not match ``spec.py`` (a stale or foreign bitstream).
+    """
+
+    def __init__(self, backend: str | None = None, board: str | None = None, bitfile: str | None = None,
+                 download: bool = True, **kwargs) -> None:
+        backend = default_backend() if backend is None else backend
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+        if backend == "board":
+            device = pynq.Device.active_device
+            board_spec = S.board(board or getattr(device, "name", None))
+            if bitfile is None:
+                bitfile = str(BITSTREAM_DIR / board_spec.name.lower() / f"{OVERLAY_STEM}.bit")
+            if not Path(bitfile).is_file():
+                raise FileNotFoundError(
+                    f"no bitstream for {board_spec.name} at {bitfile}; build it on a machine with Vivado "
+                    f"(overlay/bitstreams/README.md) or use backend='emu'")
+        elif backend == "emu":
+            from .backends.emu import EmuDevice
+            board_spec = S.board(board)
+            device = EmuDevice(board_spec)
+            device.install_clocks()
+            pynq.Device.active_device = device  # so user code's pynq.allocate() lands in the emulated DDR too
+            bitfile = str(device.overlay_files())
+        else:
+            raise ValueError("backend 'rtl' (the MyHDL simulation) is not available in this release; use 'emu'")
+        self.backend = backend
+        self.board_spec = board_spec
+        super().__init__(bitfile, download=download, device=device, **kwargs)
+        if download:
+            for slot in board_spec.cores:
+                mmio = pynq.MMIO(board_spec.gp_base + slot.core_offset, slot.window, device=device)
+                check_identity(slot.name, mmio.read(S.CORE_REGISTERS[slot.name]["ID"]["address_offset"]))
+
+    @property
+    def gae(self) -> GaeCore:
+        """The GAE core's driver (hierarchy ``gae``: ``gae/core`` with its DMA ``gae/dma``)."""
+        return self._ip_map.gae.core
+
+    def info(self) -> dict:
+        """Backend, board, PL clock and, per core, its ID and build parameters as the registers report them."""
+        cores = {}
+        for slot in self.board_spec.cores:
+            driver = getattr(self, slot.name)
+            cores[slot.name] = driver.info()
+        return {"backend": self.backend, "board": self.board_spec.name, "fclk_mhz": self.board_spec.fclk_mhz,
+                "bitfile": self.bitfile_name, "cores": cores}

@@ -1,0 +1,375 @@
+r"""Bit-exact model of the GAE core (HEPPO): the arithmetic contract every other layer is checked against.
+
+Generalized Advantage Estimation (Schulman et al., 2016) over a rollout of ``T`` steps and ``N`` lanes:
+
+.. math::
+
+    \delta_t = r_t + \gamma (1 - d_t) V_{t+1} - V_t, \qquad
+    A_t = \delta_t + \gamma\lambda (1 - d_t) A_{t+1}, \qquad A_T = 0, \qquad R_t = A_t + V_t
+
+where ``d_t = 1`` when the episode ended at step ``t`` (neither ``V_{t+1}`` nor ``A_{t+1}`` flows back) and
+``V_T`` bootstraps the unfinished tail. Special cases (SB3): lambda = 1 gives the bootstrapped discounted return
+minus V; lambda = 0 gives the one-step TD error.
+
+The core computes it with a **k-step lookahead** (HEPPO eq. 10/11) so the loop-carried dependency spans k cycles::
+
+    A_t = delta_t + sum_{j=1}^{k-1} P_j(t) delta_{t+j} + P_k(t) A_{t+k},
+    P_j(t) = C**j * prod_{i=0}^{j-1} (1 - d_{t+i}),        C = gamma * lambda
+
+Fixed point (formats in :class:`~pynq_rl.overlay.spec.GaeSpec`; DATA = Q15.16 in int32, COEF = UQ1.24), every
+product rounded half up (:func:`~pynq_rl.overlay.fixed.rshift_round`) and every sum saturated to DATA:
+
+1. inputs: raw mode takes DATA words; q8 mode dequantizes ``x = sat(code * SCALE + OFFSET)`` (exact product);
+2. ``gv_t = rnd(GAMMA * V_{t+1})`` or 0 when ``d_t``; ``delta_t = sat(r_t + gv_t - V_t)``;
+3. ``C**j`` codes from :meth:`GaeSpec.lookahead_powers`; each term ``rnd(C**j * delta_{t+j})`` (0 past ``T``);
+4. ``A_t = sat(delta_t + sum_j terms + rnd(C**k * A_{t+k}))``; ``R_t = sat(A_t + V_t)``.
+
+Two implementations share these primitives and must agree bit for bit (tested): a numpy path vectorized over
+lanes and over the k independent chains of the lookahead, and, where numba is installed, a compiled loop that is
+an order of magnitude faster. Both are deterministic integer code, so they cannot drift apart silently.
+
+The q8 encoding (HEPPO's block standardization) lives here too, because its rounding is part of the contract:
+see :func:`encode_q8`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import fixed
+from ..spec import GaeMode, GaeSpec, QFormat
+
+try:  # numba is optional: the numpy path gives identical bits where no wheel exists
+    import numba as _numba
+except ImportError:  # pragma: no cover - exercised on machines without numba
+    _numba = None
+
+__all__ = ["GaeResult", "Q8Block", "gae_fixed", "encode_q8", "choose_unit", "gae_float64", "error_bound",
+           "input_record_dtype", "output_record_dtype", "pack_input", "unpack_input", "pack_output",
+           "unpack_output", "HAVE_NUMBA"]
+
+HAVE_NUMBA = _numba is not None
+
+
+@dataclass(frozen=True)
+class GaeResult:
+    """Output of one core operation (integer DATA codes, as they leave the core)."""
+
+    advantages: np.ndarray
+    """A_t codes, shape (T, N), int64"""
+    returns: np.ndarray
+    """R_t = A_t + V_t codes, shape (T, N), int64"""
+    saturated: bool
+    """any dequantized input, delta, A or R saturated (the STATUS.SATURATED flag)"""
+    cycles: int
+    """cycles of the compute phase (the CYCLES register)"""
+
+
+@dataclass(frozen=True)
+class Q8Block:
+    """One block-standardized array: codes plus the registers that dequantize them (HEPPO section IV)."""
+
+    codes: np.ndarray
+    """int8-range codes, same shape as the input"""
+    scale: int
+    """SCALE register: DATA code of the value of one code step, in working units"""
+    offset: int
+    """OFFSET register: DATA code of the block mean, in working units"""
+    error: float
+    """bound on |x - dequantized(x)| for every element, in the input's own units"""
+
+
+def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom_bits: int = 1) -> float:
+    """Power-of-two working unit ``u`` so that every intermediate of a batch fits DATA with ``headroom_bits`` spare.
+
+    With ``M = max|r|, max|V|`` the magnitudes are bounded by ``|delta| <= (2 + gamma) M``,
+    ``|A| <= |delta| / (1 - gamma*lambda)`` and ``|R| <= |A| + M``; ``u`` is the smallest power of two with
+    ``bound / u <= DATA.max_value / 2**headroom_bits``. A power of two keeps the rescaling exact in float.
+    """
+    if not math.isfinite(absmax) or absmax < 0:
+        raise ValueError(f"absmax must be finite and >= 0, not {absmax!r}")
+    if absmax == 0.0:
+        return 1.0
+    c = gamma * lam
+    horizon = 1.0 / (1.0 - c) if c < 1.0 else 1e6
+    bound = (2.0 + gamma) * absmax * horizon + absmax
+    return 2.0 ** math.ceil(math.log2(bound / (data.max_value / 2 ** headroom_bits)))
+
+
+def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
+    """Block-standardize ``x`` into CODE_BITS codes that the core dequantizes as ``code * SCALE + OFFSET``.
+
+    The block's mean becomes OFFSET and its largest deviation maps to the largest code, so nothing clips and the
+    per-element error is bounded: SCALE is rounded *up* to a DATA code (so ``|x - mean| / SCALE <= 2**(b-1) - 1``)
+    and codes round half up, giving ``|x/u - (code * SCALE + OFFSET)| <= SCALE / 2`` (or half an LSB when the
+    block is constant). HEPPO scales by the standard deviation instead, which clips heavy tails with unbounded
+    error; scaling by the largest deviation is what makes :func:`error_bound` hold for every input.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    fixed.check_finite("x", x)
+    data, code = spec.data, spec.code
+    y = x / unit
+    mean = float(y.mean()) if y.size else 0.0
+    offset = int(fixed.quantize(mean, data)[0])
+    centered = y - offset * data.lsb
+    spread = float(np.max(np.abs(centered))) if y.size else 0.0
+    scale = int(math.ceil(spread / code.max_code / data.lsb)) if spread > 0 else 0
+    if scale > 0:
+        codes, _ = fixed.quantize(centered / (scale * data.lsb), code)
+    else:
+        codes = np.zeros(x.shape, dtype=np.int64)
+    error = 0.5 * max(scale, 1) * data.lsb * unit
+    return Q8Block(codes=codes, scale=scale, offset=offset, error=error)
+
+
+def gae_float64(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float,
+                lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 reference GAE (the equation in the module docstring, one step at a time)."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    not_done = 1.0 - np.asarray(dones, dtype=np.float64)
+    advantages = np.zeros_like(rewards)
+    lastgaelam = np.zeros(rewards.shape[1:], dtype=np.float64)
+    for t in reversed(range(rewards.shape[0])):
+        delta = rewards[t] + gamma * not_done[t] * values[t + 1] - values[t]
+        lastgaelam = delta + gamma * lam * not_done[t] * lastgaelam
+        advantages[t] = lastgaelam
+    return advantages, advantages + values[:-1]
+
+
+def error_bound(spec: GaeSpec, gamma: float, lam: float, unit: float, r_error: float, v_error: float,
+                delta_absmax: float, adv_absmax: float) -> float:
+    """Worst-case |model - float64 reference| of advantages and returns, in input units.
+
+    Per step the core injects at most ``e = r_error + (1 + gamma) v_error`` from its inputs, half an LSB per
+    rounded product, and coefficient error ``|GAMMA - gamma| * max|V|`` (folded into ``e`` via ``adv_absmax`` as
+    a magnitude bound on values too). The lookahead recursion ``A_t = sum_j P_j delta_{t+j} + P_k A_{t+k}``
+    contracts errors by ``C**k`` every k steps, so with ``|P_j - C**j| <= (j + 1) 2**-COEF_FRAC``::
+
+        E <= [ sum_{j<k} C**j e + k/2 lsb + sum_{j<k} dP_j |delta| + dP_k |A| ] / (1 - C**k) + v_error + lsb/2
+
+    (the last terms for returns ``R = A + V``). Arguments ``delta_absmax`` / ``adv_absmax`` bound |delta| and |A|
+    in input units. Returns a float in input units.
+    """
+    lsb = spec.data.lsb * unit
+    coef_lsb = spec.coef.lsb
+    c = gamma * lam
+    k = spec.lookahead
+    e = r_error + (1.0 + gamma) * v_error + 0.5 * lsb + 0.5 * coef_lsb * adv_absmax
+    numerator = sum(c ** j for j in range(k)) * e + 0.5 * k * lsb
+    numerator += sum((j + 1) * coef_lsb * delta_absmax for j in range(1, k)) + (k + 1) * coef_lsb * adv_absmax
+    contraction = 1.0 - c ** k
+    if contraction <= 0.0:  # gamma*lambda == 1: errors add up over the whole rollout
+        return float("inf")
+    return numerator / contraction + v_error + 0.5 * lsb
+
+
+def input_record_dtype(spec: GaeSpec, mode: GaeMode) -> np.dtype:
+    """numpy dtype of one input stream record (see :class:`GaeSpec`): ``reward``, ``value``, ``done`` fields."""
+    word = np.dtype(np.int8) if GaeMode(mode) == GaeMode.Q8 else np.dtype("<i4")
+    lanes = spec.lanes
+    return np.dtype({"names": ["reward", "value", "done"],
+                     "formats": [(word, (lanes,)), (word, (lanes,)), (np.uint8, (spec.done_bytes,))],
+                     "offsets": [0, lanes * word.itemsize, 2 * lanes * word.itemsize],
+                     "itemsize": spec.input_record_bytes(mode)})
+
+
+def output_record_dtype(spec: GaeSpec) -> np.dtype:
+    """numpy dtype of one output stream record: ``advantage`` then ``ret`` (A + V), int32 each."""
+    lanes = spec.lanes
+    return np.dtype({"names": ["advantage", "ret"], "formats": [("<i4", (lanes,)), ("<i4", (lanes,))],
+                     "offsets": [0, 4 * lanes], "itemsize": spec.output_record_bytes})
+
+
+def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray,
+               out: np.ndarray | None = None) -> np.ndarray:
+    """Pack codes (T, n), (T + 1, n), (T, n) with n <= LANES into T + 1 input records (unused lanes are 0).
+
+    ``out``, if given, is a record array of at least T + 1 records to fill in place (e.g. a DMA buffer view).
+    """
+    n_steps, n_lanes = rewards.shape
+    if n_lanes > spec.lanes:
+        raise ValueError(f"at most {spec.lanes} lanes fit one record, not {n_lanes}")
+    records = np.zeros(n_steps + 1, dtype=input_record_dtype(spec, mode)) if out is None else out[:n_steps + 1]
+    if out is not None:
+        records.view(np.uint8)[:] = 0
+    records["reward"][:n_steps, :n_lanes] = rewards
+    records["value"][:, :n_lanes] = values
+    done_bits = np.zeros((n_steps, spec.lanes), dtype=np.uint8)
+    done_bits[:, :n_lanes] = dones
+    records["done"][:n_steps] = np.packbits(done_bits, axis=1, bitorder="little")
+    return records
+
+
+def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray,
+                 n_lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inverse of :func:`pack_input`: int64 codes (T, n), (T + 1, n) and 0/1 dones (T, n) of the first n lanes."""
+    rewards = records["reward"][:-1, :n_lanes].astype(np.int64)
+    values = records["value"][:, :n_lanes].astype(np.int64)
+    dones = np.unpackbits(records["done"][:-1], axis=1, bitorder="little", count=spec.lanes)[:, :n_lanes]
+    return rewards, values, dones.astype(np.int64)
+
+
+def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
+    """Pack int codes (T, n) into T output records (unused lanes are 0)."""
+    n_steps, n_lanes = advantages.shape
+    records = np.zeros(n_steps, dtype=output_record_dtype(spec))
+    records["advantage"][:, :n_lanes] = advantages
+    records["ret"][:, :n_lanes] = returns
+    return records
+
+
+def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`pack_output`: int64 codes (T, n) of advantages and returns of the first n lanes."""
+    return (records["advantage"][:, :n_lanes].astype(np.int64), records["ret"][:, :n_lanes].astype(np.int64))
+
+
+def _check_codes(name: str, codes: np.ndarray, fmt: QFormat) -> None:
+    if codes.size and (codes.min() < fmt.min_code or codes.max() > fmt.max_code):
+        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] ({fmt}), "
+                         f"not [{int(codes.min())}, {int(codes.max())}]")
+
+
+def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma_code: int,
+              gamma_lambda_code: int, mode: GaeMode = GaeMode.RAW, r_scale: int = 0, r_offset: int = 0,
+              v_scale: int = 0, v_offset: int = 0, use_numba: bool | None = None) -> GaeResult:
+    """Run one GAE operation on integer codes exactly as the core does.
+
+    Parameters
+    ----------
+    spec : GaeSpec
+        Build parameters (formats, lookahead k).
+    rewards, values, dones : np.ndarray
+        Integer codes, shapes (T, N), (T + 1, N), (T, N): DATA codes in raw mode, CODE_BITS codes in q8 mode;
+        dones are 0/1. N may be anything (the core's lanes are the driver's concern).
+    gamma_code, gamma_lambda_code : int
+        GAMMA and GAMMA_LAMBDA register values (COEF format).
+    mode : GaeMode
+        RAW or Q8.
+    r_scale, r_offset, v_scale, v_offset : int
+        q8 dequantization registers (DATA codes); ignored in raw mode.
+    use_numba : bool or None
+        Force the compiled (True) or numpy (False) path; None picks numba where installed.
+
+    Returns
+    -------
+    GaeResult
+
+    Raises
+    ------
+    ValueError
+        If shapes disagree, codes are out of their format's range or a register is out of range: the same
+        conditions the core flags with STATUS.ERR_CONFIG.
+    """
+    rewards = np.asarray(rewards, dtype=np.int64)
+    values = np.asarray(values, dtype=np.int64)
+    dones = np.asarray(dones, dtype=np.int64)
+    if rewards.ndim != 2 or values.shape != (rewards.shape[0] + 1, rewards.shape[1]) or dones.shape != rewards.shape:
+        raise ValueError(f"expected rewards (T, N), values (T + 1, N), dones (T, N), not "
+                         f"{rewards.shape}, {values.shape}, {dones.shape}")
+    if dones.size and (dones.min() < 0 or dones.max() > 1):
+        raise ValueError("dones must be 0 or 1")
+    for name, code in (("GAMMA", gamma_code), ("GAMMA_LAMBDA", gamma_lambda_code)):
+        if not spec.coef.min_code <= code <= 1 << spec.coef.frac:
+            raise ValueError(f"{name} must be a coefficient code in [0, {1 << spec.coef.frac}], not {code!r}")
+    data = spec.data
+    saturated = False
+    if GaeMode(mode) == GaeMode.Q8:
+        _check_codes("reward", rewards, spec.code)
+        _check_codes("value", values, spec.code)
+        for name, reg in (("R_SCALE", r_scale), ("R_OFFSET", r_offset), ("V_SCALE", v_scale), ("V_OFFSET", v_offset)):
+            if not data.min_code <= reg <= data.max_code:
+                raise ValueError(f"{name} must be a DATA code in [{data.min_code}, {data.max_code}], not {reg!r}")
+        rewards, sat_r = fixed.saturate(rewards * r_scale + r_offset, data)
+        values, sat_v = fixed.saturate(values * v_scale + v_offset, data)
+        saturated = sat_r or sat_v
+    else:
+        _check_codes("reward", rewards, data)
+        _check_codes("value", values, data)
+    powers = np.asarray(spec.lookahead_powers(gamma_lambda_code), dtype=np.int64)
+    if use_numba is None:
+        use_numba = HAVE_NUMBA
+    if use_numba and not HAVE_NUMBA:
+        raise RuntimeError("use_numba=True but numba is not installed (pip install 'pynq-rl[fast]')")
+    kernel = _gae_numba if use_numba else _gae_numpy
+    advantages, returns, sat = kernel(rewards, values, dones, int(gamma_code), powers, spec.coef.frac,
+                                      data.min_code, data.max_code)
+    cycles = rewards.shape[0] + spec.pipeline_depth
+    return GaeResult(advantages=advantages, returns=returns, saturated=saturated or bool(sat), cycles=cycles)
+
+
+def _gae_numpy(rewards, values, dones, gamma, powers, cf, lo, hi):
+    """The numpy path: deltas and lookahead sums vectorized over (T, N); the recursion over blocks of k rows."""
+    rnd, clamp = fixed.rshift_round, fixed.clamp
+    n_steps, n_lanes = rewards.shape
+    k = len(powers) - 1
+    alive = 1 - dones
+    gv = rnd(gamma * values[1:], cf) * alive
+    raw_delta = rewards + gv - values[:-1]
+    delta = clamp(raw_delta, lo, hi)
+    sat = bool(np.any(delta != raw_delta))
+    # partial[t] = delta_t + sum_{j=1}^{k-1} rnd(C**j prod_{i<j}(1 - d_{t+i}) delta_{t+j}); zero beyond T.
+    padded_delta = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
+    padded_delta[:n_steps] = delta
+    padded_alive = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
+    padded_alive[:n_steps] = alive
+    partial = delta.copy()
+    chain = np.ones((n_steps, n_lanes), dtype=np.int64)
+    for j in range(1, k):
+        chain = chain * padded_alive[j - 1:j - 1 + n_steps]
+        partial += rnd(powers[j] * chain * padded_delta[j:j + n_steps], cf)
+    tail_coef = powers[k] * chain * padded_alive[k - 1:k - 1 + n_steps]
+    # A_t = sat(partial_t + rnd(P_k(t) A_{t+k})): rows t..t+k-1 depend only on rows >= t+k, so go back k at a time.
+    adv = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
+    for stop in range(n_steps, 0, -k):
+        start = max(stop - k, 0)
+        raw_adv = partial[start:stop] + rnd(tail_coef[start:stop] * adv[start + k:stop + k], cf)
+        adv[start:stop] = clamp(raw_adv, lo, hi)
+        sat = sat or bool(np.any(adv[start:stop] != raw_adv))
+    adv = adv[:n_steps]
+    raw_ret = adv + values[:-1]
+    ret = clamp(raw_ret, lo, hi)
+    sat = sat or bool(np.any(ret != raw_ret))
+    return adv, ret, sat
+
+
+def _gae_loop(rewards, values, dones, gamma, powers, cf, lo, hi):
+    """The compiled path: one fused backward pass, row by row (lanes innermost, so memory is read in order)."""
+    n_steps, n_lanes = rewards.shape
+    k = powers.shape[0] - 1
+    adv = np.zeros((n_steps, n_lanes), dtype=np.int64)
+    ret = np.zeros((n_steps, n_lanes), dtype=np.int64)
+    delta = np.zeros((n_steps, n_lanes), dtype=np.int64)
+    half = np.int64(1) << (cf - 1)
+    sat = False
+    for t in range(n_steps - 1, -1, -1):
+        for n in range(n_lanes):
+            alive = 1 - dones[t, n]
+            gv = ((gamma * values[t + 1, n] + half) >> cf) * alive
+            raw = rewards[t, n] + gv - values[t, n]
+            d = min(max(raw, lo), hi)
+            sat |= d != raw
+            delta[t, n] = d
+            acc = d
+            chain = alive
+            for j in range(1, k + 1):
+                if t + j >= n_steps or chain == 0:
+                    break
+                if j < k:
+                    acc += (powers[j] * delta[t + j, n] + half) >> cf
+                    chain *= 1 - dones[t + j, n]
+                else:
+                    acc += (powers[k] * adv[t + k, n] + half) >> cf
+            a = min(max(acc, lo), hi)
+            sat |= a != acc
+            adv[t, n] = a
+            raw_ret = a + values[t, n]
+            r = min(max(raw_ret, lo), hi)
+            sat |= r != raw_ret
+            ret[t, n] = r
+    return adv, ret, sat
+
+
+_gae_numba = _numba.njit(cache=True, nogil=True)(_gae_loop) if HAVE_NUMBA else None

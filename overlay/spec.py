@@ -1,0 +1,503 @@
+"""The single source of truth of the pynq-rl overlay.
+
+Everything that more than one layer must agree on is defined here and nowhere else: per core its VLNV, its
+register table, its stream word formats, its build parameters with their limits and its fixed-point formats;
+per board the overlay's composition and address map. The numpy models, the MyHDL cores, the emulated devices,
+the ``.hwh`` generator and the drivers all read this module, so they cannot disagree.
+
+Register tables use PYNQ's ``RegisterMap.create_subclass`` schema (``address_offset``, ``access``, ``size`` in
+bits, ``description``, ``fields`` with ``bit_offset``/``bit_width``/``access``), so a driver builds its
+``register_map`` straight from them and the ``.hwh`` generator declares the same registers. Every table is
+checked when this module is imported: overlapping registers or fields raise ``ValueError``.
+
+This module imports only the standard library; it runs on the board as well as on a laptop.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+#: Version of this specification, reported by every core's ID register (major << 8 | minor). A driver refuses a
+#: bitstream whose major version differs, and warns on a newer minor version.
+SPEC_VERSION_MAJOR = 1
+SPEC_VERSION_MINOR = 0
+
+READ_ONLY = "read-only"
+READ_WRITE = "read-write"
+WRITE_ONLY = "write-only"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Register tables
+# ---------------------------------------------------------------------------------------------------------------
+
+def _register(offset: int, access: str, description: str, fields: Mapping[str, tuple] | None = None,
+              reset: int = 0, pulse: Mapping[str, bool] | None = None) -> dict:
+    """One register entry in PYNQ's schema; ``fields`` maps name -> (bit_offset, bit_width, description).
+
+    ``reset`` is the value after reset (an extension PYNQ ignores). Fields listed in ``pulse`` are self-clearing
+    (written 1 to act, always read back 0), as LiteX marks them with ``pulse=True``.
+    """
+    fields = fields or {"VALUE": (0, 32, description)}
+    pulse = pulse or {}
+    return {
+        "address_offset": offset,
+        "access": access,
+        "size": 32,
+        "description": description,
+        "reset": reset,
+        "fields": {
+            name: {
+                "bit_offset": bit_offset,
+                "bit_width": bit_width,
+                "access": access,
+                "description": text,
+                "pulse": bool(pulse.get(name, False)),
+            }
+            for name, (bit_offset, bit_width, text) in fields.items()
+        },
+    }
+
+
+def check_register_table(name: str, registers: Mapping[str, dict]) -> None:
+    """Raise ``ValueError`` if registers overlap, are misaligned, or hold overlapping or out-of-range fields."""
+    seen: dict[int, str] = {}
+    for reg_name, reg in registers.items():
+        offset = reg["address_offset"]
+        if offset % 4:
+            raise ValueError(f"{name}.{reg_name}: offset {offset:#x} is not word aligned")
+        if offset in seen:
+            raise ValueError(f"{name}.{reg_name}: offset {offset:#x} already used by {seen[offset]}")
+        seen[offset] = reg_name
+        used = 0
+        for field_name, fld in reg["fields"].items():
+            lo, width = fld["bit_offset"], fld["bit_width"]
+            if width < 1 or lo < 0 or lo + width > reg["size"]:
+                raise ValueError(f"{name}.{reg_name}.{field_name}: bits [{lo}, {lo + width}) outside the register")
+            mask = ((1 << width) - 1) << lo
+            if used & mask:
+                raise ValueError(f"{name}.{reg_name}.{field_name}: CSRField ordering/overlap issue")
+            used |= mask
+            if field_name == "lambda" or not field_name.isidentifier():
+                raise ValueError(f"{name}.{reg_name}.{field_name}: not usable from register_map")
+
+
+def _common_registers(magic: int) -> dict:
+    """The registers every core has, at the same offsets (DESIGN.md section 3)."""
+    return {
+        "ID": _register(0x00, READ_ONLY, "Core identity: magic number and spec version", {
+            "VERSION_MINOR": (0, 8, "spec minor version"),
+            "VERSION_MAJOR": (8, 8, "spec major version"),
+            "MAGIC": (16, 16, "core magic number"),
+        }, reset=(magic << 16) | (SPEC_VERSION_MAJOR << 8) | SPEC_VERSION_MINOR),
+        "CTRL": _register(0x04, READ_WRITE, "Control", {
+            "START": (0, 1, "Start an operation (auto-clears)."),
+            "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
+            "MODE": (2, 4, "Core-specific operating mode."),
+        }, pulse={"START": True, "SOFT_RESET": True}),
+        "STATUS": _register(0x08, READ_ONLY, "Status; error and saturation flags are sticky until the next START", {
+            "BUSY": (0, 1, "an operation is running"),
+            "DONE": (1, 1, "the last operation finished (cleared by START)"),
+            "ERR_CONFIG": (2, 1, "START refused: a configuration register is out of range"),
+            "ERR_STREAM": (3, 1, "the input stream ended early or ran long (TLAST misplaced)"),
+            "SATURATED": (4, 1, "a fixed-point result saturated during the last operation"),
+        }),
+        "CYCLES": _register(0x0C, READ_ONLY, "Clock cycles of the compute phase of the last operation"),
+    }
+
+
+class Status(enum.IntFlag):
+    """Bits of every core's STATUS register (the signal name in HDL is ``status_<name>``)."""
+
+    BUSY = 1 << 0          # status_busy
+    DONE = 1 << 1          # status_done
+    ERR_CONFIG = 1 << 2    # status_err_config
+    ERR_STREAM = 1 << 3    # status_err_stream
+    SATURATED = 1 << 4     # status_saturated
+
+    @property
+    def errors(self) -> "Status":
+        """The error bits among these flags."""
+        return self & (Status.ERR_CONFIG | Status.ERR_STREAM)
+
+
+class Ctrl(enum.IntFlag):
+    """Bits of every core's CTRL register."""
+
+    START = 1 << 0         # ctrl_start (pulse)
+    SOFT_RESET = 1 << 1    # ctrl_soft_reset (pulse)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fixed-point formats
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QFormat:
+    """A two's-complement (or unsigned) fixed-point format: ``width`` bits, ``frac`` of them fractional.
+
+    The represented value of integer code ``q`` is ``q * 2**-frac``. Rounding is round-half-up (add half an LSB,
+    arithmetic shift right) everywhere: it costs one constant on a DSP48's carry input. Out-of-range results
+    saturate and raise a flag; they never wrap.
+    """
+
+    width: int
+    """total bits, sign included"""
+    frac: int
+    """fractional bits"""
+    signed: bool = True
+    """two's complement if True, unsigned otherwise"""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.width <= 62:
+            raise ValueError(f"QFormat width must be 1..62 (int64 models), not {self.width!r}")
+        if not 0 <= self.frac <= 62:
+            raise ValueError(f"QFormat frac must be 0..62, not {self.frac!r}")
+
+    @property
+    def min_code(self) -> int:
+        """smallest integer code"""
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def max_code(self) -> int:
+        """largest integer code"""
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+    @property
+    def lsb(self) -> float:
+        """value of one least significant bit"""
+        return 2.0 ** -self.frac
+
+    @property
+    def min_value(self) -> float:
+        """smallest representable value"""
+        return self.min_code * self.lsb
+
+    @property
+    def max_value(self) -> float:
+        """largest representable value"""
+        return self.max_code * self.lsb
+
+    def __str__(self) -> str:
+        kind = "Q" if self.signed else "UQ"
+        return f"{kind}{self.width - self.frac - int(self.signed)}.{self.frac}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GAE core (HEPPO)
+# ---------------------------------------------------------------------------------------------------------------
+
+GAE_MAGIC = 0x6AE0
+GAE_VLNV = "pynq-rl.org:rl:gae_core:1.0"
+
+
+class GaeMode(enum.IntEnum):
+    """CTRL.MODE of the GAE core: the input word format."""
+
+    RAW = 0
+    """rewards and values as full-width fixed point (DATA format)"""
+    Q8 = 1
+    """rewards and values as CODE_BITS codes, dequantized on chip as code * SCALE + OFFSET"""
+
+
+GAE_REGISTERS = MappingProxyType({
+    **_common_registers(GAE_MAGIC),
+    "LANES": _register(0x10, READ_ONLY, "Build parameter: processing elements (trajectories per batch)"),
+    "T_MAX": _register(0x14, READ_ONLY, "Build parameter: timesteps the FILO stacks hold"),
+    "LOOKAHEAD": _register(0x18, READ_ONLY, "Build parameter: k of the k-step lookahead"),
+    "FORMAT": _register(0x1C, READ_ONLY, "Build parameters: fixed-point formats", {
+        "DATA_W": (0, 8, "data word width (bits)"),
+        "FRAC_BITS": (8, 8, "fractional bits of data words"),
+        "COEF_FRAC": (16, 8, "fractional bits of GAMMA and GAMMA_LAMBDA"),
+        "CODE_BITS": (24, 8, "bits per quantized code in q8 mode"),
+    }),
+    "T": _register(0x20, READ_WRITE, "Timesteps in this batch (1..T_MAX); the stream carries T+1 records"),
+    "LANES_USED": _register(0x24, READ_WRITE, "Lanes in this batch (1..LANES)"),
+    "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
+    "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
+    "R_SCALE": _register(0x30, READ_WRITE, "q8 mode: reward dequantization scale (DATA format)"),
+    "R_OFFSET": _register(0x34, READ_WRITE, "q8 mode: reward dequantization offset (DATA format)"),
+    "V_SCALE": _register(0x38, READ_WRITE, "q8 mode: value dequantization scale (DATA format)"),
+    "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
+})
+
+
+@dataclass(frozen=True)
+class GaeSpec:
+    """Build parameters of one GAE core and everything derived from them.
+
+    Stream formats (little-endian, one *record* per timestep, each record padded to whole stream beats):
+
+    * input, ``T + 1`` records in forward time order. Record ``t < T`` holds ``LANES`` rewards, ``LANES`` values
+      and ``ceil(LANES / 8)`` bytes of done bits (bit ``n`` of the done field is lane ``n``); record ``T`` holds the
+      bootstrap values ``V(s_T)`` (its rewards and done bits are ignored). Rewards and values are int8 codes in q8
+      mode and int32 DATA words in raw mode. Unused lanes are ignored.
+    * output, ``T`` records in forward time order, each ``LANES`` advantages then ``LANES`` returns (``A + V``), all
+      int32 DATA words.
+    """
+
+    lanes: int = 8
+    """processing elements, i.e. trajectories computed side by side"""
+    t_max: int = 1024
+    """timesteps the FILO stacks hold"""
+    lookahead: int = 2
+    """k of the k-step lookahead (HEPPO eq. 10/11) that pipelines the A_t feedback loop"""
+    code_bits: int = 8
+    """bits of a quantized reward or value code (q8 mode)"""
+    data: QFormat = QFormat(32, 16)
+    """format of internal data words, raw-mode inputs, dequantized values and outputs"""
+    coef: QFormat = QFormat(25, 24, signed=False)
+    """format of GAMMA and GAMMA_LAMBDA (UQ1.24: 1.0 is representable, fits a DSP48's 25-bit port)"""
+    stream_bytes: int = 8
+    """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
+    pipeline_depth: int = 4
+    """cycles the compute phase takes beyond one per timestep (PE pipeline fill); CYCLES <= T + pipeline_depth"""
+
+    def __post_init__(self) -> None:
+        limits = {"lanes": (1, 256), "t_max": (1, 1 << 16), "lookahead": (1, 8), "code_bits": (2, 8)}
+        for name, (lo, hi) in limits.items():
+            value = getattr(self, name)
+            if not lo <= value <= hi:
+                raise ValueError(f"GaeSpec.{name} must be in [{lo}, {hi}], not {value!r}")
+        if self.stream_bytes not in (4, 8, 16, 32, 64, 128):
+            raise ValueError(f"GaeSpec.stream_bytes must be a power of two from 4 to 128, not {self.stream_bytes!r}")
+        if self.data.width != 32:
+            raise ValueError(f"GaeSpec.data must be 32 bits wide (stream words are int32), not {self.data.width!r}")
+
+    @property
+    def done_bytes(self) -> int:
+        """bytes of done bits per input record"""
+        return (self.lanes + 7) // 8
+
+    def _padded(self, nbytes: int) -> int:
+        return -(-nbytes // self.stream_bytes) * self.stream_bytes
+
+    def input_record_bytes(self, mode: GaeMode) -> int:
+        """bytes of one input record (padded to whole beats) in the given mode"""
+        word = 1 if mode == GaeMode.Q8 else 4
+        return self._padded(2 * self.lanes * word + self.done_bytes)
+
+    @property
+    def output_record_bytes(self) -> int:
+        """bytes of one output record (advantages then returns, int32 each)"""
+        return self._padded(2 * self.lanes * 4)
+
+    @property
+    def code(self) -> QFormat:
+        """format of q8 codes (signed integers)"""
+        return QFormat(self.code_bits, 0)
+
+    def lookahead_powers(self, gamma_lambda_code: int) -> tuple[int, ...]:
+        """Coefficient codes of C**j for j = 0..k, as the core computes them once per batch.
+
+        C**0 = 1.0 exactly; C**j = round_half_up(C**(j-1) * C) in the coefficient format.
+        """
+        one = 1 << self.coef.frac
+        powers = [one]
+        half = 1 << (self.coef.frac - 1)
+        for _ in range(self.lookahead):
+            powers.append((powers[-1] * gamma_lambda_code + half) >> self.coef.frac)
+        return tuple(powers)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Replay core (on-chip RMM): build parameters and identity; operations are specified by the replay-core issue
+# ---------------------------------------------------------------------------------------------------------------
+
+REPLAY_MAGIC = 0x5E9A
+REPLAY_VLNV = "pynq-rl.org:rl:replay_core:1.0"
+
+REPLAY_REGISTERS = MappingProxyType({
+    **_common_registers(REPLAY_MAGIC),
+    "K": _register(0x10, READ_ONLY, "Build parameter: fan-out of the sum tree"),
+    "LEVELS": _register(0x14, READ_ONLY, "Build parameter: levels of the sum tree"),
+    "LEAF_W": _register(0x18, READ_ONLY, "Build parameter: bits of a leaf priority"),
+    "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority (low 32 bits)"),
+    "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority (high 32 bits)"),
+    "SEED": _register(0x24, READ_WRITE, "Seed of the on-chip PRNG"),
+})
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    """Build parameters of one replay core: a K-ary sum tree with one BRAM bank per level."""
+
+    k: int = 4
+    """fan-out of the sum tree (a power of two)"""
+    levels: int = 8
+    """levels below the root; capacity = k ** levels"""
+    leaf: QFormat = QFormat(16, 8, signed=False)
+    """format of a leaf priority"""
+
+    def __post_init__(self) -> None:
+        if self.k < 2 or self.k & (self.k - 1):
+            raise ValueError(f"ReplaySpec.k must be a power of two >= 2, not {self.k!r}")
+        if not 1 <= self.levels <= 16:
+            raise ValueError(f"ReplaySpec.levels must be in [1, 16], not {self.levels!r}")
+
+    @property
+    def capacity(self) -> int:
+        """number of leaves"""
+        return self.k ** self.levels
+
+    def level_width(self, level: int) -> int:
+        """bits of a node at ``level`` (0 = root): wide enough that a parent never overflows."""
+        return self.leaf.width + (self.levels - level) * int(math.log2(self.k))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ParSa core (OPaL parallel Sarsa): build parameters and identity; operations are specified by the ParSa issue
+# ---------------------------------------------------------------------------------------------------------------
+
+PARSA_MAGIC = 0x5A25
+PARSA_VLNV = "pynq-rl.org:rl:parsa_core:1.0"
+
+PARSA_REGISTERS = MappingProxyType({
+    **_common_registers(PARSA_MAGIC),
+    "MAX_DIMS": _register(0x10, READ_ONLY, "Build parameter: largest state dimension"),
+    "MAX_ACTIONS": _register(0x14, READ_ONLY, "Build parameter: largest number of actions"),
+    "WORKERS": _register(0x18, READ_ONLY, "Build parameter: parallel tile units"),
+    "VALUE_W": _register(0x1C, READ_ONLY, "Build parameter: bits of a policy value"),
+})
+
+
+@dataclass(frozen=True)
+class ParsaSpec:
+    """Build parameters of one ParSa core."""
+
+    max_dims: int = 20
+    """largest state dimension"""
+    max_actions: int = 10
+    """largest number of actions"""
+    workers: int = 4
+    """parallel tile units"""
+    policy_depth: int = 1 << 14
+    """policy memory words (tiles x actions)"""
+    value_w: int = 16
+    """bits of a policy value (8, 16 or 32)"""
+
+    def __post_init__(self) -> None:
+        if self.value_w not in (8, 16, 32):
+            raise ValueError(f"ParsaSpec.value_w must be 8, 16 or 32, not {self.value_w!r}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Boards: overlay composition and address map
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CoreSlot:
+    """One core in an overlay: its hierarchy name, spec, and where its registers and its DMA sit."""
+
+    name: str
+    """hierarchy name; the core is ``ol.<name>.core`` and its DMA ``ol.<name>.dma``"""
+    spec: object
+    """the core's build parameters (GaeSpec, ReplaySpec or ParsaSpec)"""
+    core_offset: int
+    """offset of the core's AXI-Lite window from the board's GP base"""
+    dma_offset: int
+    """offset of the AXI DMA's AXI-Lite window from the board's GP base"""
+    window: int = 0x1_0000
+    """bytes of each AXI-Lite window"""
+
+
+@dataclass(frozen=True)
+class BoardSpec:
+    """A supported board: its PS, the AXI ports the overlay uses and the cores it carries."""
+
+    name: str
+    """board name as PYNQ reports it (``pynq.Device.active_device.name``)"""
+    part: str
+    """FPGA part"""
+    ps_vlnv: str
+    """VLNV of the processing system IP"""
+    arch: str
+    """'zynq' (Zynq-7000) or 'zynq_ultrascale' (Zynq UltraScale+)"""
+    master_port: str
+    """PS master port that carries AXI-Lite"""
+    dma_port: str
+    """PS slave port the DMAs write through"""
+    gp_base: int
+    """base address of the master port's window"""
+    fclk_mhz: float
+    """PL clock 0, which clocks the cores"""
+    cores: tuple[CoreSlot, ...] = field(default_factory=tuple)
+    """the cores in this board's overlay"""
+
+    def slot(self, name: str) -> CoreSlot:
+        """The core slot called ``name``; ``KeyError`` names the cores that exist."""
+        for slot in self.cores:
+            if slot.name == name:
+                return slot
+        raise KeyError(f"board {self.name} has no core {name!r}; it has {[s.name for s in self.cores]}")
+
+
+BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
+    "Pynq-Z2": BoardSpec(
+        name="Pynq-Z2", part="xc7z020clg400-1", ps_vlnv="xilinx.com:ip:processing_system7:5.5", arch="zynq",
+        master_port="M_AXI_GP0", dma_port="S_AXI_HP0", gp_base=0x4000_0000, fclk_mhz=100.0,
+        cores=(CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),),
+    ),
+    "ZCU106": BoardSpec(
+        name="ZCU106", part="xczu7ev-ffvc1156-2-e", ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
+        arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
+        fclk_mhz=200.0, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),),
+    ),
+})
+
+#: The board assumed off-board when none is named.
+DEFAULT_BOARD = "Pynq-Z2"
+
+#: The AXI DMA's direct-register-mode registers (PG021, table 2-6) that the emulated DMA serves and the stock
+#: ``pynq.lib.dma.DMA`` driver uses. MM2S reads memory into the core's input stream; S2MM writes its output.
+AXI_DMA_REGISTERS = MappingProxyType({
+    "MM2S_DMACR": _register(0x00, READ_WRITE, "MM2S control", {
+        "RS": (0, 1, "run/stop"), "Reset": (2, 1, "soft reset (auto-clears)"), "IOC_IrqEn": (12, 1, "IOC irq"),
+        "Err_IrqEn": (14, 1, "error irq")}, reset=0x0001_0000, pulse={"Reset": True}),
+    "MM2S_DMASR": _register(0x04, READ_WRITE, "MM2S status (irq bits write-1-to-clear)", {
+        "Halted": (0, 1, "channel halted"), "Idle": (1, 1, "channel idle"), "DMAIntErr": (4, 1, "internal error"),
+        "DMASlvErr": (5, 1, "slave error"), "DMADecErr": (6, 1, "decode error"), "IOC_Irq": (12, 1, "completed"),
+        "Err_Irq": (14, 1, "error irq")}, reset=0x0001_0001),
+    "MM2S_SA": _register(0x18, READ_WRITE, "MM2S source address"),
+    "MM2S_SA_MSB": _register(0x1C, READ_WRITE, "MM2S source address, upper 32 bits"),
+    "MM2S_LENGTH": _register(0x28, READ_WRITE, "MM2S bytes to transfer; writing it starts the transfer"),
+    "S2MM_DMACR": _register(0x30, READ_WRITE, "S2MM control", {
+        "RS": (0, 1, "run/stop"), "Reset": (2, 1, "soft reset (auto-clears)"), "IOC_IrqEn": (12, 1, "IOC irq"),
+        "Err_IrqEn": (14, 1, "error irq")}, reset=0x0001_0000, pulse={"Reset": True}),
+    "S2MM_DMASR": _register(0x34, READ_WRITE, "S2MM status (irq bits write-1-to-clear)", {
+        "Halted": (0, 1, "channel halted"), "Idle": (1, 1, "channel idle"), "DMAIntErr": (4, 1, "internal error"),
+        "DMASlvErr": (5, 1, "slave error"), "DMADecErr": (6, 1, "decode error"), "IOC_Irq": (12, 1, "completed"),
+        "Err_Irq": (14, 1, "error irq")}, reset=0x0001_0001),
+    "S2MM_DA": _register(0x48, READ_WRITE, "S2MM destination address"),
+    "S2MM_DA_MSB": _register(0x4C, READ_WRITE, "S2MM destination address, upper 32 bits"),
+    "S2MM_LENGTH": _register(0x58, READ_WRITE, "S2MM buffer bytes; writing it arms the channel, reads back bytes received"),
+})
+
+#: VLNV of the AXI DMA (PG021) every core streams through, in simple (non scatter-gather) mode.
+AXI_DMA_VLNV = "xilinx.com:ip:axi_dma:7.1"
+#: Largest simple-mode transfer: c_sg_length_width = 26 bits.
+AXI_DMA_LENGTH_WIDTH = 26
+
+CORE_REGISTERS: Mapping[str, Mapping[str, dict]] = MappingProxyType({
+    "gae": GAE_REGISTERS, "replay": REPLAY_REGISTERS, "parsa": PARSA_REGISTERS,
+})
+CORE_VLNVS: Mapping[str, str] = MappingProxyType({"gae": GAE_VLNV, "replay": REPLAY_VLNV, "parsa": PARSA_VLNV})
+CORE_MAGICS: Mapping[str, int] = MappingProxyType({"gae": GAE_MAGIC, "replay": REPLAY_MAGIC, "parsa": PARSA_MAGIC})
+
+
+def board(name: str | None) -> BoardSpec:
+    """The spec of board ``name`` (case-insensitive; ``None`` gives the default board)."""
+    if name is None:
+        name = DEFAULT_BOARD
+    for key, spec in BOARDS.items():
+        if key.lower() == str(name).lower():
+            return spec
+    raise ValueError(f"unsupported board: expected one of {sorted(BOARDS)}, not {name!r}")
+
+
+for _core, _table in {**CORE_REGISTERS, "axi_dma": AXI_DMA_REGISTERS}.items():
+    check_register_table(_core, _table)

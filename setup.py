@@ -1,0 +1,62 @@
+"""Distribution ``pynq-rl``: one import namespace, three source trees.
+
+The design card lays the repository out by layer (``overlay/`` for the hardware side, ``host/`` for the
+runtime on the ARM cores), while users import everything from ``pynq_rl``. ``package_dir`` maps the two
+trees under the one namespace: ``overlay/`` becomes ``pynq_rl.overlay`` and ``host/`` becomes ``pynq_rl.host``.
+"""
+from setuptools import setup
+
+PACKAGES = {
+    "pynq_rl": "pynq_rl",
+    "pynq_rl.overlay": "overlay",
+    "pynq_rl.overlay.models": "overlay/models",
+    "pynq_rl.overlay.build": "overlay/build",
+    "pynq_rl.overlay.bitstreams": "overlay/bitstreams",
+    "pynq_rl.host": "host",
+    "pynq_rl.host.drivers": "host/drivers",
+    "pynq_rl.host.backends": "host/backends",
+    "pynq_rl.host.agents": "host/agents",
+    "pynq_rl.notebooks": "notebooks",
+}
+
+setup(
+    name="pynq-rl",
+    version="0.1.0",
+    description="Reinforcement-learning kernels (GAE, prioritized replay, parallel Sarsa) as a PYNQ overlay",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="BSD-3-Clause",
+    python_requires=">=3.10",
+    packages=list(PACKAGES),
+    package_dir=PACKAGES,
+    package_data={"pynq_rl.overlay.bitstreams": ["*.md", "*/*.bit", "*/*.hwh", "*/*.link"],
+                  "pynq_rl.notebooks": ["*.ipynb"]},
+    include_package_data=True,
+    install_requires=[
+        "pynq>=3.0.1",
+        "pycparser<3",
+        "myhdl>=0.11",
+        "numpy>=1.22,<2",
+        "gymnasium>=0.29",
+        "torch==2.13.0",
+        "tqdm",
+    ],
+    extras_require={
+        "fast": ["numba>=0.58"],
+        "test": [
+            "pytest>=7",
+            "hypothesis>=6",
+            "nbmake>=1.4",
+            "ipykernel",
+            "matplotlib",
+            "numba>=0.58",
+        ],
+        "bench": ["torchrl==0.14.1", "numba>=0.58"],
+    },
+    entry_points={
+        "console_scripts": ["pynq-rl = pynq_rl.cli:main"],
+        "pynq.overlays": ["pynq_rl = pynq_rl.overlay.bitstreams"],
+        "pynq.notebooks": ["pynq-rl = pynq_rl.notebooks"],
+        "pynq.lib": ["pynq_rl = pynq_rl.host.drivers"],
+    },
+)

@@ -99,10 +99,8 @@ class AxiDmaModel(RegisterFile):
         channel = self.mm2s if name.startswith("MM2S") else self.s2mm
         status = self._status(channel)
         if name.endswith("_DMACR"):
-            if value & _RESET:
-                self.values[name] = self.table[name]["reset"]
-                self.values[status] = self.table[status]["reset"]
-                channel.__init__(channel.prefix)
+            if value & _RESET:  # PG021: a soft reset on either channel resets the whole DMA
+                self.reset()
             elif value & _RS:
                 self.values[status] &= ~HALTED
             else:

@@ -72,9 +72,9 @@ class GaeCore(DefaultIP):
         dma_path = description["fullpath"].rpartition("/")[0] + "/dma"
         if dma_path not in self.device.ip_dict:
             raise UnsupportedConfiguration(f"GAE core {description['fullpath']} has no DMA at {dma_path}")
-        dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
-        self.dma = DMA(dma_description)
-        stream_bits = int(dma_description["parameters"]["c_m_axi_mm2s_data_width"])
+        self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
+        self.dma = DMA(self._dma_description)
+        stream_bits = int(self._dma_description["parameters"]["c_m_axi_mm2s_data_width"])
         self.spec = S.GaeSpec(lanes=self._reg("LANES"), t_max=self._reg("T_MAX"), lookahead=self._reg("LOOKAHEAD"),
                               code_bits=fmt["CODE_BITS"], data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
                               coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
@@ -121,11 +121,15 @@ class GaeCore(DefaultIP):
         return self._reg("CYCLES")
 
     def reset(self) -> None:
-        """Soft-reset the core (aborts a running operation, flushes its streams) and reset its DMA channels."""
+        """Soft-reset the core (aborts a running operation, flushes its streams) and its DMA.
+
+        A DMA reset (PG021: DMACR.Reset on either channel resets both) is the only way to abort a stuck
+        transfer; the stock channel objects assume a fresh DMA afterwards, so the driver object is rebuilt.
+        """
         self._write("CTRL", S.Ctrl.SOFT_RESET)
-        for channel in (self.dma.sendchannel, self.dma.recvchannel):
-            channel.stop()
-            channel.start()
+        reset_bit = 1 << S.AXI_DMA_REGISTERS["MM2S_DMACR"]["fields"]["Reset"]["bit_offset"]
+        self.dma.write(S.AXI_DMA_REGISTERS["MM2S_DMACR"]["address_offset"], reset_bit)
+        self.dma = DMA(self._dma_description)
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""
@@ -263,12 +267,12 @@ class GaeCore(DefaultIP):
         self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
         self.dma.sendchannel.transfer(in_buffer, nbytes=in_bytes)
         try:
-            wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the GAE core)")
             wait_until(lambda: self.status & S.Status.DONE, timeout_s,
                        lambda: f"GAE core not DONE (STATUS={self.status!r}, T={n_steps}, lanes={n_lanes})")
             status = self.status
             if status.errors:
                 raise RuntimeError(self._describe_errors(status))
+            wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the GAE core)")
             received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the GAE core)")
         except (TimeoutError, RuntimeError):
             self.reset()  # leave the core and DMA usable for the next call

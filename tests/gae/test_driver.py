@@ -1,0 +1,207 @@
+"""Rung 6: the GaeCore driver through the real PYNQ path (Overlay -> VLNV binding -> MMIO + stock DMA), per backend."""
+import re
+
+import numpy as np
+import pytest
+from pynq.lib.dma import DMA
+
+from pynq_rl.host.drivers import GaeCore, GaeSaturationWarning
+from pynq_rl.host.drivers.identity import BitstreamMismatchError
+from pynq_rl.overlay import fixed
+from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.models import gae as model
+from tests.conftest import make_overlay
+
+
+def rollout(seed, n_steps, n_envs, done_prob=0.05):
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(size=(n_steps, n_envs)).astype(np.float32)
+    values = (np.cumsum(rng.normal(size=(n_steps + 1, n_envs)), axis=0)).astype(np.float32)
+    dones = rng.random((n_steps, n_envs)) < done_prob
+    return rewards, values, dones
+
+
+def test_overlay_binds_gae_core_by_vlnv(overlay):
+    assert isinstance(overlay.gae, GaeCore)
+    assert isinstance(overlay.gae.dma, DMA)
+    assert overlay.ip_dict["gae/core"]["type"] == S.GAE_VLNV
+    assert overlay.gae.spec.lanes == overlay.board_spec.slot("gae").spec.lanes
+
+
+def test_register_map_reads_spec_registers(overlay):
+    regs = overlay.gae.register_map
+    assert int(regs.ID.MAGIC) == S.GAE_MAGIC
+    assert int(regs.LANES) == overlay.gae.spec.lanes
+    regs.T = 17
+    assert overlay.gae.read(S.GAE_REGISTERS["T"]["address_offset"]) == 17
+    with pytest.raises(AttributeError):
+        regs.LANES = 3  # read-only in the table, so register_map has no setter
+    overlay.gae.write(S.GAE_REGISTERS["LANES"]["address_offset"], 3)  # and the core ignores a raw bus write
+    assert int(regs.LANES) == overlay.gae.spec.lanes
+
+
+def test_hwh_register_map_matches_spec(overlay):
+    """The .hwh declares the registers, so PYNQ's own register_map machinery sees the same table."""
+    registers = overlay.ip_dict["gae/core"]["registers"]
+    for name, reg in S.GAE_REGISTERS.items():
+        assert registers[name]["address_offset"] == reg["address_offset"]
+        for field, fld in reg["fields"].items():
+            assert registers[name]["fields"][field]["bit_offset"] == fld["bit_offset"]
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_compute_matches_float_reference(overlay, quantize):
+    rewards, values, dones = rollout(0, 200, 11)
+    adv, ret = overlay.gae.compute(rewards, values, dones, gamma=0.99, lam=0.95, quantize=quantize)
+    ref_adv, ref_ret = model.gae_float64(rewards, values, dones, 0.99, 0.95)
+    assert adv.dtype == np.float32 and ret.dtype == np.float32 and adv.shape == (200, 11)
+    tol = 1e-3 if not quantize else 0.05 * np.std(ref_adv)
+    assert np.abs(adv - ref_adv).max() < tol
+    assert np.abs(ret - ref_ret).max() < tol
+    assert overlay.gae.cycles == 200 + overlay.gae.spec.pipeline_depth
+
+
+def test_compute_is_the_model_bit_for_bit(overlay):
+    """Raw mode: the driver's codes through the core equal the model run on the same codes."""
+    spec = overlay.gae.spec
+    rewards, values, dones = rollout(1, 64, spec.lanes)
+    adv, ret = overlay.gae.compute(rewards, values, dones, gamma=0.97, lam=0.9, quantize=False)
+    r, _ = fixed.quantize(rewards.astype(np.float64), spec.data)
+    v, _ = fixed.quantize(values.astype(np.float64), spec.data)
+    g, c = fixed.quantize(0.97, spec.coef)[0], fixed.quantize(0.97 * 0.9, spec.coef)[0]
+    expected = model.gae_fixed(spec, r, v, dones.astype(np.int64), int(g), int(c))
+    assert np.array_equal(fixed.quantize(adv.astype(np.float64), spec.data)[0], expected.advantages)
+    assert np.array_equal(fixed.quantize(ret.astype(np.float64), spec.data)[0], expected.returns)
+
+
+def test_chunking_over_envs_is_exact_in_raw_mode(overlay):
+    lanes = overlay.gae.spec.lanes
+    rewards, values, dones = rollout(2, 50, 2 * lanes + 3)
+    adv, ret = overlay.gae.compute(rewards, values, dones, quantize=False)
+    for lo in (0, lanes, 2 * lanes):
+        part = slice(lo, lo + lanes)
+        a, r = overlay.gae.compute(rewards[:, part], values[:, part], dones[:, part], quantize=False)
+        assert np.array_equal(a, adv[:, part]) and np.array_equal(r, ret[:, part])
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_chunking_over_time_matches_one_call(overlay, quantize):
+    """T beyond T_MAX is split into chunks; the carry V + lambda*A makes the chunked result GAE of the whole."""
+    t_max = overlay.gae.spec.t_max
+    rewards, values, dones = rollout(3, 2 * t_max + 37, 3, done_prob=0.002)
+    adv, ret = overlay.gae.compute(rewards, values, dones, quantize=quantize)
+    ref_adv, ref_ret = model.gae_float64(rewards, values, dones, 0.99, 0.95)
+    if quantize:  # 8-bit codes of a long random walk: compare statistically (model tests hold the hard bound)
+        assert np.sqrt(np.mean((adv - ref_adv) ** 2)) < 0.02 * np.std(ref_adv)
+        assert np.corrcoef(adv.ravel(), ref_adv.ravel())[0, 1] > 0.999
+    else:
+        assert np.abs(adv - ref_adv).max() < 2e-3 and np.abs(ret - ref_ret).max() < 2e-3
+
+
+def test_zcu106_overlay_has_64_lanes():
+    overlay = make_overlay("emu", board="ZCU106")
+    assert overlay.gae.spec.lanes == 64 and overlay.gae.spec.stream_bytes == 16
+    rewards, values, dones = rollout(4, 30, 70)
+    adv, _ = overlay.gae.compute(rewards, values, dones, quantize=False)
+    assert np.abs(adv - model.gae_float64(rewards, values, dones, 0.99, 0.95)[0]).max() < 1e-3
+
+
+# -- bad input gets a clear error -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, error, message", [
+    ((np.zeros((5, 2)), np.zeros((5, 2)), np.zeros((5, 2))), ValueError, r"values must have shape \(T \+ 1, N\)"),
+    ((np.zeros((5, 2)), np.zeros((6, 2)), np.zeros((5, 3))), ValueError, r"dones must have shape \(T, N\)"),
+    ((np.zeros(5), np.zeros(6), np.zeros(5)), ValueError, r"rewards must be 2-D \(T, N\), not shape \(5,\)"),
+    ((np.array([["a"]]), np.zeros((2, 1)), np.zeros((1, 1))), TypeError, r"rewards must be a numeric array"),
+    ((np.full((2, 1), np.nan), np.zeros((3, 1)), np.zeros((2, 1))), ValueError, r"rewards must be finite; rewards\[0, 0\] is nan"),
+    ((np.zeros((2, 1)), np.full((3, 1), np.inf), np.zeros((2, 1))), ValueError, r"values must be finite"),
+    ((np.zeros((2, 1)), np.zeros((3, 1)), np.full((2, 1), 0.5)), ValueError, r"dones must be 0 or 1"),
+    ((np.zeros((0, 1)), np.zeros((1, 1)), np.zeros((0, 1))), ValueError, r"at least one step and one env"),
+])
+def test_bad_inputs_raise_before_touching_the_core(overlay, args, error, message):
+    with pytest.raises(error, match=message):
+        overlay.gae.compute(*args)
+    assert overlay.gae.idle
+
+
+@pytest.mark.parametrize("gamma, lam", [(1.5, 0.9), (0.9, -0.1), (float("nan"), 0.9), ("0.9", 0.9)])
+def test_bad_coefficients_raise(overlay, gamma, lam):
+    rewards, values, dones = rollout(5, 4, 2)
+    with pytest.raises(ValueError, match=r"(gamma|lam) must be a number in \[0, 1\]"):
+        overlay.gae.compute(rewards, values, dones, gamma=gamma, lam=lam)
+
+
+def test_saturation_warns_or_raises_in_strict_mode(overlay):
+    rewards = np.full((40, 2), 20000.0, dtype=np.float32)
+    values = np.zeros((41, 2), dtype=np.float32)
+    dones = np.zeros((40, 2))
+    with pytest.warns(GaeSaturationWarning, match="GAE core saturated"):
+        adv, _ = overlay.gae.compute(rewards, values, dones, quantize=False)
+    assert adv.max() == pytest.approx(S.GaeSpec().data.max_value)  # clipped, never wrapped
+    with pytest.raises(ValueError, match="GAE core saturated"):
+        overlay.gae.compute(rewards, values, dones, quantize=False, strict=True)
+    adv, _ = overlay.gae.compute(rewards, values, dones, quantize=True)  # q8 rescales instead
+    assert np.abs(adv - model.gae_float64(rewards, values, dones, 0.99, 0.95)[0]).max() < 0.01 * adv.max()
+
+
+# -- the PL misbehaving: timeouts and errors are reported, and the core stays usable --------------------------------
+def emulated_core(overlay):
+    if overlay.backend != "emu":
+        pytest.skip("fault injection needs the emulated core")
+    return overlay.device.cores["gae"]
+
+
+def test_hung_core_times_out_with_status(overlay, monkeypatch):
+    core = emulated_core(overlay)
+    monkeypatch.setattr(core, "stream_out", lambda max_bytes: (np.zeros(0, np.uint8), False))
+    monkeypatch.setattr(type(core), "_compute", lambda self: None)  # accepts the input, never finishes
+    rewards, values, dones = rollout(6, 10, 2)
+    with pytest.raises(TimeoutError, match=re.escape("GAE core not DONE (STATUS=<Status.BUSY: 1>")):
+        overlay.gae.compute(rewards, values, dones, timeout_s=0.05)
+    monkeypatch.undo()
+    adv, _ = overlay.gae.compute(rewards, values, dones)  # reset() on the error path left it usable
+    assert adv.shape == (10, 2)
+
+
+def test_stream_error_is_decoded(overlay, monkeypatch):
+    emulated_core(overlay)
+    gae = overlay.gae
+    real_write = gae._write
+    monkeypatch.setattr(gae, "_write", lambda name, value: real_write(name, value + 1 if name == "T" else value))
+    rewards, values, dones = rollout(7, 10, 2)
+    with pytest.raises(RuntimeError, match="input stream ended early or ran long"):
+        gae.compute(rewards, values, dones)
+
+
+def test_config_error_is_decoded(overlay, monkeypatch):
+    emulated_core(overlay)
+    gae = overlay.gae
+    real_write = gae._write
+    monkeypatch.setattr(gae, "_write", lambda name, value: real_write(name, 0 if name == "LANES_USED" else value))
+    rewards, values, dones = rollout(8, 10, 2)
+    with pytest.raises(RuntimeError, match=r"refused its configuration \(T=10, LANES_USED=0"):
+        gae.compute(rewards, values, dones)
+    monkeypatch.undo()
+    adv, _ = gae.compute(rewards, values, dones)  # the stuck MM2S transfer was aborted by the DMA reset
+    assert adv.shape == (10, 2)
+
+
+def test_stale_bitstream_is_refused(monkeypatch):
+    from pynq_rl.host.backends import gae_ip
+    original = gae_ip.GaeCoreIP.reset
+
+    def stale_reset(self):
+        original(self)
+        self.values["ID"] = (S.GAE_MAGIC << 16) | ((S.SPEC_VERSION_MAJOR + 1) << 8)
+
+    monkeypatch.setattr(gae_ip.GaeCoreIP, "reset", stale_reset)
+    with pytest.raises(BitstreamMismatchError, match=r"gae core implements spec 2\.0.*rebuild the bitstream"):
+        make_overlay("emu")
+
+
+def test_user_buffers_land_in_emulated_memory(overlay):
+    """pynq.allocate works off-board and the stock DMA moves user buffers through the emulated DDR."""
+    import pynq
+    if overlay.backend != "emu":
+        pytest.skip("emulated memory only")
+    buffer = pynq.allocate((16,), dtype=np.uint32)
+    assert buffer.physical_address and overlay.device.memory.read(buffer.physical_address, 64).size == 64

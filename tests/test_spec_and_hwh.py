@@ -1,0 +1,66 @@
+"""The spec's tables are checked at import, and the generated .hwh says exactly what the spec says."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.build import hwh
+from pynq_rl.host.backends.device import _metadata_parser
+
+
+def test_overlapping_registers_are_rejected():
+    table = {"A": S._register(0x0, S.READ_WRITE, "a"), "B": S._register(0x0, S.READ_WRITE, "b")}
+    with pytest.raises(ValueError, match=r"offset 0x0 already used by A"):
+        S.check_register_table("t", table)
+
+
+def test_overlapping_fields_are_rejected():
+    table = {"A": S._register(0x0, S.READ_WRITE, "a", {"X": (0, 4, "x"), "Y": (3, 2, "y")})}
+    with pytest.raises(ValueError, match="CSRField ordering/overlap issue"):
+        S.check_register_table("t", table)
+
+
+def test_python_keyword_field_is_rejected():
+    table = {"A": S._register(0x0, S.READ_WRITE, "a", {"lambda": (0, 4, "x")})}
+    with pytest.raises(ValueError, match="not usable from register_map"):
+        S.check_register_table("t", table)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"lanes": 0}, r"GaeSpec.lanes must be in \[1, 256\], not 0"),
+    ({"stream_bytes": 3}, "stream_bytes must be a power of two"),
+    ({"lookahead": 9}, r"lookahead must be in \[1, 8\]"),
+])
+def test_gae_spec_rejects_out_of_range_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        S.GaeSpec(**kwargs)
+
+
+def test_unknown_board_is_rejected():
+    with pytest.raises(ValueError, match=r"unsupported board: expected one of \['Pynq-Z2', 'ZCU106'\], not 'zybo'"):
+        S.board("zybo")
+
+
+@pytest.mark.parametrize("name", sorted(S.BOARDS))
+def test_generated_hwh_parses_to_the_spec_address_map(name, tmp_path):
+    board = S.board(name)
+    bit = hwh.write_overlay_files(board, tmp_path)
+    assert bit.is_file() and bit.with_suffix(".hwh").is_file()
+    parser = _metadata_parser(bit.with_suffix(".hwh"))
+    for slot in board.cores:
+        core, dma = parser.ip_dict[f"{slot.name}/core"], parser.ip_dict[f"{slot.name}/dma"]
+        assert core["phys_addr"] == board.gp_base + slot.core_offset and core["addr_range"] == slot.window
+        assert dma["phys_addr"] == board.gp_base + slot.dma_offset
+        assert core["type"] == S.CORE_VLNVS[slot.name] and dma["type"] == S.AXI_DMA_VLNV
+        assert int(dma["parameters"]["c_m_axi_mm2s_data_width"]) == slot.spec.stream_bytes * 8
+        assert set(core["registers"]) == set(S.CORE_REGISTERS[slot.name])
+
+
+def test_hwh_is_deterministic_and_well_formed():
+    board = S.board(None)
+    text = hwh.hwh_text(board)
+    assert text == hwh.hwh_text(board)
+    root = ET.fromstring(text.split("\n", 1)[1])
+    assert root.tag == "EDKSYSTEM" and root.find("EXTERNALPORTS") is not None
+    ranges = root.findall(".//MEMRANGE")
+    assert all(r.get("MEMTYPE") == "REGISTER" and r.get("BASEVALUE").startswith("0x") for r in ranges)

@@ -336,32 +336,32 @@ def _gae_numpy(rewards, values, dones, gamma, powers, cf, lo, hi):
 
 
 def _gae_loop(rewards, values, dones, gamma, powers, cf, lo, hi):
-    """The compiled path: one fused backward pass, row by row (lanes innermost, so memory is read in order)."""
+    """The compiled path: one fused backward pass, row by row (lanes innermost, so memory is read in order).
+
+    ``delta`` and ``adv`` carry k zero rows past T, so the lookahead reads need no bounds checks; the done chain
+    past T is irrelevant because it only ever multiplies those zeros.
+    """
     n_steps, n_lanes = rewards.shape
     k = powers.shape[0] - 1
-    adv = np.zeros((n_steps, n_lanes), dtype=np.int64)
-    ret = np.zeros((n_steps, n_lanes), dtype=np.int64)
-    delta = np.zeros((n_steps, n_lanes), dtype=np.int64)
+    adv = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
+    delta = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
+    ret = np.empty((n_steps, n_lanes), dtype=np.int64)
     half = np.int64(1) << (cf - 1)
+    last = n_steps - 1
     sat = False
-    for t in range(n_steps - 1, -1, -1):
+    for t in range(last, -1, -1):
         for n in range(n_lanes):
             alive = 1 - dones[t, n]
-            gv = ((gamma * values[t + 1, n] + half) >> cf) * alive
-            raw = rewards[t, n] + gv - values[t, n]
+            raw = rewards[t, n] + ((gamma * values[t + 1, n] + half) >> cf) * alive - values[t, n]
             d = min(max(raw, lo), hi)
             sat |= d != raw
             delta[t, n] = d
             acc = d
             chain = alive
-            for j in range(1, k + 1):
-                if t + j >= n_steps or chain == 0:
-                    break
-                if j < k:
-                    acc += (powers[j] * delta[t + j, n] + half) >> cf
-                    chain *= 1 - dones[t + j, n]
-                else:
-                    acc += (powers[k] * adv[t + k, n] + half) >> cf
+            for j in range(1, k):
+                acc += (powers[j] * chain * delta[t + j, n] + half) >> cf
+                chain *= 1 - dones[min(t + j, last), n]
+            acc += (powers[k] * chain * adv[t + k, n] + half) >> cf
             a = min(max(acc, lo), hi)
             sat |= a != acc
             adv[t, n] = a
@@ -369,7 +369,7 @@ def _gae_loop(rewards, values, dones, gamma, powers, cf, lo, hi):
             r = min(max(raw_ret, lo), hi)
             sat |= r != raw_ret
             ret[t, n] = r
-    return adv, ret, sat
+    return adv[:n_steps], ret, sat
 
 
 _gae_numba = _numba.njit(cache=True, nogil=True)(_gae_loop) if HAVE_NUMBA else None

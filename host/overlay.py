@@ -17,7 +17,11 @@ import os
 from pathlib import Path
 
 import pynq
-from pynq.ps import ON_TARGET
+
+try:
+    from pynq.ps import ON_TARGET
+except ImportError:  # pynq 3.0 lacks it; 3.1 and 4.0 define it by this same test
+    ON_TARGET = os.path.isfile("/proc/device-tree/chosen/pynq_board")
 
 from ..overlay import spec as S
 from ..overlay.build.hwh import OVERLAY_STEM

@@ -445,7 +445,7 @@ BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
     "ZCU106": BoardSpec(
         name="ZCU106", part="xczu7ev-ffvc1156-2-e", ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
         arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
-        fclk_mhz=200.0, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),),
+        fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),),
     ),
 })
 

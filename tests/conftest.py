@@ -1,8 +1,8 @@
 """Shared fixtures: one overlay per backend (skipped where the backend is absent)."""
 import pytest
-from pynq.ps import ON_TARGET
 
 from pynq_rl import RLOverlay
+from pynq_rl.host.overlay import ON_TARGET
 
 BACKENDS = ["emu", "rtl", "board"]
 

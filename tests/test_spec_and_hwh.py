@@ -64,3 +64,16 @@ def test_hwh_is_deterministic_and_well_formed():
     assert root.tag == "EDKSYSTEM" and root.find("EXTERNALPORTS") is not None
     ranges = root.findall(".//MEMRANGE")
     assert all(r.get("MEMTYPE") == "REGISTER" and r.get("BASEVALUE").startswith("0x") for r in ranges)
+
+
+@pytest.mark.parametrize("name", sorted(S.BOARDS))
+def test_emulated_pl_clock_follows_the_hwh_dividers(name):
+    """pynq 3.x sets the PL clocks by divider, 4.0 by frequency: the emulated clock must agree with the .hwh."""
+    from pynq.ps import Clocks
+
+    from tests.conftest import make_overlay
+
+    board = S.board(name)
+    make_overlay("emu", board=name)
+    source = hwh.PL_CLOCK_SOURCE_MHZ[board.arch]
+    assert Clocks.fclk0_mhz == pytest.approx(source / max(1, round(source / board.fclk_mhz)))

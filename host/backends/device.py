@@ -7,7 +7,7 @@ stock ``pynq.lib.dma.DMA`` drives the AXI DMA register model; below it, each AXI
 map (``spec.py``) is routed to an emulated IP. Backends differ only in the core IPs they plug in (``emu``: the
 numpy models; ``rtl``: the MyHDL simulation).
 
-Works with pynq 3.0, 3.1 and 4.0: metadata comes from ``pynq.metadata.runtime_metadata_parser`` where it exists
+Works with pynq 3.0.1, 3.1.2 and 4.0.0 (all three checked): metadata comes from ``pynq.metadata.runtime_metadata_parser`` where it exists
 (pynq 3.x carries its own views) and ``pynqmetadata.views.runtime`` otherwise, and ``pynq.ps.Clocks`` gets a
 stand-in that accepts both the 3.x (dividers) and the 4.0 (``clk_mhz``) calls.
 """
@@ -42,13 +42,14 @@ def _metadata_parser(hwh_path: Path):
 class EmulatedClocks:
     """Stand-in for ``pynq.ps.Clocks``' per-architecture instance: remembers the PL clocks it is asked for."""
 
-    def __init__(self, fclk_mhz: float) -> None:
+    def __init__(self, fclk_mhz: float, source_mhz: float = 1000.0) -> None:
         self.pl_mhz = {0: fclk_mhz, 1: 100.0, 2: 100.0, 3: 100.0}
+        self.source_mhz = source_mhz
 
     def set_pl_clk(self, clk_idx: int, div0=None, div1=None, clk_mhz=None) -> None:
-        """Record clock ``clk_idx``'s new rate (dividers of a 1 GHz source or ``clk_mhz``)."""
+        """Record clock ``clk_idx``'s new rate (dividers of the ``source_mhz`` PLL, or ``clk_mhz``)."""
         if div0 is not None and div1 is not None:
-            self.pl_mhz[clk_idx] = 1000.0 / (div0 * div1)
+            self.pl_mhz[clk_idx] = self.source_mhz / (div0 * div1)
         elif clk_mhz is not None:
             self.pl_mhz[clk_idx] = float(clk_mhz)
 
@@ -95,7 +96,7 @@ class EmulatedDevice(pynq.Device):
             self._windows.append((board_spec.gp_base + slot.dma_offset, slot.window, dma))
         self._windows.sort(key=lambda w: w[0])
         self._window_starts = [w[0] for w in self._windows]
-        self.clocks = EmulatedClocks(board_spec.fclk_mhz)
+        self.clocks = EmulatedClocks(board_spec.fclk_mhz, hwh_build.PL_CLOCK_SOURCE_MHZ[board_spec.arch])
 
     # -- files and programming ------------------------------------------------------------------------------------
     def overlay_files(self, directory: str | Path | None = None) -> Path:

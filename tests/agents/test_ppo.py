@@ -1,0 +1,366 @@
+"""PPO agent: GAE step against a float64 reference, truncation bootstrapping, smoke training, checkpoints.
+
+The fast tests take a few seconds each; ``slow`` is the learning test (CartPole-v1 solved within 300k steps).
+"""
+import csv
+import json
+import os
+from dataclasses import asdict
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from pynq_rl.host.agents.ppo import (
+    Agent,
+    Args,
+    collect_rollout,
+    compute_gae,
+    load_checkpoint,
+    make_envs,
+    save_checkpoint,
+    train,
+)
+from pynq_rl.host.agents.standardize import RewardStandardizer
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# float64 references
+# ---------------------------------------------------------------------------------------------------------------------
+def gae_reference(rewards, values, dones, gamma, lam):
+    """Textbook GAE in float64, element by element (d_t = 1: the episode ended at step t)."""
+    rewards, values, dones = (np.asarray(x, dtype=np.float64) for x in (rewards, values, dones))
+    num_steps, num_envs = rewards.shape
+    advantages = np.zeros((num_steps, num_envs))
+    for n in range(num_envs):
+        last = 0.0
+        for t in reversed(range(num_steps)):
+            nonterminal = 1.0 - dones[t, n]
+            delta = rewards[t, n] + gamma * nonterminal * values[t + 1, n] - values[t, n]
+            last = delta + gamma * lam * nonterminal * last
+            advantages[t, n] = last
+    return advantages, advantages + values[:-1]
+
+
+def discounted_return_reference(rewards, values, dones, gamma):
+    """Sum of gamma**k r_{t+k} up to the episode end, bootstrapped with V_T if the rollout ends first."""
+    num_steps, num_envs = rewards.shape
+    out = np.zeros((num_steps, num_envs))
+    for n in range(num_envs):
+        for t in range(num_steps):
+            total, discount = 0.0, 1.0
+            for k in range(t, num_steps):
+                total += discount * rewards[k, n]
+                discount *= gamma
+                if dones[k, n]:
+                    break
+            else:
+                total += discount * values[num_steps, n]
+            out[t, n] = total
+    return out
+
+
+class ReferenceGae:
+    """Fake GAE core: the driver's ``compute`` signature, float64 numpy inside, float32 out; records its calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def compute(self, rewards, values, dones, *, gamma, lam, quantize):
+        self.calls.append(
+            dict(shapes=(rewards.shape, values.shape, dones.shape), dtypes=(rewards.dtype, values.dtype, dones.dtype),
+                 gamma=gamma, lam=lam, quantize=quantize)
+        )
+        advantages, returns = gae_reference(rewards, values, dones, gamma, lam)
+        return advantages.astype(np.float32), returns.astype(np.float32)
+
+
+class TorchLoopGae:
+    """Fake GAE core that runs exactly the host loop: offloading through it must change nothing."""
+
+    def compute(self, rewards, values, dones, *, gamma, lam, quantize):
+        a, r = compute_gae(torch.from_numpy(rewards), torch.from_numpy(values), torch.from_numpy(dones), gamma, lam)
+        return a.numpy(), r.numpy()
+
+
+def random_rollout(num_steps=123, num_envs=7, seed=42):
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(size=(num_steps, num_envs))
+    values = rng.normal(size=(num_steps + 1, num_envs))
+    dones = (rng.random((num_steps, num_envs)) < 0.05).astype(np.float64)
+    dones[-1, 0] = 1.0  # a done on the last step: the bootstrap value must not leak in
+    dones[:, 1] = 0.0  # a lane with no done at all: bootstrapped from V_T
+    return rewards, values, dones
+
+
+def tiny_args(tmp_path, **kw):
+    base = dict(total_timesteps=512, num_envs=2, num_steps=64, num_minibatches=2, update_epochs=2,
+                out_dir=str(tmp_path), progress=False)
+    base.update(kw)
+    return Args(**base)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# GAE step
+# ---------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gamma, lam", [(0.99, 0.95), (0.9, 0.0), (0.97, 1.0), (1.0, 1.0)])
+def test_compute_gae_matches_float64_reference_at_odd_shapes(gamma, lam):
+    rewards, values, dones = random_rollout()
+    adv, ret = compute_gae(*(torch.tensor(x, dtype=torch.float32) for x in (rewards, values, dones)), gamma, lam)
+    ref_adv, ref_ret = gae_reference(rewards, values, dones, gamma, lam)
+    assert adv.shape == ret.shape == (123, 7)
+    np.testing.assert_allclose(adv.numpy(), ref_adv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ret.numpy(), ref_ret, rtol=1e-4, atol=1e-4)
+
+
+def test_compute_gae_lambda_zero_is_td_error():
+    rewards, values, dones = random_rollout()
+    gamma = 0.99
+    adv, _ = compute_gae(*(torch.tensor(x, dtype=torch.float64) for x in (rewards, values, dones)), gamma, 0.0)
+    td = rewards + gamma * (1.0 - dones) * values[1:] - values[:-1]
+    np.testing.assert_allclose(adv.numpy(), td, rtol=1e-12, atol=1e-12)
+
+
+def test_compute_gae_lambda_one_is_discounted_return_minus_value():
+    rewards, values, dones = random_rollout()
+    gamma = 0.95
+    adv, ret = compute_gae(*(torch.tensor(x, dtype=torch.float64) for x in (rewards, values, dones)), gamma, 1.0)
+    disc = discounted_return_reference(rewards, values, dones, gamma)
+    np.testing.assert_allclose(adv.numpy(), disc - values[:-1], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ret.numpy(), disc, rtol=1e-10, atol=1e-10)
+
+
+def test_compute_gae_rejects_bad_shapes():
+    r = torch.zeros(5, 3)
+    with pytest.raises(ValueError, match=r"^expected rewards \(T, N\), values \(T \+ 1, N\)"):
+        compute_gae(r, torch.zeros(5, 3), r, 0.99, 0.95)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Rollout: truncation bootstrapping under SAME_STEP autoreset
+# ---------------------------------------------------------------------------------------------------------------------
+class CounterEnv(gym.Env):
+    """obs = [steps taken in this episode], reward 1; terminates after ``terminate_at`` steps (None: never)."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, terminate_at=None):
+        self.terminate_at = terminate_at
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        terminated = self.terminate_at is not None and self.t >= self.terminate_at
+        return np.array([self.t], np.float32), 1.0, terminated, False, {}
+
+
+class LinearValueAgent:
+    """Stub agent: always action 0, V(obs) = 10 * obs + 1 (so V(final obs) and V(reset obs) differ)."""
+
+    def get_value(self, x):
+        return 10.0 * x[:, :1] + 1.0
+
+    def get_action_and_value(self, x, action=None):
+        n = x.shape[0]
+        return torch.zeros(n, dtype=torch.long), torch.zeros(n), torch.zeros(n), self.get_value(x)
+
+
+def test_truncated_steps_fold_gamma_v_final_obs_and_terminated_steps_do_not():
+    limit, gamma, num_steps = 3, 0.9, 7
+    envs = make_envs([
+        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=2), max_episode_steps=limit),  # terminates at t=2
+        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=None), max_episode_steps=limit),  # truncated at 3
+        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=3), max_episode_steps=limit),  # both at 3
+    ])
+    obs, _ = envs.reset(seed=0)
+    rollout, next_obs, global_step = collect_rollout(
+        envs, LinearValueAgent(), torch.as_tensor(obs), num_steps, gamma, global_step=0)
+    envs.close()
+
+    # episode counters seen by the agent: the step after a done starts from the reset observation (SAME_STEP)
+    expected_obs = np.array([[0, 1, 0, 1, 0, 1, 0], [0, 1, 2, 0, 1, 2, 0], [0, 1, 2, 0, 1, 2, 0]], np.float32).T
+    np.testing.assert_array_equal(rollout.observations[..., 0].numpy(), expected_obs)
+    expected_dones = np.zeros((num_steps, 3), np.float32)
+    expected_dones[[1, 3, 5], 0] = 1
+    expected_dones[[2, 5], 1] = 1
+    expected_dones[[2, 5], 2] = 1
+    np.testing.assert_array_equal(rollout.dones.numpy(), expected_dones)
+    np.testing.assert_array_equal(rollout.rewards.numpy(), np.ones((num_steps, 3), np.float32))
+
+    # only the truncated-but-not-terminated steps get gamma * V(final obs), with final obs = [limit], not [0]
+    expected_boot = np.zeros((num_steps, 3), np.float32)
+    expected_boot[[2, 5], 1] = gamma * (10.0 * limit + 1.0)
+    np.testing.assert_allclose(rollout.truncation_bootstraps.numpy(), expected_boot, rtol=1e-6)
+
+    # values: V(obs_t) and V(next_obs) in the last row
+    np.testing.assert_allclose(rollout.values[:-1].numpy(), 10.0 * expected_obs + 1.0)
+    np.testing.assert_allclose(rollout.values[-1].numpy(), 10.0 * next_obs[:, 0].numpy() + 1.0)
+    assert global_step == num_steps * 3
+    assert sorted((r, n) for _, r, n in rollout.episodes) == [(2.0, 2)] * 3 + [(3.0, 3)] * 4
+
+    # end to end: at a truncated step the advantage is r + gamma V(final) - V(obs), at a terminated one r - V(obs)
+    adv, _ = compute_gae(rollout.rewards + rollout.truncation_bootstraps, rollout.values, rollout.dones, gamma, 0.0)
+    assert adv[2, 1].item() == pytest.approx(1.0 + gamma * 31.0 - 21.0)
+    assert adv[2, 2].item() == pytest.approx(1.0 - 21.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Training smoke tests
+# ---------------------------------------------------------------------------------------------------------------------
+def test_train_smoke_torch_writes_cleanrl_metrics(tmp_path):
+    summary = train(tiny_args(tmp_path))
+    assert summary["global_step"] == 512 and summary["iterations"] == 4
+    assert summary["run_name"].startswith("CartPole-v1__ppo__0__")
+    assert os.path.dirname(summary["run_dir"]) == str(tmp_path)
+    assert len(summary["episode_returns"]) == len(summary["episode_lengths"]) > 0
+    assert summary["mean_return_last20"] == pytest.approx(np.mean(summary["episode_returns"][-20:]))
+    with open(os.path.join(summary["run_dir"], "metrics.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4
+    for key in ("charts/episodic_return", "charts/SPS", "charts/learning_rate", "losses/value_loss",
+                "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/clipfrac",
+                "losses/explained_variance", "time/gae[ms]"):
+        assert key in rows[0]
+    assert [int(r["global_step"]) for r in rows] == [128, 256, 384, 512]
+    with open(os.path.join(summary["run_dir"], "metrics.jsonl")) as f:
+        lines = [json.loads(line) for line in f]
+    assert [line["iteration"] for line in lines] == [1, 2, 3, 4]
+    with open(os.path.join(summary["run_dir"], "args.json")) as f:
+        saved_args = json.load(f)
+    assert (saved_args["batch_size"], saved_args["minibatch_size"], saved_args["num_iterations"]) == (128, 64, 4)
+    with open(os.path.join(summary["run_dir"], "episodes.csv"), newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(summary["episode_returns"])
+    assert os.path.isfile(summary["checkpoint"])
+
+
+def test_train_with_injected_gae_core(tmp_path):
+    fake = ReferenceGae()
+    summary = train(tiny_args(tmp_path, gae_backend="emu", quantize=False, gamma=0.98, gae_lambda=0.9), gae=fake)
+    assert summary["global_step"] == 512
+    assert len(fake.calls) == 4
+    call = fake.calls[0]
+    assert call["shapes"] == ((64, 2), (65, 2), (64, 2))
+    assert call["dtypes"] == (np.float32, np.float32, np.float32)
+    assert (call["gamma"], call["lam"], call["quantize"]) == (0.98, 0.9, False)
+
+
+def test_offloaded_path_equals_host_path_for_an_exact_core(tmp_path):
+    host = train(tiny_args(tmp_path / "host"))
+    offloaded = train(tiny_args(tmp_path / "offloaded"), gae=TorchLoopGae())
+    assert offloaded["episode_returns"] == host["episode_returns"]
+    a, b = load_checkpoint(host["checkpoint"]), load_checkpoint(offloaded["checkpoint"])
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(b["model"][name], tensor, rtol=0, atol=0)
+
+
+def test_train_smoke_dynamic_reward_norm(tmp_path):
+    summary = train(tiny_args(tmp_path, reward_norm="dynamic"))
+    stats = summary["reward_stats"]
+    assert stats["count"] == 512  # every raw reward of every rollout
+    assert (stats["mean"], stats["m2"]) == (1.0, 0.0)  # CartPole: +1 every step
+    assert all(r >= 8 for r in summary["episode_returns"])  # logged returns are raw, not standardized
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('torch', 'emu', 'rtl', 'board'\), not 'fpga'$"),
+    (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
+    (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),
+    (dict(total_timesteps=100), r"^total_timesteps = 100 is smaller than one batch"),
+    (dict(num_envs=0), r"^num_envs must be >= 1, not 0$"),
+])
+def test_train_rejects_bad_args(tmp_path, bad, message):
+    with pytest.raises(ValueError, match=message):
+        train(tiny_args(tmp_path, **bad))
+    assert not os.path.exists(tmp_path / "CartPole-v1")  # nothing was created
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------------------------------
+def test_checkpoint_save_load_round_trip(tmp_path):
+    agent = Agent(4, 2)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=1e-3, eps=1e-5)
+    agent.get_value(torch.ones(3, 4)).sum().backward()
+    optimizer.step()  # non-trivial Adam state
+    standardizer = RewardStandardizer()
+    standardizer.update(np.arange(10.0))
+    args = Args(seed=3, reward_norm="dynamic")
+    path = tmp_path / "sub" / "ckpt.pt"
+    save_checkpoint(path, agent, optimizer, standardizer, args, global_step=1234)
+
+    state = load_checkpoint(path)
+    assert state["global_step"] == 1234
+    assert state["args"] == asdict(args)
+    assert state["standardizer"] == standardizer.state_dict()
+    other = Agent(4, 2)
+    other.load_state_dict(state["model"])
+    for name, tensor in agent.state_dict().items():
+        torch.testing.assert_close(other.state_dict()[name], tensor, rtol=0, atol=0)
+    other_opt = torch.optim.Adam(other.parameters(), lr=1e-3, eps=1e-5)
+    other_opt.load_state_dict(state["optimizer"])
+    assert other_opt.state_dict()["state"][0]["step"] == optimizer.state_dict()["state"][0]["step"]
+
+    torch.save({"not": "a checkpoint"}, tmp_path / "bad.pt")
+    with pytest.raises(ValueError, match="is not a pynq-rl PPO checkpoint"):
+        load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_resume_continues_from_checkpoint(tmp_path):
+    first = train(tiny_args(tmp_path / "a", reward_norm="dynamic"))
+    saved = load_checkpoint(first["checkpoint"])
+    assert saved["global_step"] == 512 and saved["standardizer"]["count"] == 512
+
+    # resuming at the end: no update happens, the re-saved checkpoint equals the loaded one
+    again = train(tiny_args(tmp_path / "b", reward_norm="dynamic", resume=first["checkpoint"]))
+    assert (again["iterations"], again["global_step"], again["start_step"]) == (0, 512, 512)
+    resaved = load_checkpoint(again["checkpoint"])
+    for name, tensor in saved["model"].items():
+        torch.testing.assert_close(resaved["model"][name], tensor, rtol=0, atol=0)
+    assert resaved["standardizer"] == saved["standardizer"]
+
+    # resuming with a larger budget: the step counter, the reward statistics and the LR schedule continue
+    more = train(tiny_args(tmp_path / "c", reward_norm="dynamic", total_timesteps=1024, resume=first["checkpoint"]))
+    assert (more["iterations"], more["global_step"], more["start_step"]) == (4, 1024, 512)
+    assert more["reward_stats"]["count"] == 1024
+    with open(os.path.join(more["run_dir"], "metrics.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["iteration"]) for r in rows] == [5, 6, 7, 8]
+    assert float(rows[0]["charts/learning_rate"]) == pytest.approx(Args().learning_rate * (1 - 4 / 8))
+
+
+def test_resume_rejects_a_checkpoint_of_another_agent(tmp_path):
+    agent = Agent(3, 2)  # CartPole observations have 4 entries
+    save_checkpoint(tmp_path / "other.pt", agent, torch.optim.Adam(agent.parameters()), None, Args(), 128)
+    with pytest.raises(ValueError, match=r"^checkpoint .*other\.pt' does not fit this agent on CartPole-v1"):
+        train(tiny_args(tmp_path, resume=str(tmp_path / "other.pt")))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Offload on the emulated overlay (skipped while the overlay cannot be imported)
+# ---------------------------------------------------------------------------------------------------------------------
+def test_train_smoke_on_emulated_gae_core(tmp_path):
+    overlay = pytest.importorskip("pynq_rl.host.overlay", reason="the overlay / emu backend is not importable")
+    try:
+        overlay.RLOverlay(backend="emu").gae
+    except Exception as exc:  # pragma: no cover - depends on the state of the other layers
+        pytest.skip(f"RLOverlay(backend='emu') is not usable: {exc!r}")
+    for quantize in (True, False):  # train builds the overlay itself (lazy import) when no core is injected
+        summary = train(tiny_args(tmp_path / str(quantize), gae_backend="emu", quantize=quantize))
+        assert summary["global_step"] == 512
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Learning
+# ---------------------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_ppo_solves_cartpole_seed0(tmp_path):
+    summary = train(Args(total_timesteps=300_000, seed=0, gae_backend="torch", out_dir=str(tmp_path), progress=False))
+    assert summary["global_step"] >= 290_000
+    assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]

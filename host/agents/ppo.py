@@ -40,6 +40,13 @@ by HEPPO's running statistics (:class:`~pynq_rl.host.agents.standardize.RewardSt
 rollout's raw rewards *before* standardizing it); the truncation bootstrap is folded in *after* standardization,
 because V is then learnt in standardized units. Logged episodic returns are always the raw ones.
 
+Defaults. Tuned so that CartPole-v1 is solved within 300k steps for seeds 0-4 (mean return of the last 20
+episodes 500, and every 20-episode window after 100k steps at 500). They differ from CleanRL's (4 envs x 128 steps,
+lr 2.5e-4, 4 epochs, entropy 0.01, clipped value loss: 409 at 300k steps for seed 0 here; with 8 envs and lr 1e-3
+still 310-461 for seeds 0-1): 8 envs x 128 steps, lr 1e-3 annealed to 0, 10 epochs of 4 minibatches, no entropy
+bonus, unclipped value loss (CartPole's returns approach 1 / (1 - gamma) = 100, and clipping V's change to +-0.2 per
+update slows the critic badly). About 1 minute on one core.
+
 Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row per update, CleanRL
 keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per finished episode), ``summary.json`` and
 ``checkpoint.pt``.
@@ -133,15 +140,15 @@ class Args:
     """the lambda for the general advantage estimation"""
     num_minibatches: int = 4
     """the number of mini-batches"""
-    update_epochs: int = 4
+    update_epochs: int = 10
     """the K epochs to update the policy"""
     norm_adv: bool = True
     """Toggles advantages normalization"""
     clip_coef: float = 0.2
     """the surrogate clipping coefficient"""
-    clip_vloss: bool = True
+    clip_vloss: bool = False
     """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
-    ent_coef: float = 0.01
+    ent_coef: float = 0.0
     """coefficient of the entropy"""
     vf_coef: float = 0.5
     """coefficient of the value function"""
@@ -313,7 +320,16 @@ def collect_rollout(
         Observations after the last step (the start of the next rollout).
     global_step : int
         Updated step counter (``+ num_steps * N``).
+
+    Raises
+    ------
+    ValueError
+        If ``envs`` does not autoreset in SAME_STEP mode (the truncation bootstrap needs ``infos["final_obs"]``, and
+        in NEXT_STEP mode every step after a done would be a dummy transition).
     """
+    mode = envs.metadata.get("autoreset_mode")
+    if mode != gym.vector.AutoresetMode.SAME_STEP:
+        raise ValueError(f"envs must autoreset in SAME_STEP mode (build them with make_envs), not {mode!r}")
     num_envs = envs.num_envs
     obs_shape = envs.single_observation_space.shape
     act_shape = envs.single_action_space.shape
@@ -592,6 +608,16 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     ------
     ValueError
         If an argument is out of range, or ``args.resume`` is not a compatible checkpoint.
+    RuntimeError
+        If the GAE backend returns arrays of the wrong shape.
+    TimeoutError
+        From the GAE core's driver, if the core does not finish (``board`` and ``rtl`` backends).
+
+    Warns
+    -----
+    RuntimeWarning
+        With ``reward_norm="dynamic"``, once, if every reward seen so far is the same constant (CartPole's +1):
+        the standardized rewards are then all 0 and the agent cannot learn.
     """
     _check_args(args)
     args = replace(args)
@@ -664,6 +690,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         episode_lengths: list[int] = []
         iterations = 0
         saved = None
+        warned_constant = False
         progress = stack.enter_context(tqdm(
             total=args.num_iterations * args.batch_size,
             initial=min(start_step, args.num_iterations * args.batch_size),
@@ -695,6 +722,12 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 raw = rollout.rewards.numpy()
                 standardizer.update(raw)
                 gae_rewards = torch.as_tensor(standardizer.standardize(raw))
+                if standardizer.std == 0.0 and not warned_constant:
+                    warnings.warn(
+                        f"reward_norm='dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
+                        "standardized rewards are all 0 and carry no learning signal", RuntimeWarning, stacklevel=2
+                    )
+                    warned_constant = True
             gae_rewards = gae_rewards + rollout.truncation_bootstraps
             if gae is None:
                 advantages, returns = compute_gae(

@@ -211,6 +211,14 @@ def test_truncated_steps_fold_gamma_v_final_obs_and_terminated_steps_do_not():
     assert adv[2, 2].item() == pytest.approx(1.0 - 21.0)
 
 
+def test_collect_rollout_rejects_next_step_autoreset():
+    envs = gym.vector.SyncVectorEnv([lambda: CounterEnv()])  # gymnasium's default: NEXT_STEP
+    obs, _ = envs.reset(seed=0)
+    with pytest.raises(ValueError, match=r"^envs must autoreset in SAME_STEP mode .*not <AutoresetMode.NEXT_STEP"):
+        collect_rollout(envs, LinearValueAgent(), torch.as_tensor(obs), 4, 0.99)
+    envs.close()
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Training smoke tests
 # ---------------------------------------------------------------------------------------------------------------------
@@ -261,7 +269,8 @@ def test_offloaded_path_equals_host_path_for_an_exact_core(tmp_path):
 
 
 def test_train_smoke_dynamic_reward_norm(tmp_path):
-    summary = train(tiny_args(tmp_path, reward_norm="dynamic"))
+    with pytest.warns(RuntimeWarning, match=r"equals 1, so the standardized rewards are all 0 and carry no"):
+        summary = train(tiny_args(tmp_path, reward_norm="dynamic"))
     stats = summary["reward_stats"]
     assert stats["count"] == 512  # every raw reward of every rollout
     assert (stats["mean"], stats["m2"]) == (1.0, 0.0)  # CartPole: +1 every step
@@ -312,6 +321,7 @@ def test_checkpoint_save_load_round_trip(tmp_path):
         load_checkpoint(tmp_path / "bad.pt")
 
 
+@pytest.mark.filterwarnings("ignore:reward_norm='dynamic':RuntimeWarning")
 def test_resume_continues_from_checkpoint(tmp_path):
     first = train(tiny_args(tmp_path / "a", reward_norm="dynamic"))
     saved = load_checkpoint(first["checkpoint"])

@@ -1,0 +1,1 @@
+"""Build flow: Verilog conversion, reports, the .hwh generator and the Vivado scripts."""

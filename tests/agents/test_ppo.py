@@ -374,3 +374,15 @@ def test_ppo_solves_cartpole_seed0(tmp_path):
     summary = train(Args(total_timesteps=300_000, seed=0, gae_backend="torch", out_dir=str(tmp_path), progress=False))
     assert summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]
+
+
+@pytest.mark.slow
+def test_cli_ppo_with_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys):
+    """The issue's acceptance run: ``pynq-rl train ppo --env CartPole-v1 --backend emu`` (q8 GAE on the core)."""
+    from pynq_rl.cli import main
+
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--backend", "emu", "--steps", "300000", "--seed", "0",
+                 "--out", str(tmp_path), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["global_step"] >= 290_000
+    assert summary["mean_return_last20"] >= 450

@@ -226,10 +226,33 @@ def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int) -> tuple[np.
     return (records["advantage"][:, :n_lanes].astype(np.int64), records["ret"][:, :n_lanes].astype(np.int64))
 
 
+def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:
+    return int(codes.min()), int(codes.max())
+
+
+def _minmax_loop(codes):
+    """(min, max) of a 2-D array in one pass (numpy needs two)."""
+    lo = hi = codes[0, 0]
+    for i in range(codes.shape[0]):
+        for j in range(codes.shape[1]):
+            x = codes[i, j]
+            lo = min(lo, x)
+            hi = max(hi, x)
+    return lo, hi
+
+
+_minmax = _numba.njit(nogil=True)(_minmax_loop) if HAVE_NUMBA else _minmax_numpy
+
+
+_DONE_FORMAT = QFormat(1, 0, signed=False)
+
+
 def _check_codes(name: str, codes: np.ndarray, fmt: QFormat) -> None:
-    if codes.size and (codes.min() < fmt.min_code or codes.max() > fmt.max_code):
-        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] ({fmt}), "
-                         f"not [{int(codes.min())}, {int(codes.max())}]")
+    if not codes.size:
+        return
+    lo, hi = _minmax(codes)
+    if lo < fmt.min_code or hi > fmt.max_code:
+        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] ({fmt}), not [{lo}, {hi}]")
 
 
 def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma_code: int,
@@ -269,8 +292,7 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     if rewards.ndim != 2 or values.shape != (rewards.shape[0] + 1, rewards.shape[1]) or dones.shape != rewards.shape:
         raise ValueError(f"expected rewards (T, N), values (T + 1, N), dones (T, N), not "
                          f"{rewards.shape}, {values.shape}, {dones.shape}")
-    if dones.size and (dones.min() < 0 or dones.max() > 1):
-        raise ValueError("dones must be 0 or 1")
+    _check_codes("done", dones, _DONE_FORMAT)
     for name, code in (("GAMMA", gamma_code), ("GAMMA_LAMBDA", gamma_lambda_code)):
         if not spec.coef.min_code <= code <= 1 << spec.coef.frac:
             raise ValueError(f"{name} must be a coefficient code in [0, {1 << spec.coef.frac}], not {code!r}")
@@ -350,14 +372,12 @@ def _make_gae_loop(k: int):
         ret = np.empty((n_steps, n_lanes), dtype=np.int64)
         half = np.int64(1) << (cf - 1)
         last = n_steps - 1
-        n_saturated = 0
+        saturated = np.zeros(n_lanes, dtype=np.int64)  # per-lane OR of (clamped ^ raw): branch-free flags
         for t in range(last, -1, -1):
             for n in range(n_lanes):
                 alive = 1 - dones[t, n]
                 raw = rewards[t, n] + ((gamma * values[t + 1, n] + half) >> cf) * alive - values[t, n]
                 d = min(max(raw, lo), hi)
-                n_saturated += d != raw
-                delta[t, n] = d
                 acc = d
                 chain = alive
                 for j in range(1, k):
@@ -365,13 +385,13 @@ def _make_gae_loop(k: int):
                     chain *= 1 - dones[min(t + j, last), n]
                 acc += (powers[k] * chain * adv[t + k, n] + half) >> cf
                 a = min(max(acc, lo), hi)
-                n_saturated += a != acc
-                adv[t, n] = a
                 raw_ret = a + values[t, n]
                 r = min(max(raw_ret, lo), hi)
-                n_saturated += r != raw_ret
+                saturated[n] |= (d ^ raw) | (a ^ acc) | (r ^ raw_ret)
+                delta[t, n] = d
+                adv[t, n] = a
                 ret[t, n] = r
-        return adv[:n_steps], ret, n_saturated > 0
+        return adv[:n_steps], ret, saturated.any()
 
     return gae_loop
 

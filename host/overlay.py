@@ -6,7 +6,8 @@ Backends (DESIGN.md section 1):
   reports. The default on a PYNQ board.
 * ``"emu"``: an :class:`~pynq_rl.host.backends.emu.EmuDevice` serves the overlay described by the ``.hwh``
   generated from ``spec.py``; cores are the bit-exact numpy models. The default everywhere else.
-* ``"rtl"``: the MyHDL cores simulated cycle by cycle (the GAE-hardware issue); not available yet.
+* ``"rtl"``: an :class:`~pynq_rl.host.backends.rtl.RtlDevice`: the same, but the cores are the MyHDL designs
+  simulated cycle by cycle behind AXI-Lite / AXI-Stream bus models (slow: keep batches small).
 
 ``PYNQ_RL_BACKEND`` overrides the default. Whatever the backend, every core's ID register is checked against
 ``spec.py`` when the overlay loads, and a stale bitstream is refused with the command that rebuilds it.
@@ -48,13 +49,16 @@ class RLOverlay(pynq.Overlay):
     ----------
     backend : {"board", "emu", "rtl"} or None
         Where the cores run; None picks :func:`default_backend`.
-    board : str or None
-        Board whose overlay to load (``"Pynq-Z2"`` or ``"ZCU106"``). On a board it defaults to the board PYNQ
+    board : str, BoardSpec or None
+        Board whose overlay to load (``"Pynq-Z2"`` or ``"ZCU106"``, or a custom ``BoardSpec`` for an emulated or
+        simulated build, e.g. a small one for fast ``rtl`` runs). On a board it defaults to the board PYNQ
         reports; elsewhere to ``spec.DEFAULT_BOARD``.
     bitfile : str or None
         ``board`` backend only: an explicit ``.bit`` path (its ``.hwh`` must sit beside it).
     download : bool
         Program the PL (emulated or real) on load.
+    vcd : str or None
+        ``rtl`` backend only: dump the simulation's waveforms to this path.
 
     Attributes
     ----------
@@ -73,8 +77,8 @@ class RLOverlay(pynq.Overlay):
         A core's ID register does not match ``spec.py`` (a stale or foreign bitstream).
     """
 
-    def __init__(self, backend: str | None = None, board: str | None = None, bitfile: str | None = None,
-                 download: bool = True, **kwargs) -> None:
+    def __init__(self, backend: str | None = None, board: "str | S.BoardSpec | None" = None, bitfile: str | None = None,
+                 download: bool = True, vcd: str | None = None, **kwargs) -> None:
         backend = default_backend() if backend is None else backend
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
@@ -95,7 +99,12 @@ class RLOverlay(pynq.Overlay):
             pynq.Device.active_device = device  # so user code's pynq.allocate() lands in the emulated DDR too
             bitfile = str(device.overlay_files())
         else:
-            raise ValueError("backend 'rtl' (the MyHDL simulation) is not available in this release; use 'emu'")
+            from .backends.rtl import RtlDevice
+            board_spec = S.board(board)
+            device = RtlDevice(board_spec, vcd=vcd)
+            device.install_clocks()
+            pynq.Device.active_device = device
+            bitfile = str(device.overlay_files())
         self.backend = backend
         self.board_spec = board_spec
         super().__init__(bitfile, download=download, device=device, **kwargs)

@@ -254,8 +254,10 @@ class GaeSpec:
     """format of GAMMA and GAMMA_LAMBDA (UQ1.24: 1.0 is representable, fits a DSP48's 25-bit port)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
-    pipeline_depth: int = 4
-    """cycles the compute phase takes beyond one per timestep (PE pipeline fill); CYCLES <= T + pipeline_depth"""
+    pipeline_depth: int = 9
+    """cycles the compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth (the HDL's: 2 for the last
+    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 3 PE stages, 1
+    write-back)"""
 
     def __post_init__(self) -> None:
         limits = {"lanes": (1, 256), "t_max": (1, 1 << 16), "lookahead": (1, 8), "code_bits": (2, 8)}
@@ -489,8 +491,11 @@ CORE_VLNVS: Mapping[str, str] = MappingProxyType({"gae": GAE_VLNV, "replay": REP
 CORE_MAGICS: Mapping[str, int] = MappingProxyType({"gae": GAE_MAGIC, "replay": REPLAY_MAGIC, "parsa": PARSA_MAGIC})
 
 
-def board(name: str | None) -> BoardSpec:
-    """The spec of board ``name`` (case-insensitive; ``None`` gives the default board)."""
+def board(name: "str | BoardSpec | None") -> BoardSpec:
+    """The spec of board ``name`` (case-insensitive; ``None`` gives the default board; a BoardSpec passes through,
+    e.g. a custom build made with ``dataclasses.replace``)."""
+    if isinstance(name, BoardSpec):
+        return name
     if name is None:
         name = DEFAULT_BOARD
     for key, spec in BOARDS.items():

@@ -1,0 +1,250 @@
+"""The ``rtl`` backend: the MyHDL cores simulated clock by clock behind the emulated PYNQ device.
+
+Every register access the driver makes becomes an AXI4-Lite transaction on the simulated core's ports, and every
+byte the emulated AXI DMA moves becomes an AXI4-Stream beat, with back-pressure, so the driver runs unchanged
+against the cycle-accurate hardware. Time advances only with bus traffic: each access costs the cycles its
+handshake takes, which is also what lets a polling driver watch the core compute.
+
+MyHDL allows one live simulation per process: creating a second ``rtl`` device ends the first one's simulation,
+and the first device then refuses further use with a clear error. ``vcd=path`` dumps every signal.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import numpy as np
+from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, traceSignals
+
+from ...overlay import spec as S
+from ...overlay.hdl.top import gae_core_top, gae_register_constants, gae_top_signals
+from .device import EmulatedDevice
+from .regfile import RegisterFile
+
+__all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded"]
+
+_serial = itertools.count()
+_active: "RtlSimulation | None" = None
+
+#: Cycles a bus access to a non-simulated IP (the DMA register model) is charged, as the interconnect would.
+_DMA_ACCESS_CYCLES = 4
+
+
+class SimulationEnded(RuntimeError):
+    """The simulation behind an ``rtl`` device was ended (by a newer ``rtl`` device or an error)."""
+
+
+class RtlSimulation:
+    """One MyHDL simulation of a board's cores, stepped from Python.
+
+    Parameters
+    ----------
+    board_spec : BoardSpec
+        The board whose cores are simulated (their build parameters come from its core slots).
+    vcd : str or None
+        Write a VCD waveform of every signal to this path (``.vcd`` added by MyHDL).
+    """
+
+    def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
+        global _active
+        if _active is not None:
+            _active.end("a newer rtl device started its own simulation")
+        self.clock = Signal(bool(0))
+        self.reset = ResetSignal(0, active=0, isasync=False)
+        self.ports = {}
+        for slot in board_spec.cores:
+            if slot.name != "gae":
+                raise ValueError(f"the rtl backend has no HDL for core {slot.name!r} yet")
+            self.ports[slot.name] = gae_top_signals(slot.spec)
+        self.cycle = 0
+        self.ended: str | None = None
+        system = _system(board_spec, self.ports, self.clock, self.reset)
+        if vcd:
+            path = Path(vcd)
+            traceSignals.directory = str(path.parent or ".")
+            traceSignals.filename = path.stem
+            system.config_sim(trace=True)
+        self._sim = Simulation(system)
+        _active = self
+        self.tick(4)                     # reset held low for 4 cycles
+        self.reset.next = 1
+        self.tick(1)
+
+    def tick(self, cycles: int = 1) -> None:
+        """Advance ``cycles`` clock cycles (inputs set before the call are sampled at the first rising edge)."""
+        if self.ended:
+            raise SimulationEnded(f"this rtl simulation has ended: {self.ended}")
+        if self._sim.run(2 * cycles, quiet=1) != 1:
+            self.end("the simulation stopped (an HDL process raised)")
+            raise SimulationEnded(self.ended)
+        self.cycle += cycles
+
+    def end(self, reason: str) -> None:
+        """Stop the simulation for good (idempotent)."""
+        global _active
+        if not self.ended:
+            self.ended = reason
+            try:
+                self._sim.quit()
+            finally:
+                if _active is self:
+                    _active = None
+
+
+@block
+def _system(board_spec, ports, clock, reset):
+    """Every core's top plus the clock generator (one simulation per process, so one block holds them all)."""
+    tops = []
+    for slot in board_spec.cores:
+        top = gae_core_top(*ports[slot.name], clock, reset, slot.spec)
+        top.name = f"{slot.name}_top"
+        tops.append(top)
+
+    @instance
+    def clock_generator():
+        while True:
+            yield delay(1)
+            clock.next = 1
+            yield delay(1)
+            clock.next = 0
+
+    return tops, clock_generator
+
+
+class _AxiLiteMaster:
+    """Bus-functional AXI4-Lite master (not constructed directly: :class:`RtlCoreIP` owns one)."""
+
+    def __init__(self, sim: RtlSimulation, bus, timeout_cycles: int = 64) -> None:
+        self.sim, self.bus, self.timeout_cycles = sim, bus, timeout_cycles
+
+    def _wait(self, signal, what: str) -> None:
+        for _ in range(self.timeout_cycles):
+            if signal:
+                return
+            self.sim.tick()
+        raise TimeoutError(f"AXI-Lite {what} not answered within {self.timeout_cycles} cycles")
+
+    def write(self, address: int, value: int) -> None:
+        bus = self.bus
+        bus.awaddr.next, bus.wdata.next, bus.wstrb.next = address, value, 0xF
+        bus.awvalid.next = bus.wvalid.next = bus.bready.next = True
+        self.sim.tick()
+        self._wait(bus.awready, "write address")
+        self.sim.tick()                                  # AW/W handshake edge
+        bus.awvalid.next = bus.wvalid.next = False
+        self._wait(bus.bvalid, "write response")
+        self.sim.tick()                                  # B handshake edge
+        bus.bready.next = False
+
+    def read(self, address: int) -> int:
+        bus = self.bus
+        bus.araddr.next = address
+        bus.arvalid.next = bus.rready.next = True
+        self.sim.tick()
+        self._wait(bus.arready, "read address")
+        self.sim.tick()                                  # AR handshake edge
+        bus.arvalid.next = False
+        self._wait(bus.rvalid, "read data")
+        value = int(bus.rdata)
+        self.sim.tick()                                  # R handshake edge
+        bus.rready.next = False
+        return value
+
+
+class RtlCoreIP(RegisterFile):
+    """A simulated core seen by the emulated device: registers over AXI-Lite, streams beat by beat.
+
+    Parameters
+    ----------
+    sim : RtlSimulation
+    name : str
+        The core slot's name.
+    spec : object
+        The core's build parameters (``stream_bytes`` sets the beat width).
+    table : Mapping
+        The core's register table.
+    """
+
+    def __init__(self, sim: RtlSimulation, name: str, spec, table) -> None:
+        self.sim, self.spec = sim, spec
+        bus, self.s_axis, self.m_axis = sim.ports[name]
+        self.master = _AxiLiteMaster(sim, bus)
+        self.beat_bytes = spec.stream_bytes
+        super().__init__(table)
+
+    def reset(self) -> None:
+        """'Programming' an rtl core pulses its reset."""
+        super().reset()
+        if getattr(self, "sim", None) is not None and not self.sim.ended:
+            self.sim.reset.next = 0
+            self.sim.tick(2)
+            self.sim.reset.next = 1
+            self.sim.tick(1)
+
+    def read(self, offset: int) -> int:
+        return self.master.read(offset)
+
+    def write(self, offset: int, value: int) -> None:
+        self.master.write(offset, value & 0xFFFF_FFFF)
+
+    def stream_in(self, data: np.ndarray, last: bool) -> int:
+        """Drive ``s_axis`` beat by beat while the core is ready; return the bytes it took."""
+        port, width = self.s_axis, self.beat_bytes
+        accepted = 0
+        while accepted < len(data) and port.tready:
+            chunk = bytes(data[accepted:accepted + width])
+            port.tdata.next = int.from_bytes(chunk.ljust(width, b"\0"), "little")
+            port.tvalid.next = True
+            port.tlast.next = last and accepted + width >= len(data)
+            self.sim.tick()                              # the beat moves on this edge (tready was high)
+            accepted += len(chunk)
+        port.tvalid.next = False
+        port.tlast.next = False
+        return accepted
+
+    def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
+        """Take beats from ``m_axis`` while the core offers them (up to ``max_bytes``)."""
+        port, width = self.m_axis, self.beat_bytes
+        out = bytearray()
+        last = False
+        port.tready.next = True
+        while port.tvalid and len(out) + width <= max_bytes and not last:
+            out += int(port.tdata).to_bytes(width, "little")
+            last = bool(port.tlast)
+            self.sim.tick()                              # the beat moves on this edge
+        port.tready.next = False
+        return np.frombuffer(bytes(out), dtype=np.uint8), last
+
+
+class RtlDevice(EmulatedDevice):
+    """An emulated ``board_spec`` whose cores run as cycle-accurate MyHDL simulations (see :class:`EmulatedDevice`).
+
+    Parameters
+    ----------
+    board_spec : BoardSpec
+    vcd : str or None
+        Dump waveforms of the whole simulation to this path.
+    """
+
+    def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
+        self.simulation = RtlSimulation(board_spec, vcd=vcd)
+        tables = {"gae": S.GAE_REGISTERS}
+        super().__init__(board_spec, lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, tables[slot.name]),
+                         tag=f"rtl{next(_serial)}:{board_spec.name}")
+
+    def read_registers(self, address: int, length: int) -> bytes:
+        """Bus reads; a read of a non-simulated IP costs a few cycles, then the DMAs move what they can."""
+        base, ip = self._window(address, length)
+        if not isinstance(ip, RtlCoreIP):
+            self.simulation.tick(_DMA_ACCESS_CYCLES)
+        data = super().read_registers(address, length)
+        self.service()
+        return data
+
+    def write_registers(self, address: int, data: bytes) -> None:
+        """Bus writes (see :meth:`read_registers`)."""
+        base, ip = self._window(address, len(data))
+        if not isinstance(ip, RtlCoreIP):
+            self.simulation.tick(_DMA_ACCESS_CYCLES)
+        super().write_registers(address, data)

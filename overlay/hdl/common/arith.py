@@ -1,0 +1,101 @@
+"""Small arithmetic and register blocks shared by the cores: rounding multiply, saturation, enabled registers.
+
+Each block is a few lines of RTL with constant widths, so that generated structures (delay lines, lookahead taps,
+adder cascades) are built from instances with plain Signals and convert to clean Verilog.
+"""
+from myhdl import always, always_comb, block, intbv, Signal
+
+__all__ = ["dff_en", "delay_line", "mul_round", "saturate"]
+
+
+@block
+def dff_en(q, d, enable, clear, clock):
+    """Register with synchronous clear (priority) and enable; no reset (datapath register).
+
+    q      : Signal(w), out
+    d      : Signal(w), in
+    enable : Signal(bool), in  -- load ``d``
+    clear  : Signal(bool), in  -- load 0
+    clock  : Signal(bool), in
+    """
+
+    @always(clock.posedge)
+    def seq():
+        if clear:
+            q.next = 0
+        elif enable:
+            q.next = d
+
+    return seq
+
+
+@block
+def delay_line(taps, d, enable, clear, clock):
+    """Shift register: ``taps[j]`` holds ``d`` as it was j + 1 enabled edges ago (taps is a Python list of Signals).
+
+    Built from one :func:`dff_en` per stage so each tap stays a plain Signal in the Verilog.
+    """
+    stages = []
+    source = d
+    for j, tap in enumerate(taps):
+        inst = dff_en(tap, source, enable, clear, clock)
+        inst.name = f"stage{j}"
+        stages.append(inst)
+        source = tap
+    return stages
+
+
+@block
+def mul_round(product_rounded, a, b, mask, shift: int):
+    """``product_rounded = round_half_up(a * b / 2**shift)`` if ``mask`` else 0 (combinational).
+
+    The full-width product goes into its own Signal first: slicing or shifting ``a * b`` directly converts to
+    Verilog that truncates the product (DESIGN.md section 5).
+
+    product_rounded : Signal(intbv), out
+    a, b            : Signal(intbv), in
+    mask            : Signal(bool), in
+    shift           : int >= 1
+    """
+    corners = [x * y for x in (a.min, a.max - 1) for y in (b.min, b.max - 1)] + [0]
+    product = Signal(intbv(0, min=min(corners), max=max(corners) + 1))
+    half = 1 << (shift - 1)
+
+    # # #
+
+    @always_comb
+    def multiply():
+        if mask:
+            product.next = a * b
+        else:
+            product.next = 0
+
+    @always_comb
+    def round_shift():
+        product_rounded.next = (product + half) >> shift
+
+    return multiply, round_shift
+
+
+@block
+def saturate(y, flag, x, lo: int, hi: int):
+    """``y = clamp(x, lo, hi)``; ``flag`` is high when clamping changed the value (combinational).
+
+    y    : Signal(intbv[lo..hi]), out
+    flag : Signal(bool), out
+    x    : Signal(intbv), in (wider)
+    """
+
+    @always_comb
+    def clamp():
+        if x > hi:
+            y.next = hi
+            flag.next = 1
+        elif x < lo:
+            y.next = lo
+            flag.next = 1
+        else:
+            y.next = x
+            flag.next = 0
+
+    return clamp

@@ -1,0 +1,170 @@
+"""AXI4-Lite slave whose register file is generated from a ``spec.py`` table.
+
+The decoder, the storage of read-write registers, the self-clearing (pulse) fields and the read multiplexer are all
+built from the one table the drivers and the ``.hwh`` use, so HDL, driver and emulation cannot disagree.
+
+One transaction at a time; a write needs its address and data together (AWVALID and WVALID), as PYNQ's MMIO
+issues them::
+
+    aclk    _/^\\_/^\\_/^\\_/^\\_/^\\_
+    awvalid _/^^^^^^^\\___________     (and wvalid)
+    awready _____/^^^\\___________     (and wready): AW and W complete on the next edge
+    bvalid  _________/^^^^^^^\\___     from that edge until bready; the register holds the data then
+"""
+from myhdl import always_comb, always_seq, block, intbv, Signal
+
+from ...spec import READ_ONLY
+
+__all__ = ["AxiLiteBus", "axi_lite_regfile"]
+
+
+class AxiLiteBus:
+    """AXI4-Lite slave port signals, named by the AXI spec (cocotbext-axi binds them with ``from_prefix``)."""
+
+    def __init__(self, addr_width: int = 16) -> None:
+        self.awaddr = Signal(intbv(0)[addr_width:])
+        self.awvalid, self.awready = Signal(bool(0)), Signal(bool(0))
+        self.wdata, self.wstrb = Signal(intbv(0)[32:]), Signal(intbv(0)[4:])
+        self.wvalid, self.wready = Signal(bool(0)), Signal(bool(0))
+        self.bresp, self.bvalid, self.bready = Signal(intbv(0)[2:]), Signal(bool(0)), Signal(bool(0))
+        self.araddr = Signal(intbv(0)[addr_width:])
+        self.arvalid, self.arready = Signal(bool(0)), Signal(bool(0))
+        self.rdata, self.rresp = Signal(intbv(0)[32:]), Signal(intbv(0)[2:])
+        self.rvalid, self.rready = Signal(bool(0)), Signal(bool(0))
+
+
+@block
+def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset):
+    """AXI-Lite register file for ``table``.
+
+    bus       : AxiLiteBus
+    table     : the core's register table (``spec.py``)
+    storage   : dict register name -> Signal(32), out -- value of each read-write register (pulse bits read 0)
+    live      : dict register name -> Signal(32), in  -- read-only registers driven by the core (STATUS, CYCLES)
+    constants : dict register name -> int             -- read-only registers fixed at build time (ID, parameters)
+    pulses    : dict (register, field) -> Signal(bool), out -- one-cycle pulse when that pulse field is written 1
+    clock     : Signal(bool), in
+    reset     : ResetSignal, in
+    """
+    addr_width = len(bus.awaddr)
+    write_strobe = Signal(bool(0))
+    write_addr = Signal(intbv(0)[addr_width:])
+    write_data = Signal(intbv(0)[32:])
+    read_addr = Signal(intbv(0)[addr_width:])
+    insts = []
+
+    for name, reg in table.items():
+        if name in storage:
+            keep = 0xFFFF_FFFF
+            for fld_name, fld in reg["fields"].items():
+                if fld["pulse"]:
+                    keep &= ~(((1 << fld["bit_width"]) - 1) << fld["bit_offset"])
+            inst = _register_write(storage[name], write_strobe, write_addr, write_data, reg["address_offset"],
+                                   keep, clock, reset)
+            inst.name = f"reg_{name.lower()}"
+            insts.append(inst)
+        elif reg["access"] != READ_ONLY:
+            raise ValueError(f"writable register {name} has no storage signal")
+    for (name, fld_name), pulse in pulses.items():
+        fld = table[name]["fields"][fld_name]
+        insts.append(_pulse(pulse, write_strobe, write_addr, write_data, table[name]["address_offset"],
+                            fld["bit_offset"], clock, reset))
+
+    # read multiplexer: a cascade of comparators, one per register
+    previous = Signal(intbv(0)[32:])
+    insts.append(_constant_zero(previous, read_addr))
+    for name, reg in table.items():
+        current = Signal(intbv(0)[32:])
+        offset = reg["address_offset"]
+        if name in storage:
+            insts.append(_read_signal(current, previous, read_addr, offset, storage[name]))
+        elif name in live:
+            insts.append(_read_signal(current, previous, read_addr, offset, live[name]))
+        elif name in constants:
+            insts.append(_read_constant(current, previous, read_addr, offset, constants[name]))
+        else:
+            raise ValueError(f"register {name} has no source")
+        previous = current
+    read_value = previous
+
+    @always_seq(clock.posedge, reset=reset)
+    def handshake():
+        bus.awready.next = False
+        bus.wready.next = False
+        bus.arready.next = False
+        write_strobe.next = False
+        if bus.bvalid and bus.bready:
+            bus.bvalid.next = False
+        if bus.rvalid and bus.rready:
+            bus.rvalid.next = False
+        if bus.awvalid and bus.wvalid and not bus.bvalid and not bus.awready:
+            bus.awready.next = True
+            bus.wready.next = True
+            write_strobe.next = True
+            write_addr.next = bus.awaddr
+            write_data.next = bus.wdata
+        if bus.awready:  # the AW/W handshakes complete on this edge: respond
+            bus.bvalid.next = True
+            bus.bresp.next = 0
+        if bus.arvalid and not bus.rvalid and not bus.arready:
+            bus.arready.next = True
+            read_addr.next = bus.araddr
+        if bus.arready:
+            bus.rdata.next = read_value
+            bus.rvalid.next = True
+            bus.rresp.next = 0
+
+    insts.append(handshake)
+    return insts
+
+
+@block
+def _register_write(q, strobe, addr, data, offset: int, keep: int, clock, reset):
+    @always_seq(clock.posedge, reset=reset)
+    def write():
+        if strobe and addr == offset:
+            q.next = data & keep
+
+    return write
+
+
+@block
+def _pulse(pulse, strobe, addr, data, offset: int, bit: int, clock, reset):
+    @always_seq(clock.posedge, reset=reset)
+    def fire():
+        pulse.next = strobe and addr == offset and data[bit]
+
+    return fire
+
+
+@block
+def _constant_zero(y, unused):
+    @always_comb
+    def zero():
+        y.next = unused & 0
+
+    return zero
+
+
+@block
+def _read_signal(y, previous, addr, offset: int, source):
+    @always_comb
+    def select():
+        if addr == offset:
+            y.next = source
+        else:
+            y.next = previous
+
+    return select
+
+
+@block
+def _read_constant(y, previous, addr, offset: int, value: int):
+    @always_comb
+    def select():
+        if addr == offset:
+            y.next = value
+        else:
+            y.next = previous
+
+    return select

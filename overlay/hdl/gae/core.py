@@ -1,0 +1,470 @@
+"""The GAE core behind its streams: record assembly, BRAM FILO stacks, LANES processing elements, control FSM.
+
+Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae_ip`)::
+
+    IDLE --start, config ok--> LOAD --(T+1) records, TLAST on the last--> COMPUTE --row 0 written back--> DRAIN --> IDLE
+         --start, config bad--> IDLE with DONE|ERR_CONFIG
+                                LOAD --TLAST early--> IDLE with DONE|ERR_STREAM
+                                LOAD --last record without TLAST--> DISCARD --TLAST--> IDLE with DONE|ERR_STREAM
+
+* LOAD: beats of ``s_axis`` shift into a record register; each complete record is pushed as one row (one word per
+  lane: reward, value, done) into the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV).
+* COMPUTE: rows are popped backward, one per cycle (T, T-1, ..., 0), dequantized, and fed to the PEs; each PE's
+  A_t and R_t are written back in place through the write port. ``cycles`` counts this phase:
+  ``T + spec.pipeline_depth`` (see :attr:`GaeSpec.pipeline_depth` for the breakdown; a test holds them equal).
+* DRAIN: rows 0..T-1 are read forward (the next row is prefetched while the current one leaves) and sent on
+  ``m_axis`` as output records, TLAST on the last beat.
+
+Stream handshakes are AXI4-Stream (a beat moves on ``tvalid and tready``)::
+
+    aclk     _/^\\_/^\\_/^\\_/^\\_/^\\_
+    tvalid   ___/^^^^^^^^^^^^^\\____
+    tready   ^^^^^^^^\\___/^^^^^^^^^
+    beat         0   1   .   2
+"""
+from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, enum, intbv, modbv, Signal
+
+from ...spec import GaeMode, GaeSpec
+from ..common.bram import ram_sdp_rf
+from .pe import coef_powers, gae_pe
+
+__all__ = ["gae_core", "CoreConfig"]
+
+t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
+
+
+class CoreConfig:
+    """Configuration and status signals between the register file and the core (one instance per core).
+
+    Inputs (from registers): ``t_count``, ``lanes_used``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
+    ``r_offset``, ``v_scale``, ``v_offset``, ``start`` and ``soft_reset`` (one-cycle pulses).
+    Outputs (to STATUS / CYCLES): ``busy``, ``done``, ``err_config``, ``err_stream``, ``saturated``, ``cycles``.
+    """
+
+    def __init__(self, spec: GaeSpec) -> None:
+        data = dict(min=spec.data.min_code, max=spec.data.max_code + 1)
+        self.t_count = Signal(intbv(0)[32:])
+        self.lanes_used = Signal(intbv(0)[32:])
+        self.gamma = Signal(intbv(0)[32:])
+        self.gamma_lambda = Signal(intbv(0)[32:])
+        self.mode = Signal(intbv(0)[4:])
+        self.r_scale, self.r_offset = Signal(intbv(0, **data)), Signal(intbv(0, **data))
+        self.v_scale, self.v_offset = Signal(intbv(0, **data)), Signal(intbv(0, **data))
+        self.start, self.soft_reset = Signal(bool(0)), Signal(bool(0))
+        self.busy, self.done = Signal(bool(0)), Signal(bool(0))
+        self.err_config, self.err_stream, self.saturated = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+        self.cycles = Signal(intbv(0)[32:])
+
+
+@block
+def _lane_unpack(word, row, q8, lane: int, spec: GaeSpec, raw_width: int, q8_width: int):
+    """Lane ``lane``'s stack word ``{done, value, reward}`` (65 bits) from an assembled input record."""
+    lanes = spec.lanes
+    base_q8 = raw_width - q8_width  # a q8 record sits in the top bits of the record register
+    r_raw, v_raw, d_raw = 32 * lane, 32 * (lanes + lane), 64 * lanes + lane
+    r_q8, v_q8, d_q8 = base_q8 + 8 * lane, base_q8 + 8 * (lanes + lane), base_q8 + 16 * lanes + lane
+    reward = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    value = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    done = Signal(bool(0))
+
+    @always_comb
+    def pick():
+        if q8:
+            reward.next = row[r_q8 + 8:r_q8].signed()
+            value.next = row[v_q8 + 8:v_q8].signed()
+            done.next = row[d_q8]
+        else:
+            reward.next = row[r_raw + 32:r_raw].signed()
+            value.next = row[v_raw + 32:v_raw].signed()
+            done.next = row[d_raw]
+
+    pack = _word_pack(word, done, value, reward)
+    return pick, pack
+
+
+@block
+def _word_pack(word, done, value, reward):
+    """``word = {done, value[31:0], reward[31:0]}``: one FILO stack word (65 bits)."""
+
+    @always_comb
+    def pack():
+        word.next = concat(done, value[32:], reward[32:])
+
+    return pack
+
+
+@block
+def _dequant(reward, value, done, valid, boot, saturated,
+             word, in_valid, in_boot, q8, lane_active, cfg, clock, spec: GaeSpec):
+    """Stack word -> PE inputs, registered: raw words pass; q8 codes become sat(code * SCALE + OFFSET)."""
+    lo, hi = spec.data.min_code, spec.data.max_code
+    wide = dict(min=-(1 << 42), max=1 << 42)
+    r_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    v_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    r_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))   # q8 words hold sign-extended codes: an 8 x 32 multiply
+    v_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))
+    r_full, v_full = Signal(intbv(0, **wide)), Signal(intbv(0, **wide))
+
+    @always_comb
+    def split():
+        r_word.next = word[32:0].signed()
+        v_word.next = word[64:32].signed()
+        r_code.next = word[8:0].signed()
+        v_code.next = word[40:32].signed()
+
+    @always_comb
+    def scale():
+        if q8:
+            r_full.next = r_code * cfg.r_scale + cfg.r_offset
+            v_full.next = v_code * cfg.v_scale + cfg.v_offset
+        else:
+            r_full.next = r_word
+            v_full.next = v_word
+
+    @always(clock.posedge)
+    def register():
+        valid.next = in_valid
+        boot.next = in_boot
+        done.next = word[64]
+        sat = False
+        if r_full > hi:
+            reward.next = hi
+            sat = not in_boot
+        elif r_full < lo:
+            reward.next = lo
+            sat = not in_boot
+        else:
+            reward.next = r_full
+        if v_full > hi:
+            value.next = hi
+            sat = True
+        elif v_full < lo:
+            value.next = lo
+            sat = True
+        else:
+            value.next = v_full
+        saturated.next = sat and in_valid and lane_active
+
+    return split, scale, register
+
+
+@block
+def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
+             s_tdata, s_tvalid, s_tlast, m_tready,
+             cfg, clock, reset, spec: GaeSpec):
+    """The GAE core (streams + FILO stacks + PEs + FSM); registers arrive through ``cfg`` (:class:`CoreConfig`).
+
+    m_tdata  : Signal(8 * stream_bytes), out -- output stream (AXI4-Stream master)
+    m_tvalid : Signal(bool), out
+    m_tlast  : Signal(bool), out
+    s_tready : Signal(bool), out              -- input stream (AXI4-Stream slave)
+    s_tdata  : Signal(8 * stream_bytes), in
+    s_tvalid : Signal(bool), in
+    s_tlast  : Signal(bool), in
+    m_tready : Signal(bool), in
+    cfg      : CoreConfig
+    clock    : Signal(bool), in
+    reset    : ResetSignal, in                 -- synchronous, control registers only
+    """
+    lanes, depth = spec.lanes, spec.t_max + 1
+    beat = 8 * spec.stream_bytes
+    raw_width = 8 * spec.input_record_bytes(GaeMode.RAW)
+    q8_width = 8 * spec.input_record_bytes(GaeMode.Q8)
+    out_width = 8 * spec.output_record_bytes
+    beats_raw, beats_q8, beats_out = raw_width // beat, q8_width // beat, out_width // beat
+    if beats_raw < 2:
+        raise ValueError(f"a raw input record must span at least two stream beats; {spec.lanes} lane(s) at "
+                         f"{spec.stream_bytes} bytes per beat give {beats_raw}: use a narrower stream")
+    one = 1 << spec.coef.frac
+
+    state = Signal(t_state.IDLE)
+    q8 = Signal(bool(0))
+    record = Signal(intbv(0)[raw_width:])
+    row = Signal(intbv(0)[raw_width:])
+    row_valid = Signal(bool(0))
+    beat_count = Signal(intbv(0, min=0, max=beats_raw + 1))
+    load_row = Signal(intbv(0, min=0, max=depth + 1))
+    # memories: one write port (load rows, then write-back) and one read port (pops, then drain) per lane
+    wr_addr = Signal(intbv(0, min=0, max=depth))
+    rd_addr = Signal(intbv(0, min=0, max=depth))
+    wr_en, rd_en = Signal(bool(0)), Signal(bool(0))
+    load_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
+    wb_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
+    wr_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
+    rd_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
+    # compute
+    issue_row = Signal(intbv(0, min=-1, max=depth + 1))
+    issuing = Signal(bool(0))
+    issue_wait = Signal(intbv(0, min=0, max=4))   # cycles until row T is in its BRAM (read-first: no bypass)
+    issue_valid, issue_boot = Signal(bool(0)), Signal(bool(0))   # a pop issued (BRAM reads on the next edge)
+    rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0))         # its data is on the BRAM output
+    wb_row = Signal(intbv(0, min=-1, max=depth + 1))
+    pe_valid = [Signal(bool(0)) for _ in range(lanes)]
+    pe_sat = [Signal(bool(0)) for _ in range(lanes)]
+    dq_sat = [Signal(bool(0)) for _ in range(lanes)]
+    any_sat = Signal(bool(0))
+    out_valid = Signal(bool(0))
+    powers = [Signal(intbv(0, min=0, max=one + 1)) for _ in range(spec.lookahead + 1)]
+    gamma_c = Signal(intbv(0, min=0, max=one + 1))
+    gamma_lambda_c = Signal(intbv(0, min=0, max=one + 1))
+    # drain
+    out_sr = Signal(intbv(0)[out_width:])
+    out_beats = Signal(intbv(0, min=0, max=beats_out + 1))
+    drain_row = Signal(intbv(0, min=0, max=depth + 1))
+    send_row = Signal(intbv(0, min=0, max=depth + 1))
+    prefetched = Signal(bool(0))
+    cycles = Signal(modbv(0)[32:])
+
+    insts = []
+    pieces = []
+    for n in range(lanes):
+        unpack = _lane_unpack(load_words[n], row, q8, n, spec, raw_width, q8_width)
+        unpack.name = f"unpack{n}"
+        ram = ram_sdp_rf(rd_words[n], wr_words[n], wr_addr, wr_en, rd_addr, rd_en, clock, depth)
+        ram.name = f"filo{n}"
+        lane_active = Signal(bool(0))
+        dq = [Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1)) for _ in range(2)]
+        dq_done, dq_valid, dq_boot = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+        deq = _dequant(dq[0], dq[1], dq_done, dq_valid, dq_boot, dq_sat[n], rd_words[n], rd_valid, rd_boot, q8,
+                       lane_active, cfg, clock, spec)
+        deq.name = f"dequant{n}"
+        adv = Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))
+        ret = Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))
+        raw_sat = Signal(bool(0))
+        pe = gae_pe(adv, ret, pe_valid[n], raw_sat, dq[0], dq[1], dq_done, dq_valid, dq_boot, gamma_c, powers,
+                    clock, spec)
+        pe.name = f"pe{n}"
+        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, n),
+                  _and_bits(pe_sat[n], raw_sat, lane_active),
+                  _result_word(wb_words[n], ret, adv, lane_active),
+                  _word_register(wr_words[n], load_words[n], wb_words[n], row_valid, clock)]
+        pieces.append((rd_words[n](32, 0), rd_words[n](64, 32)))
+    out_fields = [p[0] for p in pieces] + [p[1] for p in pieces]
+    pad = out_width - 64 * lanes
+    out_row = ConcatSignal(*([intbv(0)[pad:]] if pad else []), *reversed(out_fields))
+    powers_inst = coef_powers(powers, gamma_lambda_c, clock, spec)
+    powers_inst.name = "powers"
+    insts.append(powers_inst)
+
+    @always_comb
+    def coefficients():
+        # START refuses coefficients above 1.0, so the clamp only keeps the PE inputs in range while idle
+        if cfg.gamma <= one:
+            gamma_c.next = cfg.gamma[len(gamma_c):]
+        else:
+            gamma_c.next = one
+        if cfg.gamma_lambda <= one:
+            gamma_lambda_c.next = cfg.gamma_lambda[len(gamma_c):]
+        else:
+            gamma_lambda_c.next = one
+
+    insts.append(coefficients)
+    insts.append(_or_reduce(any_sat, pe_sat + dq_sat))
+
+    @always_comb
+    def stream_ports():
+        s_tready.next = state == t_state.LOAD or state == t_state.DISCARD
+        m_tdata.next = out_sr[beat:0]
+        m_tvalid.next = out_beats != 0
+        m_tlast.next = out_beats == 1 and send_row == cfg.t_count
+        out_valid.next = pe_valid[0]
+
+    last_beat_of_record = Signal(bool(0))
+
+    @always_comb
+    def record_end():
+        if q8:
+            last_beat_of_record.next = beat_count == beats_q8 - 1
+        else:
+            last_beat_of_record.next = beat_count == beats_raw - 1
+
+    @always_seq(clock.posedge, reset=reset)
+    def control():
+        # defaults
+        wr_en.next = False
+        rd_en.next = False
+        issue_valid.next = False
+        issue_boot.next = False
+        rd_valid.next = issue_valid
+        rd_boot.next = issue_boot
+        row_valid.next = False
+        if cfg.soft_reset:
+            state.next = t_state.IDLE
+            cfg.busy.next = False
+            cfg.done.next = False
+            cfg.err_config.next = False
+            cfg.err_stream.next = False
+            cfg.saturated.next = False
+            out_beats.next = 0
+        elif state == t_state.IDLE:
+            if cfg.start:
+                cfg.done.next = False
+                cfg.err_config.next = False
+                cfg.err_stream.next = False
+                cfg.saturated.next = False
+                cycles.next = 0
+                if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
+                        and cfg.lanes_used <= lanes and cfg.gamma <= one and cfg.gamma_lambda <= one
+                        and cfg.mode <= 1):
+                    state.next = t_state.LOAD
+                    cfg.busy.next = True
+                    q8.next = cfg.mode == 1
+                    beat_count.next = 0
+                    load_row.next = 0
+                else:
+                    cfg.done.next = True
+                    cfg.err_config.next = True
+        elif state == t_state.LOAD:
+            if row_valid:
+                wr_en.next = True
+                wr_addr.next = load_row[len(wr_addr):]
+                load_row.next = load_row + 1
+            if s_tvalid:
+                record.next = concat(s_tdata, record[raw_width:beat])
+                if last_beat_of_record:
+                    beat_count.next = 0
+                    row.next = concat(s_tdata, record[raw_width:beat])
+                    row_valid.next = True
+                    this_row = load_row + 0
+                    if row_valid:
+                        this_row = load_row + 1
+                    if this_row == cfg.t_count:
+                        if s_tlast:
+                            state.next = t_state.COMPUTE
+                            issue_row.next = cfg.t_count
+                            issuing.next = True
+                            issue_wait.next = 2
+                            wb_row.next = cfg.t_count - 1
+                        else:
+                            state.next = t_state.DISCARD
+                    elif s_tlast:
+                        state.next = t_state.IDLE
+                        cfg.busy.next = False
+                        cfg.done.next = True
+                        cfg.err_stream.next = True
+                else:
+                    beat_count.next = beat_count + 1
+                    if s_tlast:
+                        state.next = t_state.IDLE
+                        cfg.busy.next = False
+                        cfg.done.next = True
+                        cfg.err_stream.next = True
+        elif state == t_state.DISCARD:
+            if s_tvalid and s_tlast:
+                state.next = t_state.IDLE
+                cfg.busy.next = False
+                cfg.done.next = True
+                cfg.err_stream.next = True
+        elif state == t_state.COMPUTE:
+            cycles.next = cycles + 1
+            if row_valid:  # the last loaded row is written on the first compute cycle
+                wr_en.next = True
+                wr_addr.next = load_row[len(wr_addr):]
+            if issue_wait != 0:
+                issue_wait.next = issue_wait - 1
+            elif issuing:
+                rd_en.next = True
+                rd_addr.next = issue_row[len(rd_addr):]
+                issue_valid.next = True
+                issue_boot.next = issue_row == cfg.t_count
+                if issue_row == 0:
+                    issuing.next = False
+                issue_row.next = issue_row - 1
+            if any_sat:
+                cfg.saturated.next = True
+            if out_valid:
+                wr_en.next = True
+                wr_addr.next = wb_row[len(wr_addr):]
+                wb_row.next = wb_row - 1
+                if wb_row == 0:
+                    state.next = t_state.DRAIN
+                    drain_row.next = 0
+                    send_row.next = 0
+                    prefetched.next = False
+                    cfg.cycles.next = cycles + 1
+        elif state == t_state.DRAIN:
+            sending_last = out_beats == 1 and m_tready
+            out_free = out_beats == 0 or sending_last
+            if out_beats != 0 and m_tready:
+                out_sr.next = out_sr >> beat
+                out_beats.next = out_beats - 1
+                if sending_last and send_row == cfg.t_count:
+                    state.next = t_state.IDLE
+                    cfg.busy.next = False
+                    cfg.done.next = True
+            if prefetched and out_free:
+                out_sr.next = out_row
+                out_beats.next = beats_out
+                send_row.next = send_row + 1
+                prefetched.next = False
+            elif not prefetched and not rd_en and drain_row < cfg.t_count:
+                rd_en.next = True
+                rd_addr.next = drain_row[len(rd_addr):]
+                drain_row.next = drain_row + 1
+            if rd_en:
+                prefetched.next = True
+
+    insts += [stream_ports, record_end, control]
+    return insts
+
+
+@block
+def _lane_active(active, lanes_used, lane: int):
+    @always_comb
+    def compare():
+        active.next = lanes_used > lane
+
+    return compare
+
+
+@block
+def _and_bits(y, a, b):
+    @always_comb
+    def logic():
+        y.next = a and b
+
+    return logic
+
+
+@block
+def _result_word(word, ret, adv, active):
+    """Write-back word ``{0, R, A}`` of a lane; lanes beyond LANES_USED write zeros (the output contract)."""
+
+    @always_comb
+    def pack():
+        if active:
+            word.next = concat(False, ret[32:], adv[32:])
+        else:
+            word.next = 0
+
+    return pack
+
+
+@block
+def _word_register(y, load_word, wb_word, loading, clock):
+    """The BRAM write data, registered in step with the write enable and address the FSM registers."""
+
+    @always(clock.posedge)
+    def logic():
+        if loading:
+            y.next = load_word
+        else:
+            y.next = wb_word
+
+    return logic
+
+
+@block
+def _or_reduce(y, bits):
+    """``y = OR(bits)`` via a cascade of two-input ORs (bits is a Python list of Signals)."""
+    if len(bits) == 1:
+        return _and_bits(y, bits[0], Signal(bool(1)))
+    partial = Signal(bool(0))
+    rest = _or_reduce(partial, bits[1:])
+    first = bits[0]
+
+    @always_comb
+    def logic():
+        y.next = first or partial
+
+    return rest, logic

@@ -47,14 +47,14 @@ def delay_line(taps, d, enable, clear, clock):
 
 @block
 def mul_round(product_rounded, a, b, mask, shift: int):
-    """``product_rounded = round_half_up(a * b / 2**shift)`` if ``mask`` else 0 (combinational).
+    """``product_rounded = round_half_up(a * b / 2**shift)`` if ``mask`` (or no mask) else 0 (combinational).
 
     The full-width product goes into its own Signal first: slicing or shifting ``a * b`` directly converts to
     Verilog that truncates the product (DESIGN.md section 5).
 
     product_rounded : Signal(intbv), out
     a, b            : Signal(intbv), in
-    mask            : Signal(bool), in
+    mask            : Signal(bool) or None, in
     shift           : int >= 1
     """
     corners = [x * y for x in (a.min, a.max - 1) for y in (b.min, b.max - 1)] + [0]
@@ -63,12 +63,17 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 
     # # #
 
-    @always_comb
-    def multiply():
-        if mask:
+    if mask is None:
+        @always_comb
+        def multiply():
             product.next = a * b
-        else:
-            product.next = 0
+    else:
+        @always_comb
+        def multiply():
+            if mask:
+                product.next = a * b
+            else:
+                product.next = 0
 
     @always_comb
     def round_shift():

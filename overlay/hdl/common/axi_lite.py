@@ -11,7 +11,7 @@ issues them::
     awready _____/^^^\\___________     (and wready): AW and W complete on the next edge
     bvalid  _________/^^^^^^^\\___     from that edge until bready; the register holds the data then
 """
-from myhdl import always_comb, always_seq, block, intbv, Signal
+from myhdl import always_comb, always_seq, block, concat, intbv, Signal
 
 from ...spec import READ_ONLY
 
@@ -50,6 +50,7 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
     write_strobe = Signal(bool(0))
     write_addr = Signal(intbv(0)[addr_width:])
     write_data = Signal(intbv(0)[32:])
+    write_mask = Signal(intbv(0)[32:])          # WSTRB expanded to bits: byte lanes to write
     read_addr = Signal(intbv(0)[addr_width:])
     insts = []
 
@@ -59,8 +60,8 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
             for fld_name, fld in reg["fields"].items():
                 if fld["pulse"]:
                     keep &= ~(((1 << fld["bit_width"]) - 1) << fld["bit_offset"])
-            inst = _register_write(storage[name], write_strobe, write_addr, write_data, reg["address_offset"],
-                                   keep, clock, reset)
+            inst = _register_write(storage[name], write_strobe, write_addr, write_data, write_mask,
+                                   reg["address_offset"], keep, clock, reset)
             inst.name = f"reg_{name.lower()}"
             insts.append(inst)
         elif reg["access"] != READ_ONLY:
@@ -103,6 +104,14 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
             write_strobe.next = True
             write_addr.next = bus.awaddr
             write_data.next = bus.wdata
+            write_mask.next = concat(bus.wstrb[3], bus.wstrb[3], bus.wstrb[3], bus.wstrb[3],
+                                     bus.wstrb[3], bus.wstrb[3], bus.wstrb[3], bus.wstrb[3],
+                                     bus.wstrb[2], bus.wstrb[2], bus.wstrb[2], bus.wstrb[2],
+                                     bus.wstrb[2], bus.wstrb[2], bus.wstrb[2], bus.wstrb[2],
+                                     bus.wstrb[1], bus.wstrb[1], bus.wstrb[1], bus.wstrb[1],
+                                     bus.wstrb[1], bus.wstrb[1], bus.wstrb[1], bus.wstrb[1],
+                                     bus.wstrb[0], bus.wstrb[0], bus.wstrb[0], bus.wstrb[0],
+                                     bus.wstrb[0], bus.wstrb[0], bus.wstrb[0], bus.wstrb[0])
         if bus.awready:  # the AW/W handshakes complete on this edge: respond
             bus.bvalid.next = True
             bus.bresp.next = 0
@@ -119,11 +128,13 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
 
 
 @block
-def _register_write(q, strobe, addr, data, offset: int, keep: int, clock, reset):
+def _register_write(q, strobe, addr, data, mask, offset: int, keep: int, clock, reset):
+    """Store the written byte lanes (WSTRB) of a read-write register; pulse bits are never stored."""
+
     @always_seq(clock.posedge, reset=reset)
     def write():
         if strobe and addr == offset:
-            q.next = data & keep
+            q.next = ((q & ~mask) | (data & mask)) & keep
 
     return write
 

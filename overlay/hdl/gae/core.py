@@ -179,7 +179,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     state = Signal(t_state.IDLE)
     q8 = Signal(bool(0))
-    record = Signal(intbv(0)[raw_width:])
+    record = Signal(intbv(0)[raw_width - beat:])   # the beats before the current one (the oldest at the bottom)
     row = Signal(intbv(0)[raw_width:])
     row_valid = Signal(bool(0))
     beat_count = Signal(intbv(0, min=0, max=beats_raw + 1))
@@ -270,6 +270,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         out_valid.next = pe_valid[0]
 
     last_beat_of_record = Signal(bool(0))
+    record_shifted = Signal(intbv(0)[raw_width - beat:])
+    if raw_width - beat > beat:
+        insts.append(_shift_in(record_shifted, s_tdata, record, beat))
+    else:
+        insts.append(_copy_bits(record_shifted, s_tdata))
 
     @always_comb
     def record_end():
@@ -320,10 +325,10 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 wr_addr.next = load_row[len(wr_addr):]
                 load_row.next = load_row + 1
             if s_tvalid:
-                record.next = concat(s_tdata, record[raw_width:beat])
+                record.next = record_shifted
                 if last_beat_of_record:
                     beat_count.next = 0
-                    row.next = concat(s_tdata, record[raw_width:beat])
+                    row.next = concat(s_tdata, record)
                     row_valid.next = True
                     this_row = load_row + 0
                     if row_valid:
@@ -455,10 +460,40 @@ def _word_register(y, load_word, wb_word, loading, clock):
 
 
 @block
+def _shift_in(y, beat_data, previous, beat: int):
+    """``y = {beat_data, previous[:beat]}``: the record register after one more beat."""
+    width = len(previous)
+
+    @always_comb
+    def logic():
+        y.next = concat(beat_data, previous[width:beat])
+
+    return logic
+
+
+@block
+def _copy_bits(y, a):
+    @always_comb
+    def logic():
+        y.next = a
+
+    return logic
+
+
+@block
+def _copy_bit(y, a):
+    @always_comb
+    def logic():
+        y.next = a
+
+    return logic
+
+
+@block
 def _or_reduce(y, bits):
     """``y = OR(bits)`` via a cascade of two-input ORs (bits is a Python list of Signals)."""
     if len(bits) == 1:
-        return _and_bits(y, bits[0], Signal(bool(1)))
+        return _copy_bit(y, bits[0])
     partial = Signal(bool(0))
     rest = _or_reduce(partial, bits[1:])
     first = bits[0]

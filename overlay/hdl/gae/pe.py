@@ -45,16 +45,16 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
     """
     cf = spec.coef.frac
     insts = []
+    power1 = powers[1]  # bound outside the generator: a list used inside one would become a Verilog memory
 
     @always_comb
     def first():
-        powers[1].next = gamma_lambda
+        power1.next = gamma_lambda
 
     insts.append(first)
-    one = Signal(bool(1))
     for j in range(2, len(powers)):
         rounded = Signal(intbv(0, min=0, max=(1 << cf) + 2))
-        mul = mul_round(rounded, powers[j - 1], gamma_lambda, one, cf)
+        mul = mul_round(rounded, powers[j - 1], gamma_lambda, None, cf)
         mul.name = f"pow{j}_mul"
         insts.append(mul)
         insts.append(_register_coef(powers[j], rounded, clock))
@@ -91,7 +91,6 @@ def gae_pe(adv, ret, out_valid, saturated,
     k = spec.lookahead
     cf = spec.coef.frac
     lo, hi = spec.data.min_code, spec.data.max_code
-    true = Signal(bool(1))
     insts = []
 
     # stage 1: delta -----------------------------------------------------------------------------------------------
@@ -184,7 +183,7 @@ def gae_pe(adv, ret, out_valid, saturated,
             ah.name = "adv_hist"
             insts.append(ah)
         source = adv_hist[-1] if adv_hist else adv3          # A_{t+k} of the element entering stage 2 next
-        tail_mul = mul_round(tail_rounded, source, powers[k], true, cf)
+        tail_mul = mul_round(tail_rounded, source, powers[k], None, cf)
         tail_mul.name = "tail_mul"
         tail_reg = _data(spec)
         insts += [tail_mul, dff_en(tail_reg, tail_rounded, valid2, clear2, clock)]

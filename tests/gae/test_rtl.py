@@ -124,3 +124,39 @@ def test_rtl_flags_misplaced_tlast_like_the_model(cut):
         sim.end("test finished")
     expected = run_operation(GaeCoreIP(spec), regs, stream)
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_compute_phase_is_t_plus_pipeline_depth_regardless_of_lanes(lanes):
+    board = small_board(2, lanes=lanes, t_max=16)
+    spec = board.cores[0].spec
+    regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(lanes), 16, lanes, 0.99, 0.95, 1.0)
+    sim = RtlSimulation(board)
+    try:
+        out, status, cycles = run_operation(RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS), regs, stream)
+    finally:
+        sim.end("test finished")
+    assert status == S.Status.DONE and cycles == 16 + spec.pipeline_depth
+
+
+def test_rtl_overlay_dumps_a_waveform(tmp_path):
+    from tests.conftest import RTL_TEST_BOARD
+    from pynq_rl import RLOverlay
+
+    overlay = RLOverlay(backend="rtl", board=RTL_TEST_BOARD, vcd=str(tmp_path / "gae"))
+    overlay.gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))
+    overlay.device.simulation.end("test finished")
+    vcd = tmp_path / "gae.vcd"
+    assert vcd.is_file() and b"$enddefinitions" in vcd.read_bytes()[:1 << 20]
+
+
+def test_second_rtl_overlay_ends_the_first():
+    from tests.conftest import RTL_TEST_BOARD
+    from pynq_rl import RLOverlay
+    from pynq_rl.host.backends.rtl import SimulationEnded
+
+    first = RLOverlay(backend="rtl", board=RTL_TEST_BOARD)
+    gae = first.gae
+    RLOverlay(backend="rtl", board=RTL_TEST_BOARD)
+    with pytest.raises(SimulationEnded, match="a newer rtl device started its own simulation"):
+        gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))

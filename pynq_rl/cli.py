@@ -5,6 +5,8 @@
     pynq-rl info [--backend emu] [--board Pynq-Z2]        backend, board, cores, build parameters, ID registers
     pynq-rl train ppo --env CartPole-v1 --backend emu --steps 300000 --seed 0 --out runs
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
+    pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
+    pynq-rl build report [--out benchmarks/results]        yosys resource tables
 """
 from __future__ import annotations
 
@@ -40,6 +42,17 @@ def _build_hwh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_verilog(args: argparse.Namespace) -> int:
+    from .overlay.build import verilog
+    argv = ["--out", args.out] + (["--board", args.board] if args.board else []) + (["--no-lint"] if args.no_lint else [])
+    return verilog.main(argv)
+
+
+def _build_report(args: argparse.Namespace) -> int:
+    from .overlay.build import report
+    return report.main(["--out", args.out] + (["--quick"] if args.quick else [])) or 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``)."""
     parser = argparse.ArgumentParser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
@@ -71,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     hwh.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     hwh.add_argument("--out", required=True, help="output directory")
     hwh.set_defaults(func=_build_hwh)
+    verilog = steps.add_parser("verilog", help="convert the cores to Verilog and lint them")
+    verilog.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    verilog.add_argument("--out", default="overlay/build/out", help="output directory")
+    verilog.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
+    verilog.set_defaults(func=_build_verilog)
+    report = steps.add_parser("report", help="yosys synth_xilinx resource tables (LUT/FF/DSP/BRAM)")
+    report.add_argument("--out", default="benchmarks/results", help="output directory")
+    report.add_argument("--quick", action="store_true", help="only the smallest configurations")
+    report.set_defaults(func=_build_report)
     return parser
 
 

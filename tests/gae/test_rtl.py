@@ -160,3 +160,20 @@ def test_second_rtl_overlay_ends_the_first():
     RLOverlay(backend="rtl", board=RTL_TEST_BOARD)
     with pytest.raises(SimulationEnded, match="a newer rtl device started its own simulation"):
         gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))
+
+
+def test_start_clears_cycles_like_the_model():
+    """CYCLES belongs to the last operation: a refused START reads 0, not the previous count (found by cocotb)."""
+    board = small_board(2)
+    spec = board.cores[0].spec
+    good_regs, good_stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(3), 6, 2, 0.9, 0.9, 1.0)
+    bad_regs = dict(good_regs, T=0)
+    sim = RtlSimulation(board)
+    try:
+        rtl = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
+        got = [run_operation(rtl, good_regs, good_stream)[2], run_operation(rtl, bad_regs, good_stream[:0])[2]]
+    finally:
+        sim.end("test finished")
+    model_ip = GaeCoreIP(spec)
+    expected = [run_operation(model_ip, good_regs, good_stream)[2], run_operation(model_ip, bad_regs, good_stream[:0])[2]]
+    assert got == expected == [6 + spec.pipeline_depth, 0]

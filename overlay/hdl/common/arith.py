@@ -86,21 +86,30 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 def saturate(y, flag, x, lo: int, hi: int):
     """``y = clamp(x, lo, hi)``; ``flag`` is high when clamping changed the value (combinational).
 
+    ``[lo, hi]`` must be the full range of ``y`` (a signed width n). The test is "do the bits above n - 1 all equal
+    the sign bit", written with unsigned slices: MyHDL writes Python-int bounds as unsigned Verilog literals, and a
+    signed compare against one silently becomes unsigned (found by the cocotb run of the converted Verilog).
+
     y    : Signal(intbv[lo..hi]), out
     flag : Signal(bool), out
-    x    : Signal(intbv), in (wider)
+    x    : Signal(intbv), in (wider, signed)
     """
+    n, width = len(y), len(x)
+    if (lo, hi) != (-(1 << (n - 1)), (1 << (n - 1)) - 1) or width <= n:
+        raise ValueError(f"saturate: [lo, hi] must be the full signed range of y and x wider than y; got "
+                         f"[{lo}, {hi}] for {n} bits from {width} bits")
+    ones = (1 << (width - n + 1)) - 1
 
     @always_comb
     def clamp():
-        if x > hi:
-            y.next = hi
-            flag.next = 1
-        elif x < lo:
+        if x[width:n - 1] == 0 or x[width:n - 1] == ones:
+            y.next = x[n:].signed()
+            flag.next = 0
+        elif x[width - 1]:
             y.next = lo
             flag.next = 1
         else:
-            y.next = x
-            flag.next = 0
+            y.next = hi
+            flag.next = 1
 
     return clamp

@@ -26,6 +26,7 @@ from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, 
 
 from ...spec import GaeMode, GaeSpec
 from ..common.bram import ram_sdp_rf
+from ..common.arith import saturate
 from .pe import coef_powers, gae_pe
 
 __all__ = ["gae_core", "CoreConfig"]
@@ -121,31 +122,20 @@ def _dequant(reward, value, done, valid, boot, saturated,
             r_full.next = r_word
             v_full.next = v_word
 
+    r_sat, v_sat = Signal(intbv(0, min=lo, max=hi + 1)), Signal(intbv(0, min=lo, max=hi + 1))
+    r_flag, v_flag = Signal(bool(0)), Signal(bool(0))
+    clamps = [saturate(r_sat, r_flag, r_full, lo, hi), saturate(v_sat, v_flag, v_full, lo, hi)]
+
     @always(clock.posedge)
     def register():
         valid.next = in_valid
         boot.next = in_boot
         done.next = word[64]
-        sat = False
-        if r_full > hi:
-            reward.next = hi
-            sat = not in_boot
-        elif r_full < lo:
-            reward.next = lo
-            sat = not in_boot
-        else:
-            reward.next = r_full
-        if v_full > hi:
-            value.next = hi
-            sat = True
-        elif v_full < lo:
-            value.next = lo
-            sat = True
-        else:
-            value.next = v_full
-        saturated.next = sat and in_valid and lane_active
+        reward.next = r_sat
+        value.next = v_sat
+        saturated.next = ((r_flag and not in_boot) or v_flag) and in_valid and lane_active
 
-    return split, scale, register
+    return split, scale, clamps, register
 
 
 @block
@@ -307,6 +297,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 cfg.err_config.next = False
                 cfg.err_stream.next = False
                 cfg.saturated.next = False
+                cfg.cycles.next = 0
                 cycles.next = 0
                 if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
                         and cfg.lanes_used <= lanes and cfg.gamma <= one and cfg.gamma_lambda <= one

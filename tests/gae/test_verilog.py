@@ -1,0 +1,231 @@
+"""Rung 4: the converted Verilog of the GAE core against the bit-exact model (cocotb + Icarus).
+
+For k = 1, 2, 3 a small build is converted with ``convert_gae``, linted with Verilator (must be clean) and compiled
+once with Icarus. The vectors come from the same helpers as rung 3 (``tests/gae/test_rtl.py``: raw and q8 modes,
+random T, lanes used, gamma, lambda, dones, magnitudes that saturate; fixed seeds), the expectations from the model
+(``GaeCoreIP``, operation after operation as the core sees them); ``tests/gae/cocotb_gae.py`` replays them over
+AXI with and without idle cycles and back-pressure and compares bytes, TLAST, STATUS and CYCLES exactly.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+import pytest
+
+from pynq_rl.host.backends.gae_ip import GaeCoreIP
+from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.build.verilog import convert_gae, gae_module_name, lint
+from tests.gae.test_rtl import operation, run_operation
+
+TESTBENCH = "tests.gae.cocotb_gae"
+VECTORS_ENV = "PYNQ_RL_GAE_VECTORS"  # cocotb_gae.VECTORS_ENV (not imported: that module needs a running simulator)
+#: cocotb tests per run: idle_inserter x backpressure_inserter
+COCOTB_TESTS_PER_RUN = 4
+#: fixed seeds per k; each seed draws one random operation
+SEEDS = {1: (101, 102, 103, 104, 105, 106, 107, 108),
+         2: (201, 202, 203, 204, 205, 206, 207, 208),
+         3: (301, 302, 303, 304, 305, 306, 307, 308)}
+PARAMETER_REGISTERS = ("ID", "LANES", "T_MAX", "LOOKAHEAD", "FORMAT")
+_MODE_SHIFT = S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
+
+
+def _missing_tools() -> list[str]:
+    missing = [] if shutil.which("iverilog") else ["iverilog"]
+    for name in ("cocotb", "cocotb_tools.runner", "cocotbext.axi"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # the parent package is absent
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+needs_icarus = pytest.mark.skipif(bool(_missing_tools()), reason=f"not installed: {', '.join(_missing_tools())}")
+
+
+def small_spec(k: int) -> S.GaeSpec:
+    """The build these tests convert: 3 lanes, 24 timesteps, k-step lookahead."""
+    return S.GaeSpec(lanes=3, t_max=24, lookahead=k)
+
+
+# -- vectors ----------------------------------------------------------------------------------------------------
+
+def case(name, spec, mode, rng, n_steps, n_lanes, gamma, lam, scale, regs_update=None, cut=0):
+    """One operation from the rung-3 helper; ``regs_update`` overrides registers, ``cut`` beats trim/extend."""
+    regs, stream = operation(spec, mode, rng, n_steps, n_lanes, gamma, lam, scale)
+    regs |= regs_update or {}
+    beat = spec.stream_bytes
+    if cut < 0:
+        stream = stream[:cut * beat]
+    elif cut > 0:
+        stream = np.concatenate([stream, np.zeros(cut * beat, np.uint8)])
+    desc = f"{name}: {S.GaeMode(mode).name} T={n_steps} lanes={n_lanes} gamma={gamma:.4g} lambda={lam:.4g} x{scale:g}"
+    return desc, regs, stream
+
+
+def random_cases(spec: S.GaeSpec, seeds) -> list:
+    """Edge operations (T = 1 and T_MAX, all lanes and one, gamma and lambda at 0 and 1, saturation) + random ones."""
+    rng = np.random.default_rng(seeds[0])
+    cases = [
+        case("all lanes, T_MAX, lambda=1, saturating", spec, S.GaeMode.RAW, rng, spec.t_max, spec.lanes, 1.0, 1.0,
+             4096.0),
+        case("one lane, T=1, gamma=0", spec, S.GaeMode.Q8, rng, 1, 1, 0.0, 0.0, 1.0),
+        case("q8 T_MAX, lambda=0, saturating", spec, S.GaeMode.Q8, rng, spec.t_max, spec.lanes, 1.0, 0.0, 4096.0),
+        case("raw T=2, small", spec, S.GaeMode.RAW, rng, 2, spec.lanes, 0.99, 0.95, 1.0),
+    ]
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        n_steps, n_lanes = int(rng.integers(1, spec.t_max + 1)), int(rng.integers(1, spec.lanes + 1))
+        gamma, lam = float(rng.random()), float(rng.random())
+        mode = S.GaeMode(int(rng.integers(0, len(S.GaeMode))))
+        scale = float(rng.choice([1.0, 64.0, 4096.0]))
+        cases.append(case(f"seed {seed}", spec, mode, rng, n_steps, n_lanes, gamma, lam, scale))
+    return cases
+
+
+#: what an error case compares (CYCLES after an error: :func:`test_verilog_cycles_after_refused_start_like_the_model`)
+ERROR_COMPARE = ("output", "status")
+
+
+def refused(spec: S.GaeSpec, rng, regs_update: dict):
+    """A START the core must refuse; nothing is streamed to it."""
+    desc, regs, stream = case(f"refused {regs_update}", spec, S.GaeMode.RAW, rng, 5, 2, 0.9, 0.9, 1.0,
+                              regs_update=regs_update)
+    return desc, regs, stream[:0]
+
+
+def error_cases(spec: S.GaeSpec) -> list:
+    """Misplaced TLAST (one beat short, one beat long) and refused configurations, each followed by a good one."""
+    rng = np.random.default_rng(7)
+    good = case("good after error", spec, S.GaeMode.RAW, rng, 6, 3, 0.9, 0.9, 1.0)
+    cases = [(*case("TLAST one beat early", spec, S.GaeMode.RAW, rng, 6, 3, 0.9, 0.9, 1.0, cut=-1), ERROR_COMPARE),
+             good,
+             (*case("TLAST one beat late", spec, S.GaeMode.Q8, rng, 6, 3, 0.9, 0.9, 1.0, cut=+1), ERROR_COMPARE),
+             good]
+    for regs_update in ({"T": 0}, {"LANES_USED": spec.lanes + 1}, {"GAMMA": (1 << spec.coef.frac) + 1}):
+        cases += [(*refused(spec, rng, regs_update), ERROR_COMPARE), good]
+    return cases
+
+
+def make_vectors(spec: S.GaeSpec, cases: list) -> dict:
+    """Run ``cases`` through one model instance in order; the JSON-able vectors for the testbench.
+
+    A case is ``(name, regs, stream)`` or ``(name, regs, stream, compare)`` with ``compare`` a subset of
+    ``("output", "status", "cycles")`` (default: all three).
+    """
+    ip = GaeCoreIP(spec)
+    vectors = {"module": gae_module_name(spec), "cases": [],
+               "parameters": {name: ip.read(S.GAE_REGISTERS[name]["address_offset"]) for name in PARAMETER_REGISTERS}}
+    beats = 0
+    for name, regs, stream, *compare in cases:
+        output, status, cycles = run_operation(ip, regs, stream)
+        mode = regs.get("CTRL", 0)
+        writes = [[reg, value & 0xFFFF_FFFF] for reg, value in regs.items()] + [["CTRL", mode | S.Ctrl.START]]
+        vectors["cases"].append({"name": name, "writes": writes, "stream": bytes(stream).hex(),
+                                 "expected": {"output": output.hex(), "status": int(status), "cycles": int(cycles)},
+                                 "compare": list(compare[0] if compare else ("output", "status", "cycles"))})
+        beats += (len(stream) + len(output)) // spec.stream_bytes + 20 * len(writes) + spec.pipeline_depth
+    # ~4 clocks per beat or bus access with 3-in-4 pauses, 10 ns each, polling slack, a 4x margin
+    vectors["timeout_us"] = 100 + beats * 4 * 10 * 4 // 1000
+    return vectors
+
+
+# -- running cocotb ---------------------------------------------------------------------------------------------
+
+def run_cocotb(spec: S.GaeSpec, verilog: Path, vectors: dict, work: Path, waves: bool = False) -> Path:
+    """Build (cached per ``work/sim_build``) and run the testbench on ``vectors``; fail on any cocotb failure."""
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    runner = get_runner("icarus")
+    work.mkdir(parents=True, exist_ok=True)
+    build_dir, test_dir = work / "sim_build", work / f"run_{len(list(work.glob('run_*')))}"
+    test_dir.mkdir()
+    vectors_file = test_dir / "vectors.json"
+    vectors_file.write_text(json.dumps(vectors), encoding="utf-8")
+    name = gae_module_name(spec)
+    runner.build(sources=[verilog], hdl_toplevel=name, build_dir=build_dir, waves=waves, always=waves,
+                 timescale=("1ns", "1ps"))
+    results = test_dir / "results.xml"
+    try:
+        runner.test(test_module=TESTBENCH, hdl_toplevel=name, build_dir=build_dir, test_dir=test_dir,
+                    results_xml=str(results), extra_env={VECTORS_ENV: str(vectors_file)}, seed=1, waves=waves)
+    except SystemExit as exc:  # cocotb_tools exits when the simulator or a test fails (under pytest)
+        pytest.fail(f"cocotb run failed (exit {exc.code}):\n{_failure_messages(results)}", pytrace=False)
+    n_tests, n_failed = get_results(results)
+    if n_failed or n_tests != COCOTB_TESTS_PER_RUN:
+        pytest.fail(f"cocotb: {n_failed} of {n_tests} tests failed (expected {COCOTB_TESTS_PER_RUN} tests):\n"
+                    f"{_failure_messages(results)}", pytrace=False)
+    return results
+
+
+def _failure_messages(results: Path) -> str:
+    if not results.is_file():
+        return f"no results file {results}: the simulation ended abnormally (see the captured output)"
+    lines = []
+    for testcase in ElementTree.parse(results).getroot().iter("testcase"):
+        for problem in [*testcase.iter("failure"), *testcase.iter("error")]:
+            lines.append(f"{testcase.get('name')}: {problem.get('message', '')}")
+    return "\n".join(lines) or "(no failure message in the results file; see the captured output)"
+
+
+# -- tests ------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=[1, 2, 3], ids=lambda k: f"k{k}")
+def converted(request, tmp_path_factory):
+    """(spec, path of the converted Verilog, work directory) for one k."""
+    spec = small_spec(request.param)
+    work = tmp_path_factory.mktemp(f"gae_verilog_k{request.param}")
+    return spec, convert_gae(spec, work / "rtl"), work
+
+
+def test_converted_verilog_lints_clean(converted):
+    """``verilator --lint-only -Wall -Wno-WIDTH`` reports nothing (it misses width/sign bugs: the next tests don't)."""
+    _, verilog, _ = converted
+    if shutil.which("verilator") is None:
+        pytest.skip("verilator not found")
+    lint(verilog)  # raises with Verilator's report on any warning
+
+
+@needs_icarus
+def test_verilog_equals_model_bit_for_bit(converted):
+    """Edge and random operations, back to back: output bytes, TLAST, STATUS and CYCLES equal the model's."""
+    spec, verilog, work = converted
+    cases = random_cases(spec, SEEDS[spec.lookahead])
+    vectors = make_vectors(spec, cases)
+    statuses = [c["expected"]["status"] for c in vectors["cases"]]
+    assert any(s & S.Status.SATURATED for s in statuses), "no vector saturates"
+    assert any(not s & S.Status.SATURATED for s in statuses), "every vector saturates"
+    assert {S.GaeMode(regs["CTRL"] >> _MODE_SHIFT) for _, regs, _ in cases} == set(S.GaeMode)
+    assert all(c["expected"]["cycles"] == dict(c["writes"])["T"] + spec.pipeline_depth for c in vectors["cases"])
+    run_cocotb(spec, verilog, vectors, work)
+
+
+@needs_icarus
+@pytest.mark.parametrize("converted", [2], indirect=True, ids=["k2"])  # error handling does not depend on k
+def test_verilog_flags_errors_like_the_model(converted):
+    """TLAST one beat early / late -> ERR_STREAM, bad configurations -> ERR_CONFIG, and the next operation is good."""
+    spec, verilog, work = converted
+    vectors = make_vectors(spec, error_cases(spec))
+    expected = [S.Status(c["expected"]["status"]) for c in vectors["cases"]]
+    assert expected[0] == expected[2] == S.Status.DONE | S.Status.ERR_STREAM
+    assert expected[4] == expected[6] == expected[8] == S.Status.DONE | S.Status.ERR_CONFIG
+    run_cocotb(spec, verilog, vectors, work)
+
+
+@needs_icarus
+@pytest.mark.parametrize("converted", [2], indirect=True, ids=["k2"])  # error handling does not depend on k
+def test_verilog_cycles_after_refused_start_like_the_model(converted):
+    """START clears CYCLES: a refused START after a good operation reads CYCLES = 0, as in the model."""
+    spec, verilog, work = converted
+    rng = np.random.default_rng(11)
+    vectors = make_vectors(spec, [case("good", spec, S.GaeMode.RAW, rng, 6, 3, 0.9, 0.9, 1.0),
+                                  refused(spec, rng, {"T": 0})])
+    assert [c["expected"]["cycles"] for c in vectors["cases"]] == [6 + spec.pipeline_depth, 0]
+    run_cocotb(spec, verilog, vectors, work)

@@ -31,7 +31,8 @@ def _train_ppo(args: argparse.Namespace) -> int:
                       board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
                       progress=not args.no_progress)
     summary = ppo.train(config)
-    print(json.dumps({k: v for k, v in summary.items() if k != "episode_returns"}, indent=2, default=str))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
+                     indent=2, default=str))
     return 0
 
 

@@ -16,7 +16,7 @@ The core computes it with a **k-step lookahead** (HEPPO eq. 10/11) so the loop-c
     A_t = delta_t + sum_{j=1}^{k-1} P_j(t) delta_{t+j} + P_k(t) A_{t+k},
     P_j(t) = C**j * prod_{i=0}^{j-1} (1 - d_{t+i}),        C = gamma * lambda
 
-Fixed point (formats in :class:`~pynq_rl.overlay.spec.GaeSpec`; DATA = Q15.16 in int32, COEF = UQ1.24), every
+Fixed point (formats in :class:`~pynq_rl.overlay.spec.GaeSpec`; DATA = Q15.16 in int32, COEF = UQ1.23), every
 product rounded half up (:func:`~pynq_rl.overlay.fixed.rshift_round`) and every sum saturated to DATA:
 
 1. inputs: raw mode takes DATA words; q8 mode dequantizes ``x = sat(code * SCALE + OFFSET)`` (exact product);

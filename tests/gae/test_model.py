@@ -172,7 +172,7 @@ def test_out_of_range_codes_and_registers_raise():
     with pytest.raises(ValueError, match=r"reward codes must lie in \[-128, 127\]"):
         model.gae_fixed(spec, codes + 200, np.zeros((4, 1)), codes, 1, 1, GaeMode.Q8, 1, 0, 1, 0)
     with pytest.raises(ValueError, match=r"GAMMA must be a coefficient code"):
-        model.gae_fixed(spec, codes, np.zeros((4, 1)), codes, (1 << 24) + 1, 1)
+        model.gae_fixed(spec, codes, np.zeros((4, 1)), codes, (1 << 23) + 1, 1)
     with pytest.raises(ValueError, match=r"expected rewards \(T, N\), values \(T \+ 1, N\)"):
         model.gae_fixed(spec, codes, np.zeros((3, 1)), codes, 1, 1)
 

@@ -94,7 +94,7 @@ def test_rtl_equals_model_bit_for_bit(k, data):
 
 
 @pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
-                                               ({"GAMMA": (1 << 24) + 1}, S.Status.ERR_CONFIG)])
+                                               ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG)])
 def test_rtl_refuses_bad_configuration_like_the_model(regs_update, flag):
     board = small_board(2)
     spec = board.cores[0].spec

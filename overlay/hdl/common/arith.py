@@ -45,12 +45,19 @@ def delay_line(taps, d, enable, clear, clock):
     return stages
 
 
+#: DSP48E1 multiplier ports: 25 x 18 signed. yosys (0.23) maps a 32 x 25 product onto 4 of them; splitting the
+#: 32-bit operand by hand at bit 17 (an unsigned 17-bit low part and a signed high part) takes 2 (DESIGN.md s. 5).
+_DSP_A_BITS, _SPLIT_BIT = 25, 17
+
+
 @block
 def mul_round(product_rounded, a, b, mask, shift: int):
     """``product_rounded = round_half_up(a * b / 2**shift)`` if ``mask`` (or no mask) else 0 (combinational).
 
     The full-width product goes into its own Signal first: slicing or shifting ``a * b`` directly converts to
-    Verilog that truncates the product (DESIGN.md section 5).
+    Verilog that truncates the product (DESIGN.md section 5). When ``a`` is wider than a DSP's 18-bit port and
+    ``b`` fits its 25-bit port, ``a`` is split at bit 17 into two DSP-sized products, summed exactly:
+    ``a * b = (a_hi * b) << 17 + a_lo * b``.
 
     product_rounded : Signal(intbv), out
     a, b            : Signal(intbv), in
@@ -60,13 +67,49 @@ def mul_round(product_rounded, a, b, mask, shift: int):
     corners = [x * y for x in (a.min, a.max - 1) for y in (b.min, b.max - 1)] + [0]
     product = Signal(intbv(0, min=min(corners), max=max(corners) + 1))
     half = 1 << (shift - 1)
+    b_bits = len(b) + (0 if b.min < 0 else 1)          # as a signed multiply operand
+    insts = []
 
-    # # #
+    if len(a) > 18 and b_bits <= _DSP_A_BITS:
+        width = len(a)
+        a_lo = Signal(intbv(0)[_SPLIT_BIT:])
+        a_hi = Signal(intbv(0, min=-(1 << (width - _SPLIT_BIT - 1)), max=1 << (width - _SPLIT_BIT - 1)))
+        lo_corners = [x * y for x in (0, (1 << _SPLIT_BIT) - 1) for y in (b.min, b.max - 1)] + [0]
+        hi_corners = [x * y for x in (a_hi.min, a_hi.max - 1) for y in (b.min, b.max - 1)] + [0]
+        # declared signed (min < 0) so the sum below stays a signed Verilog expression: one unsigned operand
+        # would make it unsigned and zero-extend the negative high part
+        p_lo = Signal(intbv(0, min=min(lo_corners) - 1, max=max(lo_corners) + 1))
+        p_hi = Signal(intbv(0, min=min(hi_corners), max=max(hi_corners) + 1))
 
-    if mask is None:
+        @always_comb
+        def split():
+            a_lo.next = a[_SPLIT_BIT:]
+            a_hi.next = a[width:_SPLIT_BIT].signed()
+
+        @always_comb
+        def partial_products():
+            p_lo.next = a_lo * b
+            p_hi.next = a_hi * b
+
+        if mask is None:
+            @always_comb
+            def multiply():
+                product.next = (p_hi << _SPLIT_BIT) + p_lo
+        else:
+            @always_comb
+            def multiply():
+                if mask:
+                    product.next = (p_hi << _SPLIT_BIT) + p_lo
+                else:
+                    product.next = 0
+
+        insts += [split, partial_products, multiply]
+    elif mask is None:
         @always_comb
         def multiply():
             product.next = a * b
+
+        insts.append(multiply)
     else:
         @always_comb
         def multiply():
@@ -75,11 +118,14 @@ def mul_round(product_rounded, a, b, mask, shift: int):
             else:
                 product.next = 0
 
+        insts.append(multiply)
+
     @always_comb
     def round_shift():
         product_rounded.next = (product + half) >> shift
 
-    return multiply, round_shift
+    insts.append(round_shift)
+    return insts
 
 
 @block

@@ -12,7 +12,7 @@ delay lines cleared when the bootstrap row passes, so terms beyond T read 0. For
 ``rnd(C**k * A_{t+k})`` is formed one element early into a register: the A feedback loop then holds a multiply
 stage and an add/saturate stage (the point of the lookahead: HEPPO eq. 10/11); for k = 1 the loop is one cycle.
 
-Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.24); see :mod:`pynq_rl.overlay.models.gae`,
+Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.23); see :mod:`pynq_rl.overlay.models.gae`,
 which this block must match bit for bit.
 """
 from myhdl import always, always_comb, block, intbv, Signal
@@ -40,8 +40,8 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
 
     Settles k - 1 cycles after GAMMA_LAMBDA changes; the register is written long before START.
 
-    powers       : list of k + 1 Signal(UQ1.24), out
-    gamma_lambda : Signal(UQ1.24), in
+    powers       : list of k + 1 Signal(UQ1.23), out
+    gamma_lambda : Signal(UQ1.23), in
     """
     cf = spec.coef.frac
     insts = []
@@ -84,8 +84,8 @@ def gae_pe(adv, ret, out_valid, saturated,
     done         : Signal(bool), in   -- d_t
     in_valid     : Signal(bool), in
     in_bootstrap : Signal(bool), in   -- this input is the bootstrap row (with ``in_valid``)
-    gamma        : Signal(UQ1.24), in
-    powers       : list of k + 1 Signal(UQ1.24), in -- C**j from :func:`coef_powers`
+    gamma        : Signal(UQ1.23), in
+    powers       : list of k + 1 Signal(UQ1.23), in -- C**j from :func:`coef_powers`
     clock        : Signal(bool), in
     """
     k = spec.lookahead

@@ -51,7 +51,8 @@ def _build_verilog(args: argparse.Namespace) -> int:
 
 def _build_report(args: argparse.Namespace) -> int:
     from .overlay.build import report
-    return report.main(["--out", args.out] + (["--quick"] if args.quick else [])) or 0
+    out = args.out or ("overlay/build/out/report-quick" if args.quick else "benchmarks/results")
+    return report.main(["--out", out] + (["--quick"] if args.quick else [])) or 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     verilog.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     verilog.set_defaults(func=_build_verilog)
     report = steps.add_parser("report", help="yosys synth_xilinx resource tables (LUT/FF/DSP/BRAM)")
-    report.add_argument("--out", default="benchmarks/results", help="output directory")
+    report.add_argument("--out", default=None,
+                        help="output directory (default benchmarks/results; overlay/build/out/report-quick with --quick)")
     report.add_argument("--quick", action="store_true", help="only the smallest configurations")
     report.set_defaults(func=_build_report)
     return parser

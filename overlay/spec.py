@@ -219,9 +219,11 @@ GAE_REGISTERS = MappingProxyType({
     "LANES_USED": _register(0x24, READ_WRITE, "Lanes in this batch (1..LANES)"),
     "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
     "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
-    "R_SCALE": _register(0x30, READ_WRITE, "q8 mode: reward dequantization scale (DATA format)"),
+    "R_SCALE": _register(0x30, READ_WRITE, "q8 mode: reward dequantization scale, a DATA code within the 25-bit "
+                                          "SCALE range (code x scale is one DSP); START refuses others"),
     "R_OFFSET": _register(0x34, READ_WRITE, "q8 mode: reward dequantization offset (DATA format)"),
-    "V_SCALE": _register(0x38, READ_WRITE, "q8 mode: value dequantization scale (DATA format)"),
+    "V_SCALE": _register(0x38, READ_WRITE, "q8 mode: value dequantization scale, a DATA code within the 25-bit "
+                                          "SCALE range; START refuses others"),
     "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
 })
 
@@ -289,6 +291,12 @@ class GaeSpec:
     def output_record_bytes(self) -> int:
         """bytes of one output record (advantages then returns, int32 each)"""
         return self._padded(2 * self.lanes * 4)
+
+    @property
+    def scale(self) -> QFormat:
+        """format of the q8 SCALE registers: DATA's fraction in 25 signed bits, so a code times a scale fits one
+        DSP48 (25 x 18); block standardization never needs more (its scales stay far below 2**24 LSB)"""
+        return QFormat(25, self.data.frac)
 
     @property
     def code(self) -> QFormat:

@@ -77,11 +77,18 @@ class GaeCoreIP(RegisterFile):
         if value & S.Ctrl.START and self.state == t_state.IDLE:
             self._start(self.field("CTRL", "MODE"))
 
+    def _signed(self, name: str) -> int:
+        value = self.values[name]
+        return value - (1 << 32) if value & (1 << 31) else value
+
     def _config_ok(self, mode: int) -> bool:
         one = 1 << self.spec.coef.frac
+        scale = self.spec.scale
+        scales_ok = mode != S.GaeMode.Q8 or all(scale.min_code <= self._signed(name) <= scale.max_code
+                                                for name in ("R_SCALE", "V_SCALE"))
         return (1 <= self.values["T"] <= self.spec.t_max and 1 <= self.values["LANES_USED"] <= self.spec.lanes
                 and self.values["GAMMA"] <= one and self.values["GAMMA_LAMBDA"] <= one
-                and mode in {m.value for m in S.GaeMode})
+                and mode in {m.value for m in S.GaeMode} and scales_ok)
 
     def _start(self, mode: int) -> None:
         self.values["CYCLES"] = 0
@@ -125,8 +132,7 @@ class GaeCoreIP(RegisterFile):
         spec, mode, v = self.spec, self._mode, self.values
         records = np.frombuffer(bytes(self._inbox), dtype=model.input_record_dtype(spec, mode))
         rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"])
-        signed = {name: v[name] - (1 << 32) if v[name] & (1 << 31) else v[name]
-                  for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
+        signed = {name: self._signed(name) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
         result = model.gae_fixed(spec, rewards, values, dones, v["GAMMA"], v["GAMMA_LAMBDA"], mode,
                                  signed["R_SCALE"], signed["R_OFFSET"], signed["V_SCALE"], signed["V_OFFSET"])
         self._outbox = model.pack_output(spec, result.advantages, result.returns).view(np.uint8).ravel()

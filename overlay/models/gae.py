@@ -116,6 +116,9 @@ def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
     centered = y - offset * data.lsb
     spread = float(np.max(np.abs(centered))) if y.size else 0.0
     scale = int(math.ceil(spread / code.max_code / data.lsb)) if spread > 0 else 0
+    if scale > spec.scale.max_code:
+        raise ValueError(f"block spread {spread:g} (working units) needs SCALE {scale}, above the register's "
+                         f"{spec.scale.max_code}: choose a larger unit")
     if scale > 0:
         codes, _ = fixed.quantize(centered / (scale * data.lsb), code)
     else:
@@ -301,9 +304,10 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     if GaeMode(mode) == GaeMode.Q8:
         _check_codes("reward", rewards, spec.code)
         _check_codes("value", values, spec.code)
-        for name, reg in (("R_SCALE", r_scale), ("R_OFFSET", r_offset), ("V_SCALE", v_scale), ("V_OFFSET", v_offset)):
-            if not data.min_code <= reg <= data.max_code:
-                raise ValueError(f"{name} must be a DATA code in [{data.min_code}, {data.max_code}], not {reg!r}")
+        for name, reg, fmt in (("R_SCALE", r_scale, spec.scale), ("R_OFFSET", r_offset, data),
+                               ("V_SCALE", v_scale, spec.scale), ("V_OFFSET", v_offset, data)):
+            if not fmt.min_code <= reg <= fmt.max_code:
+                raise ValueError(f"{name} must be a code in [{fmt.min_code}, {fmt.max_code}], not {reg!r}")
         rewards, sat_r = fixed.saturate(rewards * r_scale + r_offset, data)
         values, sat_v = fixed.saturate(values * v_scale + v_offset, data)
         saturated = sat_r or sat_v

@@ -51,7 +51,8 @@ def operation(spec, mode, rng, n_steps, n_lanes, gamma, lam, scale):
         data = spec.data
         regs = {name: int(rng.integers(-(1 << 20), 1 << 20) * scale) for name in ("R_SCALE", "V_SCALE")}
         regs |= {name: int(rng.integers(-(1 << 22), 1 << 22) * scale) for name in ("R_OFFSET", "V_OFFSET")}
-        regs = {k: int(np.clip(v, data.min_code, data.max_code)) for k, v in regs.items()}
+        limits = {"R_SCALE": spec.scale, "V_SCALE": spec.scale, "R_OFFSET": data, "V_OFFSET": data}
+        regs = {k: int(np.clip(v, limits[k].min_code, limits[k].max_code)) for k, v in regs.items()}
     else:
         bound = int(min(2 ** 31 - 1, 2 ** 20 * scale))
         rewards = rng.integers(-bound, bound, (n_steps, n_lanes))
@@ -94,7 +95,9 @@ def test_rtl_equals_model_bit_for_bit(k, data):
 
 
 @pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
-                                               ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG)])
+                                               ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
+                                               ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
+                                               ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG)])
 def test_rtl_refuses_bad_configuration_like_the_model(regs_update, flag):
     board = small_board(2)
     spec = board.cores[0].spec

@@ -102,8 +102,11 @@ def _dequant(reward, value, done, valid, boot, saturated,
     wide = dict(min=-(1 << 42), max=1 << 42)
     r_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     v_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
-    r_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))   # q8 words hold sign-extended codes: an 8 x 32 multiply
+    r_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))   # q8 words hold sign-extended codes
     v_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))
+    scale_bits = spec.scale.width
+    r_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))  # 8 x 25: one DSP
+    v_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))
     r_full, v_full = Signal(intbv(0, **wide)), Signal(intbv(0, **wide))
 
     @always_comb
@@ -112,12 +115,14 @@ def _dequant(reward, value, done, valid, boot, saturated,
         v_word.next = word[64:32].signed()
         r_code.next = word[8:0].signed()
         v_code.next = word[40:32].signed()
+        r_scale.next = cfg.r_scale[scale_bits:].signed()   # START refused scales outside this range
+        v_scale.next = cfg.v_scale[scale_bits:].signed()
 
     @always_comb
     def scale():
         if q8:
-            r_full.next = r_code * cfg.r_scale + cfg.r_offset
-            v_full.next = v_code * cfg.v_scale + cfg.v_offset
+            r_full.next = r_code * r_scale + cfg.r_offset
+            v_full.next = v_code * v_scale + cfg.v_offset
         else:
             r_full.next = r_word
             v_full.next = v_word
@@ -260,6 +265,8 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         out_valid.next = pe_valid[0]
 
     last_beat_of_record = Signal(bool(0))
+    scales_ok = Signal(bool(0))
+    insts.append(_scales_fit(scales_ok, cfg.r_scale, cfg.v_scale, spec.scale.width))
     record_shifted = Signal(intbv(0)[raw_width - beat:])
     if raw_width - beat > beat:
         insts.append(_shift_in(record_shifted, s_tdata, record, beat))
@@ -301,7 +308,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 cycles.next = 0
                 if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
                         and cfg.lanes_used <= lanes and cfg.gamma <= one and cfg.gamma_lambda <= one
-                        and cfg.mode <= 1):
+                        and cfg.mode <= 1 and (cfg.mode == 0 or scales_ok)):
                     state.next = t_state.LOAD
                     cfg.busy.next = True
                     q8.next = cfg.mode == 1
@@ -448,6 +455,20 @@ def _word_register(y, load_word, wb_word, loading, clock):
             y.next = wb_word
 
     return logic
+
+
+@block
+def _scales_fit(ok, r_scale, v_scale, bits: int):
+    """Both q8 scales fit ``bits`` signed bits: their bits from ``bits - 1`` up all equal (unsigned slices only,
+    see :func:`~pynq_rl.overlay.hdl.common.arith.saturate` for why)."""
+    ones = (1 << (33 - bits)) - 1
+
+    @always_comb
+    def check():
+        ok.next = ((r_scale[32:bits - 1] == 0 or r_scale[32:bits - 1] == ones)
+                   and (v_scale[32:bits - 1] == 0 or v_scale[32:bits - 1] == ones))
+
+    return check
 
 
 @block

@@ -691,19 +691,19 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
         per_mul = {r["dsp"] / (r["lookahead"] + 1) for r in pes if r["family"] == family}
         if len(per_mul) == 1:
             notes.append(f"{family}: `gae_pe` has k + 1 multiplies (gamma*V, k - 1 lookahead taps, the tail) and "
-                         f"uses {per_mul.pop():g} DSP each: yosys splits every 32-bit DATA x 26-bit signed COEF "
-                         "product (UQ1.24 holds 1.0 = 2**24: 25 unsigned bits) into 2 x 2 slices, "
-                         + ("as the signed 25 x 18 DSP48E1 takes neither operand whole." if family == "xc7" else
-                            "although the 26-bit operand would fit the DSP48E2's 27-bit A port."))
+                         f"uses {per_mul.pop():g} DSP each: the HDL splits each 32-bit DATA operand at bit 17 and "
+                         f"multiplies both parts by the {default_coef} coefficient (25 bits as a signed operand); "
+                         "left to itself yosys maps a 32 x 25 product onto 4 DSPs.")
     what_if = {r["family"]: r for r in rows if r["kind"] == "pe" and r["status"] == "ok"
                and r["coef"] != default_coef and r["lookahead"] == 2}
     for family, alt in what_if.items():
         base = _find(rows, kind="pe", lookahead=2, family=family, coef=default_coef)
         if base:
             notes.append(f"{family}: the same k=2 PE with a {alt['coef']} coefficient (18 bits signed, fits the "
-                         f"B port) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of {base['dsp']} DSP and "
-                         f"{base['lut']} LUT: the multiplier split accounts for {base['lut'] - alt['lut']} LUT per "
-                         "PE; the rest is fabric adders, three 32-bit saturations and the done masks.")
+                         f"B port, so yosys needs no split) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of "
+                         f"{base['dsp']} DSP and {base['lut']} LUT: the fabric sum of the two partial products "
+                         f"accounts for {base['lut'] - alt['lut']} LUT per PE; the rest is fabric adders, three "
+                         "32-bit saturations and the done masks.")
     ok = [r for r in rows if r["status"] == "ok"]
     if ok and all(r.get("dsp_with_mreg_or_preg") == 0 for r in ok):
         notes.append("No DSP in any build uses its M or P register (only A/B input registers are absorbed): "
@@ -731,8 +731,8 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
             per_lane = (big["dsp"] - small["dsp"]) / 7
             text = f"{family}: each lane adds {per_lane:g} DSP to the core"
             if pe:
-                text += (f" ({pe['dsp']} in the PE, {per_lane - pe['dsp']:g} in the q8 dequantizer's two 8 x 32 "
-                         "multiplies)")
+                text += (f" ({pe['dsp']} in the PE, {per_lane - pe['dsp']:g} in the q8 dequantizer's two "
+                         "code x 25-bit scale multiplies)")
             notes.append(text + f" and {(big['lut'] - small['lut']) / 7:,.0f} LUT, "
                          f"{(big['ff'] - small['ff']) / 7:,.0f} FF.")
         deep, shallow = by.get((1, 2, 1024)), by.get((1, 2, 1023))

@@ -11,14 +11,13 @@ and the first device then refuses further use with a clear error. ``vcd=path`` d
 from __future__ import annotations
 
 import itertools
-import os
 from pathlib import Path
 
 import numpy as np
 from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, traceSignals
 
 from ...overlay import spec as S
-from ...overlay.hdl.top import gae_core_top, gae_register_constants, gae_top_signals
+from ...overlay.hdl.top import gae_core_top, gae_top_signals
 from .device import EmulatedDevice
 from .regfile import RegisterFile
 

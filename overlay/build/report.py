@@ -89,8 +89,10 @@ DEVICES = {
 FIT_CHECKS = (("xc7z020", 8, 1 / 3), ("xczu7ev", 64, 1.0))
 
 LUT_CELLS = ("INV", "LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "LUT6_2")  # INV is a LUT1 in Vivado
-LUTRAM_CELLS = ("RAM16X1D", "RAM32X1D", "RAM64X1D", "RAM128X1D", "RAM256X1D", "RAM32M", "RAM32M16", "RAM64M",
-                "RAM64M8", "RAM16X1S", "RAM32X1S", "RAM64X1S", "RAM128X1S", "RAM256X1S", "RAM512X1S")
+#: LUT-RAM cells and the LUTs each occupies
+LUTRAM_CELLS = {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2,
+                "RAM128X1D": 4, "RAM256X1D": 8, "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
+                "RAM256X1S": 4, "RAM512X1S": 8}
 SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
 FF_CELLS = ("FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "FDSE_1", "FDCE_1", "FDPE_1", "LDCE", "LDPE")
 DSP_CELLS = ("DSP48E1", "DSP48E2")
@@ -285,12 +287,8 @@ def parse_stat(text: str) -> dict[str, int]:
 def summarize_cells(cells: dict[str, int]) -> dict:
     """Resource totals from cell counts (see the module docstring for what each total holds)."""
     count = lambda names: sum(cells.get(n, 0) for n in names)  # noqa: E731
-    lut_logic, lut_ram, srl = count(LUT_CELLS), count(LUTRAM_CELLS), count(SRL_CELLS)
-    # LUTRAM cells of several LUTs: RAM32M/RAM64M = 4 LUTs, RAM32M16/RAM64M8 = 8, *X1D = 2, *X1S = 1 (128/256/512 more)
-    lutram_luts = sum(cells.get(n, 0) * w for n, w in (
-        ("RAM32M", 4), ("RAM64M", 4), ("RAM32M16", 8), ("RAM64M8", 8), ("RAM16X1D", 2), ("RAM32X1D", 2),
-        ("RAM64X1D", 2), ("RAM128X1D", 4), ("RAM256X1D", 8), ("RAM16X1S", 1), ("RAM32X1S", 1), ("RAM64X1S", 1),
-        ("RAM128X1S", 2), ("RAM256X1S", 4), ("RAM512X1S", 8)))
+    lut_logic, srl = count(LUT_CELLS), count(SRL_CELLS)
+    lutram_luts = sum(cells.get(name, 0) * luts for name, luts in LUTRAM_CELLS.items())
     ramb18, ramb36 = count(RAMB18_CELLS), count(RAMB36_CELLS)
     return {"lut": lut_logic + lutram_luts + srl, "lut_logic": lut_logic, "lut_as_memory": lutram_luts,
             "lut_as_srl": srl, "ff": count(FF_CELLS), "dsp": count(DSP_CELLS), "ramb18": ramb18, "ramb36": ramb36,

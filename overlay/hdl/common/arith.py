@@ -5,7 +5,7 @@ adder cascades) are built from instances with plain Signals and convert to clean
 """
 from myhdl import always, always_comb, block, intbv, Signal
 
-__all__ = ["dff_en", "delay_line", "mul_round", "saturate"]
+__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "add2"]
 
 
 @block
@@ -159,3 +159,36 @@ def saturate(y, flag, x, lo: int, hi: int):
             flag.next = 1
 
     return clamp
+
+
+@block
+def assign(y, a):
+    """``y = a`` (combinational): wires one Signal to another across generated structure."""
+
+    @always_comb
+    def logic():
+        y.next = a
+
+    return logic
+
+
+@block
+def and2(y, a, b):
+    """``y = a and b`` (combinational)."""
+
+    @always_comb
+    def logic():
+        y.next = a and b
+
+    return logic
+
+
+@block
+def add2(y, a, b):
+    """``y = a + b`` (combinational; ``y`` sized by the caller to hold the sum)."""
+
+    @always_comb
+    def logic():
+        y.next = a + b
+
+    return logic

@@ -26,7 +26,7 @@ from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, 
 
 from ...spec import GaeMode, GaeSpec
 from ..common.bram import ram_sdp_rf
-from ..common.arith import saturate
+from ..common.arith import and2, assign, saturate
 from .pe import coef_powers, gae_pe
 
 __all__ = ["gae_core", "CoreConfig"]
@@ -230,7 +230,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     clock, spec)
         pe.name = f"pe{n}"
         insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, n),
-                  _and_bits(pe_sat[n], raw_sat, lane_active),
+                  and2(pe_sat[n], raw_sat, lane_active),
                   _result_word(wb_words[n], ret, adv, lane_active),
                   _word_register(wr_words[n], load_words[n], wb_words[n], row_valid, clock)]
         pieces.append((rd_words[n](32, 0), rd_words[n](64, 32)))
@@ -271,7 +271,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     if raw_width - beat > beat:
         insts.append(_shift_in(record_shifted, s_tdata, record, beat))
     else:
-        insts.append(_copy_bits(record_shifted, s_tdata))
+        insts.append(assign(record_shifted, s_tdata))
 
     @always_comb
     def record_end():
@@ -421,15 +421,6 @@ def _lane_active(active, lanes_used, lane: int):
 
 
 @block
-def _and_bits(y, a, b):
-    @always_comb
-    def logic():
-        y.next = a and b
-
-    return logic
-
-
-@block
 def _result_word(word, ret, adv, active):
     """Write-back word ``{0, R, A}`` of a lane; lanes beyond LANES_USED write zeros (the output contract)."""
 
@@ -484,28 +475,10 @@ def _shift_in(y, beat_data, previous, beat: int):
 
 
 @block
-def _copy_bits(y, a):
-    @always_comb
-    def logic():
-        y.next = a
-
-    return logic
-
-
-@block
-def _copy_bit(y, a):
-    @always_comb
-    def logic():
-        y.next = a
-
-    return logic
-
-
-@block
 def _or_reduce(y, bits):
     """``y = OR(bits)`` via a cascade of two-input ORs (bits is a Python list of Signals)."""
     if len(bits) == 1:
-        return _copy_bit(y, bits[0])
+        return assign(y, bits[0])
     partial = Signal(bool(0))
     rest = _or_reduce(partial, bits[1:])
     first = bits[0]

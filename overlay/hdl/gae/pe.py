@@ -18,7 +18,7 @@ which this block must match bit for bit.
 from myhdl import always, always_comb, block, intbv, Signal
 
 from ...spec import GaeSpec
-from ..common.arith import delay_line, dff_en, mul_round, saturate
+from ..common.arith import add2, and2, delay_line, dff_en, mul_round, saturate
 
 __all__ = ["gae_pe", "coef_powers", "PE_LATENCY"]
 
@@ -140,7 +140,7 @@ def gae_pe(adv, ret, out_valid, saturated,
     chains = [alive1]                                         # chain_1 = alive_t
     for j in range(2, k + 1):
         chain = Signal(bool(0))
-        insts.append(_and2(chain, chains[-1], alive_hist[j - 2]))
+        insts.append(and2(chain, chains[-1], alive_hist[j - 2]))
         chains.append(chain)
     partials = [delta1]
     for j in range(1, k):
@@ -148,7 +148,7 @@ def gae_pe(adv, ret, out_valid, saturated,
         tap = mul_round(term, delta_hist[j - 1], powers[j], chains[j - 1], cf)
         tap.name = f"tap{j}"
         acc = _data(spec, j + 1)
-        insts += [tap, _add2(acc, partials[-1], term)]
+        insts += [tap, add2(acc, partials[-1], term)]
         partials.append(acc)
     part2, v2 = _data(spec, k + 1), _data(spec)
     tail2, valid2, clear2, sat2 = [Signal(bool(0)) for _ in range(4)]
@@ -193,8 +193,8 @@ def gae_pe(adv, ret, out_valid, saturated,
     adv_c, adv_sat = _data(spec), Signal(bool(0))
     raw_ret = _data(spec, 1)
     ret_c, ret_sat = _data(spec), Signal(bool(0))
-    insts += [_add2(raw_adv, part2, tail), saturate(adv_c, adv_sat, raw_adv, lo, hi),
-              _add2(raw_ret, adv_c, v2), saturate(ret_c, ret_sat, raw_ret, lo, hi)]
+    insts += [add2(raw_adv, part2, tail), saturate(adv_c, adv_sat, raw_adv, lo, hi),
+              add2(raw_ret, adv_c, v2), saturate(ret_c, ret_sat, raw_ret, lo, hi)]
 
     @always(clock.posedge)
     def stage3():
@@ -215,24 +215,6 @@ def gae_pe(adv, ret, out_valid, saturated,
 
     insts += [stage3, outputs]
     return insts
-
-
-@block
-def _and2(y, a, b):
-    @always_comb
-    def logic():
-        y.next = a and b
-
-    return logic
-
-
-@block
-def _add2(y, a, b):
-    @always_comb
-    def logic():
-        y.next = a + b
-
-    return logic
 
 
 @block

@@ -292,6 +292,16 @@ class GaeSpec:
         """bytes of one output record (advantages then returns, int32 each)"""
         return self._padded(2 * self.lanes * 4)
 
+    def parameter_registers(self) -> dict[str, int]:
+        """Values of the read-only identity and build-parameter registers (ID, LANES, T_MAX, LOOKAHEAD, FORMAT),
+        FORMAT packed by its field table: what the HDL hard-wires and the emulated IP reports."""
+        fields = GAE_REGISTERS["FORMAT"]["fields"]
+        packed = {"DATA_W": self.data.width, "FRAC_BITS": self.data.frac, "COEF_FRAC": self.coef.frac,
+                  "CODE_BITS": self.code_bits}
+        return {"ID": GAE_REGISTERS["ID"]["reset"], "LANES": self.lanes, "T_MAX": self.t_max,
+                "LOOKAHEAD": self.lookahead,
+                "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items())}
+
     @property
     def scale(self) -> QFormat:
         """format of the q8 SCALE registers: DATA's fraction in 25 signed bits, so a code times a scale fits one

@@ -49,11 +49,7 @@ class GaeCoreIP(RegisterFile):
 
     def reset(self) -> None:
         super().reset()
-        spec = self.spec
-        self.values.update({
-            "LANES": spec.lanes, "T_MAX": spec.t_max, "LOOKAHEAD": spec.lookahead,
-            "FORMAT": spec.data.width | spec.data.frac << 8 | spec.coef.frac << 16 | spec.code_bits << 24,
-        })
+        self.values.update(self.spec.parameter_registers())
         self._abort()
 
     def _abort(self) -> None:

@@ -9,16 +9,7 @@ from .common.axi_lite import AxiLiteBus, axi_lite_regfile
 from .common.axis import AxiStream
 from .gae.core import CoreConfig, gae_core
 
-__all__ = ["gae_core_top", "gae_top_signals", "gae_register_constants"]
-
-
-def gae_register_constants(spec: S.GaeSpec) -> dict[str, int]:
-    """Values of the GAE core's read-only build-parameter registers (what the emulated IP reports too)."""
-    return {
-        "ID": S.GAE_REGISTERS["ID"]["reset"], "LANES": spec.lanes, "T_MAX": spec.t_max,
-        "LOOKAHEAD": spec.lookahead,
-        "FORMAT": spec.data.width | spec.data.frac << 8 | spec.coef.frac << 16 | spec.code_bits << 24,
-    }
+__all__ = ["gae_core_top", "gae_top_signals"]
 
 
 def gae_top_signals(spec: S.GaeSpec):
@@ -52,7 +43,7 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     t_reg, lanes_reg = storage["T"], storage["LANES_USED"]
     gamma_reg, gamma_lambda_reg = storage["GAMMA"], storage["GAMMA_LAMBDA"]
 
-    regs = axi_lite_regfile(s_axi_control, table, storage, live, gae_register_constants(spec), pulses, aclk,
+    regs = axi_lite_regfile(s_axi_control, table, storage, live, spec.parameter_registers(), pulses, aclk,
                             aresetn)
     regs.name = "regs"
     core = gae_core(m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,

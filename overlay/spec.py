@@ -327,48 +327,143 @@ class GaeSpec:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Replay core (on-chip RMM): build parameters and identity; operations are specified by the replay-core issue
+# Replay core (on-chip RMM): a K-ary sum tree for prioritized experience replay
 # ---------------------------------------------------------------------------------------------------------------
 
 REPLAY_MAGIC = 0x5E9A
 REPLAY_VLNV = "pynq-rl.org:rl:replay_core:1.0"
 
+#: The state an xorshift32 PRNG seeded with 0 takes instead (0 is xorshift's fixed point); also the reset state.
+PRNG_ZERO_SEED = 0x9E37_79B9
+
+
+class ReplayMode(enum.IntEnum):
+    """CTRL.MODE of the replay core: what one START does. One kind of operation per START, so the pipeline is
+    drained between a batch of sets and a batch of samples and every sample sees exactly the sets before it."""
+
+    SET = 0
+    """input: set records until TLAST; each sets leaf ``index`` to ``priority`` (insert and update are one
+    operation; later records win); no output"""
+    SAMPLE = 1
+    """no input; COUNT result records out, stratified, uniforms drawn from the on-chip PRNG (SEED)"""
+    SAMPLE_UNIFORM = 2
+    """input: COUNT uniform records; COUNT result records out, stratified with the host's uniforms"""
+    DUMP = 3
+    """no input; every leaf priority out in index order, one 32-bit word each"""
+    CLEAR = 4
+    """no streams; every node and leaf becomes 0"""
+
+
 REPLAY_REGISTERS = MappingProxyType({
     **_common_registers(REPLAY_MAGIC),
     "K": _register(0x10, READ_ONLY, "Build parameter: fan-out of the sum tree"),
-    "LEVELS": _register(0x14, READ_ONLY, "Build parameter: levels of the sum tree"),
-    "LEAF_W": _register(0x18, READ_ONLY, "Build parameter: bits of a leaf priority"),
-    "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority (low 32 bits)"),
-    "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority (high 32 bits)"),
-    "SEED": _register(0x24, READ_WRITE, "Seed of the on-chip PRNG"),
+    "LEVELS": _register(0x14, READ_ONLY, "Build parameter: levels below the root; capacity = K**LEVELS"),
+    "FORMAT": _register(0x18, READ_ONLY, "Build parameters: leaf priority format", {
+        "LEAF_W": (0, 8, "bits of a leaf priority (unsigned)"),
+        "LEAF_FRAC": (8, 8, "fractional bits of a leaf priority"),
+    }),
+    "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (low 32 bits)"),
+    "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (high 32 bits)"),
+    "SEED": _register(0x24, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read "
+                                        "returns the current state (save it to resume the sample stream)",
+                      reset=PRNG_ZERO_SEED),
+    "COUNT": _register(0x28, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: samples in this batch (1..MAX_COUNT)"),
+    "STRIDE": _register(0x2C, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: stratum width as a UQ0.32 fraction, "
+                                          "floor((2**32 - 1) / COUNT); START refuses COUNT * STRIDE >= 2**32"),
+    "NONZERO": _register(0x30, READ_ONLY, "Leaves whose priority is not 0"),
+    "CAPACITY": _register(0x34, READ_ONLY, "Build parameter: leaves (K**LEVELS)"),
 })
 
 
 @dataclass(frozen=True)
 class ReplaySpec:
-    """Build parameters of one replay core: a K-ary sum tree with one BRAM bank per level."""
+    """Build parameters of one replay core: a K-ary sum tree with one memory bank per level.
 
-    k: int = 4
+    Level 0 is the root (a register, read as TOTAL), level ``levels`` holds the leaves. Level ``l`` has ``k**l``
+    nodes of :meth:`level_width` bits, stored as ``k`` banks (one per child position) of ``k**(l-1)`` words, so the
+    ``k`` children of a node are read in one cycle. Node widths grow by ``log2(k)`` bits per level towards the root,
+    so every node holds the exact integer sum of its leaves and can never overflow.
+
+    Stream formats (8-byte beats, little-endian, ``uint64`` records):
+
+    * set record: bits [31:0] leaf index, bits [63:32] priority code (LEAF format; larger codes saturate to the
+      largest leaf code and set SATURATED; an index >= capacity drops the record and sets ERR_CONFIG);
+    * uniform record (SAMPLE_UNIFORM input): bits [31:0] a uniform ``u`` in [0, 2**32), bits [63:32] ignored;
+    * result record: bits [31:0] sampled leaf index, bits [63:32] its priority code;
+    * dump: one ``uint32`` leaf code per leaf, leaves in index order (two per beat).
+
+    Stratified sampling of batch ``n`` with stride ``S = floor((2**32 - 1) / n)``: sample ``j`` uses the fraction
+    ``x_j = j*S + (u_j*S >> 32)`` (UQ0.32, always below ``n*S < 2**32``) and the target
+    ``(x_j * TOTAL) >> 32 < TOTAL``; the descent picks at each level the first child whose running sum exceeds the
+    target, so a zero-priority leaf is never returned.
+    """
+
+    k: int = 16
     """fan-out of the sum tree (a power of two)"""
-    levels: int = 8
+    levels: int = 4
     """levels below the root; capacity = k ** levels"""
-    leaf: QFormat = QFormat(16, 8, signed=False)
-    """format of a leaf priority"""
+    leaf: QFormat = QFormat(16, 10, signed=False)
+    """format of a leaf priority (unsigned): UQ6.10 holds priorities up to ~64 in steps of ~1e-3"""
+    stream_bytes: int = 8
+    """AXI-Stream TDATA width in bytes: one record per beat"""
+    max_count: int = 1 << 20
+    """largest sample batch (COUNT)"""
+    sample_depth: int = 0
+    """pipeline depth of a sample batch: CYCLES <= COUNT + sample_depth (0 until the HDL defines it)"""
+    set_depth: int = 0
+    """pipeline depth of a set batch: CYCLES <= records + set_depth (0 until the HDL defines it)"""
 
     def __post_init__(self) -> None:
-        if self.k < 2 or self.k & (self.k - 1):
-            raise ValueError(f"ReplaySpec.k must be a power of two >= 2, not {self.k!r}")
+        if self.k < 2 or self.k & (self.k - 1) or self.k > 64:
+            raise ValueError(f"ReplaySpec.k must be a power of two in [2, 64], not {self.k!r}")
         if not 1 <= self.levels <= 16:
             raise ValueError(f"ReplaySpec.levels must be in [1, 16], not {self.levels!r}")
+        if self.capacity > 1 << 30:
+            raise ValueError(f"ReplaySpec capacity k**levels must be at most 2**30, not {self.capacity}")
+        if self.leaf.signed or not 2 <= self.leaf.width <= 32:
+            raise ValueError(f"ReplaySpec.leaf must be unsigned and 2..32 bits wide, not {self.leaf}")
+        if self.level_width(0) > 62:
+            raise ValueError(f"ReplaySpec: the root would need {self.level_width(0)} bits (at most 62)")
+        if self.stream_bytes != 8:
+            raise ValueError(f"ReplaySpec.stream_bytes must be 8 (one 64-bit record per beat), not {self.stream_bytes!r}")
+        if not 1 <= self.max_count <= 1 << 23:
+            raise ValueError(f"ReplaySpec.max_count must be in [1, 2**23], not {self.max_count!r}")
 
     @property
     def capacity(self) -> int:
         """number of leaves"""
         return self.k ** self.levels
 
+    @property
+    def k_bits(self) -> int:
+        """log2(k): bits of a child position"""
+        return self.k.bit_length() - 1
+
+    @property
+    def index_bits(self) -> int:
+        """bits of a leaf index"""
+        return self.levels * self.k_bits
+
     def level_width(self, level: int) -> int:
-        """bits of a node at ``level`` (0 = root): wide enough that a parent never overflows."""
-        return self.leaf.width + (self.levels - level) * int(math.log2(self.k))
+        """bits of a node at ``level`` (0 = root, ``levels`` = leaves): wide enough that it never overflows."""
+        if not 0 <= level <= self.levels:
+            raise ValueError(f"level must be in [0, {self.levels}], not {level!r}")
+        return self.leaf.width + (self.levels - level) * self.k_bits
+
+    @staticmethod
+    def stride(count: int) -> int:
+        """The STRIDE register for a batch of ``count`` samples: floor((2**32 - 1) / count)."""
+        if count < 1:
+            raise ValueError(f"count must be >= 1, not {count!r}")
+        return ((1 << 32) - 1) // count
+
+    def parameter_registers(self) -> dict[str, int]:
+        """Values of the read-only identity and build-parameter registers, FORMAT packed by its field table."""
+        fields = REPLAY_REGISTERS["FORMAT"]["fields"]
+        packed = {"LEAF_W": self.leaf.width, "LEAF_FRAC": self.leaf.frac}
+        return {"ID": REPLAY_REGISTERS["ID"]["reset"], "K": self.k, "LEVELS": self.levels,
+                "CAPACITY": self.capacity,
+                "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items())}
 
 
 # ---------------------------------------------------------------------------------------------------------------

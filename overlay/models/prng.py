@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..spec import PRNG_ZERO_SEED
+
 __all__ = ["xorshift32", "ZERO_SEED_REPLACEMENT"]
 
-ZERO_SEED_REPLACEMENT = 0x9E37_79B9
+ZERO_SEED_REPLACEMENT = PRNG_ZERO_SEED
 _MASK = 0xFFFF_FFFF
 
 

@@ -1,7 +1,7 @@
 """On-chip PRNG: xorshift32, one 32-bit output per enabled cycle (model: :mod:`pynq_rl.overlay.models.prng`)."""
 from myhdl import always_seq, block, intbv
 
-from ...models.prng import ZERO_SEED_REPLACEMENT
+from ...spec import PRNG_ZERO_SEED as ZERO_SEED_REPLACEMENT
 
 __all__ = ["xorshift32"]
 

@@ -1,0 +1,355 @@
+r"""Bit-exact model of the replay core (on-chip RMM): a K-ary sum tree of integer priorities.
+
+The tree has ``LEVELS`` levels below the root; level ``l`` holds ``K**l`` nodes and every node is the exact integer
+sum of the leaves below it (:meth:`~pynq_rl.overlay.spec.ReplaySpec.level_width` makes it wide enough), so totals
+never drift, however many updates run (a float sum tree accumulates rounding error with every update).
+
+Operations, exactly as the core performs them (one kind per START, see :class:`~pynq_rl.overlay.spec.ReplayMode`):
+
+* **set** ``(index, code)`` records in order: ``code`` saturates to the largest leaf code (flag SATURATED), an
+  index ``>= capacity`` drops the record (flag ERR_CONFIG); the leaf takes the code and every ancestor adds
+  ``code - old``. Later records to the same leaf win.
+* **sample** ``n``: stride ``S = floor((2**32 - 1) / n)``, fraction ``x_j = j*S + ((u_j*S) >> 32)`` (UQ0.32),
+  target ``t_j = (x_j * TOTAL) >> 32``; from the root down, pick the first child whose inclusive running sum
+  exceeds the target and subtract the sums before it. ``t_j < TOTAL`` always, so the descent ends at a leaf with
+  a nonzero code whose prefix interval ``[start, start + code)`` contains ``t_j``: leaf ``i`` is drawn with
+  probability ``code_i / TOTAL`` up to the stratification. ``u_j`` comes from the core's xorshift32
+  (:mod:`.prng`, one step per sample) or from the host.
+
+The driver maps float priorities to codes with :func:`encode_priorities` (round half up, saturate, and a positive
+priority never becomes 0, which would make its transition unreachable).
+
+Error against float64 (:func:`sample_float64` samples the same uniforms from the float priorities): the only
+difference is the codes. With ``|code_i - p_i 2**f| <= 1/2`` for every leaf that neither saturated nor was raised
+to one LSB, the sampling probabilities differ by at most :func:`probability_error_bound` (tested).
+
+Two implementations of every operation share these definitions and agree bit for bit (tested): vectorized numpy,
+and, where numba is installed, compiled loops that the emulated core and the benchmarks use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..spec import PRNG_ZERO_SEED, QFormat, ReplaySpec
+
+try:  # numba is optional: the numpy path gives identical bits where no wheel exists
+    import numba as _numba
+except ImportError:  # pragma: no cover - exercised on machines without numba
+    _numba = None
+
+__all__ = ["SumTree", "SetResult", "encode_priorities", "sample_fractions", "sample_targets", "descend",
+           "xorshift32_stream", "sample_float64", "probability_error_bound", "pack_set", "pack_uniforms",
+           "unpack_set", "unpack_results", "pack_results", "HAVE_NUMBA"]
+
+HAVE_NUMBA = _numba is not None
+_U32 = (1 << 32) - 1
+
+
+@dataclass(frozen=True)
+class SetResult:
+    """Flags of one set batch, as the core raises them in STATUS."""
+
+    saturated: bool
+    """a code was larger than the largest leaf code and was saturated (SATURATED)"""
+    rejected: int
+    """records dropped because their index was out of range (any: ERR_CONFIG)"""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host-side encoding and stream records
+# ---------------------------------------------------------------------------------------------------------------
+
+def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray, bool]:
+    """Float priorities (>= 0, finite) to leaf codes: round half up, saturate, and keep positives positive.
+
+    Returns ``(codes, saturated)``. A priority of 0 stays 0 (the leaf is never sampled); a positive priority below
+    half an LSB becomes one LSB rather than 0, so no stored transition silently becomes unreachable.
+
+    Raises
+    ------
+    ValueError
+        A priority is negative, NaN or infinite.
+    """
+    p = np.asarray(priorities, dtype=np.float64)
+    bad = ~np.isfinite(p) | (p < 0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {p.ravel()[i]!r}")
+    scaled = np.floor(p * (2.0 ** leaf.frac) + 0.5)
+    clipped = np.minimum(scaled, leaf.max_code)
+    codes = clipped.astype(np.int64)
+    codes[(codes == 0) & (p > 0)] = 1
+    return codes, bool(np.any(scaled > leaf.max_code))
+
+
+def pack_set(indices: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Set records (uint64: index in bits [31:0], code in [63:32]) for indices and codes that fit 32 bits."""
+    return (np.asarray(codes, dtype=np.uint64) << np.uint64(32)) | np.asarray(indices, dtype=np.uint64)
+
+
+def unpack_set(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, codes)`` of set records."""
+    records = np.asarray(records, dtype=np.uint64)
+    return (records & np.uint64(_U32)).astype(np.int64), (records >> np.uint64(32)).astype(np.int64)
+
+
+def pack_uniforms(uniforms: np.ndarray) -> np.ndarray:
+    """Uniform records (uint64, ``u`` in bits [31:0]) for SAMPLE_UNIFORM."""
+    return np.asarray(uniforms, dtype=np.uint32).astype(np.uint64)
+
+
+def pack_results(indices: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Result records (uint64: index in bits [31:0], leaf code in [63:32])."""
+    return pack_set(indices, codes)
+
+
+def unpack_results(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, codes)`` of result records."""
+    return unpack_set(records)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The sampling arithmetic
+# ---------------------------------------------------------------------------------------------------------------
+
+def xorshift32_stream(state: int, count: int) -> tuple[np.ndarray, int]:
+    """``count`` xorshift32 outputs from ``state`` (not a seed: 0 is mapped at reseed) and the final state."""
+    if _numba is not None:
+        out = np.empty(count, dtype=np.uint32)
+        final = _kernels()["xorshift"](np.int64(state), out)
+        return out, int(final)
+    out = np.empty(count, dtype=np.uint32)
+    for i in range(count):
+        state ^= (state << 13) & _U32
+        state ^= state >> 17
+        state ^= (state << 5) & _U32
+        out[i] = state
+    return out, state
+
+
+def sample_fractions(uniforms: np.ndarray) -> np.ndarray:
+    """UQ0.32 fractions ``x_j = j*S + ((u_j*S) >> 32)`` of a stratified batch, ``S = floor((2**32 - 1) / n)``."""
+    u = np.asarray(uniforms, dtype=np.uint64)
+    stride = np.uint64(ReplaySpec.stride(len(u)))
+    return np.arange(len(u), dtype=np.uint64) * stride + ((u * stride) >> np.uint64(32))
+
+
+def sample_targets(total: int, uniforms: np.ndarray) -> np.ndarray:
+    """Stratified targets ``(x_j * total) >> 32`` in leaf LSBs, each below ``total`` (int64).
+
+    ``total`` may exceed 32 bits: the product is split as ``x*hi + ((x*lo) >> 32)`` so nothing overflows 64 bits.
+    """
+    x = sample_fractions(uniforms)
+    hi, lo = np.uint64(total >> 32), np.uint64(total & _U32)
+    return (x * hi + ((x * lo) >> np.uint64(32))).astype(np.int64)
+
+
+def descend(levels: list[np.ndarray], k: int, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From the root down, the leaf each target falls in: ``(indices, leaf codes)`` (targets must be < total)."""
+    node = np.zeros(len(targets), dtype=np.int64)
+    target = np.asarray(targets, dtype=np.int64).copy()
+    rows = np.arange(len(target))
+    for level in levels[1:]:
+        children = level.reshape(-1, k)[node]                 # (n, k): the k children of each current node
+        running = np.cumsum(children, axis=1)
+        pick = np.sum(running <= target[:, None], axis=1)     # first child whose running sum exceeds the target
+        target -= running[rows, pick] - children[rows, pick]  # subtract the sums of the children before it
+        node = node * k + pick
+    return node, levels[-1][node]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The core's state
+# ---------------------------------------------------------------------------------------------------------------
+
+class SumTree:
+    """The replay core's state (every level of the sum tree, the PRNG, the nonzero-leaf count) and operations.
+
+    Parameters
+    ----------
+    spec : ReplaySpec
+        Build parameters (K, LEVELS, leaf format).
+    use_numba : bool or None
+        Use the compiled loops (default: when numba is installed); False forces the numpy path.
+    """
+
+    def __init__(self, spec: ReplaySpec, use_numba: bool | None = None) -> None:
+        self.spec = spec
+        self.use_numba = HAVE_NUMBA if use_numba is None else bool(use_numba and HAVE_NUMBA)
+        self.levels = [np.zeros(spec.k ** level, dtype=np.int64) for level in range(spec.levels + 1)]
+        self.prng_state = PRNG_ZERO_SEED
+        self.nonzero = 0
+
+    # -- read-outs ------------------------------------------------------------------------------------------------
+    @property
+    def total(self) -> int:
+        """the root: sum of every leaf code"""
+        return int(self.levels[0][0])
+
+    @property
+    def leaves(self) -> np.ndarray:
+        """leaf codes (read-only view)"""
+        view = self.levels[-1].view()
+        view.flags.writeable = False
+        return view
+
+    def dump(self) -> np.ndarray:
+        """Every leaf code in index order, as the DUMP stream carries them (uint32)."""
+        return self.levels[-1].astype(np.uint32)
+
+    # -- operations -----------------------------------------------------------------------------------------------
+    def reseed(self, seed: int) -> None:
+        """Write the SEED register: the PRNG state becomes ``seed`` (0 becomes ``PRNG_ZERO_SEED``)."""
+        if not 0 <= int(seed) <= _U32:
+            raise ValueError(f"seed must be a 32-bit unsigned integer, not {seed!r}")
+        self.prng_state = int(seed) or PRNG_ZERO_SEED
+
+    def clear(self) -> None:
+        """CLEAR: every node and leaf becomes 0 (the PRNG state is kept)."""
+        for level in self.levels:
+            level[:] = 0
+        self.nonzero = 0
+
+    def set(self, indices: np.ndarray, codes: np.ndarray) -> SetResult:
+        """SET: apply ``(index, code)`` records in order (codes as carried by the stream: any uint32)."""
+        indices = np.asarray(indices, dtype=np.int64).ravel()
+        codes = np.asarray(codes, dtype=np.int64).ravel()
+        if indices.shape != codes.shape:
+            raise ValueError(f"indices and codes differ in length: {indices.shape} vs {codes.shape}")
+        capacity, max_code = self.spec.capacity, self.spec.leaf.max_code
+        valid = (indices >= 0) & (indices < capacity)
+        rejected = int(len(indices) - np.count_nonzero(valid))
+        saturated = bool(np.any(codes[valid] > max_code))
+        indices, codes = indices[valid], np.minimum(codes[valid], max_code)
+        if len(indices) == 0:
+            return SetResult(saturated, rejected)
+        if self.use_numba:
+            self.nonzero += int(_kernels()["set"](tuple(self.levels), indices, codes, self.spec.k_bits))
+        else:
+            self._set_numpy(indices, codes)
+        return SetResult(saturated, rejected)
+
+    def _set_numpy(self, indices: np.ndarray, codes: np.ndarray) -> None:
+        # Later records win: keep the last record of every index, then add each leaf's net change to its ancestors.
+        reversed_unique, first_in_reversed = np.unique(indices[::-1], return_index=True)
+        final = codes[::-1][first_in_reversed]
+        leaves = self.levels[-1]
+        old = leaves[reversed_unique]
+        delta = final - old
+        leaves[reversed_unique] = final
+        self.nonzero += int(np.count_nonzero(final) - np.count_nonzero(old))
+        node = reversed_unique
+        for level in reversed(self.levels[:-1]):
+            node = node >> self.spec.k_bits
+            np.add.at(level, node, delta)
+
+    def sample(self, count: int, uniforms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """SAMPLE (``uniforms`` None: draw them from the PRNG, advancing it) or SAMPLE_UNIFORM: ``(indices, codes)``.
+
+        Raises
+        ------
+        ValueError
+            ``count`` outside ``[1, max_count]``, the tree is empty (TOTAL = 0; the core refuses with ERR_CONFIG),
+            or ``uniforms`` is not ``count`` values in [0, 2**32).
+        """
+        if not 1 <= count <= self.spec.max_count:
+            raise ValueError(f"count must be in [1, {self.spec.max_count}], not {count!r}")
+        if self.total == 0:
+            raise ValueError("cannot sample from an empty sum tree (TOTAL is 0)")
+        if uniforms is None:
+            uniforms, self.prng_state = xorshift32_stream(self.prng_state, count)
+        else:
+            uniforms = np.asarray(uniforms)
+            if uniforms.shape != (count,) or np.any(uniforms < 0) or np.any(uniforms > _U32):
+                raise ValueError(f"uniforms must be {count} integers in [0, 2**32)")
+        targets = sample_targets(self.total, uniforms)
+        if self.use_numba:
+            out = np.empty(count, dtype=np.int64)
+            _kernels()["descend"](tuple(self.levels[1:]), self.spec.k, targets, out)
+            return out, self.levels[-1][out]
+        return descend(self.levels, self.spec.k, targets)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Float64 reference and error bound
+# ---------------------------------------------------------------------------------------------------------------
+
+def sample_float64(priorities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Stratified proportional sampling in float64 with the same uniforms: ``x_j = (j + u_j / 2**32) / n``."""
+    p = np.asarray(priorities, dtype=np.float64)
+    cumulative = np.cumsum(p)
+    n = len(uniforms)
+    x = (np.arange(n) + np.asarray(uniforms, dtype=np.float64) / 2.0 ** 32) / n
+    return np.minimum(np.searchsorted(cumulative, x * cumulative[-1], side="right"), len(p) - 1)
+
+
+def probability_error_bound(priorities: np.ndarray, leaf: QFormat) -> float:
+    """Largest ``|code_i/sum(codes) - p_i/sum(p)|`` the leaf quantization allows (no saturation, no raise to 1 LSB).
+
+    With ``c_i = p_i 2**f + e_i``, ``|e_i| <= 1/2``, ``C = sum c``, ``P = sum p 2**f``:
+    ``|c_i/C - p_i 2**f/P| <= (|e_i| + (p_i 2**f/P) |C - P|) / C <= (1/2 + n/2) / C``.
+    """
+    codes, _ = encode_priorities(priorities, leaf)
+    return (0.5 + 0.5 * len(codes)) / float(codes.sum())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compiled loops
+# ---------------------------------------------------------------------------------------------------------------
+
+_compiled: dict = {}
+
+
+def _kernels() -> dict:
+    """The numba loops, compiled once per process on first use."""
+    if _compiled:
+        return _compiled
+    njit = _numba.njit(nogil=True, cache=False)
+
+    @njit
+    def xorshift(state, out):
+        s = np.int64(state)
+        for i in range(out.shape[0]):
+            s ^= (s << 13) & 0xFFFFFFFF
+            s ^= s >> 17
+            s ^= (s << 5) & 0xFFFFFFFF
+            out[i] = s
+        return s
+
+    @njit
+    def set_records(levels, indices, codes, k_bits):
+        leaves = levels[len(levels) - 1]
+        changed = 0
+        for r in range(indices.shape[0]):
+            i = indices[r]
+            old = leaves[i]
+            new = codes[r]
+            delta = new - old
+            if delta == 0:
+                continue
+            changed += (new != 0) - (old != 0)
+            leaves[i] = new
+            node = i
+            for depth in range(len(levels) - 2, -1, -1):
+                node >>= k_bits
+                levels[depth][node] += delta
+        return changed
+
+    @njit
+    def descend_loop(levels, k, targets, out):
+        for j in range(targets.shape[0]):
+            target = targets[j]
+            node = 0
+            for level in levels:
+                base = node * k
+                child = 0
+                while child < k - 1 and target >= level[base + child]:  # the last child needs no compare
+                    target -= level[base + child]
+                    child += 1
+                node = base + child
+            out[j] = node
+
+    _compiled.update(xorshift=xorshift, set=set_records, descend=descend_loop)
+    return _compiled

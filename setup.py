@@ -53,6 +53,7 @@ setup(
             "ipykernel",
             "matplotlib",
             "numba>=0.58",
+            "scipy>=1.10",
             "cocotb>=2.0",
             "cocotbext-axi>=0.1.24",
         ],

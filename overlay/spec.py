@@ -557,12 +557,14 @@ BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
     "Pynq-Z2": BoardSpec(
         name="Pynq-Z2", part="xc7z020clg400-1", ps_vlnv="xilinx.com:ip:processing_system7:5.5", arch="zynq",
         master_port="M_AXI_GP0", dma_port="S_AXI_HP0", gp_base=0x4000_0000, fclk_mhz=100.0,
-        cores=(CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),),
+        cores=(CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),
+               CoreSlot("replay", ReplaySpec(k=16, levels=4), 0x2_0000, 0x3_0000)),
     ),
     "ZCU106": BoardSpec(
         name="ZCU106", part="xczu7ev-ffvc1156-2-e", ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
         arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
-        fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),),
+        fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),
+                               CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000)),
     ),
 })
 

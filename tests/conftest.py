@@ -13,6 +13,11 @@ BACKENDS = ["emu", "rtl", "board"]
 RTL_TEST_BOARD = dataclasses.replace(
     S.board(None), name="Pynq-Z2", cores=(S.CoreSlot("gae", S.GaeSpec(lanes=4, t_max=40), 0x0_0000, 0x1_0000),))
 
+#: A small build of the replay core for the rtl backend (64 leaves, 12-bit leaves: UQ6.6).
+RTL_REPLAY_TEST_BOARD = dataclasses.replace(
+    S.board(None), name="Pynq-Z2",
+    cores=(S.CoreSlot("replay", S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(12, 6, signed=False)), 0x2_0000, 0x3_0000),))
+
 
 def make_overlay(backend: str, board=None) -> RLOverlay:
     """An RLOverlay on ``backend``, or skip the test where that backend cannot run here."""

@@ -10,12 +10,13 @@ import itertools
 from ...overlay import spec as S
 from .device import EmulatedDevice
 from .gae_ip import GaeCoreIP
+from .replay_ip import ReplayCoreIP
 from .regfile import RegisterFile
 
 __all__ = ["EmuDevice", "CORE_MODELS"]
 
 #: The emulated IP of each core, by slot name.
-CORE_MODELS = {"gae": GaeCoreIP}
+CORE_MODELS = {"gae": GaeCoreIP, "replay": ReplayCoreIP}
 
 _serial = itertools.count()
 

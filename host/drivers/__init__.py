@@ -4,5 +4,6 @@ Importing this package registers them with PYNQ (the ``pynq.lib`` entry point po
 """
 from .gae import GaeCore, GaeSaturationWarning
 from .identity import BitstreamMismatchError
+from .replay import ReplayCore, ReplaySaturationWarning
 
-__all__ = ["GaeCore", "GaeSaturationWarning", "BitstreamMismatchError"]
+__all__ = ["GaeCore", "GaeSaturationWarning", "ReplayCore", "ReplaySaturationWarning", "BitstreamMismatchError"]

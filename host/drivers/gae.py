@@ -14,15 +14,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from pynq import DefaultIP, UnsupportedConfiguration, allocate
-from pynq.lib.dma import DMA
-from pynq.registers import RegisterMap
+from pynq import allocate
 
 from ...overlay import fixed
 from ...overlay import spec as S
 from ...overlay.models import gae as model
-from .identity import BitstreamMismatchError, check_identity
-from .polling import wait_dma_channel, wait_until
+from .polling import wait_dma_channel
+from .stream_core import StreamCore
 
 __all__ = ["GaeCore", "GaeSaturationWarning"]
 
@@ -44,7 +42,7 @@ def _as_float_array(name: str, x, shape_hint: str) -> np.ndarray:
     return array
 
 
-class GaeCore(DefaultIP):
+class GaeCore(StreamCore):
     """Driver of the GAE core: ``compute(rewards, values, dones, gamma, lam)`` on the FPGA (or its emulation).
 
     Not constructed directly: ``pynq.Overlay`` binds it by VLNV to ``<hierarchy>/core`` and it finds its DMA at
@@ -61,75 +59,17 @@ class GaeCore(DefaultIP):
     """
 
     bindto = [S.GAE_VLNV]
+    core_name = "gae"
+    title = "GAE"
 
     def __init__(self, description: dict) -> None:
         super().__init__(description)
-        try:
-            check_identity("gae", self._reg("ID"))
-        except BitstreamMismatchError as err:
-            raise UnsupportedConfiguration(str(err)) from err
         fmt = {name: self._field("FORMAT", name) for name in ("DATA_W", "FRAC_BITS", "COEF_FRAC", "CODE_BITS")}
-        dma_path = description["fullpath"].rpartition("/")[0] + "/dma"
-        if dma_path not in self.device.ip_dict:
-            raise UnsupportedConfiguration(f"GAE core {description['fullpath']} has no DMA at {dma_path}")
-        self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
-        self.dma = DMA(self._dma_description)
-        stream_bits = int(self._dma_description["parameters"]["c_m_axi_mm2s_data_width"])
         self.spec = S.GaeSpec(lanes=self._reg("LANES"), t_max=self._reg("T_MAX"), lookahead=self._reg("LOOKAHEAD"),
                               code_bits=fmt["CODE_BITS"], data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
                               coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
-                              stream_bytes=stream_bits // 8)
-        self.timeout_s = 5.0
+                              stream_bytes=self.stream_bytes)
         self._in_buffer = self._out_buffer = None
-
-    # -- registers, by name from spec.py only -------------------------------------------------------------------------
-    def _reg(self, name: str) -> int:
-        return self.read(S.GAE_REGISTERS[name]["address_offset"])
-
-    def _field(self, register: str, name: str) -> int:
-        fld = S.GAE_REGISTERS[register]["fields"][name]
-        return (self._reg(register) >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
-
-    def _write(self, name: str, value: int) -> None:
-        self.write(S.GAE_REGISTERS[name]["address_offset"], int(value) & 0xFFFF_FFFF)
-
-    @property
-    def register_map(self) -> RegisterMap:
-        """The core's registers by name (built from ``spec.py``, so it works even if the .hwh lacks them)."""
-        if not hasattr(self, "_spec_register_map"):
-            self._spec_register_map = RegisterMap.create_subclass("gae_core", dict(S.GAE_REGISTERS))(self.mmio.array)
-        return self._spec_register_map
-
-    @property
-    def status(self) -> S.Status:
-        """The STATUS register as flags."""
-        return S.Status(self._reg("STATUS"))
-
-    @property
-    def idle(self) -> bool:
-        """True when no operation runs."""
-        return not self.status & S.Status.BUSY
-
-    @property
-    def error(self) -> bool:
-        """True when the last operation ended in an error."""
-        return bool(self.status.errors)
-
-    @property
-    def cycles(self) -> int:
-        """Clock cycles of the compute phase of the last operation (the CYCLES register)."""
-        return self._reg("CYCLES")
-
-    def reset(self) -> None:
-        """Soft-reset the core (aborts a running operation, flushes its streams) and its DMA.
-
-        A DMA reset (PG021: DMACR.Reset on either channel resets both) is the only way to abort a stuck
-        transfer; the stock channel objects assume a fresh DMA afterwards, so the driver object is rebuilt.
-        """
-        self._write("CTRL", S.Ctrl.SOFT_RESET)
-        reset_bit = 1 << S.AXI_DMA_REGISTERS["MM2S_DMACR"]["fields"]["Reset"]["bit_offset"]
-        self.dma.write(S.AXI_DMA_REGISTERS["MM2S_DMACR"]["address_offset"], reset_bit)
-        self.dma = DMA(self._dma_description)
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""
@@ -254,22 +194,18 @@ class GaeCore(DefaultIP):
         records = in_buffer[:in_bytes].view(model.input_record_dtype(spec, mode))
         model.pack_input(spec, mode, r_codes, v_codes, dones, out=records)
 
-        if not self.idle:
-            raise RuntimeError(f"GAE core busy before start (STATUS={self.status!r}); call reset()")
+        self._check_idle()
         self._write("T", n_steps)
         self._write("LANES_USED", n_lanes)
         self._write("GAMMA", fixed.quantize(gamma, spec.coef)[0])
         self._write("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
         for name, value in regs.items():
             self._write(name, value)
-        mode_field = S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
         self.dma.recvchannel.transfer(out_buffer, nbytes=out_bytes)
-        self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
+        self._start(mode)
         self.dma.sendchannel.transfer(in_buffer, nbytes=in_bytes)
         try:
-            wait_until(lambda: self.status & S.Status.DONE, timeout_s,
-                       lambda: f"GAE core not DONE (STATUS={self.status!r}, T={n_steps}, lanes={n_lanes})")
-            status = self.status
+            status = self._wait_done(timeout_s, lambda: f"T={n_steps}, lanes={n_lanes}")
             if status.errors:
                 raise RuntimeError(self._describe_errors(status))
             wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the GAE core)")

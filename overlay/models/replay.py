@@ -129,19 +129,26 @@ def xorshift32_stream(state: int, count: int) -> tuple[np.ndarray, int]:
     return out, state
 
 
-def sample_fractions(uniforms: np.ndarray) -> np.ndarray:
-    """UQ0.32 fractions ``x_j = j*S + ((u_j*S) >> 32)`` of a stratified batch, ``S = floor((2**32 - 1) / n)``."""
+def sample_fractions(uniforms: np.ndarray, stride: int | None = None) -> np.ndarray:
+    """UQ0.32 fractions ``x_j = j*S + ((u_j*S) >> 32)`` of a stratified batch.
+
+    ``S`` is the STRIDE register, by default ``floor((2**32 - 1) / n)`` for ``n`` uniforms; the core refuses
+    strides with ``n * S >= 2**32``, so every fraction is below 1.
+    """
     u = np.asarray(uniforms, dtype=np.uint64)
-    stride = np.uint64(ReplaySpec.stride(len(u)))
-    return np.arange(len(u), dtype=np.uint64) * stride + ((u * stride) >> np.uint64(32))
+    stride = ReplaySpec.stride(len(u)) if stride is None else int(stride)
+    if stride < 0 or len(u) * stride >= 1 << 32:
+        raise ValueError(f"stride {stride} is out of range for {len(u)} samples (count * stride must be < 2**32)")
+    s = np.uint64(stride)
+    return np.arange(len(u), dtype=np.uint64) * s + ((u * s) >> np.uint64(32))
 
 
-def sample_targets(total: int, uniforms: np.ndarray) -> np.ndarray:
+def sample_targets(total: int, uniforms: np.ndarray, stride: int | None = None) -> np.ndarray:
     """Stratified targets ``(x_j * total) >> 32`` in leaf LSBs, each below ``total`` (int64).
 
     ``total`` may exceed 32 bits: the product is split as ``x*hi + ((x*lo) >> 32)`` so nothing overflows 64 bits.
     """
-    x = sample_fractions(uniforms)
+    x = sample_fractions(uniforms, stride)
     hi, lo = np.uint64(total >> 32), np.uint64(total & _U32)
     return (x * hi + ((x * lo) >> np.uint64(32))).astype(np.int64)
 
@@ -245,28 +252,40 @@ class SumTree:
             node = node >> self.spec.k_bits
             np.add.at(level, node, delta)
 
-    def sample(self, count: int, uniforms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def sample(self, count: int, uniforms: np.ndarray | None = None,
+               stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """SAMPLE (``uniforms`` None: draw them from the PRNG, advancing it) or SAMPLE_UNIFORM: ``(indices, codes)``.
+
+        ``stride`` is the STRIDE register (default ``ReplaySpec.stride(count)``).
 
         Raises
         ------
         ValueError
-            ``count`` outside ``[1, max_count]``, the tree is empty (TOTAL = 0; the core refuses with ERR_CONFIG),
-            or ``uniforms`` is not ``count`` values in [0, 2**32).
+            ``count`` outside ``[1, max_count]``, ``count * stride >= 2**32``, the tree is empty (TOTAL = 0; the
+            core refuses all three with ERR_CONFIG), or ``uniforms`` is not ``count`` values in [0, 2**32).
         """
         if not 1 <= count <= self.spec.max_count:
             raise ValueError(f"count must be in [1, {self.spec.max_count}], not {count!r}")
         if self.total == 0:
             raise ValueError("cannot sample from an empty sum tree (TOTAL is 0)")
+        stride = ReplaySpec.stride(count) if stride is None else int(stride)
+        if stride < 0 or count * stride >= 1 << 32:
+            raise ValueError(f"stride {stride} is out of range for {count} samples (count * stride must be < 2**32)")
         if uniforms is None:
             uniforms, self.prng_state = xorshift32_stream(self.prng_state, count)
         else:
             uniforms = np.asarray(uniforms)
             if uniforms.shape != (count,) or np.any(uniforms < 0) or np.any(uniforms > _U32):
                 raise ValueError(f"uniforms must be {count} integers in [0, 2**32)")
-        targets = sample_targets(self.total, uniforms)
+        return self.find(sample_targets(self.total, uniforms, stride))
+
+    def find(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The descent alone: ``(indices, codes)`` of the leaves whose prefix intervals hold ``targets`` (< total)."""
+        targets = np.asarray(targets, dtype=np.int64)
+        if len(targets) and (targets.min() < 0 or targets.max() >= self.total):
+            raise ValueError(f"targets must be in [0, total={self.total})")
         if self.use_numba:
-            out = np.empty(count, dtype=np.int64)
+            out = np.empty(len(targets), dtype=np.int64)
             _kernels()["descend"](tuple(self.levels[1:]), self.spec.k, targets, out)
             return out, self.levels[-1][out]
         return descend(self.levels, self.spec.k, targets)

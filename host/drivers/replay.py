@@ -1,0 +1,299 @@
+"""``ReplayCore``: the driver of the replay core (on-chip prioritized replay), bound by VLNV, the same on every backend.
+
+The core holds the priorities of a prioritized replay buffer (Schaul et al., 2016) in a K-ary sum tree; the
+transitions stay in host memory (the agent's buffer). The driver speaks floats:
+
+* :meth:`ReplayCore.update` takes priorities ``p >= 0`` (typically ``|TD error| + eps``), stores ``p**alpha`` as
+  leaf codes (round half up; a positive priority never becomes 0; too large ones saturate with a
+  :class:`ReplaySaturationWarning`), one SET batch through the DMA;
+* :meth:`ReplayCore.sample` draws a stratified batch on the core (its PRNG, or host uniforms) and returns the
+  indices, their sampling probabilities ``P(i) = p_i**alpha / sum_k p_k**alpha`` and the importance-sampling
+  weights ``(N * P(i))**-beta`` normalized by the batch maximum (``N`` = leaves with nonzero priority);
+* :meth:`ReplayCore.state_dict` / :meth:`ReplayCore.load_state_dict` save and restore every leaf and the PRNG
+  state exactly (DUMP + SET), so a checkpointed agent resumes with the same priorities and sample stream.
+
+Bad input raises before anything reaches the core (nothing stored is lost on an error); every wait has a deadline.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from pynq import allocate
+
+from ...overlay import spec as S
+from ...overlay.models import replay as model
+from .polling import wait_dma_channel
+from .stream_core import StreamCore
+
+__all__ = ["ReplayCore", "ReplaySaturationWarning"]
+
+_RECORD = 8
+
+
+class ReplaySaturationWarning(UserWarning):
+    """A priority**alpha exceeded the largest leaf priority and was clipped to it (sampling is no longer exact)."""
+
+
+def _as_indices(indices, capacity: int) -> np.ndarray:
+    array = np.asarray(indices)
+    if array.ndim != 1:
+        raise ValueError(f"indices must be 1-D, not shape {array.shape}")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"indices must be integers, not dtype {array.dtype}")
+    array = array.astype(np.int64)
+    bad = (array < 0) | (array >= capacity)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise IndexError(f"indices[{i}] = {array[i]} is outside the core's capacity [0, {capacity})")
+    return array
+
+
+class ReplayCore(StreamCore):
+    """Driver of the replay core: priorities in, stratified prioritized samples out.
+
+    Not constructed directly: ``pynq.Overlay`` binds it by VLNV to ``<hierarchy>/core`` and it finds its DMA at
+    ``<hierarchy>/dma``; build parameters are read back from the core's registers.
+
+    Attributes
+    ----------
+    spec : ReplaySpec
+        Build parameters as the core reports them.
+    alpha : float
+        Priority exponent applied by :meth:`update` (0 = uniform sampling, 1 = fully proportional); 0.6 by default.
+    strict : bool
+        Raise ``ValueError`` instead of warning when a priority saturates.
+    """
+
+    bindto = [S.REPLAY_VLNV]
+    core_name = "replay"
+    title = "Replay"
+
+    def __init__(self, description: dict) -> None:
+        super().__init__(description)
+        self.spec = S.ReplaySpec(k=self._reg("K"), levels=self._reg("LEVELS"),
+                                 leaf=S.QFormat(self._field("FORMAT", "LEAF_W"), self._field("FORMAT", "LEAF_FRAC"),
+                                                signed=False),
+                                 stream_bytes=self.stream_bytes)
+        if self._reg("CAPACITY") != self.spec.capacity:
+            raise RuntimeError(f"Replay core reports CAPACITY={self._reg('CAPACITY')} but K**LEVELS = "
+                               f"{self.spec.capacity}")
+        self.alpha = 0.6
+        self.strict = False
+        self._buffers: dict[str, Any] = {}
+
+    # -- read-outs --------------------------------------------------------------------------------------------------
+    @property
+    def capacity(self) -> int:
+        """Leaves of the sum tree: the largest replay buffer this core can index."""
+        return self.spec.capacity
+
+    @property
+    def total_code(self) -> int:
+        """The root of the sum tree, exactly, in leaf LSBs."""
+        return self._reg("TOTAL_HI") << 32 | self._reg("TOTAL")
+
+    @property
+    def total(self) -> float:
+        """Sum of every stored ``priority**alpha`` (as quantized)."""
+        return self.total_code * self.spec.leaf.lsb
+
+    @property
+    def nonzero(self) -> int:
+        """Leaves with a nonzero priority (the transitions that can be sampled)."""
+        return self._reg("NONZERO")
+
+    @property
+    def seed(self) -> int:
+        """The core's PRNG state; assigning reseeds it (0 is mapped to a fixed nonzero state, as xorshift needs)."""
+        return self._reg("SEED")
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
+            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
+        self._write("SEED", int(value))
+
+    def info(self) -> dict:
+        """ID, spec version and build parameters, as the core's registers report them."""
+        ident = self._reg("ID")
+        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}", "k": self.spec.k,
+                "levels": self.spec.levels, "capacity": self.capacity, "leaf_format": str(self.spec.leaf),
+                "stream_bytes": self.spec.stream_bytes}
+
+    # -- operations -------------------------------------------------------------------------------------------------
+    def update(self, indices, priorities, timeout_s: float | None = None) -> None:
+        """Set the priorities of ``indices`` (insert and update are the same): leaf i stores ``priorities**alpha``.
+
+        Later entries for the same index win. A priority of 0 removes the transition from sampling.
+
+        Raises
+        ------
+        TypeError, ValueError, IndexError
+            Non-integer or out-of-range indices, mismatched lengths, negative/NaN/inf priorities, and (with
+            ``strict``) saturation — all before anything is sent to the core.
+        TimeoutError, RuntimeError
+            The core or its DMA did not finish in time or reported an error.
+        """
+        indices = _as_indices(indices, self.capacity)
+        priorities = np.asarray(priorities, dtype=np.float64)
+        if priorities.shape != indices.shape:
+            raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
+        codes, saturated = model.encode_priorities(np.power(priorities, self.alpha), self.spec.leaf)
+        if saturated:
+            message = (f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
+                       f"({self.spec.leaf}) was clipped to it")
+            if self.strict:
+                raise ValueError(message)
+            warnings.warn(message, ReplaySaturationWarning, stacklevel=2)
+        self._set_codes(indices, codes, timeout_s)
+
+    def sample(self, n: int, beta: float = 0.4, uniforms=None,
+               timeout_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draw ``n`` indices with probability proportional to their stored priority, stratified.
+
+        Parameters
+        ----------
+        n : int
+            Batch size (1 .. ``spec.max_count``); sample ``j`` falls in the ``j``-th of ``n`` equal slices of the
+            total priority.
+        beta : float
+            Importance-sampling exponent in [0, 1].
+        uniforms : array_like of uint32, optional
+            ``n`` uniforms in [0, 2**32) from the host; by default the core's PRNG draws them.
+
+        Returns
+        -------
+        indices : np.ndarray of int64
+        probabilities : np.ndarray of float64
+            ``P(i)`` of each sampled index.
+        weights : np.ndarray of float32
+            ``(N * P(i))**-beta / max(...)`` over the batch.
+
+        Raises
+        ------
+        ValueError
+            Bad ``n``, ``beta`` or ``uniforms``, or nothing to sample (every priority is 0).
+        """
+        if not isinstance(n, (int, np.integer)) or not 1 <= int(n) <= self.spec.max_count:
+            raise ValueError(f"n must be an integer in [1, {self.spec.max_count}], not {n!r}")
+        if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= float(beta) <= 1.0):
+            raise ValueError(f"beta must be a number in [0, 1], not {beta!r}")
+        n = int(n)
+        mode = S.ReplayMode.SAMPLE
+        if uniforms is not None:
+            uniforms = np.asarray(uniforms)
+            if (uniforms.shape != (n,) or not np.issubdtype(uniforms.dtype, np.integer)
+                    or np.any(uniforms < 0) or np.any(uniforms > 0xFFFF_FFFF)):
+                raise ValueError(f"uniforms must be {n} integers in [0, 2**32)")
+            mode = S.ReplayMode.SAMPLE_UNIFORM
+        total = self.total_code
+        if total == 0:
+            raise ValueError("cannot sample: every priority in the replay core is 0 (call update() first)")
+        self._write("COUNT", n)
+        self._write("STRIDE", S.ReplaySpec.stride(n))
+        send = None
+        if uniforms is not None:
+            send = self._buffer("in", n * _RECORD)
+            send[:n * _RECORD].view(np.uint64)[:] = model.pack_uniforms(uniforms)
+        records = self._run(mode, send, n * _RECORD, n * _RECORD, timeout_s, f"sample n={n}")
+        indices, codes = model.unpack_results(records.view(np.uint64))
+        probabilities = codes / float(total)
+        weights = np.power(self.nonzero * probabilities, -float(beta))
+        return indices, probabilities, (weights / weights.max()).astype(np.float32)
+
+    def priorities(self, timeout_s: float | None = None) -> np.ndarray:
+        """Every stored leaf priority (``p**alpha`` as quantized, float64), in index order (one DUMP)."""
+        return self.dump_codes(timeout_s) * self.spec.leaf.lsb
+
+    def dump_codes(self, timeout_s: float | None = None) -> np.ndarray:
+        """Every leaf code (uint32), in index order."""
+        nbytes = self.capacity * 4
+        return self._run(S.ReplayMode.DUMP, None, 0, nbytes, timeout_s, "dump").view(np.uint32).copy()
+
+    def clear(self, timeout_s: float | None = None) -> None:
+        """Set every priority to 0 (nothing can be sampled until the next update)."""
+        self._run(S.ReplayMode.CLEAR, None, 0, 0, timeout_s, "clear")
+
+    def state_dict(self) -> dict:
+        """Everything needed to restore this core exactly: build parameters, alpha, leaf codes, PRNG state."""
+        return {"k": self.spec.k, "levels": self.spec.levels, "leaf_width": self.spec.leaf.width,
+                "leaf_frac": self.spec.leaf.frac, "alpha": self.alpha, "codes": self.dump_codes(), "seed": self.seed}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict`; the build parameters must match (checked before the core is touched)."""
+        expected = {"k": self.spec.k, "levels": self.spec.levels, "leaf_width": self.spec.leaf.width,
+                    "leaf_frac": self.spec.leaf.frac}
+        found = {name: state.get(name) for name in expected}
+        if found != expected:
+            raise ValueError(f"state_dict is for a replay core with {found}, this core has {expected}")
+        codes = np.asarray(state["codes"])
+        if codes.shape != (self.capacity,) or np.any(codes < 0) or np.any(codes > self.spec.leaf.max_code):
+            raise ValueError(f"state_dict codes must be {self.capacity} leaf codes in [0, {self.spec.leaf.max_code}]")
+        seed = int(state["seed"])
+        if not 0 <= seed <= 0xFFFF_FFFF:
+            raise ValueError(f"state_dict seed must be a 32-bit unsigned integer, not {seed!r}")
+        self.clear()
+        stored = np.flatnonzero(codes)
+        self._set_codes(stored, codes[stored].astype(np.int64), None)
+        self.seed = seed
+        self.alpha = float(state["alpha"])
+
+    # -- transfers --------------------------------------------------------------------------------------------------
+    def _set_codes(self, indices: np.ndarray, codes: np.ndarray, timeout_s: float | None) -> None:
+        """SET batches of at most ``max_count`` records (leaf codes already validated)."""
+        chunk = self.spec.max_count
+        for start in range(0, len(indices), chunk):
+            part = slice(start, start + chunk)
+            count = len(indices[part])
+            send = self._buffer("in", count * _RECORD)
+            send[:count * _RECORD].view(np.uint64)[:] = model.pack_set(indices[part], codes[part])
+            self._run(S.ReplayMode.SET, send, count * _RECORD, 0, timeout_s, f"set of {count} records")
+
+    def _buffer(self, name: str, nbytes: int):
+        """A DMA buffer of at least ``nbytes`` (grown in powers of two, kept for reuse)."""
+        buffer = self._buffers.get(name)
+        if buffer is None or len(buffer) < nbytes:
+            if buffer is not None:
+                buffer.freebuffer()
+            size = 1 << max(12, (nbytes - 1).bit_length())
+            buffer = self._buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
+        return buffer
+
+    def _run(self, mode: S.ReplayMode, send, send_bytes: int, recv_bytes: int, timeout_s: float | None,
+             what: str) -> np.ndarray:
+        """One operation: START in ``mode``, stream ``send_bytes`` in and ``recv_bytes`` out, wait, check STATUS."""
+        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
+        self._check_idle()
+        recv = self._buffer("out", recv_bytes) if recv_bytes else None
+        if recv is not None:
+            self.dma.recvchannel.transfer(recv, nbytes=recv_bytes)
+        self._start(mode)
+        if send is not None:
+            self.dma.sendchannel.transfer(send, nbytes=send_bytes)
+        try:
+            status = self._wait_done(timeout_s, lambda: what)
+            if status.errors:
+                raise RuntimeError(self._describe_errors(status, what))
+            if send is not None:
+                wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the replay core)")
+            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the replay core)") \
+                if recv is not None else 0
+        except (TimeoutError, RuntimeError):
+            self.reset()  # leave the core and DMA usable; the stored priorities survive a soft reset
+            raise
+        if received != recv_bytes:
+            raise RuntimeError(f"Replay core returned {received} bytes for {what}, expected {recv_bytes}")
+        if status & S.Status.SATURATED:  # the driver saturates first, so the core never should
+            raise RuntimeError(f"Replay core saturated a leaf during {what}: driver and core disagree on the format")
+        return np.asarray(recv[:recv_bytes]).copy() if recv is not None else np.zeros(0, dtype=np.uint8)
+
+    def _describe_errors(self, status: S.Status, what: str) -> str:
+        messages = []
+        if status & S.Status.ERR_CONFIG:
+            messages.append(f"Replay core refused {what} (COUNT={self._reg('COUNT')}, STRIDE={self._reg('STRIDE')}, "
+                            f"TOTAL={self.total_code}, or an index beyond capacity {self.capacity})")
+        if status & S.Status.ERR_STREAM:
+            messages.append(f"Replay core input stream of {what} ended early or ran long (TLAST misplaced)")
+        return "; ".join(messages)

@@ -1,0 +1,123 @@
+"""``StreamCore``: what every pynq-rl core driver shares — identity check, registers by name, its DMA, waits.
+
+Each core of the overlay is an AXI-Lite register file (``spec.py``'s table for it) next to one AXI DMA in simple
+mode, in a hierarchy ``<name>/core`` + ``<name>/dma``. A driver subclass names its core and table and adds the
+core's operations; everything below (register access by name only, STATUS decoding, START with a mode, the bounded
+wait for DONE, a reset that also frees a stuck DMA) is here, once.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from pynq import DefaultIP, UnsupportedConfiguration
+from pynq.lib.dma import DMA
+from pynq.registers import RegisterMap
+
+from ...overlay import spec as S
+from .identity import BitstreamMismatchError, check_identity
+from .polling import wait_until
+
+__all__ = ["StreamCore"]
+
+
+class StreamCore(DefaultIP):
+    """Base driver of a pynq-rl core with one AXI DMA (not bound to any VLNV itself).
+
+    Subclasses set :attr:`core_name` (the key of the core in ``spec.CORE_REGISTERS``), :attr:`title` and ``bindto``.
+
+    Attributes
+    ----------
+    dma : pynq.lib.dma.DMA
+        The AXI DMA that streams this core's input and output.
+    timeout_s : float
+        Default deadline of each wait (DONE, each DMA channel).
+    """
+
+    core_name: str = ""
+    title: str = ""
+    """the core's name in messages ("GAE core ...")"""
+
+    def __init__(self, description: dict) -> None:
+        super().__init__(description)
+        self.registers: Mapping[str, dict] = S.CORE_REGISTERS[self.core_name]
+        try:
+            check_identity(self.core_name, self._reg("ID"))
+        except BitstreamMismatchError as err:
+            raise UnsupportedConfiguration(str(err)) from err
+        dma_path = description["fullpath"].rpartition("/")[0] + "/dma"
+        if dma_path not in self.device.ip_dict:
+            raise UnsupportedConfiguration(f"{self.title} core {description['fullpath']} has no DMA at {dma_path}")
+        self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
+        self.dma = DMA(self._dma_description)
+        self.timeout_s = 5.0
+
+    @property
+    def stream_bytes(self) -> int:
+        """Bytes per stream beat (the DMA's memory-mapped data width)."""
+        return int(self._dma_description["parameters"]["c_m_axi_mm2s_data_width"]) // 8
+
+    # -- registers, by name from spec.py only -------------------------------------------------------------------------
+    def _reg(self, name: str) -> int:
+        return self.read(self.registers[name]["address_offset"])
+
+    def _field(self, register: str, name: str) -> int:
+        fld = self.registers[register]["fields"][name]
+        return (self._reg(register) >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
+
+    def _write(self, name: str, value: int) -> None:
+        self.write(self.registers[name]["address_offset"], int(value) & 0xFFFF_FFFF)
+
+    @property
+    def register_map(self) -> RegisterMap:
+        """The core's registers by name (built from ``spec.py``, so it works even if the .hwh lacks them)."""
+        if not hasattr(self, "_spec_register_map"):
+            cls = RegisterMap.create_subclass(f"{self.core_name}_core", dict(self.registers))
+            self._spec_register_map = cls(self.mmio.array)
+        return self._spec_register_map
+
+    @property
+    def status(self) -> S.Status:
+        """The STATUS register as flags."""
+        return S.Status(self._reg("STATUS"))
+
+    @property
+    def idle(self) -> bool:
+        """True when no operation runs."""
+        return not self.status & S.Status.BUSY
+
+    @property
+    def error(self) -> bool:
+        """True when the last operation ended in an error."""
+        return bool(self.status.errors)
+
+    @property
+    def cycles(self) -> int:
+        """Clock cycles of the last operation (the CYCLES register: the core's own performance counter)."""
+        return self._reg("CYCLES")
+
+    # -- control ----------------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Soft-reset the core (aborts a running operation, flushes its streams) and its DMA.
+
+        A DMA reset (PG021: DMACR.Reset on either channel resets both) is the only way to abort a stuck
+        transfer; the stock channel objects assume a fresh DMA afterwards, so the driver object is rebuilt.
+        """
+        self._write("CTRL", S.Ctrl.SOFT_RESET)
+        reset_bit = 1 << S.AXI_DMA_REGISTERS["MM2S_DMACR"]["fields"]["Reset"]["bit_offset"]
+        self.dma.write(S.AXI_DMA_REGISTERS["MM2S_DMACR"]["address_offset"], reset_bit)
+        self.dma = DMA(self._dma_description)
+
+    def _check_idle(self) -> None:
+        if not self.idle:
+            raise RuntimeError(f"{self.title} core busy before start (STATUS={self.status!r}); call reset()")
+
+    def _start(self, mode: int) -> None:
+        """Pulse CTRL.START with CTRL.MODE = ``mode``."""
+        mode_field = self.registers["CTRL"]["fields"]["MODE"]["bit_offset"]
+        self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
+
+    def _wait_done(self, timeout_s: float, describe: Callable[[], str]) -> S.Status:
+        """Wait for STATUS.DONE within ``timeout_s``; return STATUS."""
+        wait_until(lambda: self.status & S.Status.DONE, timeout_s,
+                   lambda: f"{self.title} core not DONE (STATUS={self.status!r}, {describe()})")
+        return self.status

@@ -1,0 +1,607 @@
+r"""Bit-exact model of the ParSa core (OPaL's parallel Sarsa): tile coding, action choice and online Sarsa updates.
+
+A linear policy over tile-coded features (Sutton & Barto §9.5; OPaL, Simpson 2021): the state is mapped, per
+tiling, to one tile; ``q(s, a)`` is the sum of the hit tiles' values for ``a``. Tilings come in *sets*: a set covers
+a list of state dimensions with ``tilings`` copies shifted by ``copy / tilings`` of a tile, ``tiles`` tiles per
+dimension (plus one when shifted copies exist), densely indexed (no hashing). A set over no dimensions is the
+always-hit bias tile.
+
+The hardware splits the tilings over WORKERS tile units (map) and sums their preference vectors (reduce); which
+worker owns which tiling is decided on the host by :func:`schedule` (heaviest first, as OPaL's scheduler), so the
+core needs no divider and no allocator. The arithmetic (every formula is in the :class:`~pynq_rl.overlay.spec.
+ParsaSpec` docstring) is defined here once; the MyHDL core and the emulated core must match it bit for bit.
+
+Where OPaL's firmware and thesis disagree, this follows the thesis equations: Sarsa's
+``delta = r + gamma q(s', a') - q(s, a)`` with gamma (the firmware's cooperative path used alpha), and no division
+at run time (its ``quant_div`` divided by the wrong operand). Step sizes are UQ1.16 coefficients rather than values
+in the policy's own Q format, so alpha keeps 16 bits of precision at any FRAC_BITS.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaFlag, ParsaSpec
+
+try:  # numba is optional: the numpy path gives identical bits where no wheel exists
+    import numba as _numba
+except ImportError:  # pragma: no cover - exercised on machines without numba
+    _numba = None
+
+__all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "ParsaModel", "ActResult",
+           "pack_descriptors", "unpack_descriptors", "pack_dimensions", "unpack_dimensions", "pack_states",
+           "unpack_states", "pack_actions", "unpack_actions", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC"]
+
+HAVE_NUMBA = _numba is not None
+SCALE_FRAC = 24
+"""fractional bits of a dimension's SCALE (UQ8.24)"""
+_U16 = (1 << 16) - 1
+_U32 = (1 << 32) - 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tiling layout (host side) and its hardware descriptors
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TilingSet:
+    """``tilings`` shifted copies of a grid of ``tiles`` tiles per dimension over the state dimensions ``dims``."""
+
+    dims: tuple[int, ...]
+    """state dimensions covered (empty: the always-hit bias tile)"""
+    tilings: int = 8
+    """shifted copies"""
+    tiles: int = 6
+    """tiles per dimension"""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        if len(set(self.dims)) != len(self.dims) or any(d < 0 for d in self.dims):
+            raise ValueError(f"TilingSet dims must be distinct non-negative indices, not {self.dims}")
+        if not 1 <= self.tilings <= 256 or not 1 <= self.tiles <= 255:
+            raise ValueError(f"TilingSet needs 1..256 tilings and 1..255 tiles, not {self.tilings}, {self.tiles}")
+
+    @property
+    def coordinates(self) -> int:
+        """tile coordinates per dimension: one extra tile when shifted copies exist"""
+        return self.tiles + (1 if self.tilings > 1 else 0)
+
+    @property
+    def tiles_per_tiling(self) -> int:
+        """rows one copy occupies"""
+        return self.coordinates ** len(self.dims)
+
+
+@dataclass(frozen=True)
+class TilingLayout:
+    """An ordered list of tiling sets over an ``n_dims``-dimensional state."""
+
+    sets: tuple[TilingSet, ...]
+    n_dims: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sets", tuple(self.sets))
+        if not self.sets:
+            raise ValueError("a TilingLayout needs at least one tiling set")
+        for s in self.sets:
+            if any(d >= self.n_dims for d in s.dims):
+                raise ValueError(f"tiling set over {s.dims} uses a dimension >= n_dims={self.n_dims}")
+
+    @property
+    def n_tilings(self) -> int:
+        """tilings (copies) over all sets"""
+        return sum(s.tilings for s in self.sets)
+
+    @property
+    def n_tiles(self) -> int:
+        """tiles over all tilings"""
+        return sum(s.tilings * s.tiles_per_tiling for s in self.sets)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """One tiling as a worker sees it: which dims, how to index, where its rows start in the worker's bank."""
+
+    worker: int
+    dims: tuple[int, ...]
+    tiles: int
+    n_t: int
+    shift: int
+    """copy offset in UQ0.16 tile fractions: floor(copy * 2**16 / tilings)"""
+    base: int
+    set_index: int = 0
+    """the tiling set it came from (host bookkeeping, not sent)"""
+    copy: int = 0
+    """the copy within its set (host bookkeeping, not sent)"""
+
+    @property
+    def rows(self) -> int:
+        """rows the tiling occupies"""
+        return self.n_t ** len(self.dims)
+
+
+def schedule(layout: TilingLayout, spec: ParsaSpec) -> list[Descriptor]:
+    """Assign every tiling to a worker, heaviest first (longest-processing-time), and give it its rows.
+
+    Tilings are taken in decreasing size (ties in layout order) and each goes to the worker with the fewest rows so
+    far among those with room (fewest tilings, then lowest index, break ties). Returns descriptors in worker order,
+    each worker's tilings in assignment order. Raises ``ValueError`` naming the limit when the layout does not fit
+    the build (dims per set, tilings per worker, rows per bank).
+    """
+    tilings = []
+    for set_index, s in enumerate(layout.sets):
+        if len(s.dims) > spec.max_set_dims:
+            raise ValueError(f"tiling set {set_index} covers {len(s.dims)} dims; this build allows "
+                             f"{spec.max_set_dims} per set")
+        for copy in range(s.tilings):
+            tilings.append((s.tiles_per_tiling, set_index, copy, s))
+    if len(tilings) > spec.workers * spec.max_tilings:
+        raise ValueError(f"{len(tilings)} tilings exceed the build's {spec.workers} workers x {spec.max_tilings}")
+    tilings.sort(key=lambda t: -t[0])  # stable: ties keep layout order
+    rows = [0] * spec.workers
+    owned: list[list[Descriptor]] = [[] for _ in range(spec.workers)]
+    for size, set_index, copy, s in tilings:
+        candidates = [w for w in range(spec.workers) if len(owned[w]) < spec.max_tilings]
+        worker = min(candidates, key=lambda w: (rows[w], len(owned[w]), w))
+        if rows[worker] + size > spec.tiles_per_worker:
+            raise ValueError(f"the layout needs {layout.n_tiles} policy rows; spread over {spec.workers} workers "
+                             f"a bank would need more than its {spec.tiles_per_worker} rows")
+        shift = (copy << 16) // s.tilings
+        owned[worker].append(Descriptor(worker, s.dims, s.tiles, s.coordinates, shift, rows[worker], set_index, copy))
+        rows[worker] += size
+    return [d for per_worker in owned for d in per_worker]
+
+
+def dimension_codes(lows, highs) -> tuple[np.ndarray, np.ndarray]:
+    """OFFSET (Q15.16) and SCALE (UQ8.24) codes of each dimension's bounds ``[low, high]``.
+
+    ``u = (s - low) / (high - low)`` becomes ``((s_code - offset) * scale) >> 24`` with ``scale = round(2**24 /
+    (high - low))`` per state unit: the hardware multiplies, never divides. Ranges must lie in
+    [2**-7, 2**15] so that scale fits 32 bits and keeps at least 9 significant bits.
+    """
+    lows, highs = np.asarray(lows, dtype=np.float64), np.asarray(highs, dtype=np.float64)
+    if lows.shape != highs.shape or lows.ndim != 1:
+        raise ValueError(f"lows and highs must be 1-D of one length, not {lows.shape} and {highs.shape}")
+    if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
+        raise ValueError("state bounds must be finite (clip infinite observation bounds to the range you expect)")
+    span = highs - lows
+    if np.any(span < 2.0 ** -7) or np.any(span > 2.0 ** 15):
+        i = int(np.flatnonzero((span < 2.0 ** -7) | (span > 2.0 ** 15))[0])
+        raise ValueError(f"dimension {i}: range high - low = {span[i]!r} must be in [2**-7, 2**15]")
+    if np.any(np.abs(lows) >= 2.0 ** 15):
+        raise ValueError("state lower bounds must be within the Q15.16 range (|low| < 32768)")
+    offsets = np.floor(lows * 65536.0 + 0.5).astype(np.int64)
+    scales = np.floor(2.0 ** SCALE_FRAC / span + 0.5).astype(np.int64)
+    return offsets, np.minimum(scales, _U32)
+
+
+def float_tile_indices(layout: TilingLayout, lows, highs, state) -> list[int]:
+    """Float64 reference tile coding: the global tile index hit by each tiling (layout order, copy order).
+
+    Global index = the tiling's offset in layout order + row within the tiling; the same rows as the model's up to
+    the quantization of the state (positions within 2**-12 of a tile edge may differ).
+    """
+    u = np.clip((np.asarray(state, float) - lows) / (np.asarray(highs, float) - lows), 0.0, 1.0 - 2.0 ** -16)
+    out, offset = [], 0
+    for s in layout.sets:
+        for copy in range(s.tilings):
+            index = 0
+            for d in s.dims:
+                index = index * s.coordinates + int(math.floor(u[d] * s.tiles + copy / s.tilings))
+            out.append(offset + index)
+            offset += s.tiles_per_tiling
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stream records
+# ---------------------------------------------------------------------------------------------------------------
+
+def _pairs(values: np.ndarray, count: int) -> np.ndarray:
+    """``(n, count)`` int32 values packed two per uint64 word: ``(n, ceil(count/2))``."""
+    n = values.shape[0]
+    padded = np.zeros((n, 2 * ((count + 1) // 2)), dtype=np.int64)
+    padded[:, :count] = values
+    low = padded[:, 0::2].astype(np.uint64) & np.uint64(_U32)
+    high = padded[:, 1::2].astype(np.uint64) & np.uint64(_U32)
+    return low | (high << np.uint64(32))
+
+
+def _unpairs(words: np.ndarray, count: int) -> np.ndarray:
+    words = np.asarray(words, dtype=np.uint64)
+    both = np.empty(words.shape[:-1] + (2 * words.shape[-1],), dtype=np.int64)
+    both[..., 0::2] = (words & np.uint64(_U32)).astype(np.uint32).view(np.int32)
+    both[..., 1::2] = (words >> np.uint64(32)).astype(np.uint32).view(np.int32)
+    return both[..., :count]
+
+
+def pack_dimensions(offsets: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Dimension records: OFFSET in bits [31:0], SCALE in [63:32]."""
+    return ((np.asarray(offsets, dtype=np.int64).astype(np.uint64) & np.uint64(_U32))
+            | (np.asarray(scales, dtype=np.uint64) << np.uint64(32)))
+
+
+def unpack_dimensions(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets int64, scales int64)`` of dimension records."""
+    words = np.asarray(words, dtype=np.uint64)
+    offsets = (words & np.uint64(_U32)).astype(np.uint32).view(np.int32).astype(np.int64)
+    return offsets, (words >> np.uint64(32)).astype(np.int64)
+
+
+def pack_descriptors(descriptors: list[Descriptor]) -> np.ndarray:
+    """Two words per descriptor (see ParsaSpec)."""
+    words = np.zeros(2 * len(descriptors), dtype=np.uint64)
+    for i, d in enumerate(descriptors):
+        words[2 * i] = d.worker | len(d.dims) << 8 | d.tiles << 16 | d.n_t << 24 | d.base << 32
+        words[2 * i + 1] = sum(dim << (8 * j) for j, dim in enumerate(d.dims)) | d.shift << 32
+    return words
+
+
+def unpack_descriptors(words: np.ndarray) -> list[Descriptor]:
+    """Descriptors from their two-word records (dims beyond the count are ignored)."""
+    words = [int(w) for w in np.asarray(words, dtype=np.uint64)]
+    out = []
+    for w0, w1 in zip(words[0::2], words[1::2]):
+        ndims = (w0 >> 8) & 0xFF
+        dims = tuple((w1 >> (8 * j)) & 0xFF for j in range(min(ndims, 4)))
+        dims += (0,) * max(ndims - 4, 0)  # a count beyond 4 keeps its length, so the core's check refuses it
+        out.append(Descriptor(w0 & 0xFF, dims, (w0 >> 16) & 0xFF,
+                              (w0 >> 24) & 0xFF, (w1 >> 32) & _U16, w0 >> 32))
+    return out
+
+
+def pack_states(keys, flags, rewards, states, n_dims: int) -> np.ndarray:
+    """State records, ``(n, 1 + ceil(n_dims/2))`` words: header (key, flags, reward) then state word pairs."""
+    keys, flags = np.asarray(keys, dtype=np.uint64), np.asarray(flags, dtype=np.uint64)
+    rewards = np.asarray(rewards, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)
+    states = np.asarray(states, dtype=np.int64).reshape(len(keys), n_dims)
+    header = (keys & np.uint64(_U16)) | ((flags & np.uint64(0xFF)) << np.uint64(16)) | (rewards << np.uint64(32))
+    return np.concatenate([header[:, None], _pairs(states, n_dims)], axis=1)
+
+
+def unpack_states(words: np.ndarray, n_dims: int):
+    """``(keys, flags, rewards, states)`` of state records (``words`` shaped ``(n, record words)``)."""
+    words = np.asarray(words, dtype=np.uint64)
+    header = words[:, 0]
+    keys = (header & np.uint64(_U16)).astype(np.int64)
+    flags = ((header >> np.uint64(16)) & np.uint64(0xFF)).astype(np.int64)
+    rewards = (header >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
+    return keys, flags, rewards, _unpairs(words[:, 1:], n_dims)
+
+
+def pack_actions(actions, explored, q_chosen, q_values=None, n_actions: int = 0) -> np.ndarray:
+    """Action records: header (action, explored, q[a]) then, with ``q_values``, the q value pairs."""
+    header = (np.asarray(actions, dtype=np.uint64) & np.uint64(_U16)) \
+        | (np.asarray(explored, dtype=np.uint64) << np.uint64(16)) \
+        | ((np.asarray(q_chosen, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)) << np.uint64(32))
+    if q_values is None:
+        return header[:, None]
+    return np.concatenate([header[:, None], _pairs(np.asarray(q_values, dtype=np.int64), n_actions)], axis=1)
+
+
+def unpack_actions(words: np.ndarray, n_actions: int = 0):
+    """``(actions, explored, q_chosen, q_values or None)`` of action records shaped ``(n, record words)``."""
+    words = np.asarray(words, dtype=np.uint64)
+    header = words[:, 0]
+    actions = (header & np.uint64(_U16)).astype(np.int64)
+    explored = ((header >> np.uint64(16)) & np.uint64(1)).astype(bool)
+    q_chosen = (header >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
+    q_values = _unpairs(words[:, 1:], n_actions) if words.shape[1] > 1 else None
+    return actions, explored, q_chosen, q_values
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The core's state and operations
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class ActResult:
+    """Outputs and flags of one ACT batch."""
+
+    actions: np.ndarray
+    """chosen action per record (PARSA_NO_ACTION for TERMINAL or rejected records)"""
+    explored: np.ndarray
+    """True where the action was the epsilon-greedy random choice"""
+    q_values: np.ndarray
+    """(n, n_actions) q(s, .) before the update (zeros for rejected records)"""
+    q_chosen: np.ndarray
+    """q(s, a) of the chosen action (0 when none)"""
+    saturated: bool = False
+    rejected: int = 0
+    """records with a key >= KEYS"""
+    cycles_act: int = 0
+    cycles_update: int = 0
+    """CYCLES_ACT / CYCLES_UPDATE of the last record"""
+    cycles: int = 0
+    """CYCLES of the batch"""
+    updates: int = field(default=0)
+    """Sarsa updates applied"""
+
+
+class ParsaModel:
+    """The ParSa core's state: registers, tiling configuration, policy banks, per-key memory, PRNG.
+
+    Parameters
+    ----------
+    spec : ParsaSpec
+        Build parameters.
+    use_numba : bool or None
+        Use the compiled act loop (default: when numba is installed); False forces the numpy path.
+    """
+
+    def __init__(self, spec: ParsaSpec, use_numba: bool | None = None) -> None:
+        self.spec = spec
+        self.use_numba = HAVE_NUMBA if use_numba is None else bool(use_numba and HAVE_NUMBA)
+        self.n_dims = 1
+        self.n_actions = 1
+        self.frac_bits = 0
+        one = 1 << spec.coef.frac
+        self.alpha, self.gamma, self.epsilon, self.epsilon_decay = 0, 0, 0, one
+        self.online, self.emit_values = True, False
+        self.prng_state = PRNG_ZERO_SEED
+        self.banks = np.zeros((spec.workers, spec.tiles_per_worker, spec.max_actions), dtype=np.int64)
+        self.offsets = np.zeros(spec.max_dims, dtype=np.int64)
+        self.scales = np.zeros(spec.max_dims, dtype=np.int64)
+        self._set_descriptors([])
+        self.clear()
+
+    # -- configuration ------------------------------------------------------------------------------------------
+    def _set_descriptors(self, descriptors: list[Descriptor]) -> None:
+        n = len(descriptors)
+        self.descriptors = list(descriptors)
+        self.d_worker = np.array([d.worker for d in descriptors], dtype=np.int64)
+        self.d_ndims = np.array([len(d.dims) for d in descriptors], dtype=np.int64)
+        self.d_dims = np.zeros((n, 4), dtype=np.int64)
+        for i, d in enumerate(descriptors):
+            self.d_dims[i, :len(d.dims)] = d.dims
+        self.d_tiles = np.array([d.tiles for d in descriptors], dtype=np.int64)
+        self.d_nt = np.array([d.n_t for d in descriptors], dtype=np.int64)
+        self.d_shift = np.array([d.shift for d in descriptors], dtype=np.int64)
+        self.d_base = np.array([d.base for d in descriptors], dtype=np.int64)
+        per_worker = np.bincount(self.d_worker, minlength=self.spec.workers) if n else np.zeros(1, np.int64)
+        self.busiest = int(per_worker.max())
+
+    def configure(self, offsets: np.ndarray, scales: np.ndarray, descriptors: list[Descriptor]) -> bool:
+        """CONFIG: load dimension records and tiling descriptors; False (ERR_CONFIG, nothing changed) if invalid.
+
+        The core checks what would otherwise corrupt memory: counts (N_DIMS, N_TILINGS against the build),
+        worker indices, tilings per worker, dims per tiling and dim indices, ``n_t >= tiles`` and ``n_t <=
+        tiles + 1``, and each tiling's rows inside its worker's bank.
+        """
+        spec = self.spec
+        if not 1 <= self.n_dims <= spec.max_dims or len(offsets) != self.n_dims or len(scales) != self.n_dims:
+            return False
+        if not 1 <= len(descriptors) <= spec.workers * spec.max_tilings:
+            return False
+        counts = [0] * spec.workers
+        for d in descriptors:
+            if not (0 <= d.worker < spec.workers and len(d.dims) <= spec.max_set_dims
+                    and all(0 <= k < self.n_dims for k in d.dims) and 1 <= d.tiles and d.tiles <= d.n_t <= d.tiles + 1
+                    and 0 <= d.shift <= _U16 and d.base + d.rows <= spec.tiles_per_worker):
+                return False
+            counts[d.worker] += 1
+            if counts[d.worker] > spec.max_tilings:
+                return False
+        self.offsets[:] = 0
+        self.scales[:] = 0
+        self.offsets[:self.n_dims] = offsets
+        self.scales[:self.n_dims] = scales
+        self._set_descriptors(descriptors)
+        self._forget_keys()
+        return True
+
+    def reseed(self, seed: int) -> None:
+        """Write SEED (0 becomes PRNG_ZERO_SEED)."""
+        self.prng_state = int(seed) & _U32 or PRNG_ZERO_SEED
+
+    def _forget_keys(self) -> None:
+        keys, n = self.spec.keys, max(len(self.descriptors), 1)
+        self.key_valid = np.zeros(keys, dtype=np.int64)
+        self.key_action = np.zeros(keys, dtype=np.int64)
+        self.key_q = np.zeros(keys, dtype=np.int64)
+        self.key_rows = np.zeros((keys, n), dtype=np.int64)
+        self.pending_valid = np.zeros(keys, dtype=np.int64)
+        self.pending_reward = np.zeros(keys, dtype=np.int64)
+
+    def clear(self) -> None:
+        """CLEAR: zero policy, forget every key's previous state-action and pending reward."""
+        self.banks[:] = 0
+        self._forget_keys()
+
+    def set_pending_reward(self, key: int, reward_code: int) -> bool:
+        """REWARD register write for REWARD_KEY ``key``; returns whether it saturated. Ignored for key >= KEYS."""
+        if not 0 <= key < self.spec.keys:
+            return False
+        lo, hi = self._value_range()
+        self.pending_valid[key] = 1
+        self.pending_reward[key] = min(max(_signed32(reward_code), lo), hi)
+        return not lo <= _signed32(reward_code) <= hi
+
+    def _value_range(self) -> tuple[int, int]:
+        return -(1 << (self.spec.value_w - 1)), (1 << (self.spec.value_w - 1)) - 1
+
+    # -- policy transfers ---------------------------------------------------------------------------------------
+    def load_policy(self, values: np.ndarray) -> bool:
+        """LOAD_POLICY: ``(workers, tiles_per_worker, max_actions)`` int32 values, saturated to VALUE_W.
+
+        Returns whether any value saturated.
+        """
+        lo, hi = self._value_range()
+        values = np.asarray(values, dtype=np.int64).reshape(self.banks.shape)
+        self.banks[:] = np.clip(values, lo, hi)
+        return bool(np.any((values < lo) | (values > hi)))
+
+    def dump_policy(self) -> np.ndarray:
+        """DUMP_POLICY: the banks as ``(workers, tiles_per_worker, max_actions)`` int64."""
+        return self.banks.copy()
+
+    # -- act ------------------------------------------------------------------------------------------------------
+    def positions(self, state: np.ndarray) -> np.ndarray:
+        """UQ0.16 positions ``u_d`` of one or more states (int64 array ``(..., n_dims)``)."""
+        diff = np.clip(np.asarray(state, dtype=np.int64) - self.offsets[:self.n_dims], 0, (1 << 31) - 1)
+        return np.minimum((diff * self.scales[:self.n_dims]) >> SCALE_FRAC, _U16)
+
+    def rows(self, u: np.ndarray) -> np.ndarray:
+        """Row hit by each descriptor for positions ``u`` (one state)."""
+        coords = (u[self.d_dims] * self.d_tiles[:, None] + self.d_shift[:, None]) >> 16
+        index = np.zeros(len(self.descriptors), dtype=np.int64)
+        for j in range(4):
+            use = self.d_ndims > j
+            index = np.where(use, index * self.d_nt + coords[:, j], index)
+        return self.d_base + index
+
+    def act(self, keys, flags, rewards, states) -> ActResult:
+        """ACT: process state records in order (see ParsaSpec for the arithmetic)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        flags = np.asarray(flags, dtype=np.int64)
+        rewards = np.asarray(rewards, dtype=np.int64)
+        states = np.asarray(states, dtype=np.int64).reshape(len(keys), self.n_dims)
+        n = len(keys)
+        actions = np.full(n, PARSA_NO_ACTION, dtype=np.int64)
+        explored = np.zeros(n, dtype=np.int64)
+        q_values = np.zeros((n, self.n_actions), dtype=np.int64)
+        q_chosen = np.zeros(n, dtype=np.int64)
+        stats = np.zeros(5, dtype=np.int64)  # saturated, rejected, updates, cycles, last update cycles
+        params = np.array([self.n_dims, self.n_actions, self.alpha, self.gamma, self.epsilon, self.epsilon_decay,
+                           int(self.online), self.prng_state, self.spec.value_w, self.spec.coef.frac, self.busiest,
+                           self.spec.act_depth, self.spec.update_depth,
+                           self.spec.state_record_words(self.n_dims)], dtype=np.int64)
+        if len(self.descriptors) == 0:
+            stats[1] = n  # nothing configured: every record is rejected
+        else:
+            step = _act_loop_compiled() if self.use_numba else _act_loop
+            step(params, self.offsets, self.scales, self.d_worker, self.d_ndims, self.d_dims, self.d_tiles,
+                 self.d_nt, self.d_shift, self.d_base, self.banks, self.key_valid, self.key_action, self.key_q,
+                 self.key_rows, self.pending_valid, self.pending_reward, keys, flags, rewards, states, actions,
+                 explored, q_values, q_chosen, stats)
+        self.epsilon, self.prng_state = int(params[4]), int(params[7])
+        return ActResult(actions, explored.astype(bool), q_values, q_chosen, bool(stats[0]), int(stats[1]),
+                         cycles_act=self.n_dims + self.busiest + self.spec.act_depth if n else 0,
+                         cycles_update=int(stats[4]), cycles=int(stats[3]), updates=int(stats[2]))
+
+
+def _signed32(x: int) -> int:
+    x = int(x) & _U32
+    return x - (1 << 32) if x >> 31 else x
+
+
+def _act_loop(params, offsets, scales, d_worker, d_ndims, d_dims, d_tiles, d_nt, d_shift, d_base, banks,
+              key_valid, key_action, key_q, key_rows, pending_valid, pending_reward, keys, flags, rewards, states,
+              actions, explored, q_values, q_chosen, stats):
+    """The record loop, records strictly in order (each may update the weights the next one reads).
+
+    Plain integer code: numba compiles it unchanged (``use_numba``), and interpreted it is the reference path.
+    The vectorized :meth:`ParsaModel.positions` / :meth:`ParsaModel.rows` recompute the tile coding independently
+    (tests compare them with the rows this loop stores per key).
+    """
+    n_dims, n_actions, alpha, gamma = params[0], params[1], params[2], params[3]
+    epsilon, decay, online, state = params[4], params[5], params[6], params[7]
+    value_w, cf, busiest = params[8], params[9], params[10]
+    act_depth, update_depth, record_words = params[11], params[12], params[13]
+    lo = -(1 << (value_w - 1))
+    hi = (1 << (value_w - 1)) - 1
+    half = 1 << (cf - 1)
+    n_desc = d_worker.shape[0]
+    n_keys = key_valid.shape[0]
+    cycles = 0
+    for r in range(keys.shape[0]):
+        key = keys[r]
+        cycles += record_words
+        if key < 0 or key >= n_keys:
+            stats[1] += 1
+            continue
+        terminal = (flags[r] >> 1) & 1
+        has_reward = 0
+        reward = 0
+        if flags[r] & 1:
+            raw = rewards[r]
+            reward = min(max(raw, lo), hi)
+            if reward != raw:
+                stats[0] = 1
+            has_reward = 1
+        elif pending_valid[key]:
+            reward = pending_reward[key]
+            has_reward = 1
+        pending_valid[key] = 0
+        # map: every tiling's row; reduce: q(s, .) summed over tilings, saturated
+        rows = np.empty(n_desc, dtype=np.int64)
+        acc = np.zeros(n_actions, dtype=np.int64)
+        for i in range(n_desc):
+            index = 0
+            for j in range(d_ndims[i]):
+                d = d_dims[i, j]
+                diff = min(max(states[r, d] - offsets[d], 0), (1 << 31) - 1)
+                u = min((diff * scales[d]) >> 24, 65535)
+                index = index * d_nt[i] + ((u * d_tiles[i] + d_shift[i]) >> 16)
+            rows[i] = d_base[i] + index
+            for a in range(n_actions):
+                acc[a] += banks[d_worker[i], rows[i], a]
+        for a in range(n_actions):
+            q = min(max(acc[a], lo), hi)
+            if q != acc[a]:
+                stats[0] = 1
+            q_values[r, a] = q
+        cycles += n_dims + busiest + act_depth
+        chosen = 0
+        chosen_q = 0
+        if not terminal:
+            state ^= (state << 13) & 0xFFFFFFFF
+            state ^= state >> 17
+            state ^= (state << 5) & 0xFFFFFFFF
+            if (state & 0xFFFF) < epsilon:
+                chosen = ((state >> 16) * n_actions) >> 16
+                explored[r] = 1
+            else:
+                best = q_values[r, 0]
+                for a in range(1, n_actions):
+                    if q_values[r, a] > best:
+                        best = q_values[r, a]
+                        chosen = a
+            chosen_q = q_values[r, chosen]
+            epsilon = (epsilon * decay + half) >> cf
+            actions[r] = chosen
+            q_chosen[r] = chosen_q
+        # Sarsa update of the key's previous state-action, with q(s', a') from before the update
+        stats[4] = 0
+        if online and has_reward and key_valid[key]:
+            if terminal:
+                raw_delta = reward - key_q[key]
+            else:
+                raw_delta = reward + ((gamma * chosen_q + half) >> cf) - key_q[key]
+            delta = min(max(raw_delta, lo), hi)
+            if delta != raw_delta:
+                stats[0] = 1
+            increment = (alpha * delta + half) >> cf
+            a_prev = key_action[key]
+            for i in range(n_desc):
+                old = banks[d_worker[i], key_rows[key, i], a_prev]
+                new = min(max(old + increment, lo), hi)
+                if new != old + increment:
+                    stats[0] = 1
+                banks[d_worker[i], key_rows[key, i], a_prev] = new
+            stats[2] += 1
+            stats[4] = busiest + update_depth
+            cycles += busiest + update_depth
+        if terminal:
+            key_valid[key] = 0
+        else:
+            key_valid[key] = 1
+            key_action[key] = chosen
+            key_q[key] = chosen_q
+            for i in range(n_desc):
+                key_rows[key, i] = rows[i]
+    stats[3] = cycles
+    params[4] = epsilon
+    params[7] = state
+
+
+_compiled: dict = {}
+
+
+def _act_loop_compiled():
+    """``_act_loop`` compiled by numba (once per process)."""
+    if "act" not in _compiled:
+        _compiled["act"] = _numba.njit(nogil=True)(_act_loop)
+    return _compiled["act"]

@@ -27,6 +27,7 @@ except ImportError:  # pynq 3.0 lacks it; 3.1 and 4.0 define it by this same tes
 from ..overlay import spec as S
 from ..overlay.build.hwh import OVERLAY_STEM
 from .drivers.gae import GaeCore
+from .drivers.parsa import ParsaCore
 from .drivers.replay import ReplayCore
 from .drivers.identity import check_identity
 
@@ -123,6 +124,11 @@ class RLOverlay(pynq.Overlay):
     def replay(self) -> ReplayCore:
         """The replay core's driver (hierarchy ``replay``: ``replay/core`` with its DMA ``replay/dma``)."""
         return self._ip_map.replay.core
+
+    @property
+    def parsa(self) -> ParsaCore:
+        """The ParSa core's driver (hierarchy ``parsa``: ``parsa/core`` with its DMA ``parsa/dma``)."""
+        return self._ip_map.parsa.core
 
     def info(self) -> dict:
         """Backend, board, PL clock and, per core, its ID and build parameters as the registers report them."""

@@ -408,12 +408,19 @@ class ReplaySpec:
     """AXI-Stream TDATA width in bytes: one record per beat"""
     max_count: int = 1 << 20
     """largest sample batch (COUNT)"""
-    sample_depth: int = 0
-    """pipeline depth of a sample batch: CYCLES <= COUNT + sample_depth (0 until the HDL defines it)"""
-    set_depth: int = 0
-    """pipeline depth of a set batch: CYCLES <= records + set_depth (0 until the HDL defines it)"""
+    sample_depth: int | None = None
+    """pipeline depth of a SAMPLE batch: CYCLES = COUNT + sample_depth when the output stream takes a beat per
+    cycle (None: the HDL's, ``2 * levels + 9``: 3 cycles of START checks, 5 target stages, 2 per level, the
+    output register; SAMPLE_UNIFORM counts from its first input beat, after the checks: 3 cycles less)"""
+    set_depth: int | None = None
+    """pipeline depth of a set batch: CYCLES = records + set_depth when the input stream delivers a beat per
+    cycle (None: the HDL's, ``2 * levels + 1``: the input register, a read and a write edge per level)"""
 
     def __post_init__(self) -> None:
+        if self.sample_depth is None:
+            object.__setattr__(self, "sample_depth", 2 * self.levels + 9)
+        if self.set_depth is None:
+            object.__setattr__(self, "set_depth", 2 * self.levels + 1)
         if self.k < 2 or self.k & (self.k - 1) or self.k > 64:
             raise ValueError(f"ReplaySpec.k must be a power of two in [2, 64], not {self.k!r}")
         if not 1 <= self.levels <= 16:
@@ -687,6 +694,9 @@ class BoardSpec:
     """PL clock 0, which clocks the cores"""
     cores: tuple[CoreSlot, ...] = field(default_factory=tuple)
     """the cores in this board's overlay"""
+    board_part_pattern: str = ""
+    """Vivado board part as a ``get_board_parts`` pattern, version left open (``*:pynq-z2:part0:*``): the build
+    takes the newest installed board files instead of pinning a version"""
 
     def slot(self, name: str) -> CoreSlot:
         """The core slot called ``name``; ``KeyError`` names the cores that exist."""
@@ -701,13 +711,19 @@ BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
         name="Pynq-Z2", part="xc7z020clg400-1", ps_vlnv="xilinx.com:ip:processing_system7:5.5", arch="zynq",
         master_port="M_AXI_GP0", dma_port="S_AXI_HP0", gp_base=0x4000_0000, fclk_mhz=100.0,
         cores=(CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),
-               CoreSlot("replay", ReplaySpec(k=16, levels=4), 0x2_0000, 0x3_0000)),
+               CoreSlot("replay", ReplaySpec(k=16, levels=4), 0x2_0000, 0x3_0000),
+               CoreSlot("parsa", ParsaSpec(workers=4, tiles_per_worker=1024, max_tilings=64, keys=16), 0x4_0000,
+                        0x5_0000)),
+        board_part_pattern="*:pynq-z2:part0:*",
     ),
     "ZCU106": BoardSpec(
         name="ZCU106", part="xczu7ev-ffvc1156-2-e", ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
         arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
         fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),
-                               CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000)),
+                               CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000),
+                               CoreSlot("parsa", ParsaSpec(workers=16, tiles_per_worker=4096, max_tilings=64,
+                                                           keys=256), 0x4_0000, 0x5_0000)),
+        board_part_pattern="xilinx.com:zcu106:part0:*",
     ),
 })
 

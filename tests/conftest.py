@@ -18,6 +18,12 @@ RTL_REPLAY_TEST_BOARD = dataclasses.replace(
     S.board(None), name="Pynq-Z2",
     cores=(S.CoreSlot("replay", S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(12, 6, signed=False)), 0x2_0000, 0x3_0000),))
 
+#: A small build of the ParSa core for the rtl backend (4 dims, 3 actions, 2 workers x 64 rows, 4 keys).
+RTL_PARSA_TEST_BOARD = dataclasses.replace(
+    S.board(None), name="Pynq-Z2",
+    cores=(S.CoreSlot("parsa", S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8,
+                                           keys=4), 0x4_0000, 0x5_0000),))
+
 
 def make_overlay(backend: str, board=None) -> RLOverlay:
     """An RLOverlay on ``backend``, or skip the test where that backend cannot run here."""

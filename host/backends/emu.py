@@ -10,13 +10,14 @@ import itertools
 from ...overlay import spec as S
 from .device import EmulatedDevice
 from .gae_ip import GaeCoreIP
+from .parsa_ip import ParsaCoreIP
 from .replay_ip import ReplayCoreIP
 from .regfile import RegisterFile
 
 __all__ = ["EmuDevice", "CORE_MODELS"]
 
 #: The emulated IP of each core, by slot name.
-CORE_MODELS = {"gae": GaeCoreIP, "replay": ReplayCoreIP}
+CORE_MODELS = {"gae": GaeCoreIP, "replay": ReplayCoreIP, "parsa": ParsaCoreIP}
 
 _serial = itertools.count()
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaFlag, ParsaSpec
+from ..spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaMode, ParsaSpec
 
 try:  # numba is optional: the numpy path gives identical bits where no wheel exists
     import numba as _numba
@@ -32,7 +32,8 @@ except ImportError:  # pragma: no cover - exercised on machines without numba
 
 __all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "ParsaModel", "ActResult",
            "pack_descriptors", "unpack_descriptors", "pack_dimensions", "unpack_dimensions", "pack_states",
-           "unpack_states", "pack_actions", "unpack_actions", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC"]
+           "unpack_states", "pack_actions", "unpack_actions", "pack_pairs", "unpack_pairs", "pack_policy",
+           "unpack_policy", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC"]
 
 HAVE_NUMBA = _numba is not None
 SCALE_FRAC = 24
@@ -199,7 +200,7 @@ def float_tile_indices(layout: TilingLayout, lows, highs, state) -> list[int]:
 # Stream records
 # ---------------------------------------------------------------------------------------------------------------
 
-def _pairs(values: np.ndarray, count: int) -> np.ndarray:
+def pack_pairs(values: np.ndarray, count: int) -> np.ndarray:
     """``(n, count)`` int32 values packed two per uint64 word: ``(n, ceil(count/2))``."""
     n = values.shape[0]
     padded = np.zeros((n, 2 * ((count + 1) // 2)), dtype=np.int64)
@@ -209,7 +210,8 @@ def _pairs(values: np.ndarray, count: int) -> np.ndarray:
     return low | (high << np.uint64(32))
 
 
-def _unpairs(words: np.ndarray, count: int) -> np.ndarray:
+def unpack_pairs(words: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` int32 values of each row of words packed by :func:`pack_pairs`."""
     words = np.asarray(words, dtype=np.uint64)
     both = np.empty(words.shape[:-1] + (2 * words.shape[-1],), dtype=np.int64)
     both[..., 0::2] = (words & np.uint64(_U32)).astype(np.uint32).view(np.int32)
@@ -228,6 +230,19 @@ def unpack_dimensions(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     words = np.asarray(words, dtype=np.uint64)
     offsets = (words & np.uint64(_U32)).astype(np.uint32).view(np.int32).astype(np.int64)
     return offsets, (words >> np.uint64(32)).astype(np.int64)
+
+
+def pack_policy(banks: np.ndarray) -> np.ndarray:
+    """The LOAD/DUMP_POLICY stream of ``(workers, tiles_per_worker, max_actions)`` values: worker-major rows."""
+    banks = np.asarray(banks, dtype=np.int64)
+    return pack_pairs(banks.reshape(-1, banks.shape[-1]), banks.shape[-1]).ravel()
+
+
+def unpack_policy(words: np.ndarray, spec: ParsaSpec) -> np.ndarray:
+    """``(workers, tiles_per_worker, max_actions)`` values of a policy stream."""
+    per_row = (spec.max_actions + 1) // 2
+    values = unpack_pairs(np.asarray(words, dtype=np.uint64).reshape(-1, per_row), spec.max_actions)
+    return values.reshape(spec.workers, spec.tiles_per_worker, spec.max_actions)
 
 
 def pack_descriptors(descriptors: list[Descriptor]) -> np.ndarray:
@@ -258,7 +273,7 @@ def pack_states(keys, flags, rewards, states, n_dims: int) -> np.ndarray:
     rewards = np.asarray(rewards, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)
     states = np.asarray(states, dtype=np.int64).reshape(len(keys), n_dims)
     header = (keys & np.uint64(_U16)) | ((flags & np.uint64(0xFF)) << np.uint64(16)) | (rewards << np.uint64(32))
-    return np.concatenate([header[:, None], _pairs(states, n_dims)], axis=1)
+    return np.concatenate([header[:, None], pack_pairs(states, n_dims)], axis=1)
 
 
 def unpack_states(words: np.ndarray, n_dims: int):
@@ -268,7 +283,7 @@ def unpack_states(words: np.ndarray, n_dims: int):
     keys = (header & np.uint64(_U16)).astype(np.int64)
     flags = ((header >> np.uint64(16)) & np.uint64(0xFF)).astype(np.int64)
     rewards = (header >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
-    return keys, flags, rewards, _unpairs(words[:, 1:], n_dims)
+    return keys, flags, rewards, unpack_pairs(words[:, 1:], n_dims)
 
 
 def pack_actions(actions, explored, q_chosen, q_values=None, n_actions: int = 0) -> np.ndarray:
@@ -278,7 +293,7 @@ def pack_actions(actions, explored, q_chosen, q_values=None, n_actions: int = 0)
         | ((np.asarray(q_chosen, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)) << np.uint64(32))
     if q_values is None:
         return header[:, None]
-    return np.concatenate([header[:, None], _pairs(np.asarray(q_values, dtype=np.int64), n_actions)], axis=1)
+    return np.concatenate([header[:, None], pack_pairs(np.asarray(q_values, dtype=np.int64), n_actions)], axis=1)
 
 
 def unpack_actions(words: np.ndarray, n_actions: int = 0):
@@ -288,7 +303,7 @@ def unpack_actions(words: np.ndarray, n_actions: int = 0):
     actions = (header & np.uint64(_U16)).astype(np.int64)
     explored = ((header >> np.uint64(16)) & np.uint64(1)).astype(bool)
     q_chosen = (header >> np.uint64(32)).astype(np.uint32).view(np.int32).astype(np.int64)
-    q_values = _unpairs(words[:, 1:], n_actions) if words.shape[1] > 1 else None
+    q_values = unpack_pairs(words[:, 1:], n_actions) if words.shape[1] > 1 else None
     return actions, explored, q_chosen, q_values
 
 
@@ -345,6 +360,7 @@ class ParsaModel:
         self.offsets = np.zeros(spec.max_dims, dtype=np.int64)
         self.scales = np.zeros(spec.max_dims, dtype=np.int64)
         self._set_descriptors([])
+        self.configured_dims = 0
         self.clear()
 
     # -- configuration ------------------------------------------------------------------------------------------
@@ -389,8 +405,33 @@ class ParsaModel:
         self.offsets[:self.n_dims] = offsets
         self.scales[:self.n_dims] = scales
         self._set_descriptors(descriptors)
+        self.configured_dims = self.n_dims
         self._forget_keys()
         return True
+
+    def start_error(self, mode: int) -> str | None:
+        """Why START in ``mode`` is refused (ERR_CONFIG, nothing happens), or None.
+
+        Every mode needs a known MODE; CONFIG needs 1 <= N_DIMS <= MAX_DIMS; ACT needs 1 <= N_ACTIONS <=
+        MAX_ACTIONS, ALPHA, GAMMA, EPSILON and EPSILON_DECAY at most 1.0, and a loaded configuration made with
+        the current N_DIMS.
+        (N_TILINGS is checked against the build when CONFIG's stream is checked.)
+        """
+        one = 1 << self.spec.coef.frac
+        if mode not in {m.value for m in ParsaMode}:
+            return f"unknown mode {mode}"
+        if mode == ParsaMode.CONFIG and not 1 <= self.n_dims <= self.spec.max_dims:
+            return f"N_DIMS={self.n_dims} outside [1, {self.spec.max_dims}]"
+        if mode == ParsaMode.ACT:
+            if not 1 <= self.n_actions <= self.spec.max_actions:
+                return f"N_ACTIONS={self.n_actions} outside [1, {self.spec.max_actions}]"
+            if max(self.alpha, self.gamma, self.epsilon, self.epsilon_decay) > one:
+                return "a coefficient (ALPHA, GAMMA, EPSILON, EPSILON_DECAY) exceeds 1.0"
+            if not self.descriptors:
+                return "no tiling configuration loaded (CONFIG first)"
+            if self.n_dims != self.configured_dims:
+                return f"N_DIMS={self.n_dims} differs from the {self.configured_dims} of the loaded configuration"
+        return None
 
     def reseed(self, seed: int) -> None:
         """Write SEED (0 becomes PRNG_ZERO_SEED)."""

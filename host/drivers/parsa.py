@@ -1,0 +1,417 @@
+"""``ParsaCore``: the driver of the ParSa core (OPaL's parallel Sarsa), bound by VLNV, the same on every backend.
+
+The core is a complete online learner: states in, actions out, and one-step Sarsa updates of a tile-coded linear
+policy in between, per key (an agent or a network flow). The driver speaks floats and does everything the
+hardware should not: it schedules the tilings onto the workers (heaviest first), turns state bounds into offsets
+and reciprocal scales (the core never divides), quantizes states, rewards and coefficients, and maps the banked
+policy back to the layout's tile order for :meth:`ParsaCore.dump_policy` / :meth:`ParsaCore.load_policy`.
+
+Values (policy weights, rewards, q values) are ``VALUE_W``-bit fixed point with ``frac_bits`` fractional bits
+chosen at configuration (OPaL's run-time Q format); states are Q15.16; alpha, gamma, epsilon and its decay UQ1.16.
+Anything out of range saturates in the core and raises a :class:`ParsaSaturationWarning` here (an error with
+``strict``); NaN or infinite inputs are refused before anything is sent.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pynq import allocate
+
+from ...overlay import spec as S
+from ...overlay.models import parsa as model
+from .polling import wait_dma_channel
+from .stream_core import StreamCore
+from .tiling_config import load_tiling, tiling_to_dict
+
+__all__ = ["ParsaCore", "ParsaSaturationWarning", "ParsaConfig"]
+
+_WORD = 8
+
+
+class ParsaSaturationWarning(UserWarning):
+    """A state, reward, q value or policy weight left its fixed-point range and was clipped."""
+
+
+@dataclass(frozen=True)
+class ParsaConfig:
+    """The run-time configuration a ParSa core was given (kept by the driver, saved in ``state_dict``)."""
+
+    layout: model.TilingLayout
+    n_actions: int
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
+    alpha: float
+    gamma: float
+    epsilon: float
+    epsilon_decay: float
+    frac_bits: int
+    online: bool
+    descriptors: tuple[model.Descriptor, ...]
+
+
+def _coef(name: str, x: float, fmt: S.QFormat) -> int:
+    if not (isinstance(x, (int, float, np.floating, np.integer)) and 0.0 <= float(x) <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1], not {x!r}")
+    return int(np.floor(float(x) * (1 << fmt.frac) + 0.5))
+
+
+class ParsaCore(StreamCore):
+    """Driver of the ParSa core: ``configure(...)`` once, then ``act(state, reward, key)`` every step.
+
+    Attributes
+    ----------
+    spec : ParsaSpec
+        Build parameters as the core reports them.
+    config : ParsaConfig or None
+        The configuration last loaded by :meth:`configure`.
+    strict : bool
+        Raise ``ValueError`` instead of warning on saturation.
+    """
+
+    bindto = [S.PARSA_VLNV]
+    core_name = "parsa"
+    title = "ParSa"
+
+    def __init__(self, description: dict) -> None:
+        super().__init__(description)
+        fmt = {name: self._field("FORMAT", name) for name in ("VALUE_W", "STATE_FRAC", "COEF_FRAC", "MAX_SET_DIMS")}
+        self.spec = S.ParsaSpec(max_dims=self._reg("MAX_DIMS"), max_actions=self._reg("MAX_ACTIONS"),
+                                workers=self._reg("WORKERS"), tiles_per_worker=self._reg("TILES_PER_WORKER"),
+                                max_tilings=self._reg("MAX_TILINGS"), max_set_dims=fmt["MAX_SET_DIMS"],
+                                keys=self._reg("KEYS"), value_w=fmt["VALUE_W"], stream_bytes=self.stream_bytes)
+        self.config: ParsaConfig | None = None
+        self.strict = False
+        self._buffers: dict[str, Any] = {}
+        self._last_status = S.Status(0)
+
+    def info(self) -> dict:
+        """ID, spec version and build parameters, as the core's registers report them."""
+        ident = self._reg("ID")
+        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}",
+                "max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
+                "tiles_per_worker": self.spec.tiles_per_worker, "max_tilings": self.spec.max_tilings,
+                "keys": self.spec.keys, "value_w": self.spec.value_w}
+
+    # -- configuration ----------------------------------------------------------------------------------------------
+    def configure(self, tiling, n_actions: int, bounds, alpha: float = 0.1, gamma: float = 0.99,
+                  epsilon: float = 0.1, epsilon_decay: float = 1.0, frac_bits: int = 8, online: bool = True,
+                  seed: int | None = None, clear: bool = True, timeout_s: float | None = None) -> ParsaConfig:
+        """Load a tiling layout and the learning parameters; by default also zero the policy.
+
+        Parameters
+        ----------
+        tiling : TilingLayout, dict, JSON string or path
+            The tiling sets (see :mod:`.tiling_config`).
+        n_actions : int
+            Actions (1..MAX_ACTIONS).
+        bounds : (lows, highs)
+            Per-dimension state bounds; states outside are clamped to them. Ranges in [2**-7, 2**15].
+        alpha : float
+            Step size applied to every hit tile (Sutton & Barto's alpha / number of tilings).
+        gamma, epsilon, epsilon_decay : float
+            Discount, exploration probability, and the factor applied to epsilon after every chosen action.
+        frac_bits : int
+            Fractional bits of policy values, rewards and q values (0..VALUE_W-2).
+        online : bool
+            Apply Sarsa updates (False: act greedily/epsilon-greedily with a fixed policy).
+        seed : int or None
+            Reseed the core's PRNG.
+
+        Raises
+        ------
+        ValueError
+            Anything the build cannot hold (dims, actions, tilings per worker, policy rows), bad bounds or
+            coefficients — before the core is touched.
+        """
+        spec = self.spec
+        layout = load_tiling(tiling)
+        if not 1 <= layout.n_dims <= spec.max_dims:
+            raise ValueError(f"the layout has {layout.n_dims} state dims; this build allows 1..{spec.max_dims}")
+        if not isinstance(n_actions, (int, np.integer)) or not 1 <= n_actions <= spec.max_actions:
+            raise ValueError(f"n_actions must be in [1, {spec.max_actions}], not {n_actions!r}")
+        if not isinstance(frac_bits, (int, np.integer)) or not 0 <= frac_bits <= spec.value_w - 2:
+            raise ValueError(f"frac_bits must be in [0, {spec.value_w - 2}], not {frac_bits!r}")
+        lows, highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
+        if lows.shape != (layout.n_dims,) or highs.shape != (layout.n_dims,):
+            raise ValueError(f"bounds must be two sequences of {layout.n_dims} values")
+        offsets, scales = model.dimension_codes(lows, highs)
+        descriptors = model.schedule(layout, spec)
+        coefs = {name.upper(): _coef(name, value, spec.coef) for name, value in
+                 (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon), ("epsilon_decay", epsilon_decay))}
+        if seed is not None:
+            self.seed = seed
+        self._write("N_DIMS", layout.n_dims)
+        self._write("N_ACTIONS", n_actions)
+        self._write("N_TILINGS", len(descriptors))
+        self._write("FRAC_BITS", frac_bits)
+        for name, code in coefs.items():
+            self._write(name, code)
+        self._write_options(online, False)
+        words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
+        self._run(S.ParsaMode.CONFIG, words, 0, timeout_s, "configure")
+        if clear:
+            self._run(S.ParsaMode.CLEAR, None, 0, timeout_s, "clear")
+        self.config = ParsaConfig(layout, int(n_actions), tuple(lows), tuple(highs), float(alpha), float(gamma),
+                                  float(epsilon), float(epsilon_decay), int(frac_bits), bool(online),
+                                  tuple(descriptors))
+        return self.config
+
+    def _write_options(self, online: bool, emit_values: bool) -> None:
+        fields = S.PARSA_REGISTERS["OPTIONS"]["fields"]
+        self._write("OPTIONS", int(online) << fields["ONLINE"]["bit_offset"]
+                    | int(emit_values) << fields["EMIT_VALUES"]["bit_offset"])
+
+    def _require_config(self) -> ParsaConfig:
+        if self.config is None:
+            raise RuntimeError("ParSa core not configured: call configure() first")
+        return self.config
+
+    @property
+    def online(self) -> bool:
+        """Whether Sarsa updates are applied."""
+        return bool(self._field("OPTIONS", "ONLINE"))
+
+    @online.setter
+    def online(self, value: bool) -> None:
+        self._write_options(bool(value), False)
+
+    @property
+    def epsilon(self) -> float:
+        """Current exploration probability (decays in the core after every chosen action); assignable."""
+        return self._reg("EPSILON") / (1 << self.spec.coef.frac)
+
+    @epsilon.setter
+    def epsilon(self, value: float) -> None:
+        self._write("EPSILON", _coef("epsilon", value, self.spec.coef))
+
+    @property
+    def seed(self) -> int:
+        """The core's PRNG state; assigning reseeds it."""
+        return self._reg("SEED")
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
+            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
+        self._write("SEED", int(value))
+
+    @property
+    def cycles_act(self) -> int:
+        """Cycles from the last state record to its action (the core's counter)."""
+        return self._reg("CYCLES_ACT")
+
+    @property
+    def cycles_update(self) -> int:
+        """Cycles of the last Sarsa update pass (0 if the last record applied none)."""
+        return self._reg("CYCLES_UPDATE")
+
+    # -- acting -----------------------------------------------------------------------------------------------------
+    def _value_codes(self, name: str, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        cfg = self._require_config()
+        x = np.asarray(x, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{name} must be finite")
+        lo, hi = -(1 << (self.spec.value_w - 1)), (1 << (self.spec.value_w - 1)) - 1
+        scaled = np.floor(x * (1 << cfg.frac_bits) + 0.5)
+        return np.clip(scaled, lo, hi).astype(np.int64), bool(np.any((scaled < lo) | (scaled > hi)))
+
+    def _saturated(self, what: str) -> None:
+        message = f"ParSa core: {what} left the fixed-point range and was clipped"
+        if self.strict:
+            raise ValueError(message)
+        warnings.warn(message, ParsaSaturationWarning, stacklevel=3)
+
+    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int:
+        """One step for ``key``: the action for ``state``; ``reward`` (for the key's previous action) trains first.
+
+        With ``terminal``, ``state`` ended the key's episode: the previous action is updated towards ``reward``
+        alone, the key forgets it, and -1 is returned (no action).
+        """
+        actions, _ = self.act_batch(np.asarray(state, dtype=np.float64)[None, :],
+                                    None if reward is None else [reward], [key], [terminal])
+        return int(actions[0])
+
+    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False,
+                  timeout_s: float | None = None):
+        """Many steps in one DMA transfer, processed in order (each may learn from the ones before).
+
+        Parameters
+        ----------
+        states : array_like, shape (n, n_dims)
+        rewards : array_like of n floats (NaN = no reward for that record), or None
+        keys : array_like of n ints in [0, KEYS), or None (all key 0)
+        terminals : array_like of n bools, or None
+        return_values : bool
+            Also return the q values ``(n, n_actions)`` of each state (before its update).
+
+        Returns
+        -------
+        actions : np.ndarray of int64 (-1 where terminal)
+        values : np.ndarray of float64 or None
+        """
+        cfg = self._require_config()
+        states = np.asarray(states, dtype=np.float64)
+        if states.ndim != 2 or states.shape[1] != cfg.layout.n_dims:
+            raise ValueError(f"states must have shape (n, {cfg.layout.n_dims}), not {states.shape}")
+        if not np.all(np.isfinite(states)):
+            raise ValueError("states must be finite")
+        n = states.shape[0]
+        keys = np.zeros(n, dtype=np.int64) if keys is None else np.asarray(keys)
+        if keys.shape != (n,) or not np.issubdtype(keys.dtype, np.integer) or np.any((keys < 0) |
+                                                                                   (keys >= self.spec.keys)):
+            raise ValueError(f"keys must be {n} integers in [0, {self.spec.keys})")
+        terminals = np.zeros(n, dtype=bool) if terminals is None else np.asarray(terminals, dtype=bool)
+        if terminals.shape != (n,):
+            raise ValueError(f"terminals must have shape ({n},), not {terminals.shape}")
+        rewards = np.full(n, np.nan) if rewards is None else np.asarray(rewards, dtype=np.float64)
+        if rewards.shape != (n,) or np.any(np.isinf(rewards)):
+            raise ValueError(f"rewards must be {n} finite floats (NaN for none)")
+        has_reward = ~np.isnan(rewards)
+        reward_codes, reward_sat = self._value_codes("rewards", np.where(has_reward, rewards, 0.0))
+        state_codes = np.floor(states * (1 << self.spec.state.frac) + 0.5)
+        state_sat = bool(np.any(np.abs(states) >= 2.0 ** 15))
+        state_codes = np.clip(state_codes, self.spec.state.min_code, self.spec.state.max_code).astype(np.int64)
+        flags = has_reward * int(S.ParsaFlag.REWARD) | terminals * int(S.ParsaFlag.TERMINAL)
+        words = model.pack_states(keys, flags, reward_codes, state_codes, cfg.layout.n_dims).ravel()
+        out_words = self.spec.action_record_words(cfg.n_actions, return_values)
+        self._write_options(self.online, return_values)
+        out = self._run(S.ParsaMode.ACT, words, n * out_words, timeout_s, f"act on {n} states")
+        actions, _, _, q_values = model.unpack_actions(out.reshape(n, out_words), cfg.n_actions)
+        if reward_sat or state_sat or self._last_status & S.Status.SATURATED:
+            self._saturated("a state, reward, q value or weight")
+        actions = np.where(actions == S.PARSA_NO_ACTION, -1, actions)
+        values = None if q_values is None else q_values / float(1 << cfg.frac_bits)
+        return actions, values
+
+    def set_reward(self, key: int, reward: float) -> None:
+        """OPaL's reward message: a pending reward for ``key``, used by its next state without a reward."""
+        if not isinstance(key, (int, np.integer)) or not 0 <= key < self.spec.keys:
+            raise ValueError(f"key must be in [0, {self.spec.keys}), not {key!r}")
+        code, saturated = self._value_codes("reward", np.array([reward]))
+        if saturated:
+            self._saturated("reward")
+        self._write("REWARD_KEY", int(key))
+        self._write("REWARD", int(code[0]))
+
+    # -- policy -----------------------------------------------------------------------------------------------------
+    def dump_banks(self, timeout_s: float | None = None) -> np.ndarray:
+        """The raw policy banks ``(workers, tiles_per_worker, max_actions)`` as value codes."""
+        out = self._run(S.ParsaMode.DUMP_POLICY, None, self.spec.policy_words, timeout_s, "dump policy")
+        return model.unpack_policy(out.view(np.uint64), self.spec)
+
+    def load_banks(self, banks: np.ndarray, timeout_s: float | None = None) -> None:
+        """Load raw policy banks (value codes) as :meth:`dump_banks` returns them."""
+        banks = np.asarray(banks)
+        shape = (self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions)
+        if banks.shape != shape or not np.issubdtype(banks.dtype, np.integer):
+            raise ValueError(f"banks must be integer codes of shape {shape}, not {banks.dtype} {banks.shape}")
+        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy")
+        if self._last_status & S.Status.SATURATED:
+            self._saturated("a policy weight")
+
+    def _tile_rows(self) -> list[tuple[int, int, int]]:
+        """(global tile offset, worker, base row, rows) of every tiling, in layout order."""
+        cfg = self._require_config()
+        by_tiling = {(d.set_index, d.copy): d for d in cfg.descriptors}
+        out, offset = [], 0
+        for set_index, s in enumerate(cfg.layout.sets):
+            for copy in range(s.tilings):
+                d = by_tiling[(set_index, copy)]
+                out.append((offset, d.worker, d.base, d.rows))
+                offset += d.rows
+        return out
+
+    def dump_policy(self, timeout_s: float | None = None) -> np.ndarray:
+        """The policy as ``(n_tiles, n_actions)`` floats in the layout's tile order (set, copy, row-major tile)."""
+        cfg = self._require_config()
+        banks = self.dump_banks(timeout_s)
+        weights = np.zeros((cfg.layout.n_tiles, cfg.n_actions))
+        for offset, worker, base, rows in self._tile_rows():
+            weights[offset:offset + rows] = banks[worker, base:base + rows, :cfg.n_actions]
+        return weights / float(1 << cfg.frac_bits)
+
+    def load_policy(self, weights, timeout_s: float | None = None) -> None:
+        """Load ``(n_tiles, n_actions)`` float weights in the layout's tile order (see :meth:`dump_policy`)."""
+        cfg = self._require_config()
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != (cfg.layout.n_tiles, cfg.n_actions):
+            raise ValueError(f"weights must have shape {(cfg.layout.n_tiles, cfg.n_actions)}, not {weights.shape}")
+        codes, saturated = self._value_codes("weights", weights)
+        banks = np.zeros((self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions), dtype=np.int64)
+        for offset, worker, base, rows in self._tile_rows():
+            banks[worker, base:base + rows, :cfg.n_actions] = codes[offset:offset + rows]
+        if saturated:
+            self._saturated("a policy weight")
+        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy")
+
+    def state_dict(self) -> dict:
+        """Configuration, raw policy banks, epsilon and PRNG state (keys' previous steps are not saved)."""
+        cfg = self._require_config()
+        return {"tiling": tiling_to_dict(cfg.layout), "n_actions": cfg.n_actions, "bounds": (cfg.lows, cfg.highs),
+                "alpha": cfg.alpha, "gamma": cfg.gamma, "epsilon": self.epsilon, "epsilon_decay": cfg.epsilon_decay,
+                "frac_bits": cfg.frac_bits, "online": cfg.online, "banks": self.dump_banks(), "seed": self.seed,
+                "workers": self.spec.workers, "tiles_per_worker": self.spec.tiles_per_worker}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict` (same build: workers and bank size are checked first)."""
+        if (state.get("workers"), state.get("tiles_per_worker")) != (self.spec.workers, self.spec.tiles_per_worker):
+            raise ValueError(f"state_dict is for {state.get('workers')} workers x {state.get('tiles_per_worker')} rows;"
+                             f" this core has {self.spec.workers} x {self.spec.tiles_per_worker}")
+        self.configure(state["tiling"], state["n_actions"], state["bounds"], state["alpha"], state["gamma"],
+                       state["epsilon"], state["epsilon_decay"], state["frac_bits"], state["online"],
+                       seed=state["seed"], clear=False)
+        self.load_banks(np.asarray(state["banks"], dtype=np.int64))
+
+    # -- transfers --------------------------------------------------------------------------------------------------
+    def _buffer(self, name: str, nbytes: int):
+        buffer = self._buffers.get(name)
+        if buffer is None or len(buffer) < nbytes:
+            if buffer is not None:
+                buffer.freebuffer()
+            size = 1 << max(12, (nbytes - 1).bit_length())
+            buffer = self._buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
+        return buffer
+
+    def _run(self, mode: S.ParsaMode, words: np.ndarray | None, recv_words: int, timeout_s: float | None,
+             what: str) -> np.ndarray:
+        """One operation: START in ``mode``, stream ``words`` in and ``recv_words`` out, wait, check STATUS."""
+        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
+        self._check_idle()
+        send_bytes, recv_bytes = (0 if words is None else len(words) * _WORD), recv_words * _WORD
+        send = recv = None
+        if send_bytes:
+            send = self._buffer("in", send_bytes)
+            send[:send_bytes].view(np.uint64)[:] = words
+        if recv_bytes:
+            recv = self._buffer("out", recv_bytes)
+            self.dma.recvchannel.transfer(recv, nbytes=recv_bytes)
+        self._start(mode)
+        if send is not None:
+            self.dma.sendchannel.transfer(send, nbytes=send_bytes)
+        try:
+            status = self._wait_done(timeout_s, lambda: what)
+            if status.errors:
+                raise RuntimeError(self._describe_errors(status, what))
+            if send is not None:
+                wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the ParSa core)")
+            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the ParSa core)") \
+                if recv is not None else 0
+        except (TimeoutError, RuntimeError):
+            self.reset()  # leave core and DMA usable; policy and configuration survive a soft reset
+            raise
+        if received != recv_bytes:
+            raise RuntimeError(f"ParSa core returned {received} bytes for {what}, expected {recv_bytes}")
+        self._last_status = status
+        return np.asarray(recv[:recv_bytes]).copy().view(np.uint64) if recv is not None else np.zeros(0, np.uint64)
+
+    def _describe_errors(self, status: S.Status, what: str) -> str:
+        messages = []
+        if status & S.Status.ERR_CONFIG:
+            messages.append(f"ParSa core refused {what} (a register is out of range, the layout does not fit the "
+                            f"build, the core is not configured, or a key is >= KEYS={self.spec.keys})")
+        if status & S.Status.ERR_STREAM:
+            messages.append(f"ParSa core input stream of {what} has the wrong length (TLAST misplaced)")
+        return "; ".join(messages)

@@ -1,0 +1,86 @@
+"""Tile-coding layouts as JSON (OPaL's config style) and the OPaL DDoS policy shape.
+
+Format::
+
+    {
+      "n_dims": 20,                      # optional: defaults to 1 + the largest dimension used
+      "tilings_per_set": 8,              # default copies per set
+      "tiles_per_dim": 6,                # default tiles per dimension
+      "tilings": [                       # the tiling sets, in order
+        {"dims": []},                    # the always-hit bias tile
+        {"dims": [0]},
+        {"dims": [1, 2], "tilings": 4, "tiles": 10}
+      ]
+    }
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...overlay.models.parsa import TilingLayout, TilingSet
+
+__all__ = ["load_tiling", "tiling_to_dict", "OPAL_DDOS_TILING", "opal_ddos_layout"]
+
+#: The policy shape of OPaL's DDoS mitigation agent: 20 state dims, a bias set, seven 1-D sets, eight 2-D sets and
+#: one 4-D set, 8 tilings per set, 6 tiles per dim (10 actions): 136 tilings, 22,744 tiles.
+OPAL_DDOS_TILING: dict[str, Any] = {
+    "n_dims": 20,
+    "tilings_per_set": 8,
+    "tiles_per_dim": 6,
+    "tilings": [{"dims": []}]
+    + [{"dims": [d]} for d in range(7)]
+    + [{"dims": [7 + d, 8 + d]} for d in range(0, 12, 2)]
+    + [{"dims": [0, 1]}, {"dims": [2, 3]}]
+    + [{"dims": [4, 5, 6, 19]}],
+}
+
+
+def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
+    """A :class:`TilingLayout` from a JSON file path, a JSON string, a dict, or a layout (returned as is).
+
+    Raises
+    ------
+    ValueError
+        Malformed configuration, with the offending entry named.
+    """
+    if isinstance(config, TilingLayout):
+        return config
+    if isinstance(config, Path) or (isinstance(config, str) and not config.lstrip().startswith("{")):
+        config = json.loads(Path(config).read_text())
+    elif isinstance(config, str):
+        config = json.loads(config)
+    if not isinstance(config, dict) or not isinstance(config.get("tilings"), list):
+        raise ValueError('a tiling configuration is a JSON object with a "tilings" list of sets')
+    unknown = set(config) - {"n_dims", "tilings_per_set", "tiles_per_dim", "tilings"}
+    if unknown:
+        raise ValueError(f"unknown tiling configuration keys: {sorted(unknown)}")
+    default_tilings = int(config.get("tilings_per_set", 8))
+    default_tiles = int(config.get("tiles_per_dim", 6))
+    sets = []
+    for i, entry in enumerate(config["tilings"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("dims"), list):
+            raise ValueError(f'tiling set {i} must be an object with a "dims" list, not {entry!r}')
+        extra = set(entry) - {"dims", "tilings", "tiles"}
+        if extra:
+            raise ValueError(f"tiling set {i}: unknown keys {sorted(extra)}")
+        try:
+            sets.append(TilingSet(tuple(entry["dims"]), int(entry.get("tilings", default_tilings)),
+                                  int(entry.get("tiles", default_tiles))))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"tiling set {i}: {err}") from None
+    used = max((d for s in sets for d in s.dims), default=-1) + 1
+    n_dims = int(config.get("n_dims", max(used, 1)))
+    return TilingLayout(tuple(sets), n_dims)
+
+
+def tiling_to_dict(layout: TilingLayout) -> dict[str, Any]:
+    """The JSON-ready dict of ``layout`` (every set explicit); ``load_tiling`` reads it back."""
+    return {"n_dims": layout.n_dims,
+            "tilings": [{"dims": list(s.dims), "tilings": s.tilings, "tiles": s.tiles} for s in layout.sets]}
+
+
+def opal_ddos_layout() -> TilingLayout:
+    """OPaL's DDoS policy shape as a layout."""
+    return load_tiling(OPAL_DDOS_TILING)

@@ -18,71 +18,36 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE``, se
 """
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import parsa as model
-from .regfile import RegisterFile
+from .stream_ip import StreamCoreIP
 
 __all__ = ["ParsaCoreIP"]
 
-_WORD = 8
 
-
-class t_state(enum.Enum):
-    """Control FSM states."""
-
-    IDLE = 0
-    LOAD = 1
-    DRAIN = 2
-
-
-class ParsaCoreIP(RegisterFile):
+class ParsaCoreIP(StreamCoreIP):
     """Emulated ParSa core with build parameters ``spec`` (unconfigured, policy 0)."""
 
     def __init__(self, spec: S.ParsaSpec) -> None:
         self.spec = spec
         self.core = model.ParsaModel(spec)
-        super().__init__(S.PARSA_REGISTERS)
+        self._mode = S.ParsaMode.ACT
+        super().__init__(S.PARSA_REGISTERS, spec.parameter_registers())
 
     def reset(self) -> None:
         super().reset()
-        self.values.update(self.spec.parameter_registers())
         self.values["EPSILON_DECAY"] = 1 << self.spec.coef.frac
-        self._abort()
 
-    def _abort(self) -> None:
-        self.state = t_state.IDLE
-        self._mode = S.ParsaMode.ACT
-        self._inbox = bytearray()
-        self._outbox = np.zeros(0, dtype=np.uint8)
-
-    # -- registers --------------------------------------------------------------------------------------------------
     def read_register(self, name: str) -> int:
-        if name == "SEED":
-            return self.core.prng_state
-        return self.values[name]
+        return self.core.prng_state if name == "SEED" else self.values[name]
 
-    def _set_status(self, flags: S.Status) -> None:
-        self.values["STATUS"] = int(flags)
-
-    def _finish(self, flags: S.Status = S.Status(0)) -> None:
-        self.state = t_state.IDLE
-        self._set_status(flags | S.Status.DONE)
-
-    def on_write(self, name: str, value: int) -> None:
+    def on_register(self, name: str, value: int) -> None:
         if name == "SEED":
             self.core.reseed(value)
         elif name == "REWARD":
             self.core.set_pending_reward(self.values["REWARD_KEY"], value)
-        elif name == "CTRL":
-            if value & S.Ctrl.SOFT_RESET:
-                self._abort()
-                self._set_status(S.Status(0))
-            elif value & S.Ctrl.START and self.state == t_state.IDLE:
-                self._start(self.field("CTRL", "MODE"))
 
     def _load_registers(self) -> None:
         core, v = self.core, self.values
@@ -91,48 +56,23 @@ class ParsaCoreIP(RegisterFile):
         core.epsilon, core.epsilon_decay = v["EPSILON"], v["EPSILON_DECAY"]
         core.online, core.emit_values = bool(self.field("OPTIONS", "ONLINE")), bool(self.field("OPTIONS", "EMIT_VALUES"))
 
-    def _start(self, mode: int) -> None:
-        self._set_status(S.Status.BUSY)  # START clears DONE and the sticky flags
-        self.values["CYCLES"] = 0
+    def start(self, mode: int) -> None:
         self._load_registers()
         if self.core.start_error(mode) is not None:
-            self._finish(S.Status.ERR_CONFIG)
+            self.finish(S.Status.ERR_CONFIG)
             return
         self._mode = S.ParsaMode(mode)
-        self._inbox = bytearray()
         if self._mode == S.ParsaMode.CLEAR:
             self.core.clear()
             self.values["CYCLES"] = self.spec.tiles_per_worker
-            self._finish()
+            self.finish()
         elif self._mode == S.ParsaMode.DUMP_POLICY:
-            self._drain(model.pack_policy(self.core.dump_policy()), self.spec.policy_words)
+            self.drain(model.pack_policy(self.core.dump_policy()), self.spec.policy_words)
         else:
-            self.state = t_state.LOAD
+            self.begin_load()
 
-    def _drain(self, words: np.ndarray, cycles: int, flags: S.Status = S.Status(0)) -> None:
-        self.values["CYCLES"] = cycles
-        if len(words) == 0:
-            self._finish(flags)
-            return
-        self._outbox = np.ascontiguousarray(words, dtype="<u8").view(np.uint8)
-        self.state = t_state.DRAIN
-        self._set_status(S.Status.BUSY | flags)
-
-    # -- AXI-Stream endpoints (the DMA model calls these) ---------------------------------------------------------
-    def stream_in(self, data: np.ndarray, last: bool) -> int:
-        """Accept words while loading (back-pressure otherwise); TLAST closes the operation."""
-        if self.state != t_state.LOAD:
-            return 0
-        self._inbox += data.tobytes()
-        if last:
-            self._close_input()
-        return len(data)
-
-    def _close_input(self) -> None:
-        whole = len(self._inbox) // _WORD * _WORD
-        partial = whole != len(self._inbox)
-        words = np.frombuffer(bytes(self._inbox[:whole]), dtype="<u8")
-        self._inbox = bytearray()
+    def close_input(self, data: bytes) -> None:
+        words, partial = self.words(data)
         handler = {S.ParsaMode.CONFIG: self._config, S.ParsaMode.LOAD_POLICY: self._load_policy,
                    S.ParsaMode.ACT: self._act}[self._mode]
         handler(words, partial)
@@ -140,20 +80,20 @@ class ParsaCoreIP(RegisterFile):
     def _config(self, words: np.ndarray, partial: bool) -> None:
         n_dims, n_tilings = self.core.n_dims, self.values["N_TILINGS"]
         if partial or len(words) != n_dims + 2 * n_tilings:
-            self._finish(S.Status.ERR_STREAM)
+            self.finish(S.Status.ERR_STREAM)
             return
         offsets, scales = model.unpack_dimensions(words[:n_dims])
         ok = self.core.configure(offsets, scales, model.unpack_descriptors(words[n_dims:]))
         self.values["CYCLES"] = len(words)
-        self._finish(S.Status(0) if ok else S.Status.ERR_CONFIG)
+        self.finish(S.Status(0) if ok else S.Status.ERR_CONFIG)
 
     def _load_policy(self, words: np.ndarray, partial: bool) -> None:
         if partial or len(words) != self.spec.policy_words:
-            self._finish(S.Status.ERR_STREAM)
+            self.finish(S.Status.ERR_STREAM)
             return
         saturated = self.core.load_policy(model.unpack_policy(words, self.spec))
         self.values["CYCLES"] = len(words)
-        self._finish(S.Status.SATURATED if saturated else S.Status(0))
+        self.finish(S.Status.SATURATED if saturated else S.Status(0))
 
     def _act(self, words: np.ndarray, partial: bool) -> None:
         per_record = self.spec.state_record_words(self.core.n_dims)
@@ -168,14 +108,4 @@ class ParsaCoreIP(RegisterFile):
         flags |= S.Status.ERR_CONFIG if result.rejected else S.Status(0)
         values = result.q_values if self.core.emit_values else None
         out = model.pack_actions(result.actions, result.explored, result.q_chosen, values, self.core.n_actions)
-        self._drain(out.ravel(), result.cycles, flags)
-
-    def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
-        """Emit up to ``max_bytes`` output bytes while draining; TLAST with the final byte."""
-        if self.state != t_state.DRAIN:
-            return np.zeros(0, dtype=np.uint8), False
-        data, self._outbox = self._outbox[:max_bytes], self._outbox[max_bytes:]
-        last = len(self._outbox) == 0
-        if last:
-            self._finish(S.Status(self.values["STATUS"]) & ~S.Status.BUSY)
-        return data, last
+        self.drain(out.ravel(), result.cycles, flags)

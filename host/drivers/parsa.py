@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from pynq import allocate
 
 from ...overlay import spec as S
 from ...overlay.models import parsa as model
-from .polling import wait_dma_channel
 from .stream_core import StreamCore
 from .tiling_config import load_tiling, tiling_to_dict
 
@@ -84,8 +81,6 @@ class ParsaCore(StreamCore):
                                 keys=self._reg("KEYS"), value_w=fmt["VALUE_W"], stream_bytes=self.stream_bytes)
         self.config: ParsaConfig | None = None
         self.strict = False
-        self._buffers: dict[str, Any] = {}
-        self._last_status = S.Status(0)
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""
@@ -366,46 +361,10 @@ class ParsaCore(StreamCore):
         self.load_banks(np.asarray(state["banks"], dtype=np.int64))
 
     # -- transfers --------------------------------------------------------------------------------------------------
-    def _buffer(self, name: str, nbytes: int):
-        buffer = self._buffers.get(name)
-        if buffer is None or len(buffer) < nbytes:
-            if buffer is not None:
-                buffer.freebuffer()
-            size = 1 << max(12, (nbytes - 1).bit_length())
-            buffer = self._buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
-        return buffer
-
     def _run(self, mode: S.ParsaMode, words: np.ndarray | None, recv_words: int, timeout_s: float | None,
              what: str) -> np.ndarray:
-        """One operation: START in ``mode``, stream ``words`` in and ``recv_words`` out, wait, check STATUS."""
-        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
-        self._check_idle()
-        send_bytes, recv_bytes = (0 if words is None else len(words) * _WORD), recv_words * _WORD
-        send = recv = None
-        if send_bytes:
-            send = self._buffer("in", send_bytes)
-            send[:send_bytes].view(np.uint64)[:] = words
-        if recv_bytes:
-            recv = self._buffer("out", recv_bytes)
-            self.dma.recvchannel.transfer(recv, nbytes=recv_bytes)
-        self._start(mode)
-        if send is not None:
-            self.dma.sendchannel.transfer(send, nbytes=send_bytes)
-        try:
-            status = self._wait_done(timeout_s, lambda: what)
-            if status.errors:
-                raise RuntimeError(self._describe_errors(status, what))
-            if send is not None:
-                wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the ParSa core)")
-            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the ParSa core)") \
-                if recv is not None else 0
-        except (TimeoutError, RuntimeError):
-            self.reset()  # leave core and DMA usable; policy and configuration survive a soft reset
-            raise
-        if received != recv_bytes:
-            raise RuntimeError(f"ParSa core returned {received} bytes for {what}, expected {recv_bytes}")
-        self._last_status = status
-        return np.asarray(recv[:recv_bytes]).copy().view(np.uint64) if recv is not None else np.zeros(0, np.uint64)
+        """One operation streaming 64-bit ``words`` in and ``recv_words`` words out."""
+        return self._transfer(mode, words, recv_words * _WORD, timeout_s, what).view(np.uint64)
 
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []

@@ -17,14 +17,11 @@ Bad input raises before anything reaches the core (nothing stored is lost on an 
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
-from pynq import allocate
 
 from ...overlay import spec as S
 from ...overlay.models import replay as model
-from .polling import wait_dma_channel
 from .stream_core import StreamCore
 
 __all__ = ["ReplayCore", "ReplaySaturationWarning"]
@@ -81,7 +78,6 @@ class ReplayCore(StreamCore):
                                f"{self.spec.capacity}")
         self.alpha = 0.6
         self.strict = False
-        self._buffers: dict[str, Any] = {}
 
     # -- read-outs --------------------------------------------------------------------------------------------------
     @property
@@ -193,11 +189,8 @@ class ReplayCore(StreamCore):
             raise ValueError("cannot sample: every priority in the replay core is 0 (call update() first)")
         self._write("COUNT", n)
         self._write("STRIDE", S.ReplaySpec.stride(n))
-        send = None
-        if uniforms is not None:
-            send = self._buffer("in", n * _RECORD)
-            send[:n * _RECORD].view(np.uint64)[:] = model.pack_uniforms(uniforms)
-        records = self._run(mode, send, n * _RECORD, n * _RECORD, timeout_s, f"sample n={n}")
+        send = None if uniforms is None else model.pack_uniforms(uniforms)
+        records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}")
         indices, codes = model.unpack_results(records.view(np.uint64))
         probabilities = codes / float(total)
         weights = np.power(self.nonzero * probabilities, -float(beta))
@@ -210,11 +203,11 @@ class ReplayCore(StreamCore):
     def dump_codes(self, timeout_s: float | None = None) -> np.ndarray:
         """Every leaf code (uint32), in index order."""
         nbytes = self.capacity * 4
-        return self._run(S.ReplayMode.DUMP, None, 0, nbytes, timeout_s, "dump").view(np.uint32).copy()
+        return self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump").view(np.uint32).copy()
 
     def clear(self, timeout_s: float | None = None) -> None:
         """Set every priority to 0 (nothing can be sampled until the next update)."""
-        self._run(S.ReplayMode.CLEAR, None, 0, 0, timeout_s, "clear")
+        self._run(S.ReplayMode.CLEAR, None, 0, timeout_s, "clear")
 
     def state_dict(self) -> dict:
         """Everything needed to restore this core exactly: build parameters, alpha, leaf codes, PRNG state."""
@@ -247,47 +240,15 @@ class ReplayCore(StreamCore):
         for start in range(0, len(indices), chunk):
             part = slice(start, start + chunk)
             count = len(indices[part])
-            send = self._buffer("in", count * _RECORD)
-            send[:count * _RECORD].view(np.uint64)[:] = model.pack_set(indices[part], codes[part])
-            self._run(S.ReplayMode.SET, send, count * _RECORD, 0, timeout_s, f"set of {count} records")
+            self._run(S.ReplayMode.SET, model.pack_set(indices[part], codes[part]), 0, timeout_s,
+                      f"set of {count} records")
 
-    def _buffer(self, name: str, nbytes: int):
-        """A DMA buffer of at least ``nbytes`` (grown in powers of two, kept for reuse)."""
-        buffer = self._buffers.get(name)
-        if buffer is None or len(buffer) < nbytes:
-            if buffer is not None:
-                buffer.freebuffer()
-            size = 1 << max(12, (nbytes - 1).bit_length())
-            buffer = self._buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
-        return buffer
-
-    def _run(self, mode: S.ReplayMode, send, send_bytes: int, recv_bytes: int, timeout_s: float | None,
+    def _run(self, mode: S.ReplayMode, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
              what: str) -> np.ndarray:
-        """One operation: START in ``mode``, stream ``send_bytes`` in and ``recv_bytes`` out, wait, check STATUS."""
-        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
-        self._check_idle()
-        recv = self._buffer("out", recv_bytes) if recv_bytes else None
-        if recv is not None:
-            self.dma.recvchannel.transfer(recv, nbytes=recv_bytes)
-        self._start(mode)
-        if send is not None:
-            self.dma.sendchannel.transfer(send, nbytes=send_bytes)
-        try:
-            status = self._wait_done(timeout_s, lambda: what)
-            if status.errors:
-                raise RuntimeError(self._describe_errors(status, what))
-            if send is not None:
-                wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the replay core)")
-            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the replay core)") \
-                if recv is not None else 0
-        except (TimeoutError, RuntimeError):
-            self.reset()  # leave the core and DMA usable; the stored priorities survive a soft reset
-            raise
-        if received != recv_bytes:
-            raise RuntimeError(f"Replay core returned {received} bytes for {what}, expected {recv_bytes}")
-        if status & S.Status.SATURATED:  # the driver saturates first, so the core never should
+        out = self._transfer(mode, send, recv_bytes, timeout_s, what)
+        if self._last_status & S.Status.SATURATED:  # the driver saturates first, so the core never should
             raise RuntimeError(f"Replay core saturated a leaf during {what}: driver and core disagree on the format")
-        return np.asarray(recv[:recv_bytes]).copy() if recv is not None else np.zeros(0, dtype=np.uint8)
+        return out
 
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []

@@ -7,15 +7,16 @@ wait for DONE, a reset that also frees a stuck DMA) is here, once.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
-from pynq import DefaultIP, UnsupportedConfiguration
+import numpy as np
+from pynq import DefaultIP, UnsupportedConfiguration, allocate
 from pynq.lib.dma import DMA
 from pynq.registers import RegisterMap
 
 from ...overlay import spec as S
 from .identity import BitstreamMismatchError, check_identity
-from .polling import wait_until
+from .polling import wait_dma_channel, wait_until
 
 __all__ = ["StreamCore"]
 
@@ -50,6 +51,8 @@ class StreamCore(DefaultIP):
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
         self.dma = DMA(self._dma_description)
         self.timeout_s = 5.0
+        self._dma_buffers: dict[str, Any] = {}
+        self._last_status = S.Status(0)
 
     @property
     def stream_bytes(self) -> int:
@@ -121,3 +124,55 @@ class StreamCore(DefaultIP):
         wait_until(lambda: self.status & S.Status.DONE, timeout_s,
                    lambda: f"{self.title} core not DONE (STATUS={self.status!r}, {describe()})")
         return self.status
+
+    # -- one streamed operation -----------------------------------------------------------------------------------
+    def _dma_buffer(self, name: str, nbytes: int):
+        """A DMA buffer of at least ``nbytes`` (grown in powers of two, kept for reuse)."""
+        buffer = self._dma_buffers.get(name)
+        if buffer is None or len(buffer) < nbytes:
+            if buffer is not None:
+                buffer.freebuffer()
+            size = 1 << max(12, (nbytes - 1).bit_length())
+            buffer = self._dma_buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
+        return buffer
+
+    def _transfer(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
+                  what: str) -> np.ndarray:
+        """One operation: START in ``mode``, stream ``send`` (any array, sent as bytes) in and ``recv_bytes`` out.
+
+        Arms the receive channel before START and sends after it, waits for DONE and both channels within the
+        deadline, and returns a copy of the received bytes. On an error or a timeout the core and its DMA are
+        reset (the core's memories survive a soft reset) before the exception propagates.
+        """
+        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
+        self._check_idle()
+        payload = None if send is None else np.ascontiguousarray(send).view(np.uint8).ravel()
+        send_buffer = recv_buffer = None
+        if payload is not None and len(payload):
+            send_buffer = self._dma_buffer("in", len(payload))
+            send_buffer[:len(payload)] = payload
+        if recv_bytes:
+            recv_buffer = self._dma_buffer("out", recv_bytes)
+            self.dma.recvchannel.transfer(recv_buffer, nbytes=recv_bytes)
+        self._start(mode)
+        if send_buffer is not None:
+            self.dma.sendchannel.transfer(send_buffer, nbytes=len(payload))
+        try:
+            status = self._wait_done(timeout_s, lambda: what)
+            if status.errors:
+                raise RuntimeError(self._describe_errors(status, what))
+            if send_buffer is not None:
+                wait_dma_channel(self.dma.sendchannel, timeout_s, f"MM2S (to the {self.title} core)")
+            received = (wait_dma_channel(self.dma.recvchannel, timeout_s, f"S2MM (from the {self.title} core)")
+                        if recv_buffer is not None else 0)
+        except (TimeoutError, RuntimeError):
+            self.reset()
+            raise
+        if received != recv_bytes:
+            raise RuntimeError(f"{self.title} core returned {received} bytes for {what}, expected {recv_bytes}")
+        self._last_status = status
+        return np.asarray(recv_buffer[:recv_bytes]).copy() if recv_buffer is not None else np.zeros(0, np.uint8)
+
+    def _describe_errors(self, status: S.Status, what: str) -> str:
+        """The message for STATUS error flags after ``what`` (cores override with their registers' story)."""
+        return f"{self.title} core reported {status!r} during {what}"

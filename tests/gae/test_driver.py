@@ -154,7 +154,7 @@ def emulated_core(overlay):
 def test_hung_core_times_out_with_status(overlay, monkeypatch):
     core = emulated_core(overlay)
     monkeypatch.setattr(core, "stream_out", lambda max_bytes: (np.zeros(0, np.uint8), False))
-    monkeypatch.setattr(type(core), "_compute", lambda self: None)  # accepts the input, never finishes
+    monkeypatch.setattr(type(core), "close_input", lambda self, data: None)  # accepts the input, never finishes
     rewards, values, dones = rollout(6, 10, 2)
     with pytest.raises(TimeoutError, match=re.escape("GAE core not DONE (STATUS=<Status.BUSY: 1>")):
         overlay.gae.compute(rewards, values, dones, timeout_s=0.05)

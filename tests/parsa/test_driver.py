@@ -2,11 +2,15 @@
 import numpy as np
 import pytest
 from pynq.lib.dma import DMA
-
 from pynq_rl.host.drivers import ParsaCore, ParsaSaturationWarning
-from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING, load_tiling, tiling_to_dict
+from pynq_rl.host.drivers.tiling_config import (
+    OPAL_DDOS_TILING,
+    load_tiling,
+    tiling_to_dict,
+)
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as P
+
 from tests.conftest import RTL_PARSA_TEST_BOARD, make_overlay
 
 PARSA_BACKENDS = ["emu", "board"]

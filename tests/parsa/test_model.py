@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pynq_rl.host.drivers.tiling_config import opal_ddos_layout
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as P

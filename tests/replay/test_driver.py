@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pytest
 from pynq.lib.dma import DMA
-
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import replay as model
+
 from tests.conftest import RTL_REPLAY_TEST_BOARD, make_overlay
 
 REPLAY_BACKENDS = ["emu", "board"]
@@ -189,10 +189,9 @@ def test_core_refuses_a_bad_stride_and_the_driver_decodes_it(replay):
 
 def test_out_of_range_index_on_the_stream_is_flagged(replay):
     """The driver validates indices, but the core must not trust the stream: it drops the record, ERR_CONFIG."""
-    send = replay._buffer("in", 16)
-    send[:16].view(np.uint64)[:] = model.pack_set(np.array([1, replay.capacity]), np.array([5, 5]))
+    records = model.pack_set(np.array([1, replay.capacity]), np.array([5, 5]))
     with pytest.raises(RuntimeError, match="refused"):
-        replay._run(S.ReplayMode.SET, send, 16, 0, None, "bad set")
+        replay._run(S.ReplayMode.SET, records, 0, None, "bad set")
     codes = replay.dump_codes()
     assert codes[1] == 5 and codes.sum() == 5
 
@@ -209,7 +208,7 @@ def test_hung_core_times_out_and_keeps_priorities(overlay, monkeypatch):
     replay.update([1, 2], [1.0, 2.0])
     before = replay.dump_codes()
     monkeypatch.setattr(core, "stream_out", lambda max_bytes: (np.zeros(0, np.uint8), False))
-    monkeypatch.setattr(type(core), "_drain", lambda self, data, cycles, flags=None: None)
+    monkeypatch.setattr(type(core), "drain", lambda self, data, cycles, flags=None: None)
     with pytest.raises(TimeoutError, match="Replay core not DONE"):
         replay.sample(8, timeout_s=0.05)
     monkeypatch.undo()

@@ -3,11 +3,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
-
 from pynq_rl.overlay.models import replay as R
 from pynq_rl.overlay.models.prng import xorshift32
 from pynq_rl.overlay.spec import QFormat, ReplaySpec
+from scipy import stats
 
 SMALL = ReplaySpec(k=4, levels=3, leaf=QFormat(8, 4, signed=False))  # 64 leaves
 

@@ -1,0 +1,130 @@
+"""``StreamCoreIP``: the bus-facing skeleton every emulated core shares (registers, STATUS, START, the streams).
+
+An emulated core is a :class:`RegisterFile` generated from its ``spec.py`` table plus a three-state control FSM:
+IDLE (waiting for ``CTRL.START``), LOAD (accepting its input stream until TLAST) and DRAIN (emitting its output
+stream, TLAST on the last byte). ``CTRL.SOFT_RESET`` aborts whatever runs and clears STATUS. Subclasses say what
+START does in each mode (:meth:`StreamCoreIP.start`) and what a closed input means (:meth:`StreamCoreIP.close_input`);
+this class does the bookkeeping the hardware's FSM does, identically for every core.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Mapping
+
+import numpy as np
+
+from ...overlay import spec as S
+from .regfile import RegisterFile
+
+__all__ = ["StreamCoreIP", "t_state"]
+
+
+class t_state(enum.Enum):
+    """Control FSM states (the HDL enums of the same name)."""
+
+    IDLE = 0
+    LOAD = 1
+    DRAIN = 2
+
+
+class StreamCoreIP(RegisterFile):
+    """Registers + control FSM + byte-granular AXI-Stream endpoints of one emulated core.
+
+    Parameters
+    ----------
+    table : Mapping[str, dict]
+        The core's register table.
+    parameters : Mapping[str, int]
+        Values of its read-only build-parameter registers (``spec.parameter_registers()``).
+    """
+
+    def __init__(self, table: Mapping[str, dict], parameters: Mapping[str, int]) -> None:
+        self._parameters = dict(parameters)
+        super().__init__(table)
+
+    def reset(self) -> None:
+        super().reset()
+        self.values.update(self._parameters)
+        self.abort()
+
+    def abort(self) -> None:
+        """Drop the running operation and both streams (SOFT_RESET; the core's memories are kept)."""
+        self.state = t_state.IDLE
+        self._inbox = bytearray()
+        self._outbox = np.zeros(0, dtype=np.uint8)
+
+    # -- status -----------------------------------------------------------------------------------------------------
+    def set_status(self, flags: S.Status) -> None:
+        """Replace STATUS."""
+        self.values["STATUS"] = int(flags)
+
+    def finish(self, flags: S.Status = S.Status(0)) -> None:
+        """End the operation: back to IDLE with DONE and ``flags``."""
+        self.state = t_state.IDLE
+        self.set_status(flags | S.Status.DONE)
+
+    def begin_load(self) -> None:
+        """Accept the input stream from now on."""
+        self._inbox = bytearray()
+        self.state = t_state.LOAD
+
+    def drain(self, data: np.ndarray, cycles: int, flags: S.Status = S.Status(0)) -> None:
+        """Emit ``data`` (bytes, or words viewed as bytes) on the output stream; CYCLES = ``cycles``."""
+        self.values["CYCLES"] = cycles
+        data = np.ascontiguousarray(data).view(np.uint8).ravel()
+        if len(data) == 0:
+            self.finish(flags)
+            return
+        self._outbox = data
+        self.state = t_state.DRAIN
+        self.set_status(S.Status.BUSY | flags)
+
+    # -- control ----------------------------------------------------------------------------------------------------
+    def on_write(self, name: str, value: int) -> None:
+        if name != "CTRL":
+            self.on_register(name, value)
+        elif value & S.Ctrl.SOFT_RESET:
+            self.abort()
+            self.set_status(S.Status(0))
+        elif value & S.Ctrl.START and self.state == t_state.IDLE:
+            self.set_status(S.Status.BUSY)  # START clears DONE and the sticky flags
+            self.values["CYCLES"] = 0
+            self.start(self.field("CTRL", "MODE"))
+
+    def on_register(self, name: str, value: int) -> None:
+        """Hook: a register other than CTRL was written."""
+
+    def start(self, mode: int) -> None:
+        """Hook: START in ``mode`` (STATUS is BUSY): finish, drain or begin_load."""
+        raise NotImplementedError
+
+    def close_input(self, data: bytes) -> None:
+        """Hook: the input stream ended with TLAST after ``data``: finish or drain."""
+        raise NotImplementedError
+
+    # -- AXI-Stream endpoints (the DMA model calls these) ---------------------------------------------------------
+    def stream_in(self, data: np.ndarray, last: bool) -> int:
+        """Accept input bytes while loading (back-pressure otherwise); TLAST closes the input."""
+        if self.state != t_state.LOAD:
+            return 0
+        self._inbox += data.tobytes()
+        if last:
+            received, self._inbox = bytes(self._inbox), bytearray()
+            self.close_input(received)
+        return len(data)
+
+    def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
+        """Emit up to ``max_bytes`` output bytes while draining; TLAST with the final byte."""
+        if self.state != t_state.DRAIN:
+            return np.zeros(0, dtype=np.uint8), False
+        data, self._outbox = self._outbox[:max_bytes], self._outbox[max_bytes:]
+        last = len(self._outbox) == 0
+        if last:
+            self.finish(S.Status(self.values["STATUS"]) & ~S.Status.BUSY)
+        return data, last
+
+    @staticmethod
+    def words(data: bytes) -> tuple[np.ndarray, bool]:
+        """The whole little-endian 64-bit words of ``data`` and whether a partial word trailed them."""
+        whole = len(data) // 8 * 8
+        return np.frombuffer(data[:whole], dtype="<u8"), whole != len(data)

@@ -14,12 +14,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from pynq import allocate
 
 from ...overlay import fixed
 from ...overlay import spec as S
 from ...overlay.models import gae as model
-from .polling import wait_dma_channel
 from .stream_core import StreamCore
 
 __all__ = ["GaeCore", "GaeSaturationWarning"]
@@ -69,7 +67,6 @@ class GaeCore(StreamCore):
                               code_bits=fmt["CODE_BITS"], data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
                               coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
                               stream_bytes=self.stream_bytes)
-        self._in_buffer = self._out_buffer = None
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""
@@ -161,14 +158,6 @@ class GaeCore(StreamCore):
         return advantages, returns
 
     # -- one batch through the core ---------------------------------------------------------------------------------
-    def _buffers(self):
-        if self._in_buffer is None:
-            spec = self.spec
-            in_bytes = (spec.t_max + 1) * spec.input_record_bytes(S.GaeMode.RAW)
-            self._in_buffer = allocate((in_bytes,), dtype=np.uint8, target=self.device)
-            self._out_buffer = allocate((spec.t_max * spec.output_record_bytes,), dtype=np.uint8, target=self.device)
-        return self._in_buffer, self._out_buffer
-
     def _encode(self, rewards, values, gamma, lam, quantize):
         """Integer codes + dequantization registers + working unit for one batch; host-side saturation flag."""
         spec = self.spec
@@ -188,12 +177,7 @@ class GaeCore(StreamCore):
         spec = self.spec
         n_steps, n_lanes = rewards.shape
         mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
-        in_buffer, out_buffer = self._buffers()
-        in_bytes = (n_steps + 1) * spec.input_record_bytes(mode)
-        out_bytes = n_steps * spec.output_record_bytes
-        records = in_buffer[:in_bytes].view(model.input_record_dtype(spec, mode))
-        model.pack_input(spec, mode, r_codes, v_codes, dones, out=records)
-
+        records = model.pack_input(spec, mode, r_codes, v_codes, dones)
         self._check_idle()
         self._write("T", n_steps)
         self._write("LANES_USED", n_lanes)
@@ -201,27 +185,14 @@ class GaeCore(StreamCore):
         self._write("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
         for name, value in regs.items():
             self._write(name, value)
-        self.dma.recvchannel.transfer(out_buffer, nbytes=out_bytes)
-        self._start(mode)
-        self.dma.sendchannel.transfer(in_buffer, nbytes=in_bytes)
-        try:
-            status = self._wait_done(timeout_s, lambda: f"T={n_steps}, lanes={n_lanes}")
-            if status.errors:
-                raise RuntimeError(self._describe_errors(status))
-            wait_dma_channel(self.dma.sendchannel, timeout_s, "MM2S (to the GAE core)")
-            received = wait_dma_channel(self.dma.recvchannel, timeout_s, "S2MM (from the GAE core)")
-        except (TimeoutError, RuntimeError):
-            self.reset()  # leave the core and DMA usable for the next call
-            raise
-        if received != out_bytes:
-            raise RuntimeError(f"GAE core returned {received} bytes, expected {out_bytes}")
-        out_records = out_buffer[:out_bytes].view(model.output_record_dtype(spec))
-        adv_codes, ret_codes = model.unpack_output(spec, out_records, n_lanes)
+        out_bytes = n_steps * spec.output_record_bytes
+        received = self._transfer(mode, records, out_bytes, timeout_s, f"T={n_steps}, lanes={n_lanes}")
+        adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes)
         scale = spec.data.lsb * unit
         return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),
-                host_sat or bool(status & S.Status.SATURATED))
+                host_sat or bool(self._last_status & S.Status.SATURATED))
 
-    def _describe_errors(self, status: S.Status) -> str:
+    def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []
         if status & S.Status.ERR_CONFIG:
             messages.append(f"GAE core refused its configuration (T={self._reg('T')}, "

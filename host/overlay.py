@@ -38,6 +38,26 @@ BACKENDS = ("board", "emu", "rtl")
 BITSTREAM_DIR = Path(S.__file__).resolve().parent / "bitstreams"
 
 
+#: Where a PYNQ image records its board name (the file ``pynq.ps.ON_TARGET`` tests for), e.g. ``Pynq-Z2``.
+BOARD_NAME_FILE = Path("/proc/device-tree/chosen/pynq_board")
+
+
+def board_name(device=None) -> str | None:
+    """The name of the board PYNQ runs on, for finding its bitstream.
+
+    ``device.name`` when it names a supported board (an emulated or remote device reports the board), else the
+    image's ``/proc/device-tree/chosen/pynq_board``, else ``$BOARD`` (PYNQ images set both; a Zynq board's
+    ``EmbeddedDevice.name`` is XRT's device name, not the board's). An unsupported name is returned as found, so
+    ``spec.board`` can name the supported ones; None if nothing names a board.
+    """
+    name = getattr(device, "name", None)
+    if name and any(name.lower() == key.lower() for key in S.BOARDS):
+        return name
+    if BOARD_NAME_FILE.is_file():
+        return BOARD_NAME_FILE.read_bytes().decode(errors="replace").strip("\x00 \n") or None
+    return os.environ.get("BOARD") or None
+
+
 def default_backend() -> str:
     """``$PYNQ_RL_BACKEND`` if set, else ``"board"`` on a PYNQ board and ``"emu"`` elsewhere."""
     return os.environ.get("PYNQ_RL_BACKEND") or ("board" if ON_TARGET else "emu")
@@ -86,7 +106,11 @@ class RLOverlay(pynq.Overlay):
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
         if backend == "board":
             device = pynq.Device.active_device
-            board_spec = S.board(board or getattr(device, "name", None))
+            name = board or board_name(device)
+            if name is None:
+                raise ValueError("cannot tell which board this is (no /proc/device-tree/chosen/pynq_board, no "
+                                 f"$BOARD): pass board=, one of {sorted(S.BOARDS)}")
+            board_spec = S.board(name)
             if bitfile is None:
                 bitfile = str(BITSTREAM_DIR / board_spec.name.lower() / f"{OVERLAY_STEM}.bit")
             if not Path(bitfile).is_file():

@@ -1,0 +1,542 @@
+"""The Vivado flow, checked without Vivado: generated Tcl runs in tclsh with recording stubs of an allow-list of
+Vivado commands; what it would build (VLNVs, registers, address map, DMA widths, clock) must equal the emulated
+``.hwh`` that the drivers bind to; the error paths (missing board files, negative slack, failed runs) fail the
+build; install, link, the Makefile and the board backend's bitstream lookup behave."""
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pynq_rl.host import overlay as host_overlay
+from pynq_rl.host.backends.device import _metadata_parser
+from pynq_rl.host.drivers.gae import GaeCore
+from pynq_rl.host.drivers.identity import REBUILD_HINT, BitstreamMismatchError
+from pynq_rl.host.drivers.replay import ReplayCore
+from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.build import hwh as hwh_build
+from pynq_rl.overlay.build import tclcheck as T
+from pynq_rl.overlay.build import vivado as V
+from pynq_rl.overlay.build.__main__ import main as build_main
+
+BOARD_NAMES = sorted(S.BOARDS)
+needs_tclsh = pytest.mark.skipif(shutil.which("tclsh") is None and shutil.which("tclsh8.6") is None,
+                                 reason="tclsh not installed (apt-get install tcl; .ci/run installs it)")
+DRIVERS = {"gae": GaeCore, "replay": ReplayCore}
+
+
+def _scripts(board: S.BoardSpec, out: Path) -> dict[str, Path]:
+    """Every script of ``board``, with a package script for every core (named tops where HDL is missing)."""
+    written = V.write_tcl(board, out)
+    for slot in board.cores:
+        path = out / V.board_dir_name(board) / "tcl" / f"package_{slot.name}.tcl"
+        path.write_text(V.package_tcl(board, slot, out, top=f"{slot.name}_core_top"), encoding="utf-8")
+        written[f"package_{slot.name}"] = path
+    return written
+
+
+def _run(path: Path, board: S.BoardSpec, **kwargs) -> T.TclRun:
+    properties = {"PART_NAME": board.part, **kwargs.pop("properties", {})}
+    return T.run_stubbed(path, properties=properties, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Static checks: tclsh, allow-list
+# ---------------------------------------------------------------------------------------------------------------
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_every_generated_script_passes_tclsh_and_the_allow_list(tmp_path, name):
+    board = S.board(name)
+    scripts = _scripts(board, tmp_path)
+    assert set(scripts) == {"bd", "bitstream"} | {f"package_{slot.name}" for slot in board.cores}
+    assert T.check_script(V.PROCS_TCL) is None
+    for path in scripts.values():
+        run = T.check_script(path, board)
+        assert run.calls and run.commands() <= T.VIVADO_COMMANDS | {"file mkdir", "file exists"}
+        assert T.command_words(path.read_text()) - T.TCL_BUILTINS - T.defined_procs(V.PROCS_TCL.read_text()) \
+            <= T.VIVADO_COMMANDS
+
+
+@needs_tclsh
+def test_the_check_rejects_commands_outside_the_allow_list_and_wrong_arity(tmp_path):
+    static = tmp_path / "static.tcl"
+    static.write_text("if {0} {\n    launch_simulation -simset sim_1\n}\n")
+    with pytest.raises(T.TclCheckError, match=r"outside the Vivado allow-list: \['launch_simulation'\]"):
+        T.check_script(static)
+    arity = tmp_path / "arity.tcl"
+    arity.write_text(f'source "{V.PROCS_TCL}"\npynq_rl::map_segment a/Data b/c/Reg 0x40000000\n')
+    with pytest.raises(T.TclCheckError, match=r'wrong # args: should be "pynq_rl::map_segment space segment'):
+        T.check_script(arity)
+    dynamic = tmp_path / "dynamic.tcl"
+    dynamic.write_text("set x [lindex {a b} 0]\n$x\n")  # 'a' is not a command: only the stubbed run sees it
+    with pytest.raises(T.TclCheckError, match=r"command 'a' is not an allow-listed Vivado command"):
+        T.check_script(dynamic)
+    unbalanced = tmp_path / "unbalanced.tcl"
+    unbalanced.write_text("if {1} {\n    puts x\n")
+    with pytest.raises(T.TclCheckError, match=r"incomplete Tcl"):
+        T.check_script(unbalanced)
+
+
+def test_tcl_quote_makes_one_literal_word():
+    assert V.tcl_quote('a "b" [c] $d {e} \\f\ng') == '"a \\"b\\" \\[c\\] \\$d \\{e\\} \\\\f\\ng"'
+
+
+@needs_tclsh
+def test_tcl_quote_round_trips_through_tclsh(tmp_path):
+    text = 'Status; [31:0] {x} $y "z" \\ w'
+    script = tmp_path / "quote.tcl"
+    script.write_text(f"puts {V.tcl_quote(text)}\n")
+    assert subprocess.run([T.tclsh(), str(script)], capture_output=True, text=True).stdout == text + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Board parts, versions, error paths
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_board_parts_are_patterns_without_a_pinned_version(name):
+    board = S.board(name)
+    vendor, board_id, component, version = board.board_part_pattern.split(":")
+    assert (component, version) == ("part0", "*") and board_id == V.board_dir_name(board)
+    assert f'pynq_rl::board_part "{board.board_part_pattern}"' in V.bd_tcl(board)
+
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_the_board_part_comes_from_get_board_parts_with_the_newest_files(tmp_path, name):
+    board = S.board(name)
+    bd = _scripts(board, tmp_path)["bd"]
+    found = f"vendor.com:{V.board_dir_name(board)}:part0:1.0 vendor.com:{V.board_dir_name(board)}:part0:1.2"
+    run = _run(bd, board, results={"get_board_parts": found})
+    assert run.error is None
+    assert run.find("get_board_parts")[0] == ("-quiet", "-latest_file_version", board.board_part_pattern)
+    assert ("board_part", found.split()[-1]) == run.find("set_property")[0][:2]
+
+
+@needs_tclsh
+def test_missing_board_files_stop_the_build_with_instructions(tmp_path):
+    board = S.board("Pynq-Z2")
+    run = _run(_scripts(board, tmp_path)["bd"], board, results={"get_board_parts": ""})
+    assert run.error is not None
+    assert re.search(r"no board part matches '\*:pynq-z2:part0:\*' for Pynq-Z2: its board files are not installed",
+                     run.error)
+    assert "Vivado Store" in run.error and "BOARD_REPO" in run.error
+    assert "create_project" not in run.commands()
+
+
+@needs_tclsh
+def test_a_board_part_for_another_fpga_is_refused(tmp_path):
+    board = S.board("ZCU106")
+    run = _run(_scripts(board, tmp_path)["bd"], board, properties={"PART_NAME": "xczu9eg-ffvb1156-2-e"})
+    assert run.error and "is for FPGA xczu9eg-ffvb1156-2-e, spec.py says xczu7ev-ffvc1156-2-e" in run.error
+
+
+@needs_tclsh
+def test_board_repo_is_searched_first(tmp_path):
+    board = S.board("Pynq-Z2")
+    bd = tmp_path / "bd.tcl"
+    bd.write_text(V.bd_tcl(board, tmp_path, board_repo="/opt/boards/pynq-z2"))
+    run = _run(bd, board)
+    assert run.calls[1] == ("set_param", "board.repoPaths", "/opt/boards/pynq-z2")
+
+
+@needs_tclsh
+def test_unsupported_vivado_release_warns_and_supported_ones_do_not(tmp_path):
+    board = S.board("Pynq-Z2")
+    script = _scripts(board, tmp_path)["bitstream"]
+    assert set(V.SUPPORTED_VIVADO) == {"2022.1", "2024.1"}
+    for release in V.SUPPORTED_VIVADO:
+        assert not any("WARNING" in line for line in _run(script, board, results={"version": release}).output)
+    warned = _run(script, board, results={"version": "2023.2"}).output
+    assert any(line.startswith("WARNING: pynq-rl: Vivado 2023.2 is not one of the supported releases")
+               for line in warned)
+
+
+@needs_tclsh
+@pytest.mark.parametrize("slack, message", [
+    ("-0.125", r"timing not met at 100 MHz: worst setup slack -0.125 ns"),
+    ("inf", r"worst setup slack is 'inf', not a finite number"),
+    ("", r"worst setup slack is '', not a finite number"),
+])
+def test_negative_or_missing_slack_fails_before_the_bitstream(tmp_path, slack, message):
+    board = S.board("Pynq-Z2")
+    run = _run(_scripts(board, tmp_path)["bitstream"], board, properties={"SLACK": slack})
+    assert run.error is not None and re.search(message, run.error)
+    assert "write_bitstream" not in run.commands()
+    assert "report_utilization" in run.commands() and "report_timing_summary" in run.commands()
+
+
+@needs_tclsh
+def test_positive_slack_writes_the_bitstream_and_negative_hold_slack_does_not(tmp_path):
+    board = S.board("ZCU106")
+    script = _scripts(board, tmp_path)["bitstream"]
+    run = _run(script, board, properties={"SLACK": "0.5"})
+    assert run.error is None and run.find("write_bitstream") == [("-force", str(V.paths(board, tmp_path).bit))]
+    assert [q[:2] for q in run.find("get_timing_paths")] == [("-delay_type", "max"), ("-delay_type", "min")]
+    assert "pynq-rl: timing met at 187.5 MHz: WNS 0.5 ns, WHS 0.5 ns" in run.output
+    run = _run(script, board, properties={"SLACK,timing_path_min": "-0.01"})
+    assert run.error and "timing not met at 187.5 MHz: worst hold slack -0.01 ns" in run.error
+    assert "write_bitstream" not in run.commands()
+
+
+@needs_tclsh
+@pytest.mark.parametrize("run_name, status, progress", [("synth_1", "synth_design ERROR", "100%"),
+                                                        ("impl_1", "place_design ERROR", "100%"),
+                                                        ("impl_1", "route_design Complete!", "80%")])
+def test_a_failed_run_stops_the_build(tmp_path, run_name, status, progress):
+    board = S.board("Pynq-Z2")
+    run = _run(_scripts(board, tmp_path)["bitstream"], board,
+               properties={f"STATUS,{run_name}": status, f"PROGRESS,{run_name}": progress})
+    assert run.error and f"{run_name} failed ({status}, {progress})" in run.error
+    assert "write_bitstream" not in run.commands()
+
+
+@needs_tclsh
+def test_packaging_without_verilog_says_which_step_is_missing(tmp_path):
+    board = S.board("Pynq-Z2")
+    run = _run(_scripts(board, tmp_path)["package_gae"], board, file_exists=False)
+    assert run.error and "does not exist: run `make verilog` first" in run.error
+    assert "create_project" not in run.commands()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Consistency: generated Tcl == emulated .hwh == drivers
+# ---------------------------------------------------------------------------------------------------------------
+
+def _tcl_registers(run: T.TclRun) -> dict[str, dict]:
+    """Registers declared by a stubbed packaging run: name -> {offset, size, access, fields}."""
+    props: dict[str, dict[str, str]] = {}
+    for args in run.find("set_property"):
+        if len(args) == 3:
+            props.setdefault(args[2], {})[args[0]] = args[1]
+    registers = {}
+    for name, block in run.find("ipx::add_register"):
+        obj = f"{name}@{block}"
+        registers[name] = {"address_offset": int(props[obj]["address_offset"], 16),
+                           "size": int(props[obj]["size"]), "access": props[obj]["access"], "fields": {}}
+    for name, reg_obj in run.find("ipx::add_field"):
+        obj = f"{name}@{reg_obj}"
+        registers[reg_obj.split("@")[0]]["fields"][name] = {
+            "bit_offset": int(props[obj]["bit_offset"]), "bit_width": int(props[obj]["bit_width"]),
+            "access": props[obj]["access"]}
+    return registers
+
+
+def _tcl_vlnv(run: T.TclRun) -> str:
+    args = run.find("ipx::package_project")[0]
+    option = dict(zip(args[::2], args[1::2]))
+    core_props = {a[0]: a[1] for a in run.find("set_property") if a[-1].startswith("ipx::current_core")}
+    return f"{option['-vendor']}:{option['-library']}:{core_props['name']}:{core_props['version']}"
+
+
+def _tcl_design(run: T.TclRun) -> dict:
+    """What a stubbed block-design run builds: cells with VLNVs, DMA configs, address map, nets, PS config."""
+    cells, configs, addresses = {}, {}, {}
+    for args in run.find("create_bd_cell"):
+        option = dict(zip(args[:-1:2], args[1:-1:2]))
+        cells[args[-1]] = option.get("-vlnv", option.get("-type"))
+    for args in run.find("set_property"):
+        if args[0] == "-dict":
+            words = args[1].split()
+            configs[args[2]] = {k.removeprefix("CONFIG."): v for k, v in zip(words[::2], words[1::2])}
+    for args in run.find("assign_bd_address"):
+        if args:
+            option = dict(zip(args[:-2:2], args[1:-2:2]))
+            addresses[args[-2]] = (int(option["-offset"], 16), int(option["-range"], 16),
+                                   option["-target_address_space"])
+    intf_nets = {tuple(args) for args in run.find("connect_bd_intf_net")}
+    return {"cells": cells, "configs": configs, "addresses": addresses, "intf_nets": intf_nets,
+            "nets": [tuple(a) for a in run.find("connect_bd_net")]}
+
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
+    board = S.board(name)
+    scripts = _scripts(board, tmp_path)
+    ip_dict = _metadata_parser(hwh_build.write_overlay_files(board, tmp_path / "emu").with_suffix(".hwh")).ip_dict
+    design = _tcl_design(T.check_script(scripts["bd"], board))
+    ol = host_overlay.RLOverlay(backend="emu", board=board)  # the drivers, bound through the emulated .hwh
+    ps = V.ps_names(board)
+    assert design["cells"][ps["instance"]] == board.ps_vlnv.rsplit(":", 1)[0] + ":9.9"  # newest in the catalog
+    assert ps["instance"] in ip_dict
+
+    for slot in board.cores:
+        package = T.check_script(scripts[f"package_{slot.name}"], board)
+        hwh_core, hwh_dma = ip_dict[f"{slot.name}/core"], ip_dict[f"{slot.name}/dma"]
+        # VLNV: packaged == instantiated == emulated == the driver's bindto
+        vlnv = _tcl_vlnv(package)
+        assert vlnv == S.CORE_VLNVS[slot.name] == design["cells"][f"{slot.name}/core"] == hwh_core["type"]
+        if slot.name in DRIVERS:
+            driver = getattr(ol, slot.name)
+            assert type(driver) is DRIVERS[slot.name] and vlnv in driver.bindto
+            assert {reg: r["address_offset"] for reg, r in driver.registers.items()} == \
+                {reg: r["address_offset"] for reg, r in _tcl_registers(package).items()}
+            assert driver.mmio.base_addr == board.gp_base + slot.core_offset
+            assert 8 * driver.stream_bytes == int(design["configs"][f"{slot.name}/dma"]["c_m_axi_mm2s_data_width"])
+        assert design["cells"][slot.name] == "hier"
+        assert design["cells"][f"{slot.name}/dma"] == S.AXI_DMA_VLNV.rsplit(":", 1)[0] + ":9.9"
+        assert hwh_dma["type"] == S.AXI_DMA_VLNV
+        # registers: declared in the IP == in the emulated .hwh (what register_map is built from on a board)
+        tcl_regs = _tcl_registers(package)
+        hwh_regs = {reg: {"address_offset": r["address_offset"], "size": r["size"], "access": r["access"],
+                          "fields": {f: {k: v[k] for k in ("bit_offset", "bit_width", "access")}
+                                     for f, v in r["fields"].items()}}
+                    for reg, r in hwh_core["registers"].items()}
+        assert tcl_regs == hwh_regs
+        assert {reg: r["address_offset"] for reg, r in tcl_regs.items()} == \
+            {reg: r["address_offset"] for reg, r in S.CORE_REGISTERS[slot.name].items()}
+        # address map: Tcl == emulated .hwh == spec
+        space = ps["space"]
+        assert design["addresses"][f"{slot.name}/core/s_axi_control/Reg"] == \
+            (hwh_core["phys_addr"], hwh_core["addr_range"], space) == \
+            (board.gp_base + slot.core_offset, slot.window, space)
+        assert design["addresses"][f"{slot.name}/dma/S_AXI_LITE/Reg"] == \
+            (hwh_dma["phys_addr"], hwh_dma["addr_range"], space) == \
+            (board.gp_base + slot.dma_offset, slot.window, space)
+        # DMA: configuration in the Tcl == parameters in the emulated .hwh (widths from the core's stream)
+        dma_config = design["configs"][f"{slot.name}/dma"]
+        assert dma_config == {k: str(v) for k, v in V.dma_config(board, slot).items()}
+        for key, value in dma_config.items():
+            assert str(hwh_dma["parameters"][key]) == value, key
+        assert dma_config["c_m_axi_mm2s_data_width"] == str(8 * slot.spec.stream_bytes)
+        # streams: DMA MM2S -> core s_axis, core m_axis -> DMA S2MM
+        assert (f"{slot.name}/dma/M_AXIS_MM2S", f"{slot.name}/core/s_axis") in design["intf_nets"]
+        assert (f"{slot.name}/core/m_axis", f"{slot.name}/dma/S_AXIS_S2MM") in design["intf_nets"]
+        assert any(f"{slot.name}/aclk" in net and f"{ps['instance']}/{ps['clk']}" == net[0]
+                   for net in design["nets"])
+
+    # PS: the master and DMA ports of spec.py, PL clock 0 at fclk_mhz, HP port as wide as the widest stream
+    ps_config = design["configs"][ps["instance"]]
+    clock_key = "PCW_FPGA0_PERIPHERAL_FREQMHZ" if board.arch == "zynq" else "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ"
+    assert float(ps_config[clock_key]) == board.fclk_mhz
+    widest = str(max(8 * s.spec.stream_bytes for s in board.cores))
+    assert widest in (ps_config.get("PCW_S_AXI_HP0_DATA_WIDTH"), ps_config.get("PSU__SAXIGP2__DATA_WIDTH"))
+    assert (f"{ps['instance']}/{board.master_port}", "axi_ctrl/S00_AXI") in design["intf_nets"]
+    assert ("axi_mem/M00_AXI", f"{ps['instance']}/{board.dma_port}") in design["intf_nets"]
+    assert sorted(set(ip_dict) - {ps["instance"]}) == sorted(
+        f"{slot.name}/{cell}" for slot in board.cores for cell in ("core", "dma"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The .hwh check, install, link
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_check_hwh_accepts_the_emulated_hwh(tmp_path, name):
+    board = S.board(name)
+    V.check_hwh(hwh_build.write_overlay_files(board, tmp_path).with_suffix(".hwh"), board)
+
+
+def _mutated_hwh(tmp_path: Path, board: S.BoardSpec, mutate) -> Path:
+    path = hwh_build.write_overlay_files(board, tmp_path).with_suffix(".hwh")
+    tree = ET.parse(path)
+    mutate(tree.getroot())
+    tree.write(path)
+    return path
+
+
+def test_check_hwh_names_every_disagreement(tmp_path):
+    board = S.board("Pynq-Z2")
+
+    def mutate(root):
+        for memrange in root.iter("MEMRANGE"):
+            if memrange.get("INSTANCE") == "replay_dma":
+                memrange.set("BASEVALUE", "0x40080000")
+        for module in root.iter("MODULE"):
+            if module.get("FULLNAME") == "/gae/core":
+                for reg in module.iter("REGISTER"):
+                    if reg.get("NAME") == "GAMMA":
+                        for prop in reg.findall("PROPERTY"):
+                            if prop.get("NAME") == "ADDRESS_OFFSET":
+                                prop.set("VALUE", "0x2c")
+            if module.get("FULLNAME") == "/gae/dma":
+                for param in module.iter("PARAMETER"):
+                    if param.get("NAME") == "c_m_axi_s2mm_data_width":
+                        param.set("VALUE", "32")
+
+    path = _mutated_hwh(tmp_path, board, mutate)
+    with pytest.raises(V.HwhMismatch) as error:
+        V.check_hwh(path, board)
+    text = str(error.value)
+    assert "/replay/dma: window 0x40080000-0x4003ffff, spec.py 0x40030000-0x4003ffff" in text
+    assert "/gae/core.GAMMA: offset 0x2c, spec.py 0x28" in text
+    assert "/gae/dma: c_m_axi_s2mm_data_width = 32, spec.py 64" in text
+
+
+def test_check_hwh_requires_every_core(tmp_path):
+    board = S.board("ZCU106")
+    small = dataclasses.replace(board, cores=board.cores[:1])
+    path = hwh_build.write_overlay_files(small, tmp_path).with_suffix(".hwh")
+    with pytest.raises(V.HwhMismatch, match=r"no module /replay/core"):
+        V.check_hwh(path, board)
+
+
+def _fake_build(tmp_path: Path, board: S.BoardSpec) -> V.BoardPaths:
+    """A build directory as the bitstream step leaves it (the emulated .hwh standing in for Vivado's)."""
+    p = V.paths(board, tmp_path / "out")
+    p.root.mkdir(parents=True)
+    shutil.copyfile(hwh_build.write_overlay_files(board, tmp_path / "emu").with_suffix(".hwh"), p.hwh)
+    p.bit.write_bytes(b"\x00\x09\x0f\xf0 not a real bitstream")
+    return p
+
+
+def test_install_copies_bit_and_hwh_to_the_board_directory(tmp_path, capsys):
+    board = S.board("ZCU106")
+    p = _fake_build(tmp_path, board)
+    assert build_main(["install", "--board", "zcu106", "--out", str(tmp_path / "out"),
+                       "--dest", str(tmp_path / "bitstreams")]) == 0
+    target = tmp_path / "bitstreams" / "zcu106"
+    assert (target / "pynq_rl.bit").read_bytes() == p.bit.read_bytes()
+    assert (target / "pynq_rl.hwh").read_text() == p.hwh.read_text()
+    assert f"install: {target / 'pynq_rl.bit'}" in capsys.readouterr().out
+
+
+def test_install_refuses_a_missing_build_or_a_foreign_hwh(tmp_path, capsys):
+    board = S.board("Pynq-Z2")
+    out, dest = tmp_path / "out", tmp_path / "bitstreams"
+    assert build_main(["install", "--board", "pynq-z2", "--out", str(out), "--dest", str(dest)]) == 1
+    assert "pynq_rl.bit missing: run `make bitstream BOARD=pynq-z2` first" in capsys.readouterr().err
+    p = _fake_build(tmp_path, board)
+    shutil.copyfile(hwh_build.write_overlay_files(S.board("ZCU106"), tmp_path / "zcu").with_suffix(".hwh"), p.hwh)
+    with pytest.raises(V.HwhMismatch):
+        V.step_install(board, out, dest)
+    assert not (dest / "pynq-z2").exists()
+
+
+def test_link_file_is_what_pynqutils_resolves(tmp_path):
+    deliver = pytest.importorskip("pynqutils.setup_utils.deliver_notebooks")
+    board = S.board("Pynq-Z2")
+    p = _fake_build(tmp_path, board)
+    url = "https://example.org/pynq-rl/v1/pynq-z2/pynq_rl.bit"
+    link = V.write_link(board, url, p.bit, tmp_path / "bitstreams")
+    assert link == tmp_path / "bitstreams" / "pynq-z2" / "pynq_rl.bit.link"
+    import hashlib
+    assert json.loads(link.read_text()) == {"url": url, "md5sum": hashlib.md5(p.bit.read_bytes()).hexdigest()}
+    assert deliver._find_remote_overlay_res("Pynq-Z2", str(link)) == json.loads(link.read_text())
+
+
+def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_path, monkeypatch):
+    from pynq_rl.overlay.build import verilog
+    converted = []
+
+    def convert_fake(spec, out_dir):
+        converted.append(spec)
+        path = Path(out_dir) / "fake_core.v"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("module fake_core; endmodule\n")
+        return path
+
+    monkeypatch.setattr(verilog, "convert_fake", convert_fake, raising=False)
+    monkeypatch.setattr(verilog, "fake_module_name", lambda spec: "fake_core", raising=False)
+    spec = S.GaeSpec(lanes=2, t_max=8)
+    board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("fake", spec, 0x0, 0x1_0000),
+                                                      S.CoreSlot("nohdl", spec, 0x2_0000, 0x3_0000)))
+    lines = []
+    result = V.step_verilog(board, tmp_path, lint=False, echo=lines.append)
+    assert converted == [spec] and result == {"fake": V.paths(board, tmp_path).verilog / "fake_core.v",
+                                              "nohdl": None}
+    assert lines == [f"verilog: fake: {result['fake']}",
+                     "verilog: nohdl: skipped, no HDL yet (overlay/build/verilog.py has no convert_nohdl)"]
+    with pytest.raises(RuntimeError, match=r"\['nohdl'\] have no HDL yet"):
+        V.step_bd(board, tmp_path)
+
+
+@pytest.mark.parametrize("core", ["gae", "replay", "parsa"])
+def test_core_tops_have_the_ports_packaging_infers_interfaces_from(core):
+    """MyHDL names a converted port ``<argument>_<attribute>``: the tops must take exactly the interfaces that
+    procs.tcl requires (s_axi_control, s_axis, m_axis) and the clock/reset it associates (aclk, aresetn)."""
+    import inspect
+    from pynq_rl.overlay.hdl import top
+    if V.core_converter(core) is None:
+        pytest.skip(f"no HDL for {core} yet")
+    spec = S.board(None).slot(core).spec
+    make_top, make_signals = getattr(top, f"{core}_core_top"), getattr(top, f"{core}_top_signals")
+    assert list(inspect.signature(make_top.func if hasattr(make_top, "func") else make_top).parameters)[:5] == \
+        ["s_axi_control", "s_axis", "m_axis", "aclk", "aresetn"]
+    bus, s_axis, m_axis = make_signals(spec)
+    assert {"awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid", "bready",
+            "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready"} <= set(vars(bus))
+    assert len(bus.awaddr) == (S.board(None).slot(core).window - 1).bit_length()  # the window's 64 KiB
+    for stream in (s_axis, m_axis):
+        assert {"tdata", "tvalid", "tready", "tlast"} <= set(vars(stream))
+        assert len(stream.tdata) == 8 * spec.stream_bytes
+
+
+def test_vivado_steps_say_how_to_get_vivado(tmp_path):
+    board = dataclasses.replace(S.board(None), cores=S.board(None).cores[:1])
+    with pytest.raises(FileNotFoundError, match=r"needs Vivado 2022.1 or 2024.1 on PATH"):
+        V.step_bd(board, tmp_path, vivado="vivado-not-installed-here")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Makefile, rebuild hint, board backend lookup
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_bitstream_install_runs_the_steps_in_order():
+    result = subprocess.run(["make", "-n", "-C", str(V.BUILD_DIR), "bitstream", "install", "BOARD=zcu106",
+                             "PYTHON=py"], capture_output=True, text=True, check=True)
+    steps = re.findall(r"^py -m pynq_rl\.overlay\.build (\w+) --board zcu106 --out out", result.stdout, re.M)
+    assert steps == ["verilog", "tcl", "ip", "bd", "bitstream", "install"]
+
+
+def test_the_rebuild_hint_names_the_real_make_command():
+    command = re.search(r"`make -C (\S+) (.+) BOARD=<board>`", REBUILD_HINT)
+    assert command, REBUILD_HINT
+    repo = Path(__file__).resolve().parents[1]
+    assert (repo / command.group(1)).resolve() == V.BUILD_DIR
+    targets = set(re.findall(r"^([a-z]+):", (V.BUILD_DIR / "Makefile").read_text(), re.M))
+    assert set(command.group(2).split()) <= targets
+
+
+def test_board_backend_finds_the_bitstream_by_the_device_name(tmp_path, monkeypatch):
+    import pynq
+    from pynq_rl.host.backends.emu import EmuDevice
+    board = S.board("ZCU106")
+    device = EmuDevice(board)
+    device.install_clocks()
+    monkeypatch.setattr(pynq.Device, "_active_device", device, raising=False)  # what a board reports
+    monkeypatch.setattr(host_overlay, "BITSTREAM_DIR", tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no bitstream for ZCU106 at .*/zcu106/pynq_rl\.bit"):
+        host_overlay.RLOverlay(backend="board")
+    hwh_build.write_overlay_files(board, tmp_path / "zcu106")  # what `make install BOARD=zcu106` puts there
+    ol = host_overlay.RLOverlay(backend="board")
+    assert ol.board_spec is board and Path(ol.bitfile_name) == tmp_path / "zcu106" / "pynq_rl.bit"
+    assert ol.gae.read(S.GAE_REGISTERS["LANES"]["address_offset"]) == board.slot("gae").spec.lanes
+
+
+def test_a_stale_bitstream_is_refused_with_the_rebuild_command(monkeypatch):
+    small = dataclasses.replace(S.board("Pynq-Z2"), cores=S.board("Pynq-Z2").cores[:1])
+    monkeypatch.setattr(S, "SPEC_VERSION_MAJOR", S.SPEC_VERSION_MAJOR + 1)  # the driver is newer than the PL
+    with pytest.raises(BitstreamMismatchError, match=r"make -C overlay/build bitstream install BOARD=<board>"):
+        host_overlay.RLOverlay(backend="emu", board=small)
+
+
+def test_the_board_name_comes_from_the_image_when_the_device_name_is_xrts(tmp_path, monkeypatch):
+    """On a Zynq board ``EmbeddedDevice.name`` is XRT's device name; the PYNQ image names the board in the device
+    tree (and in $BOARD)."""
+    xrt_device = type("EmbeddedLike", (), {"name": "edge"})()
+    monkeypatch.delenv("BOARD", raising=False)
+    monkeypatch.setattr(host_overlay, "BOARD_NAME_FILE", tmp_path / "missing")
+    assert host_overlay.board_name(xrt_device) is None
+    with pytest.raises(ValueError, match=r"cannot tell which board this is"):
+        monkeypatch.setattr(host_overlay.pynq.Device, "_active_device", xrt_device, raising=False)
+        host_overlay.RLOverlay(backend="board")
+    monkeypatch.setenv("BOARD", "ZCU106")
+    assert host_overlay.board_name(xrt_device) == "ZCU106"
+    chosen = tmp_path / "pynq_board"
+    chosen.write_bytes(b"Pynq-Z2\x00")
+    monkeypatch.setattr(host_overlay, "BOARD_NAME_FILE", chosen)
+    assert host_overlay.board_name(xrt_device) == "Pynq-Z2"
+    assert host_overlay.board_name(type("Emulated", (), {"name": "ZCU106"})()) == "ZCU106"
+    chosen.write_bytes(b"Ultra96\x00")
+    assert host_overlay.board_name(xrt_device) == "Ultra96"  # unsupported: spec.board() names the supported ones
+    with pytest.raises(ValueError, match=r"unsupported board: expected one of \['Pynq-Z2', 'ZCU106'\], not 'Ultra96'"):
+        host_overlay.RLOverlay(backend="board")
+

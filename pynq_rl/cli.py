@@ -4,9 +4,14 @@
 
     pynq-rl info [--backend emu] [--board Pynq-Z2]        backend, board, cores, build parameters, ID registers
     pynq-rl train ppo --env CartPole-v1 --backend emu --steps 300000 --seed 0 --out runs
+    pynq-rl train dqn --env CartPole-v1 --backend emu --steps 150000 --seed 0 --out runs
+    pynq-rl train sarsa --env MountainCar-v0 --backend emu --episodes 500 --seed 0 --out runs
+    pynq-rl train apex --env CartPole-v1 --actors 4 --replay-backend emu [--replay-address host:port]
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
     pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
+    pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
+    pynq-rl doctor [--backend emu --backend rtl] [--board B]  self-test every core against its model
 """
 from __future__ import annotations
 
@@ -36,6 +41,38 @@ def _train_ppo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_dqn(args: argparse.Namespace) -> int:
+    from .host.agents import dqn
+    config = dqn.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, replay_backend=args.backend,
+                      board=args.board, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
+    summary = dqn.train(config)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
+                     indent=2, default=str))
+    return 0
+
+
+def _train_sarsa(args: argparse.Namespace) -> int:
+    from .host.agents import sarsa
+    config = sarsa.Args(env_id=args.env, seed=args.seed, episodes=args.episodes, backend=args.backend,
+                        board=args.board, alpha=args.alpha, epsilon=args.epsilon, frac_bits=args.frac_bits,
+                        tiling=args.tiling, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
+    summary = sarsa.train(config)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
+                     indent=2, default=str))
+    return 0
+
+
+def _train_apex(args: argparse.Namespace) -> int:
+    from .host.agents.distributed import apex
+    config = apex.Args(env_id=args.env, seed=args.seed, num_actors=args.actors, replay_backend=args.replay_backend,
+                       board=args.board, replay_address=args.replay_address, ray_address=args.ray_address,
+                       max_updates=args.max_updates, max_seconds=args.max_seconds, out_dir=args.out,
+                       progress=not args.no_progress)
+    summary = apex.train(config)
+    print(json.dumps({k: v for k, v in summary.items() if k != "eval_returns"}, indent=2, default=str))
+    return 0
+
+
 def _build_hwh(args: argparse.Namespace) -> int:
     from .overlay import spec
     from .overlay.build.hwh import write_overlay_files
@@ -53,6 +90,18 @@ def _build_report(args: argparse.Namespace) -> int:
     from .overlay.build import report
     out = args.out or ("overlay/build/out/report-quick" if args.quick else "benchmarks/results")
     return report.main(["--out", out] + (["--quick"] if args.quick else [])) or 0
+
+
+def _build_vivado_step(args: argparse.Namespace) -> int:
+    from .overlay.build.__main__ import main as build_main
+    argv = [args.step, "--out", args.out] + (["--board", args.board] if args.board else [])
+    argv += ["--jobs", str(args.jobs), "--vivado", args.vivado] + (["--url", args.url] if args.url else [])
+    return build_main(argv)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .host import doctor
+    return doctor.main(backends=args.backend, board=args.board)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +128,47 @@ def build_parser() -> argparse.ArgumentParser:
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
     ppo.add_argument("--no-progress", action="store_true", help="no progress bar")
     ppo.set_defaults(func=_train_ppo)
+    dqn = agents.add_parser("dqn", help="Double DQN with prioritized replay, priorities on the replay core")
+    dqn.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
+    dqn.add_argument("--backend", choices=("numpy",) + BACKENDS, default="emu",
+                     help="where the priorities live: numpy (host sum tree) or the replay core on board/emu/rtl")
+    dqn.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    dqn.add_argument("--steps", type=int, default=150_000, help="total environment steps")
+    dqn.add_argument("--seed", type=int, default=0, help="random seed")
+    dqn.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
+    dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
+    dqn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dqn.set_defaults(func=_train_dqn)
+    sarsa = agents.add_parser("sarsa", help="tile-coded Sarsa learning inside the ParSa core")
+    sarsa.add_argument("--env", default="MountainCar-v0", help="gymnasium environment id")
+    sarsa.add_argument("--backend", choices=("float",) + BACKENDS, default="emu",
+                       help="where Sarsa runs: float (float64 host reference) or the ParSa core on board/emu/rtl")
+    sarsa.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    sarsa.add_argument("--episodes", type=int, default=500, help="episodes to run")
+    sarsa.add_argument("--seed", type=int, default=0, help="random seed")
+    sarsa.add_argument("--alpha", type=float, default=0.3, help="step size (divided by the number of tilings)")
+    sarsa.add_argument("--epsilon", type=float, default=0.0, help="exploration probability")
+    sarsa.add_argument("--frac-bits", type=int, default=6, help="fractional bits of the core's values")
+    sarsa.add_argument("--tiling", default=None, help="tiling layout: JSON file or string (default: 8 x 8^d)")
+    sarsa.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
+    sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
+    sarsa.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sarsa.set_defaults(func=_train_sarsa)
+    apex = agents.add_parser("apex", help="distributed Ape-X on Ray, prioritized replay on the replay server's core")
+    apex.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
+    apex.add_argument("--actors", type=int, default=2, help="number of Ape-X actors")
+    apex.add_argument("--replay-backend", choices=("numpy",) + BACKENDS, default="emu",
+                      help="where the Ray-hosted replay server keeps the priorities")
+    apex.add_argument("--replay-address", default=None,
+                      help="host:port of an external replay server (e.g. on a board) instead of a Ray-hosted one")
+    apex.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start Ray locally)")
+    apex.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    apex.add_argument("--max-updates", type=int, default=30_000, help="learner gradient steps at most")
+    apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
+    apex.add_argument("--seed", type=int, default=0, help="random seed")
+    apex.add_argument("--out", default="runs", help="directory for metrics")
+    apex.add_argument("--no-progress", action="store_true", help="no progress lines")
+    apex.set_defaults(func=_train_apex)
 
     build = commands.add_parser("build", help="build steps that need no Vivado")
     steps = build.add_subparsers(dest="step", required=True)
@@ -96,6 +186,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output directory (default benchmarks/results; overlay/build/out/report-quick with --quick)")
     report.add_argument("--quick", action="store_true", help="only the smallest configurations")
     report.set_defaults(func=_build_report)
+    from .overlay.build.vivado import DEFAULT_OUT
+    for step, text in (("tcl", "generate and check the Vivado Tcl (no Vivado needed)"),
+                       ("ip", "Vivado: package each core as an IP with its registers from spec.py"),
+                       ("bd", "Vivado: the board's block design from spec.py"),
+                       ("bitstream", "Vivado: synthesis, implementation, timing check, bitstream"),
+                       ("install", "copy the .bit and .hwh into overlay/bitstreams/<board>/"),
+                       ("link", "write a .link (url + md5) for pynqutils' download at install")):
+        vivado_step = steps.add_parser(step, help=text)
+        vivado_step.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106 (case-insensitive)")
+        vivado_step.add_argument("--out", default=str(DEFAULT_OUT), help="build directory root")
+        vivado_step.add_argument("--jobs", type=int, default=4, help="Vivado run jobs")
+        vivado_step.add_argument("--vivado", default="vivado", help="Vivado executable")
+        vivado_step.add_argument("--url", default=None, help="link: URL of the published .bit")
+        vivado_step.set_defaults(func=_build_vivado_step)
+
+    doctor = commands.add_parser("doctor", help="self-test every core against its bit-exact model")
+    doctor.add_argument("--backend", action="append", choices=BACKENDS, default=None,
+                        help="backend(s) to test (repeatable; default: board on a board, else emu and rtl)")
+    doctor.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    doctor.set_defaults(func=_doctor)
     return parser
 
 

@@ -81,6 +81,7 @@ class ParsaCore(StreamCore):
                                 keys=self._reg("KEYS"), value_w=fmt["VALUE_W"], stream_bytes=self.stream_bytes)
         self.config: ParsaConfig | None = None
         self.strict = False
+        self._options: int | None = None  # OPTIONS as last written by this driver
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""
@@ -155,9 +156,12 @@ class ParsaCore(StreamCore):
         return self.config
 
     def _write_options(self, online: bool, emit_values: bool) -> None:
+        """Write OPTIONS if it changes (this driver owns the register, so a cached copy saves a bus write per step)."""
         fields = S.PARSA_REGISTERS["OPTIONS"]["fields"]
-        self._write("OPTIONS", int(online) << fields["ONLINE"]["bit_offset"]
-                    | int(emit_values) << fields["EMIT_VALUES"]["bit_offset"])
+        value = int(online) << fields["ONLINE"]["bit_offset"] | int(emit_values) << fields["EMIT_VALUES"]["bit_offset"]
+        if value != self._options:
+            self._write("OPTIONS", value)
+            self._options = value
 
     def _require_config(self) -> ParsaConfig:
         if self.config is None:
@@ -167,7 +171,9 @@ class ParsaCore(StreamCore):
     @property
     def online(self) -> bool:
         """Whether Sarsa updates are applied."""
-        return bool(self._field("OPTIONS", "ONLINE"))
+        if self._options is None:
+            self._options = self._reg("OPTIONS")
+        return bool(self._options >> S.PARSA_REGISTERS["OPTIONS"]["fields"]["ONLINE"]["bit_offset"] & 1)
 
     @online.setter
     def online(self, value: bool) -> None:

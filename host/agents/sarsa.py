@@ -1,0 +1,655 @@
+r"""Tile-coded linear Sarsa in the CleanRL style, learning inside the ParSa core (OPaL's in-network Sarsa).
+
+Read top to bottom: :class:`Args`, the float64 reference learner (:class:`FloatSarsa`), the learner factory
+(:func:`make_learner`, the only branch on hardware), the episode loop (:func:`run_episode`), checkpoints, and
+:func:`train`.
+
+The ParSa core is a complete online learner: the agent sends the state (and the reward of the key's previous
+action) and gets the next action back; the core applies the Sarsa update itself. So this agent is only a
+gymnasium loop around ``act()``; with ``backend="float"`` the same loop drives :class:`FloatSarsa`, a float64
+implementation of the same algorithm, for comparison.
+
+Sarsa (Rummery & Niranjan 1994; Sutton & Barto 2018, §10.1, episodic semi-gradient Sarsa) with a linear
+tile-coded action-value function ``q(s, a) = sum_{i in F(s)} w[i, a]`` (one hit tile per tiling):
+
+.. math::
+
+    \delta = r + \gamma \, q(s', a') - q(s, a), \qquad w[i, a] \mathrel{+}= \alpha \, \delta
+    \quad \forall i \in F(s), \qquad \delta = r - q(s, a) \text{ if } s' \text{ is terminal}
+
+``alpha`` here is the step size per tiling (Sutton & Barto's ``alpha / n_tilings``; :attr:`Args.alpha` is the
+book's alpha and is divided by the number of tilings). Actions are epsilon-greedy with ties broken towards the
+lowest action index; epsilon is multiplied by ``epsilon_decay`` after every chosen action. As in the core,
+``q(s, a)`` in delta is the value the key stored when it chose ``a`` (not recomputed after the updates made in
+between; OPaL's design), and ``q(s', .)`` is read before the update.
+
+Episode ends and keys (the core keeps, per key, the previous ``(s, a, q)``):
+
+* **terminated** (MountainCar reached the goal): ``act(s', r, terminal=True)`` updates towards ``r`` alone and the
+  key forgets its previous step.
+* **truncated** (the time limit; not a property of the state): ``act(s', r)`` as a normal step: the update
+  bootstraps on ``q(s', a')``. The action ``a'`` it returns is never executed; the key now holds ``(s', a')``, and
+  the next episode's first ``act(s0)`` carries **no reward** (no REWARD flag), so the core applies no update and
+  overwrites the key's memory with ``(s0, a0)``: nothing leaks across episodes (this loop never writes the
+  core's pending-reward register, ``set_reward``, which that first record would otherwise consume). Sending
+  TERMINAL instead would treat the time limit as a zero-value state (biased); keeping the key and sending the next
+  episode's first reward would update the truncation state towards a transition that never happened. The
+  discarded ``a'`` costs one PRNG draw and one epsilon decay, in the float reference too, so both follow the same
+  schedule.
+
+``q`` values, rewards and weights are ``VALUE_W``-bit fixed point with ``frac_bits`` fractional bits in the core:
+MountainCar's values reach about -130 (gamma = 1), so with 16 bits ``frac_bits = 6`` (range +-512, step 1/64)
+leaves headroom; ``frac_bits = 8`` saturates.
+
+Defaults: Sutton & Barto's MountainCar setup (Figure 10.1/10.2): 8 tilings of 8x8 tiles over (position,
+velocity), gamma = 1, epsilon = 0 (exploration from the optimistic zero initial values: every reward is -1), but
+alpha = 0.3 (0.3/8 per tiling) instead of their 0.5: 0.5 learns fastest over the first ~100 episodes but then
+oscillates (mean return over episodes 301-500 about -150 in float64, seeds 0-4), 0.3 settles near -122 (README,
+"Sarsa on the ParSa core", has the sweep).
+
+Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row per episode,
+keys ``charts/...``), ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle).
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import os
+import time
+import warnings
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from ...overlay.models.parsa import TilingLayout
+from ..drivers.tiling_config import load_tiling, tiling_to_dict
+
+__all__ = [
+    "Args",
+    "BACKENDS",
+    "FloatSarsa",
+    "SarsaLearner",
+    "make_learner",
+    "default_tiling",
+    "env_bounds",
+    "run_episode",
+    "evaluate",
+    "save_checkpoint",
+    "load_checkpoint",
+    "train",
+]
+
+BACKENDS = ("float", "emu", "rtl", "board")
+"""accepted values of :attr:`Args.backend`: the float64 reference or the ParSa core on a backend"""
+CHECKPOINT_FORMAT = 1
+"""version of the checkpoint written by :func:`save_checkpoint`"""
+
+
+@dataclass
+class Args:
+    exp_name: str = "sarsa"
+    """the name of this experiment"""
+    seed: int = 0
+    """seed of the experiment (environment resets, the learner's random stream)"""
+    progress: bool = True
+    """if toggled, show a tqdm progress bar"""
+    out_dir: str = "runs"
+    """directory under which the run directory `run_name` is created"""
+    save_checkpoint: bool = True
+    """if toggled, save a checkpoint at the end of training"""
+    checkpoint_path: str | None = None
+    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.npz`)"""
+    resume: str | None = None
+    """path of a checkpoint to resume from (policy, epsilon, random state, episodes done)"""
+
+    # Algorithm specific arguments
+    env_id: str = "MountainCar-v0"
+    """the id of the environment (discrete actions, Box observations)"""
+    episodes: int = 500
+    """episodes to run (in total, counting those of a resumed checkpoint)"""
+    tilings: int = 8
+    """shifted tilings of the default layout (one set over all observation dims)"""
+    tiles: int = 8
+    """tiles per dimension of the default layout"""
+    tiling: str | None = None
+    """a tiling layout (JSON string or path, see `host/drivers/tiling_config.py`) replacing the default"""
+    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """(lows, highs) of the observation for tile coding (default: the observation space, which must be finite)"""
+    alpha: float = 0.3
+    """the step size, Sutton & Barto's alpha: each tiling's weight moves by alpha / n_tilings * delta"""
+    gamma: float = 1.0
+    """the discount factor gamma"""
+    epsilon: float = 0.0
+    """the initial exploration probability"""
+    epsilon_decay: float = 1.0
+    """factor applied to epsilon after every chosen action (the core rounds epsilon half up in UQ1.16, so it stops
+    decaying near 2**-17 / (1 - epsilon_decay): 0.5 for 1 - 2**-16, 0.07 for 0.9999, 0.0076 for 0.999)"""
+    frac_bits: int = 6
+    """fractional bits of the core's values, rewards and weights (16-bit values: MountainCar needs <= 6)"""
+
+    # Offload arguments
+    backend: str = "emu"
+    """where Sarsa runs: `float` (float64 host reference), `emu` (bit-exact model), `rtl` (MyHDL) or `board`"""
+    board: str | None = None
+    """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
+    key: int = 0
+    """the core key (agent slot) this agent uses"""
+
+    # to be filled in runtime
+    n_tilings: int = 0
+    """tilings of the layout (computed in runtime)"""
+    step_size: float = 0.0
+    """alpha / n_tilings, the per-tiling step size sent to the core (computed in runtime)"""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The learners
+# ---------------------------------------------------------------------------------------------------------------------
+class SarsaLearner(Protocol):
+    """What the loop needs from a learner: the driver :class:`~pynq_rl.host.drivers.parsa.ParsaCore` or
+    :class:`FloatSarsa`."""
+
+    epsilon: float
+
+    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int: ...
+
+    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False): ...
+
+    def dump_policy(self) -> np.ndarray: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+class FloatSarsa:
+    """Float64 tile-coded Sarsa with the ParSa core's semantics (keys, TERMINAL, stored q) and its own numpy RNG.
+
+    The tile coding is the layout's (same sets, copies, tiles and tile order as the core's ``dump_policy``): the
+    position ``u_d = clip((s_d - low_d) / (high_d - low_d), 0, 1 - 2**-16)``, copy ``c`` of a set with ``T``
+    tilings and ``n`` tiles per dim hits coordinate ``floor(u_d * n + c / T)`` per dim, row-major over the set's
+    dims with ``n + 1`` coordinates per dim (``n`` when ``T == 1``). Equal to
+    :func:`~pynq_rl.overlay.models.parsa.float_tile_indices`, vectorized over states.
+
+    Parameters
+    ----------
+    tiling : TilingLayout, dict, JSON string or path
+        The tiling sets.
+    n_actions : int
+        Actions.
+    bounds : (lows, highs)
+        Per-dimension state bounds (states outside are clamped).
+    alpha, gamma, epsilon, epsilon_decay : float
+        Per-tiling step size, discount, exploration probability and its per-action decay factor.
+    online : bool
+        Apply Sarsa updates.
+    seed : int
+        Seed of the learner's ``numpy.random.Generator`` (exploration draws).
+    keys : int
+        Independent keys (agents or flows), each with its own previous ``(tiles, action, q)``.
+    """
+
+    def __init__(self, tiling, n_actions: int, bounds, alpha: float = 0.1, gamma: float = 0.99,
+                 epsilon: float = 0.1, epsilon_decay: float = 1.0, online: bool = True, seed: int = 0,
+                 keys: int = 256) -> None:
+        self.layout: TilingLayout = load_tiling(tiling)
+        if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
+            raise ValueError(f"n_actions must be a positive integer, not {n_actions!r}")
+        for name, value in (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon),
+                            ("epsilon_decay", epsilon_decay)):
+            if not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], not {value!r}")
+        self.lows, self.highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
+        n_dims = self.layout.n_dims
+        if self.lows.shape != (n_dims,) or self.highs.shape != (n_dims,):
+            raise ValueError(f"bounds must be two sequences of {n_dims} values")
+        if not (np.all(np.isfinite(self.lows)) and np.all(np.isfinite(self.highs))
+                and np.all(self.highs > self.lows)):
+            raise ValueError("bounds must be finite with high > low in every dimension")
+        self.n_actions = int(n_actions)
+        self.alpha, self.gamma = float(alpha), float(gamma)
+        self.epsilon, self.epsilon_decay = float(epsilon), float(epsilon_decay)
+        self.online = bool(online)
+        self.rng = np.random.default_rng(seed)
+        self.weights = np.zeros((self.layout.n_tiles, self.n_actions))
+        # per tiling: its dims (padded), coordinates per dim, tiles, shift c/T, global offset
+        sets = [(s, c) for s in self.layout.sets for c in range(s.tilings)]
+        self._dims = np.zeros((len(sets), 4), dtype=np.int64)
+        self._ndims = np.array([len(s.dims) for s, _ in sets], dtype=np.int64)
+        for i, (s, _) in enumerate(sets):
+            self._dims[i, :len(s.dims)] = s.dims
+        self._tiles = np.array([s.tiles for s, _ in sets], dtype=np.float64)
+        self._coords = np.array([s.coordinates for s, _ in sets], dtype=np.int64)
+        self._shift = np.array([c / s.tilings for s, c in sets])
+        sizes = np.array([s.tiles_per_tiling for s, _ in sets], dtype=np.int64)
+        self._offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.n_keys = int(keys)
+        self._forget_keys()
+
+    def _forget_keys(self) -> None:
+        self.key_valid = np.zeros(self.n_keys, dtype=bool)
+        self.key_action = np.zeros(self.n_keys, dtype=np.int64)
+        self.key_q = np.zeros(self.n_keys)
+        self.key_tiles = np.zeros((self.n_keys, len(self._offset)), dtype=np.int64)
+
+    def tile_indices(self, states) -> np.ndarray:
+        """Global tile index hit by every tiling, ``(n, n_tilings)`` for states ``(n, n_dims)``."""
+        states = np.asarray(states, dtype=np.float64).reshape(-1, self.layout.n_dims)
+        u = np.clip((states - self.lows) / (self.highs - self.lows), 0.0, 1.0 - 2.0 ** -16)
+        coords = np.floor(u[:, self._dims] * self._tiles[None, :, None] + self._shift[None, :, None])
+        index = np.zeros(coords.shape[:2], dtype=np.int64)
+        for j in range(4):
+            use = self._ndims > j
+            index = np.where(use, index * self._coords + coords[:, :, j].astype(np.int64), index)
+        return self._offset + index
+
+    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int:
+        """One step for ``key`` (see :meth:`act_batch`); -1 when ``terminal``."""
+        actions, _ = self.act_batch(np.asarray(state, dtype=np.float64)[None, :],
+                                    None if reward is None else [reward], [key], [terminal])
+        return int(actions[0])
+
+    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False):
+        """Records processed in order, as the core does: choose ``a'`` for each state, then update the key's
+        previous ``(s, a)`` with its reward (NaN: none, no update) and forget it on ``terminal``.
+
+        Returns ``(actions, values)``: actions (-1 where terminal) and, with ``return_values``, ``q(s, .)`` before
+        the record's update.
+        """
+        states = np.asarray(states, dtype=np.float64)
+        if states.ndim != 2 or states.shape[1] != self.layout.n_dims or not np.all(np.isfinite(states)):
+            raise ValueError(f"states must be finite with shape (n, {self.layout.n_dims}), not {states.shape}")
+        n = states.shape[0]
+        keys = np.zeros(n, dtype=np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
+        if keys.shape != (n,) or np.any((keys < 0) | (keys >= self.n_keys)):
+            raise ValueError(f"keys must be {n} integers in [0, {self.n_keys})")
+        rewards = np.full(n, np.nan) if rewards is None else np.asarray(rewards, dtype=np.float64)
+        terminals = np.zeros(n, dtype=bool) if terminals is None else np.asarray(terminals, dtype=bool)
+        if rewards.shape != (n,) or terminals.shape != (n,):
+            raise ValueError(f"rewards and terminals must have shape ({n},)")
+        tiles = self.tile_indices(states)
+        actions = np.full(n, -1, dtype=np.int64)
+        values = np.zeros((n, self.n_actions)) if return_values else None
+        w = self.weights
+        for r in range(n):
+            key = keys[r]
+            q = w[tiles[r]].sum(axis=0)
+            if values is not None:
+                values[r] = q
+            chosen_q = 0.0
+            if not terminals[r]:
+                if self.rng.random() < self.epsilon:
+                    actions[r] = self.rng.integers(self.n_actions)
+                else:
+                    actions[r] = int(np.argmax(q))  # lowest index among ties, as the core
+                chosen_q = q[actions[r]]
+                self.epsilon *= self.epsilon_decay
+            if self.online and not math.isnan(rewards[r]) and self.key_valid[key]:
+                target = rewards[r] if terminals[r] else rewards[r] + self.gamma * chosen_q
+                w[self.key_tiles[key], self.key_action[key]] += self.alpha * (target - self.key_q[key])
+            if terminals[r]:
+                self.key_valid[key] = False
+            else:
+                self.key_valid[key] = True
+                self.key_action[key], self.key_q[key] = actions[r], chosen_q
+                self.key_tiles[key] = tiles[r]
+        return actions, values
+
+    def dump_policy(self) -> np.ndarray:
+        """The weights ``(n_tiles, n_actions)`` in the layout's tile order (as ``ParsaCore.dump_policy``)."""
+        return self.weights.copy()
+
+    def load_policy(self, weights) -> None:
+        """Load ``(n_tiles, n_actions)`` weights in the layout's tile order."""
+        weights = np.asarray(weights, dtype=np.float64)
+        if weights.shape != self.weights.shape:
+            raise ValueError(f"weights must have shape {self.weights.shape}, not {weights.shape}")
+        self.weights[:] = weights
+
+    def state_dict(self) -> dict:
+        """Configuration, weights, epsilon and the random generator's state (keys' previous steps not saved)."""
+        return {"tiling": tiling_to_dict(self.layout), "n_actions": self.n_actions,
+                "bounds": (tuple(self.lows), tuple(self.highs)), "alpha": self.alpha, "gamma": self.gamma,
+                "epsilon": self.epsilon, "epsilon_decay": self.epsilon_decay, "online": self.online,
+                "weights": self.weights.copy(), "rng": self.rng.bit_generator.state, "keys": self.n_keys}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict` (the layout and action count must match)."""
+        if tiling_to_dict(load_tiling(state["tiling"])) != tiling_to_dict(self.layout) \
+                or int(state["n_actions"]) != self.n_actions:
+            raise ValueError("state_dict is for another tiling layout or action count")
+        self.__init__(state["tiling"], state["n_actions"], state["bounds"], state["alpha"], state["gamma"],
+                      state["epsilon"], state["epsilon_decay"], state["online"], 0, state.get("keys", self.n_keys))
+        self.rng.bit_generator.state = state["rng"]
+        self.load_policy(state["weights"])
+
+
+def default_tiling(n_dims: int, tilings: int = 8, tiles: int = 8) -> dict:
+    """One tiling set over all ``n_dims`` observation dims (at most 4: the core's MAX_SET_DIMS)."""
+    if not 1 <= n_dims <= 4:
+        raise ValueError(f"the default layout tiles all dims jointly, which needs 1..4 dims, not {n_dims}; "
+                         "give a layout with `tiling`")
+    return {"n_dims": n_dims, "tilings": [{"dims": list(range(n_dims)), "tilings": tilings, "tiles": tiles}]}
+
+
+def env_bounds(env: gym.Env, bounds=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(lows, highs)`` for tile coding: ``bounds`` if given, else the (finite) observation space's."""
+    if bounds is not None:
+        lows, highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
+    else:
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Box):
+            raise ValueError(f"Sarsa needs a Box observation space, not {space!r}")
+        lows, highs = space.low.astype(np.float64).ravel(), space.high.astype(np.float64).ravel()
+    if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
+        raise ValueError(f"observation bounds must be finite for tile coding (give `bounds`), not {lows}, {highs}")
+    return lows, highs
+
+
+def make_learner(backend: str, tiling, n_actions: int, bounds, alpha: float, gamma: float, epsilon: float,
+                 epsilon_decay: float, frac_bits: int, seed: int, board: str | None = None,
+                 overlay=None) -> SarsaLearner:
+    """The learner: :class:`FloatSarsa` (``"float"``) or the configured ParSa core of an overlay on ``backend``.
+
+    ``alpha`` is the per-tiling step size. ``overlay``: an existing RLOverlay to use instead of loading one. This
+    is the only place that branches on hardware.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    if backend == "float":
+        return FloatSarsa(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, seed=seed)
+    if overlay is None:
+        from ..overlay import RLOverlay  # imported lazily: pynq is needed only for the core
+
+        overlay = RLOverlay(backend=backend, board=board)
+    core = overlay.parsa
+    core.configure(tiling, n_actions, bounds, alpha=alpha, gamma=gamma, epsilon=epsilon,
+                   epsilon_decay=epsilon_decay, frac_bits=frac_bits, seed=seed)
+    return core
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------------------------------------------------
+def run_episode(env: gym.Env, learner: SarsaLearner, key: int = 0, seed: int | None = None,
+                max_steps: int | None = None) -> tuple[float, int, bool]:
+    """Run one episode with ``learner`` acting (and learning, if online) under ``key``.
+
+    Termination sends the final state as TERMINAL; truncation sends it as a normal step (bootstrapped) and drops
+    the returned action; the first step carries no reward (see the module docstring).
+
+    Returns
+    -------
+    (episodic_return, episodic_length, terminated)
+    """
+    obs, _ = env.reset(seed=seed)
+    action = learner.act(obs, None, key)
+    episodic_return, length = 0.0, 0
+    while True:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        episodic_return += float(reward)
+        length += 1
+        if terminated:
+            learner.act(obs, float(reward), key, terminal=True)
+            return episodic_return, length, True
+        action = learner.act(obs, float(reward), key)  # truncated: bootstraps on q(s', a'), a' is dropped
+        if truncated or (max_steps is not None and length >= max_steps):
+            return episodic_return, length, False
+
+
+def evaluate(env: gym.Env, learner: SarsaLearner, episodes: int, seed: int, key: int = 0) -> list[float]:
+    """Greedy returns of ``episodes`` episodes with updates off (epsilon 0); restores online and epsilon."""
+    online, epsilon = learner.online, learner.epsilon
+    learner.online, learner.epsilon = False, 0.0
+    try:
+        return [run_episode(env, learner, key, seed=seed + i)[0] for i in range(episodes)]
+    finally:
+        learner.online, learner.epsilon = online, epsilon
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Checkpoints: arrays in an .npz, everything else as JSON inside it (no pickle)
+# ---------------------------------------------------------------------------------------------------------------------
+def _split_arrays(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, np.ndarray):
+        name = f"a{len(arrays)}"
+        arrays[name] = obj
+        return {"__array__": name}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _split_arrays(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_split_arrays(v, arrays) for v in obj]
+    return obj
+
+
+def _join_arrays(obj: Any, arrays) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__array__"}:
+            return np.asarray(arrays[obj["__array__"]])
+        return {k: _join_arrays(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_join_arrays(v, arrays) for v in obj]
+    return obj
+
+
+def save_checkpoint(path: str | os.PathLike, learner: SarsaLearner, args: Args, episode: int,
+                    episode_returns: list[float], global_step: int) -> None:
+    """Save the learner's ``state_dict`` (policy, epsilon, random state), the args and the progress.
+
+    Written to a temporary file first, then renamed.
+    """
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    header = _split_arrays({"format": CHECKPOINT_FORMAT, "agent": "sarsa", "backend": args.backend,
+                            "learner": learner.state_dict(), "args": asdict(args), "episode": int(episode),
+                            "episode_returns": [float(r) for r in episode_returns],
+                            "global_step": int(global_step)}, arrays)
+    tmp = f"{path}.tmp.npz"
+    np.savez_compressed(tmp, header=np.array(json.dumps(header)), **arrays)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Load a checkpoint written by :func:`save_checkpoint`.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a Sarsa checkpoint of a known format.
+    """
+    with np.load(os.fspath(path), allow_pickle=False) as data:
+        header = json.loads(str(data["header"]))
+        if header.get("format") != CHECKPOINT_FORMAT or header.get("agent") != "sarsa":
+            raise ValueError(f"{os.fspath(path)!r} is not a pynq-rl Sarsa checkpoint of format {CHECKPOINT_FORMAT}")
+        return _join_arrays(header, data)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------------------
+_METRIC_KEYS = (
+    "episode",
+    "global_step",
+    "charts/episodic_return",
+    "charts/episodic_length",
+    "charts/terminated",
+    "charts/epsilon",
+    "charts/return_mean20",
+    "charts/SPS",
+    "core/cycles_act",
+    "core/cycles_update",
+    "time/episode[ms]",
+)
+
+
+def _check_args(args: Args) -> None:
+    """Reject argument values before any environment or overlay is built."""
+    if args.backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {args.backend!r}")
+    if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
+        raise ValueError(f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, "
+                         f"{args.tiles!r}")
+    for name in ("alpha", "gamma", "epsilon", "epsilon_decay"):
+        if not 0.0 <= float(getattr(args, name)) <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}")
+    if args.alpha == 0.0:
+        raise ValueError("alpha must be in (0, 1], not 0.0 (nothing would be learnt)")
+    if not 0 <= int(args.frac_bits) <= 30:
+        raise ValueError(f"frac_bits must be in [0, 30], not {args.frac_bits!r}")
+    if int(args.key) < 0:
+        raise ValueError(f"key must be >= 0, not {args.key!r}")
+
+
+def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+
+
+def train(args: Args, overlay=None) -> dict[str, Any]:
+    """Train tile-coded Sarsa for ``args.episodes`` episodes and return summary metrics.
+
+    Parameters
+    ----------
+    args : Args
+        The hyperparameters (not modified; the filled copy is saved in ``args.json`` and the checkpoint).
+    overlay : RLOverlay or None
+        An overlay to use for a core backend instead of loading one.
+
+    Returns
+    -------
+    dict
+        ``episode_returns``, ``episode_lengths`` (this call's episodes), ``mean_return_last20``, ``episodes``,
+        ``start_episode`` (non-zero on resume), ``global_step``, ``sps``, ``wall_time_s``, ``run_name``,
+        ``run_dir``, ``checkpoint`` (path or None), ``backend``, ``saturation_warnings``.
+
+    Raises
+    ------
+    ValueError
+        An argument out of range, infinite observation bounds without ``bounds``, a layout the core's build cannot
+        hold, or an incompatible ``resume`` checkpoint.
+    TimeoutError
+        From the core's driver if the core does not answer (``board`` and ``rtl`` backends).
+    """
+    _check_args(args)
+    args = replace(args)
+    resume_state = load_checkpoint(args.resume) if args.resume else None
+    start_episode = int(resume_state["episode"]) if resume_state else 0
+    start_step = int(resume_state["global_step"]) if resume_state else 0
+
+    env = gym.make(args.env_id)
+    try:
+        if not isinstance(env.action_space, gym.spaces.Discrete):
+            raise ValueError(f"only discrete action spaces are supported, not {env.action_space!r}")
+        lows, highs = env_bounds(env, args.bounds)
+        tiling = load_tiling(args.tiling) if args.tiling else load_tiling(default_tiling(len(lows), args.tilings,
+                                                                                           args.tiles))
+        if tiling.n_dims != len(lows):
+            raise ValueError(f"the tiling covers {tiling.n_dims} dims; the observation has {len(lows)}")
+        args.n_tilings = tiling.n_tilings
+        args.step_size = args.alpha / tiling.n_tilings
+        learner = make_learner(args.backend, tiling, int(env.action_space.n), (lows, highs), args.step_size,
+                               args.gamma, args.epsilon, args.epsilon_decay, args.frac_bits, args.seed, args.board,
+                               overlay)
+        if resume_state is not None:
+            if (resume_state["backend"] == "float") != (args.backend == "float"):
+                raise ValueError(f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "
+                                 f"a float and a core policy are not interchangeable")
+            learner.load_state_dict(resume_state["learner"])
+
+        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        run_dir = os.path.join(args.out_dir, run_name)
+        os.makedirs(run_dir, exist_ok=True)
+        checkpoint_path = args.checkpoint_path or os.path.join(run_dir, "checkpoint.npz")
+        with open(os.path.join(run_dir, "args.json"), "w", encoding="utf-8") as f:
+            json.dump(asdict(args), f, indent=2)
+
+        episode_returns: list[float] = list(resume_state["episode_returns"]) if resume_state else []
+        new_returns: list[float] = []
+        episode_lengths: list[int] = []
+        global_step = start_step
+        saturations = 0
+        start_time = time.time()
+        with contextlib.ExitStack() as stack:
+            def _open(name: str):
+                return stack.enter_context(open(os.path.join(run_dir, name), "w", newline="", encoding="utf-8"))
+
+            metrics_csv, metrics_jsonl = _open("metrics.csv"), _open("metrics.jsonl")
+            writer = csv.DictWriter(metrics_csv, fieldnames=_METRIC_KEYS)
+            writer.writeheader()
+            progress = stack.enter_context(tqdm(total=args.episodes, initial=start_episode,
+                                                disable=not args.progress, unit="ep", desc=run_name,
+                                                dynamic_ncols=True))
+            on_core = args.backend != "float"
+            for episode in range(start_episode, args.episodes):
+                t0 = time.perf_counter()
+                # TRY NOT TO MODIFY: seeding: the first reset of the run is seeded, later ones continue its stream
+                seed = args.seed + episode if episode == start_episode else None
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    ep_return, ep_length, terminated = run_episode(env, learner, args.key, seed=seed)
+                saturations += sum(1 for w in caught if w.category.__name__ == "ParsaSaturationWarning")
+                for w in caught:
+                    if w.category.__name__ != "ParsaSaturationWarning":
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                global_step += ep_length
+                episode_returns.append(ep_return)
+                new_returns.append(ep_return)
+                episode_lengths.append(ep_length)
+                sps = int((global_step - start_step) / max(time.time() - start_time, 1e-9))
+                row = {
+                    "episode": episode + 1,
+                    "global_step": global_step,
+                    "charts/episodic_return": ep_return,
+                    "charts/episodic_length": ep_length,
+                    "charts/terminated": int(terminated),
+                    "charts/epsilon": float(learner.epsilon),
+                    "charts/return_mean20": float(np.mean(episode_returns[-20:])),
+                    "charts/SPS": sps,
+                    "core/cycles_act": learner.cycles_act if on_core else math.nan,
+                    "core/cycles_update": learner.cycles_update if on_core else math.nan,
+                    "time/episode[ms]": 1e3 * (time.perf_counter() - t0),
+                }
+                writer.writerow(row)
+                metrics_jsonl.write(json.dumps(_json_safe(row)) + "\n")
+                metrics_csv.flush()
+                metrics_jsonl.flush()
+                progress.update(1)
+                progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
+        if saturations:
+            warnings.warn(f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; "
+                          "lower frac_bits", RuntimeWarning, stacklevel=2)
+        saved = None
+        if args.save_checkpoint:
+            save_checkpoint(checkpoint_path, learner, args, max(args.episodes, start_episode), episode_returns,
+                            global_step)
+            saved = checkpoint_path
+    finally:
+        env.close()
+
+    wall_time_s = time.time() - start_time
+    summary = {
+        "run_name": run_name,
+        "run_dir": run_dir,
+        "backend": args.backend,
+        "episodes": len(episode_returns),
+        "start_episode": start_episode,
+        "global_step": global_step,
+        "episode_returns": new_returns,
+        "episode_lengths": episode_lengths,
+        "mean_return_last20": float(np.mean(episode_returns[-20:])) if episode_returns else math.nan,
+        "sps": int((global_step - start_step) / max(wall_time_s, 1e-9)),
+        "wall_time_s": wall_time_s,
+        "checkpoint": saved,
+        "saturation_warnings": saturations,
+    }
+    with open(os.path.join(run_dir, "summary.json"), "w", encoding="utf-8") as f:
+        short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
+        json.dump(_json_safe(short), f, indent=2)
+    return summary

@@ -74,9 +74,7 @@ class ReplayCoreIP(StreamCoreIP):
 
     def _sample(self, uniforms: np.ndarray | None, flags: S.Status = S.Status(0)) -> None:
         count = self.values["COUNT"] if uniforms is None else len(uniforms)
-        if uniforms is None:
-            uniforms, self.tree.prng_state = model.xorshift32_stream(self.tree.prng_state, count)
-        indices, codes = self.tree.find(model.sample_targets(self.tree.total, uniforms, self.values["STRIDE"]))
+        indices, codes = self.tree.sample(count, uniforms, self.values["STRIDE"])  # None: the PRNG draws them
         self.drain(model.pack_results(indices, codes), count + self.spec.sample_depth, flags)
 
     def close_input(self, data: bytes) -> None:

@@ -73,6 +73,14 @@ def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray
         A priority is negative, NaN or infinite.
     """
     p = np.asarray(priorities, dtype=np.float64)
+    if _numba is not None:  # one compiled pass: the same checks and the same float64 operations
+        codes = np.empty(p.shape, dtype=np.int64)
+        first_bad, saturated = _kernels()["encode"](p.reshape(-1), 2.0 ** leaf.frac, leaf.max_code,
+                                                    codes.reshape(-1))
+        if first_bad >= 0:
+            raise ValueError(f"priorities must be finite and >= 0; priorities[{first_bad}] is "
+                             f"{p.ravel()[first_bad]!r}")
+        return codes, bool(saturated)
     bad = ~np.isfinite(p) | (p < 0)
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
@@ -225,16 +233,17 @@ class SumTree:
         codes = np.asarray(codes, dtype=np.int64).ravel()
         if indices.shape != codes.shape:
             raise ValueError(f"indices and codes differ in length: {indices.shape} vs {codes.shape}")
+        if self.use_numba:  # one compiled pass checks, saturates and applies the records in order
+            changed, rejected, saturated = _kernels()["set"](tuple(self.levels), indices, codes, self.spec.k_bits,
+                                                             self.spec.leaf.max_code)
+            self.nonzero += int(changed)
+            return SetResult(bool(saturated), int(rejected))
         capacity, max_code = self.spec.capacity, self.spec.leaf.max_code
         valid = (indices >= 0) & (indices < capacity)
         rejected = int(len(indices) - np.count_nonzero(valid))
         saturated = bool(np.any(codes[valid] > max_code))
         indices, codes = indices[valid], np.minimum(codes[valid], max_code)
-        if len(indices) == 0:
-            return SetResult(saturated, rejected)
-        if self.use_numba:
-            self.nonzero += int(_kernels()["set"](tuple(self.levels), indices, codes, self.spec.k_bits))
-        else:
+        if len(indices):
             self._set_numpy(indices, codes)
         return SetResult(saturated, rejected)
 
@@ -271,6 +280,11 @@ class SumTree:
         stride = ReplaySpec.stride(count) if stride is None else int(stride)
         if stride < 0 or count * stride >= 1 << 32:
             raise ValueError(f"stride {stride} is out of range for {count} samples (count * stride must be < 2**32)")
+        if uniforms is None and self.use_numba:  # PRNG, targets and descent in one compiled pass
+            indices, codes = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+            self.prng_state = int(_kernels()["sample"](tuple(self.levels[1:]), self.spec.k, self.prng_state,
+                                                       stride, self.total, indices, codes))
+            return indices, codes
         if uniforms is None:
             uniforms, self.prng_state = xorshift32_stream(self.prng_state, count)
         else:
@@ -338,13 +352,42 @@ def _kernels() -> dict:
         return s
 
     @njit
-    def set_records(levels, indices, codes, k_bits):
+    def encode(p, scale, max_code, out):
+        # encode_priorities element by element: returns (first bad index or -1, saturated)
+        saturated = False
+        ceiling = np.float64(max_code)
+        for i in range(p.shape[0]):
+            value = p[i]
+            if not value >= 0.0 or value == np.inf:  # negative, NaN or infinite
+                return i, saturated
+            scaled = np.floor(value * scale + 0.5)
+            if scaled > ceiling:
+                saturated = True
+                scaled = ceiling
+            code = np.int64(scaled)
+            if code == 0 and value > 0.0:
+                code = 1
+            out[i] = code
+        return -1, saturated
+
+    @njit
+    def set_records(levels, indices, codes, k_bits, max_code):
+        # SET with the core's checks: returns (change in nonzero leaves, records rejected, saturated)
         leaves = levels[len(levels) - 1]
+        capacity = leaves.shape[0]
         changed = 0
+        rejected = 0
+        saturated = False
         for r in range(indices.shape[0]):
             i = indices[r]
-            old = leaves[i]
+            if i < 0 or i >= capacity:
+                rejected += 1
+                continue
             new = codes[r]
+            if new > max_code:
+                saturated = True
+                new = max_code
+            old = leaves[i]
             delta = new - old
             if delta == 0:
                 continue
@@ -354,7 +397,38 @@ def _kernels() -> dict:
             for depth in range(len(levels) - 2, -1, -1):
                 node >>= k_bits
                 levels[depth][node] += delta
-        return changed
+        return changed, rejected, saturated
+
+    @njit
+    def sample_prng(levels, k, state, stride, total, out, out_codes):
+        # SAMPLE: xorshift32 uniforms, stratified targets (x * total) >> 32 split as x*hi + ((x*lo) >> 32), then
+        # the descent level by level over the whole batch (independent loads of different samples overlap).
+        n = out.shape[0]
+        s = np.int64(state)
+        s_stride = np.uint64(stride)
+        hi, lo, shift = np.uint64(total >> 32), np.uint64(total & 0xFFFFFFFF), np.uint64(32)
+        target = np.empty(n, dtype=np.int64)
+        for j in range(n):
+            s ^= (s << 13) & 0xFFFFFFFF
+            s ^= s >> 17
+            s ^= (s << 5) & 0xFFFFFFFF
+            x = np.uint64(j) * s_stride + ((np.uint64(s) * s_stride) >> shift)
+            target[j] = np.int64(x * hi + ((x * lo) >> shift))
+            out[j] = 0
+        for level in levels:
+            for j in range(n):
+                base = out[j] * k
+                t = target[j]
+                child = 0
+                while child < k - 1 and t >= level[base + child]:  # the last child needs no compare
+                    t -= level[base + child]
+                    child += 1
+                target[j] = t
+                out[j] = base + child
+        leaves = levels[len(levels) - 1]
+        for j in range(n):
+            out_codes[j] = leaves[out[j]]
+        return s
 
     @njit
     def descend_loop(levels, k, targets, out):
@@ -370,5 +444,5 @@ def _kernels() -> dict:
                 node = base + child
             out[j] = node
 
-    _compiled.update(xorshift=xorshift, set=set_records, descend=descend_loop)
+    _compiled.update(xorshift=xorshift, encode=encode, set=set_records, sample=sample_prng, descend=descend_loop)
     return _compiled

@@ -19,6 +19,7 @@ PACKAGES = {
     "pynq_rl.host.drivers": "host/drivers",
     "pynq_rl.host.backends": "host/backends",
     "pynq_rl.host.agents": "host/agents",
+    "pynq_rl.host.agents.distributed": "host/agents/distributed",
     "pynq_rl.notebooks": "notebooks",
 }
 
@@ -33,7 +34,9 @@ setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
     package_data={"pynq_rl.overlay.bitstreams": ["*.md", "*/*.bit", "*/*.hwh", "*/*.link"],
-                  "pynq_rl.notebooks": ["*.ipynb"]},
+                  "pynq_rl.overlay.build": ["tcl/*.tcl", "Makefile"],
+                  "pynq_rl.notebooks": ["*.ipynb"],
+                  "pynq_rl.host.agents.distributed": ["*.proto"]},
     include_package_data=True,
     install_requires=[
         "pynq>=3.0.1",
@@ -56,8 +59,17 @@ setup(
             "scipy>=1.10",
             "cocotb>=2.0",
             "cocotbext-axi>=0.1.24",
+            # distributed Ape-X (same pins as the "distributed" extra)
+            "ray==2.60.0",
+            "grpcio==1.64.0",
+            "protobuf==5.29.6",
+            "redis==8.1.0",
         ],
-        "bench": ["torchrl==0.14.1", "numba>=0.58"],
+        # distributed Ape-X: Ray for actors/learner, gRPC for the replay server (grpcio + protobuf suffice on a board:
+        # the generated stubs are committed), the redis client for the baseline, grpcio-tools to regenerate stubs
+        "distributed": ["ray==2.60.0", "grpcio==1.64.0", "grpcio-tools==1.64.0", "protobuf==5.29.6", "redis==8.1.0",
+                        "torch==2.13.0"],
+        "bench": ["torchrl==0.14.1", "torch==2.13.0", "cpprb==11.0.0", "numba>=0.58"],
     },
     entry_points={
         "console_scripts": ["pynq-rl = pynq_rl.cli:main"],

@@ -258,9 +258,9 @@ class GaeSpec:
     error vs float64 unchanged, 1.9e-4 -> 2.0e-4 on the 1e-3 test)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
-    pipeline_depth: int = 9
+    pipeline_depth: int = 12
     """cycles the compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth (the HDL's: 2 for the last
-    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 3 PE stages, 1
+    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 6 PE stages, 1
     write-back)"""
 
     def __post_init__(self) -> None:
@@ -347,7 +347,9 @@ class ReplayMode(enum.IntEnum):
     SAMPLE = 1
     """no input; COUNT result records out, stratified, uniforms drawn from the on-chip PRNG (SEED)"""
     SAMPLE_UNIFORM = 2
-    """input: COUNT uniform records; COUNT result records out, stratified with the host's uniforms"""
+    """input: COUNT uniform records; COUNT result records out, stratified with the host's uniforms. TLAST before
+    the COUNT-th record: the records received are sampled (TLAST on the last of their results) and ERR_STREAM;
+    no TLAST on the COUNT-th: COUNT results, the extra records are dropped up to TLAST, ERR_STREAM"""
     DUMP = 3
     """no input; every leaf priority out in index order, one 32-bit word each"""
     CLEAR = 4
@@ -381,8 +383,9 @@ class ReplaySpec:
 
     Level 0 is the root (a register, read as TOTAL), level ``levels`` holds the leaves. Level ``l`` has ``k**l``
     nodes of :meth:`level_width` bits, stored as ``k`` banks (one per child position) of ``k**(l-1)`` words, so the
-    ``k`` children of a node are read in one cycle. Node widths grow by ``log2(k)`` bits per level towards the root,
-    so every node holds the exact integer sum of its leaves and can never overflow.
+    ``k`` children of a node are read in one cycle (the HDL keeps the ``k`` banks side by side as the columns of one
+    ``k * level_width``-bit memory, so block RAM and URAM are filled to their width). Node widths grow by ``log2(k)``
+    bits per level towards the root, so every node holds the exact integer sum of its leaves and can never overflow.
 
     Stream formats (8-byte beats, little-endian, ``uint64`` records):
 
@@ -604,10 +607,11 @@ class ParsaSpec:
     """format of ALPHA, GAMMA, EPSILON and EPSILON_DECAY: UQ1.16 holds 1.0 exactly"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes"""
-    act_depth: int = 0
-    """CYCLES_ACT = n_dims + (tilings of the busiest worker) + act_depth (set by the HDL)"""
-    update_depth: int = 0
-    """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (set by the HDL)"""
+    act_depth: int = 20
+    """CYCLES_ACT = n_dims + (tilings of the busiest worker) + act_depth (the HDL's depth:
+    ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
+    update_depth: int = 8
+    """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (the HDL's depth: ``core.py`` UPDATE_DEPTH)"""
 
     def __post_init__(self) -> None:
         if self.value_w not in (8, 16, 32):

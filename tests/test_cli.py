@@ -28,3 +28,28 @@ def test_unknown_backend_is_rejected(capsys):
     with pytest.raises(SystemExit):
         main(["info", "--backend", "fpga"])
     assert "invalid choice: 'fpga'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["numpy", "emu"])
+def test_train_dqn_runs_and_prints_its_summary(tmp_path, capsys, backend):
+    assert main(["train", "dqn", "--backend", backend, "--steps", "300", "--seed", "1", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["global_step"] == 300 and summary["start_step"] == 0
+    assert summary["replay_backend"] == backend
+    assert summary["run_dir"].startswith(str(tmp_path)) and summary["checkpoint"].endswith("checkpoint.pt")
+
+
+def test_train_dqn_resumes_from_its_checkpoint(tmp_path, capsys):
+    assert main(["train", "dqn", "--backend", "numpy", "--steps", "200", "--out", str(tmp_path), "--no-progress"]) == 0
+    checkpoint = json.loads(capsys.readouterr().out)["checkpoint"]
+    assert main(["train", "dqn", "--backend", "numpy", "--steps", "300", "--out", str(tmp_path), "--no-progress",
+                 "--resume", checkpoint]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["start_step"], summary["global_step"]) == (200, 300)
+
+
+def test_train_dqn_rejects_an_unknown_backend(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "dqn", "--backend", "torch"])
+    assert "invalid choice: 'torch'" in capsys.readouterr().err

@@ -17,7 +17,7 @@ needs_iverilog = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iv
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    assert R.main(["--out", str(out), "--quick", "--jobs", "2"]) == 0
+    assert R.main(["--out", str(out), "--quick", "--jobs", "2", "--cores", "gae"]) == 0
     return json.loads((out / "resources.json").read_text()), (out / "resources.md").read_text()
 
 

@@ -15,7 +15,8 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE`` sel
 * DUMP: every leaf code as a ``uint32``, index order. CLEAR: everything 0.
 * ``SEED`` writes reseed the PRNG; reads of ``SEED``, ``TOTAL``, ``TOTAL_HI`` and ``NONZERO`` are live.
 * ``CYCLES``: records + the spec's pipeline depth of that operation (what the HDL takes with a stream that
-  delivers one beat per cycle).
+  delivers one beat per cycle; SAMPLE_UNIFORM 3 less, counted from its first input beat), DUMP capacity/2 + 2,
+  CLEAR K**(LEVELS-1).
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; the stored priorities survive it (the memories
   have no reset), as on the board.
 """
@@ -55,10 +56,10 @@ class ReplayCoreIP(StreamCoreIP):
         self._mode = S.ReplayMode(mode)
         if self._mode == S.ReplayMode.CLEAR:
             self.tree.clear()
-            self.values["CYCLES"] = self.spec.capacity // self.spec.k + 1
+            self.values["CYCLES"] = self.spec.capacity // self.spec.k
             self.finish()
         elif self._mode == S.ReplayMode.DUMP:
-            self.drain(self.tree.dump(), self.spec.capacity // 2 + 1)
+            self.drain(self.tree.dump(), self.spec.capacity // 2 + 2)
         elif self._mode == S.ReplayMode.SET:
             self.begin_load()
         elif not self._sample_config_ok():
@@ -75,7 +76,9 @@ class ReplayCoreIP(StreamCoreIP):
     def _sample(self, uniforms: np.ndarray | None, flags: S.Status = S.Status(0)) -> None:
         count = self.values["COUNT"] if uniforms is None else len(uniforms)
         indices, codes = self.tree.sample(count, uniforms, self.values["STRIDE"])  # None: the PRNG draws them
-        self.drain(model.pack_results(indices, codes), count + self.spec.sample_depth, flags)
+        # SAMPLE_UNIFORM counts from its first input beat, after the 3 cycles of START checks
+        depth = self.spec.sample_depth - (0 if uniforms is None else 3)
+        self.drain(model.pack_results(indices, codes), count + depth, flags)
 
     def close_input(self, data: bytes) -> None:
         records, partial = self.words(data)

@@ -17,7 +17,7 @@ import numpy as np
 from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, traceSignals
 
 from ...overlay import spec as S
-from ...overlay.hdl.top import gae_core_top, gae_top_signals
+from ...overlay.hdl.top import CORE_TOPS
 from .device import EmulatedDevice
 from .regfile import RegisterFile
 
@@ -25,6 +25,10 @@ __all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded"]
 
 _serial = itertools.count()
 _active: "RtlSimulation | None" = None
+
+#: Simulation time units per clock period (a tick ends on a falling edge; :meth:`RtlSimulation.settle` runs one
+#: unit, up to three times a cycle, so inputs propagate before the rising edge).
+_PERIOD = 8
 
 #: Cycles a bus access to a non-simulated IP (the DMA register model) is charged, as the interconnect would.
 _DMA_ACCESS_CYCLES = 4
@@ -53,10 +57,11 @@ class RtlSimulation:
         self.reset = ResetSignal(0, active=0, isasync=False)
         self.ports = {}
         for slot in board_spec.cores:
-            if slot.name != "gae":
+            if slot.name not in CORE_TOPS:
                 raise ValueError(f"the rtl backend has no HDL for core {slot.name!r} yet")
-            self.ports[slot.name] = gae_top_signals(slot.spec)
+            self.ports[slot.name] = CORE_TOPS[slot.name][1](slot.spec)
         self.cycle = 0
+        self._settled = 0                # time units run since the last falling edge (see settle)
         self.ended: str | None = None
         system = _system(board_spec, self.ports, self.clock, self.reset)
         if vcd:
@@ -74,10 +79,24 @@ class RtlSimulation:
         """Advance ``cycles`` clock cycles (inputs set before the call are sampled at the first rising edge)."""
         if self.ended:
             raise SimulationEnded(f"this rtl simulation has ended: {self.ended}")
-        if self._sim.run(2 * cycles, quiet=1) != 1:
+        self._run(_PERIOD * cycles - self._settled)
+        self._settled = 0
+        self.cycle += cycles
+
+    def settle(self) -> None:
+        """Let inputs set since the last edge reach the combinational outputs, without a clock edge (a bench then
+        reads the handshakes the next edge will complete, as cocotb's ``ReadOnly`` does)."""
+        if self.ended:
+            raise SimulationEnded(f"this rtl simulation has ended: {self.ended}")
+        if self._settled >= _PERIOD // 2 - 1:
+            raise RuntimeError(f"settle() called more than {_PERIOD // 2 - 1} times in one clock cycle")
+        self._run(1)
+        self._settled += 1
+
+    def _run(self, time_units: int) -> None:
+        if self._sim.run(time_units, quiet=1) != 1:
             self.end("the simulation stopped (an HDL process raised)")
             raise SimulationEnded(self.ended)
-        self.cycle += cycles
 
     def end(self, reason: str) -> None:
         """Stop the simulation for good (idempotent)."""
@@ -96,16 +115,16 @@ def _system(board_spec, ports, clock, reset):
     """Every core's top plus the clock generator (one simulation per process, so one block holds them all)."""
     tops = []
     for slot in board_spec.cores:
-        top = gae_core_top(*ports[slot.name], clock, reset, slot.spec)
+        top = CORE_TOPS[slot.name][0](*ports[slot.name], clock, reset, slot.spec)
         top.name = f"{slot.name}_top"
         tops.append(top)
 
     @instance
     def clock_generator():
         while True:
-            yield delay(1)
+            yield delay(_PERIOD // 2)
             clock.next = 1
-            yield delay(1)
+            yield delay(_PERIOD // 2)
             clock.next = 0
 
     return tops, clock_generator
@@ -228,8 +247,8 @@ class RtlDevice(EmulatedDevice):
 
     def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
         self.simulation = RtlSimulation(board_spec, vcd=vcd)
-        tables = {"gae": S.GAE_REGISTERS}
-        super().__init__(board_spec, lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, tables[slot.name]),
+        super().__init__(board_spec,
+                         lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
                          tag=f"rtl{next(_serial)}:{board_spec.name}")
 
     def read_registers(self, address: int, length: int) -> bytes:

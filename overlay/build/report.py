@@ -1,5 +1,6 @@
-"""Synthesis report of the GAE core (verification rung 5): yosys resources per PE and per core, checked against
-HEPPO's Table IV and the target devices, plus a simulation of the synthesized PE netlist against the model.
+"""Synthesis report of the cores (verification rung 5): yosys resources of the GAE core per PE and per core,
+checked against HEPPO's Table IV and the target devices, plus a simulation of the synthesized PE netlist against
+the model; and the replay core's board builds with their fit and block-memory checks.
 
 ``python -m pynq_rl.overlay.build.report [--out benchmarks/results] [--quick] [--jobs 2] [--work DIR]`` converts
 
@@ -18,6 +19,13 @@ PE, the goal, the fit checks on the Zynq-7020 and the XCZU7EV, the BRAM inferenc
 and notes read off the data (:func:`observations`). The full run takes about 10 minutes on 2 CPUs (4 of them for
 each 64-lane core). ``--quick`` synthesizes one PE (k = 2, xc7) and one tiny core (LANES = 1, T_MAX = 64) and
 skips the netlist simulation, for tests (about 15 s).
+
+The replay core (:func:`replay_plan`, :func:`run_replay_builds`): the whole top for the Pynq-Z2 build (K=16,
+LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup with ``-uram``: yosys 0.23
+maps large memories to URAM288 only when asked, and without URAM the 2**20 leaves do not fit the XCZU7EV's block
+RAM), each checked to fit its device (< 100% of every resource) and to hold its deep levels in BRAM/URAM
+(:func:`replay_memory_check`); about 10 minutes per build on 2 CPUs. ``--cores replay`` synthesizes only these and
+updates the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick`` builds a 4096-leaf core.
 
 What is counted (yosys ``stat`` after ``synth_xilinx``): LUT = LUT1..LUT6 and INV (a LUT1) plus LUTs used as
 memory or shift registers (RAM32M/RAM64M/..., SRL16E/SRLC32E), FF = FDRE/FDSE/FDCE/FDPE (+ latches),
@@ -51,12 +59,16 @@ from myhdl import always_comb, block, intbv, Signal
 from .. import spec as S
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
-from .verilog import convert_gae, gae_module_name
+from ..hdl.replay.tree import level_depth
+from .verilog import convert_gae, convert_replay, gae_module_name, replay_module_name
+from .verilog import convert_parsa, parsa_module_name
 
 __all__ = ["HEPPO", "DEVICES", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe",
            "loop_registers", "yosys_script", "synthesize", "parse_stat", "summarize_cells", "plan",
            "run_builds", "simulate_pe_netlist", "make_report", "observations", "markdown", "build_report", "main",
-           "synthesis_source", "coef_name", "pe_module_name", "WHAT_IF_COEF", "DEFAULT_OUT"]
+           "synthesis_source", "coef_name", "pe_module_name", "WHAT_IF_COEF", "DEFAULT_OUT", "ReplayBuild",
+           "replay_plan", "run_replay_builds", "replay_section", "replay_markdown", "REPLAY_TARGETS",
+           "ParsaBuild", "parsa_plan", "run_parsa_builds", "parsa_section", "parsa_markdown", "PARSA_TARGETS"]
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
@@ -78,11 +90,13 @@ class Device:
     ff: int
     dsp: int
     bram36: int
+    uram: int = 0
+    """UltraRAM blocks (URAM288, 288 Kbit each)"""
 
 
 DEVICES = {
     "xc7z020": Device("xc7z020", "Pynq-Z2", "xc7", lut=53200, ff=106400, dsp=220, bram36=140),
-    "xczu7ev": Device("xczu7ev", "ZCU106", "xcup", lut=230400, ff=460800, dsp=1728, bram36=312),
+    "xczu7ev": Device("xczu7ev", "ZCU106", "xcup", lut=230400, ff=460800, dsp=1728, bram36=312, uram=96),
 }
 
 #: (device, LANES of the core build checked on it, largest allowed fraction of any resource).
@@ -99,6 +113,7 @@ DSP_CELLS = ("DSP48E1", "DSP48E2")
 RAMB18_CELLS = ("RAMB18E1", "RAMB18E2")
 RAMB36_CELLS = ("RAMB36E1", "RAMB36E2")
 CARRY_CELLS = ("CARRY4", "CARRY8")
+URAM_CELLS = ("URAM288", "URAM288_BASE")
 #: Cells that end a combinational path for the ltp proxy (registers and hard blocks).
 CUT_PATTERNS = ("t:FD*", "t:LD*", "t:DSP48*", "t:RAMB*", "t:URAM*", "t:SRL*", "t:RAM*X1*", "t:RAM32M*",
                 "t:RAM64M*")
@@ -253,11 +268,12 @@ def yosys_datdir() -> Path:
 
 
 def yosys_script(verilog: Path, top: str, family: str, keep: list[str] = (), stat_file: Path | None = None,
-                 netlist: Path | None = None, depth: bool = True) -> str:
-    """The yosys script of one build: read, keep the loop registers, ``synth_xilinx``, ``stat``, depth proxies."""
+                 netlist: Path | None = None, depth: bool = True, options: str = "") -> str:
+    """The yosys script of one build: read, keep the loop registers, ``synth_xilinx`` (plus ``options``, e.g.
+    ``-uram``), ``stat``, depth proxies."""
     lines = [f"read_verilog {verilog}", f"hierarchy -top {top}"]
     lines += [f"setattr -set keep 1 w:{name}" for name in keep]
-    lines.append(f"synth_xilinx -family {family} -noiopad -top {top}")
+    lines.append(f"synth_xilinx -family {family} -noiopad {options + ' ' if options else ''}-top {top}")
     lines.append(f"tee -o {stat_file} stat" if stat_file else "stat")
     lines += ["log @@dsp_registered", "select -count t:DSP48* r:MREG=1 r:PREG=1 %u %i", "select -clear"]
     if netlist is not None:
@@ -292,7 +308,7 @@ def summarize_cells(cells: dict[str, int]) -> dict:
     ramb18, ramb36 = count(RAMB18_CELLS), count(RAMB36_CELLS)
     return {"lut": lut_logic + lutram_luts + srl, "lut_logic": lut_logic, "lut_as_memory": lutram_luts,
             "lut_as_srl": srl, "ff": count(FF_CELLS), "dsp": count(DSP_CELLS), "ramb18": ramb18, "ramb36": ramb36,
-            "bram36": ramb36 + ramb18 / 2, "carry": count(CARRY_CELLS),
+            "bram36": ramb36 + ramb18 / 2, "uram": count(URAM_CELLS), "carry": count(CARRY_CELLS),
             "muxf": count(("MUXF7", "MUXF8", "MUXF9"))}
 
 
@@ -308,7 +324,8 @@ def _parse_log(log: str) -> dict:
 
 
 def synthesize(verilog: Path, top: str, family: str, keep: list[str] = (), work_dir: Path | None = None,
-               netlist: Path | None = None, depth: bool = True, timeout: float | None = None) -> dict:
+               netlist: Path | None = None, depth: bool = True, timeout: float | None = None,
+               options: str = "") -> dict:
     """Run ``synth_xilinx`` on one converted file; return cell counts, totals, depth proxies and the runtime.
 
     The full yosys log goes to ``<work_dir>/<top>_<family>.log``. Raises ``subprocess.TimeoutExpired`` after
@@ -318,7 +335,7 @@ def synthesize(verilog: Path, top: str, family: str, keep: list[str] = (), work_
     work_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{top}_{family}"
     stat_file, log_file, script_file = (work_dir / f"{stem}.{ext}" for ext in ("stat", "log", "ys"))
-    script_file.write_text(yosys_script(verilog, top, family, keep, stat_file, netlist, depth))
+    script_file.write_text(yosys_script(verilog, top, family, keep, stat_file, netlist, depth, options))
     t0 = time.perf_counter()
     proc = subprocess.run([yosys_binary(), "-q", "-l", str(log_file), "-s", str(script_file)],
                           capture_output=True, text=True, timeout=timeout)
@@ -601,6 +618,319 @@ def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The replay core
+# ---------------------------------------------------------------------------------------------------------------
+
+#: The replay builds of the full report: (board, device part, default spec, extra ``synth_xilinx`` options). A
+#: board's own replay slot in ``spec.BOARDS`` replaces the default spec when it has one.
+REPLAY_TARGETS = (("Pynq-Z2", "xc7z020", S.ReplaySpec(k=16, levels=4), ""),
+                  ("ZCU106", "xczu7ev", S.ReplaySpec(k=16, levels=5), "-uram"))
+#: Quick mode: a 4096-leaf build, large enough that its leaf level must become block RAM.
+REPLAY_QUICK = ("quick", "xc7z020", S.ReplaySpec(k=16, levels=3), "")
+
+
+@dataclass(frozen=True)
+class ReplayBuild:
+    """One synthesis run of the replay core top for a board's device."""
+
+    board: str
+    part: str
+    spec: S.ReplaySpec
+    options: str = ""
+
+    @property
+    def family(self) -> str:
+        return DEVICES[self.part].family
+
+    @property
+    def top(self) -> str:
+        return replay_module_name(self.spec)
+
+
+def replay_plan(quick: bool = False) -> list[ReplayBuild]:
+    """The replay builds: the Pynq-Z2 (xc7) and ZCU106 (xcup, URAM allowed) builds, or the quick one."""
+    if quick:
+        return [ReplayBuild(*REPLAY_QUICK)]
+    builds = []
+    for board, part, default, options in REPLAY_TARGETS:
+        spec = default
+        slots = [slot for slot in S.BOARDS[board].cores if slot.name == "replay"] if board in S.BOARDS else []
+        if slots:
+            spec = slots[0].spec
+        builds.append(ReplayBuild(board, part, spec, options))
+    return builds
+
+
+def tree_bits(spec: S.ReplaySpec) -> dict[int, int]:
+    """Bits stored per tree level (level 0 is the root register)."""
+    return {level: spec.k ** level * spec.level_width(level) for level in range(spec.levels + 1)}
+
+
+def replay_memory_check(build: ReplayBuild, row: dict) -> dict:
+    """Did the deep levels become BRAM/URAM? Flip-flops fewer than an eighth of the tree's bits, and block memory
+    at least as large as the levels too big for LUT-RAM (> 64 words), mean they did; a memory left as flip-flops
+    or LUT-RAM fails this."""
+    bits = tree_bits(build.spec)
+    deep = sum(b for level, b in bits.items() if level >= 1 and level_depth(build.spec.k, level) > 64)
+    block_bits = row["ramb18"] * 18 * 1024 + row["ramb36"] * 36 * 1024 + row["uram"] * 288 * 1024
+    return {"tree_bits": sum(bits.values()), "deep_level_bits": deep, "block_memory_bits": block_bits,
+            "ff": row["ff"], "inferred": block_bits >= deep and row["ff"] < sum(bits.values()) / 8}
+
+
+def run_replay_builds(builds: list[ReplayBuild], work_dir: Path, jobs: int = 2, timeout: float | None = None,
+                      log=print) -> list[dict]:
+    """Convert and synthesize the replay builds; one row per build (``status`` says why a build has no counts)."""
+    sources = {}
+    for build in builds:
+        if build.spec not in sources:
+            t0 = time.perf_counter()
+            try:
+                sources[build.spec] = synthesis_source(convert_replay(build.spec, work_dir / "verilog"))
+                log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
+            except Exception as exc:  # noqa: BLE001 - reported, not fatal
+                sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
+
+    def one(build: ReplayBuild) -> dict:
+        spec = build.spec
+        row = {"kind": "replay", "board": build.board, "part": build.part, "module": build.top,
+               "family": build.family, "options": build.options, "k": spec.k, "levels": spec.levels,
+               "capacity": spec.capacity, "leaf_w": spec.leaf.width, "set_depth": spec.set_depth,
+               "sample_depth": spec.sample_depth}
+        source = sources[spec]
+        if isinstance(source, str):
+            return {**row, "status": source.splitlines()[0]}
+        path, stripped = source
+        try:
+            result = synthesize(path, build.top, build.family, [], work_dir / "yosys", timeout=timeout,
+                                options=build.options)
+            result.update(status="ok", memory_init_loops_removed=stripped)
+        except subprocess.TimeoutExpired:
+            result = {"status": f"timeout after {timeout:.0f} s"}
+        except RuntimeError as exc:
+            result = {"status": f"yosys failed: {str(exc).splitlines()[0]}"}
+        log(f"{build.top} {build.family}: {result['status']} "
+            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
+               f"URAM {result['uram']} ({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
+        row.update(result)
+        if row["status"] == "ok":
+            row["memory_check"] = replay_memory_check(build, row)
+        return row
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, builds))
+
+
+def replay_section(rows: list[dict]) -> dict:
+    """The replay part of the report: rows, fit checks on each board's device (< 100% of every resource), and
+    whether every build put its deep levels in block memory."""
+    fits = []
+    for row in rows:
+        if row["status"] != "ok" or row["board"] not in {b for b, *_ in REPLAY_TARGETS}:
+            continue
+        device = DEVICES[row["part"]]
+        fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
+        fractions["uram"] = row["uram"] / device.uram if device.uram else (0.0 if not row["uram"] else float("inf"))
+        fits.append({"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
+                     "fits": all(f < 1.0 for f in fractions.values()),
+                     "binding": max(fractions, key=fractions.get)})
+    ok = [r for r in rows if r["status"] == "ok"]
+    return {"rows": rows, "fit_checks": fits,
+            "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}
+
+
+def replay_markdown(section: dict) -> list[str]:
+    """The replay core's part of ``resources.md``."""
+    out = ["", "## Replay core (sum tree)", "",
+           "The whole AXI top (`replay_core_top`): register file, K-ary sum tree (one memory per level, K columns "
+           "wide; level 1 and the root are registers), updater, sampler, dump/clear and control. URAM is allowed "
+           "on the ZCU106 build (`synth_xilinx -uram`: yosys 0.23 maps large memories to URAM288 for xcup only "
+           "when asked). set/sample depth: CYCLES = n + depth.", "",
+           "| board | module | family | K | LEVELS | capacity | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | "
+           "URAM | carry | ltp [levels] | set/sample depth | yosys [s] |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for row in section["rows"]:
+        head = (f"| {row['board']} | `{row['module']}` | {row['family']}{' ' + row['options'] if row['options'] else ''}"
+                f" | {row['k']} | {row['levels']} | {row['capacity']:,} |")
+        if row["status"] != "ok":
+            out.append(f"{head} {row['status']} ||||||||||")
+            continue
+        out.append(f"{head} {_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
+                   f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
+                   f"{_fmt(row.get('ltp_fabric[levels]'))} | {row['set_depth']} / {row['sample_depth']} | "
+                   f"{row['runtime[s]']:.0f} |")
+    if section["fit_checks"]:
+        out += ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
+                "|---|---|---|---:|---:|---:|---:|---:|---|"]
+        for fit in section["fit_checks"]:
+            f = fit["fractions"]
+            out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
+                       f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
+                       f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+    out += ["", f"Deep levels in block memory (BRAM/URAM bits >= bits of the levels deeper than 64 words, FF < "
+            f"tree bits / 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
+            "| module | tree bits | deep-level bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]
+    for row in section["rows"]:
+        if row["status"] == "ok":
+            m = row["memory_check"]
+            out.append(f"| `{row['module']}` | {m['tree_bits']:,} | {m['deep_level_bits']:,} | "
+                       f"{m['block_memory_bits']:,} | {m['ff']:,} |")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The ParSa core
+# ---------------------------------------------------------------------------------------------------------------
+
+#: The ParSa builds: (board, device part, extra ``synth_xilinx`` options); the spec is the board's parsa slot.
+PARSA_TARGETS = (("Pynq-Z2", "xc7z020", ""), ("ZCU106", "xczu7ev", "-uram"))
+#: Quick mode: 2 workers x 256 rows, enough for the banks to need block RAM.
+PARSA_QUICK = ("quick", "xc7z020", S.ParsaSpec(workers=2, tiles_per_worker=256, max_tilings=16, keys=4), "")
+
+
+@dataclass(frozen=True)
+class ParsaBuild:
+    """One synthesis run of the ParSa core top for a board's device."""
+
+    board: str
+    part: str
+    spec: S.ParsaSpec
+    options: str = ""
+
+    @property
+    def family(self) -> str:
+        return DEVICES[self.part].family
+
+    @property
+    def top(self) -> str:
+        return parsa_module_name(self.spec)
+
+
+def parsa_plan(quick: bool = False) -> list[ParsaBuild]:
+    """The ParSa builds of each board's overlay (``spec.BOARDS``), or the quick one."""
+    if quick:
+        return [ParsaBuild(*PARSA_QUICK)]
+    return [ParsaBuild(board, part, S.BOARDS[board].slot("parsa").spec, options)
+            for board, part, options in PARSA_TARGETS]
+
+
+def parsa_memory_bits(spec: S.ParsaSpec) -> dict[str, int]:
+    """Bits of the ParSa core's memories: policy banks, key-row memories (the two that must be block memory)."""
+    row_bits = max(1, (spec.tiles_per_worker - 1).bit_length())
+    return {"policy_bits": spec.workers * spec.tiles_per_worker * spec.max_actions * spec.value_w,
+            "key_row_bits": spec.workers * spec.keys * spec.max_tilings * row_bits}
+
+
+def parsa_memory_check(build: ParsaBuild, row: dict) -> dict:
+    """Did the policy banks and key-row memories become BRAM/URAM? Block memory at least as large as both, and
+    fewer flip-flops than an eighth of the policy bits, mean they did."""
+    bits = parsa_memory_bits(build.spec)
+    block_bits = row["ramb18"] * 18 * 1024 + row["ramb36"] * 36 * 1024 + row["uram"] * 288 * 1024
+    return {**bits, "block_memory_bits": block_bits, "ff": row["ff"],
+            "inferred": block_bits >= sum(bits.values()) and row["ff"] < bits["policy_bits"] / 8}
+
+
+def run_parsa_builds(builds: list[ParsaBuild], work_dir: Path, jobs: int = 2, timeout: float | None = None,
+                     log=print) -> list[dict]:
+    """Convert and synthesize the ParSa builds; one row per build (``status`` says why a build has no counts)."""
+    sources = {}
+    for build in builds:
+        if build.spec not in sources:
+            t0 = time.perf_counter()
+            try:
+                sources[build.spec] = synthesis_source(convert_parsa(build.spec, work_dir / "verilog"))
+                log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
+            except Exception as exc:  # noqa: BLE001 - reported, not fatal
+                sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
+
+    def one(build: ParsaBuild) -> dict:
+        spec = build.spec
+        row = {"kind": "parsa", "board": build.board, "part": build.part, "module": build.top,
+               "family": build.family, "options": build.options, "workers": spec.workers,
+               "tiles_per_worker": spec.tiles_per_worker, "max_actions": spec.max_actions,
+               "max_dims": spec.max_dims, "max_tilings": spec.max_tilings, "keys": spec.keys,
+               "value_w": spec.value_w, "act_depth": spec.act_depth, "update_depth": spec.update_depth}
+        source = sources[spec]
+        if isinstance(source, str):
+            return {**row, "status": source.splitlines()[0]}
+        path, stripped = source
+        try:
+            result = synthesize(path, build.top, build.family, [], work_dir / "yosys", timeout=timeout,
+                                options=build.options)
+            result.update(status="ok", memory_init_loops_removed=stripped)
+        except subprocess.TimeoutExpired:
+            result = {"status": f"timeout after {timeout:.0f} s"}
+        except RuntimeError as exc:
+            result = {"status": f"yosys failed: {str(exc).splitlines()[0]}"}
+        log(f"{build.top} {build.family}: {result['status']} "
+            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
+               f"URAM {result['uram']} ({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
+        row.update(result)
+        if row["status"] == "ok":
+            row["memory_check"] = parsa_memory_check(build, row)
+        return row
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, builds))
+
+
+def parsa_section(rows: list[dict]) -> dict:
+    """The ParSa part of the report: rows, fit checks on each board's device (< 100% of every resource), and
+    whether every build put its policy banks and key-row memories in block memory."""
+    fits = []
+    for row in rows:
+        if row["status"] != "ok" or row["board"] not in {b for b, *_ in PARSA_TARGETS}:
+            continue
+        device = DEVICES[row["part"]]
+        fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
+        fractions["uram"] = row["uram"] / device.uram if device.uram else (0.0 if not row["uram"] else float("inf"))
+        fits.append({"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
+                     "fits": all(f < 1.0 for f in fractions.values()),
+                     "binding": max(fractions, key=fractions.get)})
+    ok = [r for r in rows if r["status"] == "ok"]
+    return {"rows": rows, "fit_checks": fits,
+            "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}
+
+
+def parsa_markdown(section: dict) -> list[str]:
+    """The ParSa core's part of ``resources.md``."""
+    out = ["", "## ParSa core (parallel tile-coded Sarsa)", "",
+           "The whole AXI top (`parsa_core_top`): register file, positions unit (31 x 32-bit multiply), WORKERS "
+           "workers (descriptor banks, index pipeline with 7 small multiplies, a policy bank of MAX_ACTIONS x VALUE_W "
+           "bit rows, key-row memory, update pass), sum and argmax trees, Sarsa arithmetic, emitter and control. "
+           "URAM is allowed on the ZCU106 build (`-uram`). act/update depth: CYCLES_ACT = n_dims + busiest + act "
+           "depth, CYCLES_UPDATE = busiest + update depth.", "",
+           "| board | module | family | WORKERS | rows/worker | actions | keys | LUT | FF | DSP | RAMB18 | RAMB36 | "
+           "BRAM36 eq. | URAM | carry | act/update depth | yosys [s] |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for row in section["rows"]:
+        head = (f"| {row['board']} | `{row['module']}` | {row['family']}{' ' + row['options'] if row['options'] else ''}"
+                f" | {row['workers']} | {row['tiles_per_worker']:,} | {row['max_actions']} | {row['keys']} |")
+        if row["status"] != "ok":
+            out.append(f"{head} {row['status']} ||||||||||")
+            continue
+        out.append(f"{head} {_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
+                   f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
+                   f"{row['act_depth']} / {row['update_depth']} | {row['runtime[s]']:.0f} |")
+    if section["fit_checks"]:
+        out += ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
+                "|---|---|---|---:|---:|---:|---:|---:|---|"]
+        for fit in section["fit_checks"]:
+            f = fit["fractions"]
+            out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
+                       f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
+                       f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+    out += ["", f"Policy banks and key-row memories in block memory (BRAM/URAM bits >= their bits, FF < policy bits "
+            f"/ 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
+            "| module | policy bits | key-row bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]
+    for row in section["rows"]:
+        if row["status"] == "ok":
+            m = row["memory_check"]
+            out.append(f"| `{row['module']}` | {m['policy_bits']:,} | {m['key_row_bits']:,} | "
+                       f"{m['block_memory_bits']:,} | {m['ff']:,} |")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -853,18 +1183,57 @@ def markdown(report: dict) -> str:
         report = {**report, "notes": notes}
     if report.get("notes"):
         out += ["", "## Notes", ""] + [f"- {note}" for note in report["notes"]]
+    if report.get("replay"):
+        replay = report["replay"]
+        out += replay_markdown(replay)
+        if replay.get("environment"):
+            renv = replay["environment"]
+            out += ["", f"Replay rows: `python -m pynq_rl.overlay.build.report --cores replay` on {renv['date']}, "
+                    f"commit `{renv['git_commit']}` ({renv['git_describe']}); {renv['yosys']}; "
+                    f"{replay.get('runtime[s]', 0):.0f} s."]
+    if report.get("parsa"):
+        parsa = report["parsa"]
+        out += parsa_markdown(parsa)
+        if parsa.get("environment"):
+            penv = parsa["environment"]
+            out += ["", f"ParSa rows: `python -m pynq_rl.overlay.build.report --cores parsa` on {penv['date']}, "
+                    f"commit `{penv['git_commit']}` ({penv['git_describe']}); {penv['yosys']}; "
+                    f"{parsa.get('runtime[s]', 0):.0f} s."]
     return "\n".join(out) + "\n"
 
 
 def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int = 2, work: str | Path | None = None,
                  timeout: float | None = 3600.0, families: tuple[str, ...] = FAMILIES, netlist_sim: bool | None = None,
-                 log=print) -> dict:
-    """Simulate the PE netlists, synthesize the builds of :func:`plan`, write ``resources.json`` / ``resources.md``
-    under ``out``; return the report. ``netlist_sim=None`` runs the simulations except in ``quick`` mode."""
+                 log=print, cores: tuple[str, ...] = ("gae", "replay", "parsa")) -> dict:
+    """Simulate the PE netlists, synthesize the builds of :func:`plan` and :func:`replay_plan`, write
+    ``resources.json`` / ``resources.md`` under ``out``; return the report. ``netlist_sim=None`` runs the
+    simulations except in ``quick`` mode. ``cores`` without ``"gae"`` regenerates only the replay part of an
+    existing report (``FileNotFoundError`` when there is none)."""
     out = Path(out)
     work = Path(work) if work else Path(__file__).resolve().parent / "out" / ("synth_quick" if quick else "synth")
     t0 = time.perf_counter()
     env = environment()
+    replay = None
+    if "replay" in cores:
+        replay = replay_section(run_replay_builds(replay_plan(quick), work / "replay", jobs, timeout, log=log))
+        replay.update(environment=env, **{"runtime[s]": round(time.perf_counter() - t0, 1)})
+    parsa = None
+    if "parsa" in cores:
+        t_parsa = time.perf_counter()
+        parsa = parsa_section(run_parsa_builds(parsa_plan(quick), work / "parsa", jobs, timeout, log=log))
+        parsa.update(environment=env, **{"runtime[s]": round(time.perf_counter() - t_parsa, 1)})
+    if "gae" not in cores:
+        existing = out / "resources.json"
+        if not existing.is_file():
+            raise FileNotFoundError(f"{existing}: no report to add the replay rows to (run without --cores first)")
+        report = json.loads(existing.read_text())
+        if replay is not None:
+            report["replay"] = replay
+        if parsa is not None:
+            report["parsa"] = parsa
+        (out / "resources.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+        (out / "resources.md").write_text(markdown(report))
+        return report
     sims = []
     if netlist_sim if netlist_sim is not None else not quick:
         configs = [(2, True)] if quick else [(k, keep) for k in (1, 2, 3) for keep in (True, False)]
@@ -880,6 +1249,10 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
     rows = run_builds(plan(quick, families), work, jobs, timeout, log=log)
     report = make_report(rows, sims, env, quick, time.perf_counter() - t0)
     report["arguments"].update(jobs=jobs, families=list(families), timeout=timeout)
+    if replay is not None:
+        report["replay"] = replay
+    if parsa is not None:
+        report["parsa"] = parsa
     out.mkdir(parents=True, exist_ok=True)
     (out / "resources.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (out / "resources.md").write_text(markdown(report))
@@ -888,7 +1261,7 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring. Prints the Markdown page; returns 0."""
-    parser = argparse.ArgumentParser(description="yosys resource report of the GAE core.")
+    parser = argparse.ArgumentParser(description="yosys resource report of the GAE and replay cores.")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory of resources.json / resources.md")
     parser.add_argument("--quick", action="store_true", help="one PE (k=2, xc7) and a 1-lane T_MAX=64 core only")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="yosys runs in parallel")
@@ -900,10 +1273,14 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--netlist-sim", dest="netlist_sim", action="store_true", default=None,
                      help="simulate the synthesized PE netlists (default except with --quick)")
     sim.add_argument("--no-netlist-sim", dest="netlist_sim", action="store_false")
+    parser.add_argument("--cores", default="gae,replay,parsa",
+                        help="comma-separated cores to synthesize (default gae,replay,parsa; without 'gae', the "
+                             "replay and/or parsa rows of an existing report in --out are updated)")
     args = parser.parse_args(argv)
     families = tuple(f for f in args.families.split(",") if f)
+    cores = tuple(c for c in args.cores.split(",") if c)
     report = build_report(args.out, args.quick, args.jobs, args.work, args.timeout, families, args.netlist_sim,
-                          log=lambda msg: print(msg, flush=True))
+                          log=lambda msg: print(msg, flush=True), cores=cores)
     print(markdown(report))
     return 0
 

@@ -15,9 +15,12 @@ from pathlib import Path
 from myhdl import ResetSignal, Signal
 
 from .. import spec as S
-from ..hdl.top import gae_core_top, gae_top_signals
+from ..hdl.top import gae_core_top, gae_top_signals, replay_core_top, replay_top_signals
+from ..hdl.top import parsa_core_top, parsa_top_signals
 
-__all__ = ["gae_module_name", "convert_gae", "lint", "DEFAULT_OUT", "LINT_FLAGS"]
+__all__ = ["gae_module_name", "convert_gae", "replay_module_name", "convert_replay", "parsa_module_name",
+           "convert_parsa", "convert_core", "lint",
+           "DEFAULT_OUT", "LINT_FLAGS"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
@@ -43,6 +46,57 @@ def convert_gae(spec: S.GaeSpec, out_dir: str | Path = DEFAULT_OUT, name: str | 
         warnings.filterwarnings("ignore", message=".*Port is not used.*")
         top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     return out_dir / f"{name}.v"
+
+
+def replay_module_name(spec: S.ReplaySpec) -> str:
+    """Verilog module name of a replay core build, named by its parameters (``replay_core_k16_l4_w16``)."""
+    return f"replay_core_k{spec.k}_l{spec.levels}_w{spec.leaf.width}"
+
+
+def convert_replay(spec: S.ReplaySpec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
+    """Convert the replay core top for ``spec`` to Verilog in ``out_dir``; return the ``.v`` path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or replay_module_name(spec)
+    bus, s_axis, m_axis = replay_top_signals(spec)
+    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
+    top = replay_core_top(bus, s_axis, m_axis, aclk, aresetn, spec)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Port is not used.*")
+        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
+    return out_dir / f"{name}.v"
+
+
+def parsa_module_name(spec: S.ParsaSpec) -> str:
+    """Verilog module name of a ParSa core build, named by its parameters (``parsa_core_w4_r1024_a10_v16``)."""
+    return (f"parsa_core_w{spec.workers}_r{spec.tiles_per_worker}_a{spec.max_actions}_d{spec.max_dims}"
+            f"_t{spec.max_tilings}_k{spec.keys}_v{spec.value_w}")
+
+
+def convert_parsa(spec: S.ParsaSpec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
+    """Convert the ParSa core top for ``spec`` to Verilog in ``out_dir``; return the ``.v`` path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = name or parsa_module_name(spec)
+    bus, s_axis, m_axis = parsa_top_signals(spec)
+    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
+    top = parsa_core_top(bus, s_axis, m_axis, aclk, aresetn, spec)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Port is not used.*")
+        warnings.filterwarnings("ignore", message=".*Signal is not driven.*")
+        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
+    return out_dir / f"{name}.v"
+
+
+#: Per core name: the converter of its top (cores without HDL are absent).
+CONVERTERS = {"gae": convert_gae, "replay": convert_replay, "parsa": convert_parsa}
+
+
+def convert_core(slot: S.CoreSlot, out_dir: str | Path = DEFAULT_OUT) -> Path:
+    """Convert the core of a board's ``slot``; raise ``ValueError`` if that core has no HDL yet."""
+    if slot.name not in CONVERTERS:
+        raise ValueError(f"no HDL for core {slot.name!r}")
+    return CONVERTERS[slot.name](slot.spec, out_dir)
 
 
 def lint(path: str | Path) -> str:
@@ -73,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = parser.parse_args(argv)
     for slot in S.board(args.board).cores:
-        if slot.name != "gae":
+        if slot.name not in CONVERTERS:
             continue
-        path = convert_gae(slot.spec, args.out)
+        path = convert_core(slot, args.out)
         if not args.no_lint:
             lint(path)
         print(path)

@@ -34,7 +34,7 @@ class AxiLiteBus:
 
 
 @block
-def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset):
+def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset, written=None):
     """AXI-Lite register file for ``table``.
 
     bus       : AxiLiteBus
@@ -45,7 +45,13 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
     pulses    : dict (register, field) -> Signal(bool), out -- one-cycle pulse when that pulse field is written 1
     clock     : Signal(bool), in
     reset     : ResetSignal, in
+    written   : dict register name -> Signal(bool), out (optional) -- one-cycle pulse after any write to that
+                register, in the cycle its storage holds the new value (a SEED write reseeding a PRNG)
+
+    A register in both ``storage`` and ``live`` is written to ``storage`` and read from ``live`` (a register whose
+    read value is state the write only initializes, such as a PRNG seed).
     """
+    written = written or {}
     addr_width = len(bus.awaddr)
     write_strobe = Signal(bool(0))
     write_addr = Signal(intbv(0)[addr_width:])
@@ -71,16 +77,21 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset)
         insts.append(_pulse(pulse, write_strobe, write_addr, write_data, table[name]["address_offset"],
                             fld["bit_offset"], clock, reset))
 
+    for name, pulse in written.items():
+        if name not in storage:
+            raise ValueError(f"register {name} is not writable: no write pulse")
+        insts.append(_write_pulse(pulse, write_strobe, write_addr, table[name]["address_offset"], clock, reset))
+
     # read multiplexer: a cascade of comparators, one per register
     previous = Signal(intbv(0)[32:])
     insts.append(_constant_zero(previous, read_addr))
     for name, reg in table.items():
         current = Signal(intbv(0)[32:])
         offset = reg["address_offset"]
-        if name in storage:
-            insts.append(_read_signal(current, previous, read_addr, offset, storage[name]))
-        elif name in live:
+        if name in live:
             insts.append(_read_signal(current, previous, read_addr, offset, live[name]))
+        elif name in storage:
+            insts.append(_read_signal(current, previous, read_addr, offset, storage[name]))
         elif name in constants:
             insts.append(_read_constant(current, previous, read_addr, offset, constants[name]))
         else:
@@ -144,6 +155,15 @@ def _pulse(pulse, strobe, addr, data, offset: int, bit: int, clock, reset):
     @always_seq(clock.posedge, reset=reset)
     def fire():
         pulse.next = strobe and addr == offset and data[bit]
+
+    return fire
+
+
+@block
+def _write_pulse(pulse, strobe, addr, offset: int, clock, reset):
+    @always_seq(clock.posedge, reset=reset)
+    def fire():
+        pulse.next = strobe and addr == offset
 
     return fire
 

@@ -1,9 +1,9 @@
 """On-chip PRNG: xorshift32, one 32-bit output per enabled cycle (model: :mod:`pynq_rl.overlay.models.prng`)."""
-from myhdl import always_seq, block, intbv
+from myhdl import always_comb, always_seq, block, intbv
 
 from ...spec import PRNG_ZERO_SEED as ZERO_SEED_REPLACEMENT
 
-__all__ = ["xorshift32"]
+__all__ = ["xorshift32", "xorshift32_next"]
 
 
 @block
@@ -34,5 +34,28 @@ def xorshift32(value, seed, load, enable, clock, reset):
             x[:] = x ^ (x >> 17)
             x[:] = x ^ ((x << 5) & 0xFFFFFFFF)
             value.next = x
+
+    return step
+
+
+@block
+def xorshift32_next(y, x):
+    """``y`` = one xorshift32 step of ``x`` (combinational): the output an enabled :func:`xorshift32` takes next,
+    for a consumer that needs the n-th output in the same cycle the generator advances to it.
+
+    y : Signal(intbv[32]), out
+    x : Signal(intbv[32]), in
+    """
+    if len(y) != 32 or len(x) != 32:
+        raise ValueError("xorshift32_next needs 32-bit signals")
+
+    @always_comb
+    def step():
+        v = intbv(0)[32:]
+        v[:] = x
+        v[:] = v ^ ((v << 13) & 0xFFFFFFFF)
+        v[:] = v ^ (v >> 17)
+        v[:] = v ^ ((v << 5) & 0xFFFFFFFF)
+        y.next = v
 
     return step

@@ -1,0 +1,186 @@
+"""``ReplayClient``: the actors' and the learner's handle on a replay server, over gRPC, with retries.
+
+Retries (all bounded by ``retry_s``, exponential back-off from 10 ms to 1 s):
+
+* ``UNAVAILABLE`` (server restarting, connection lost) on every call: gRPC reconnects the channel by itself, the
+  client just tries again, so a learner or actor survives a replay-server restart;
+* ``RESOURCE_EXHAUSTED`` (the server's insertion queue is full: back-pressure) on pushes;
+* ``DEADLINE_EXCEEDED`` on pushes: safe because pushes carry ``(actor_id, sequence)`` and the server acknowledges a
+  duplicate without storing it twice.
+
+``INVALID_ARGUMENT`` becomes ``ValueError`` with the server's message; anything else, or a retry budget used up,
+raises :class:`ReplayUnavailable`.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import codec
+from . import replay_pb2 as pb
+from . import replay_pb2_grpc as pb_grpc
+from .server import GRPC_OPTIONS
+
+__all__ = ["ReplayClient", "ReplayUnavailable", "NotReady"]
+
+
+class ReplayUnavailable(RuntimeError):
+    """The replay server did not answer (or kept refusing) within the retry budget."""
+
+
+class NotReady(RuntimeError):
+    """The server has nothing to sample yet (``FAILED_PRECONDITION``)."""
+
+
+class ReplayClient:
+    """A gRPC connection to a replay server.
+
+    Parameters
+    ----------
+    address : str
+        ``host:port`` of the server.
+    actor_id : str
+        Tags pushes for de-duplication (empty: no de-duplication); a restarted actor should use a new id or continue
+        its sequence.
+    timeout_s : float
+        Deadline of one call.
+    retry_s : float
+        How long a call keeps retrying on the retryable codes before raising :class:`ReplayUnavailable`.
+
+    Attributes
+    ----------
+    retries : int
+        Retries made so far (all calls).
+    """
+
+    def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0) -> None:
+        import grpc
+        self._grpc = grpc
+        self.address = address
+        self.actor_id = actor_id
+        self.timeout_s = float(timeout_s)
+        self.retry_s = float(retry_s)
+        self.retries = 0
+        self._sequence = itertools.count(1)
+        self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
+        self._stub = pb_grpc.ReplayStub(self._channel)
+
+    def close(self) -> None:
+        """Close the channel."""
+        self._channel.close()
+
+    def __enter__(self) -> "ReplayClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _invoke(self, method: str, request: Any, retry_codes: tuple, retry_s: float | None = None) -> Any:
+        grpc = self._grpc
+        deadline = time.monotonic() + (self.retry_s if retry_s is None else retry_s)
+        delay = 0.01
+        while True:
+            try:
+                return getattr(self._stub, method)(request, timeout=self.timeout_s, wait_for_ready=False)
+            except grpc.RpcError as error:
+                code, details = error.code(), error.details()
+                if code == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise ValueError(f"replay server {self.address} refused {method}: {details}") from None
+                if code == grpc.StatusCode.FAILED_PRECONDITION:
+                    raise NotReady(f"replay server {self.address}: {details}") from None
+                if code not in retry_codes or time.monotonic() + delay > deadline:
+                    raise ReplayUnavailable(f"replay server {self.address} {method} failed: {code.name}: "
+                                            f"{details}") from None
+                self.retries += 1
+                time.sleep(delay)
+                delay = min(1.0, delay * 2)
+
+    # -- calls --------------------------------------------------------------------------------------------------------
+    def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray) -> dict[str, Any]:
+        """Push a batch with its initial priorities; retried until acknowledged or ``retry_s`` runs out.
+
+        Returns
+        -------
+        dict
+            ``accepted``, ``duplicate``, ``log_sequence``, ``queued`` from the server's acknowledgement.
+
+        Raises
+        ------
+        ValueError
+            The server refused the batch as malformed.
+        ReplayUnavailable
+            No acknowledgement within ``retry_s``.
+        """
+        codes = self._grpc.StatusCode
+        request = pb.PushRequest(actor_id=self.actor_id, sequence=next(self._sequence) if self.actor_id else 0)
+        codec.encode_transitions(transitions, request.transitions)
+        codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
+        reply = self._invoke("Push", request, (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED))
+        return {"accepted": reply.accepted, "duplicate": reply.duplicate, "log_sequence": reply.log_sequence,
+                "queued": reply.queued}
+
+    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """A prioritized batch: transition fields, ``indices``, ``weights``, ``versions`` (numpy arrays).
+
+        Raises
+        ------
+        NotReady
+            Nothing stored yet.
+        ValueError, ReplayUnavailable
+            As for :meth:`push`.
+        """
+        codes = self._grpc.StatusCode
+        reply = self._invoke("Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
+                             (codes.UNAVAILABLE,))
+        batch = codec.decode_transitions(reply.transitions)
+        batch["indices"] = codec.from_tensor(reply.indices, "indices")
+        batch["weights"] = codec.from_tensor(reply.weights, "weights")
+        batch["versions"] = codec.from_tensor(reply.versions, "versions")
+        return batch
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
+                          versions: np.ndarray | None = None) -> dict[str, int]:
+        """Send new priorities for sampled slots; returns ``updated`` and ``stale`` counts."""
+        codes = self._grpc.StatusCode
+        request = pb.UpdateRequest()
+        codec.to_tensor(np.asarray(indices, dtype=np.int64), request.indices)
+        codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
+        if versions is not None:
+            codec.to_tensor(np.asarray(versions, dtype=np.uint64), request.versions)
+        reply = self._invoke("UpdatePriorities", request, (codes.UNAVAILABLE,))
+        return {"updated": reply.updated, "stale": reply.stale}
+
+    def stats(self, retry_s: float | None = None) -> dict[str, Any]:
+        """The server's statistics (``ReplayServer.stats``)."""
+        reply = self._invoke("Stats", pb.StatsRequest(), (self._grpc.StatusCode.UNAVAILABLE,), retry_s)
+        return json.loads(reply.json)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Ask the server to checkpoint now; returns ``path`` and ``log_sequence``."""
+        reply = self._invoke("Checkpoint", pb.CheckpointRequest(), (self._grpc.StatusCode.UNAVAILABLE,))
+        return {"path": reply.path, "log_sequence": reply.log_sequence}
+
+    def wait_ready(self, timeout_s: float = 30.0, min_size: int = 0, poll_s: float = 0.05) -> dict[str, Any]:
+        """Wait until the server answers and stores at least ``min_size`` transitions; returns its stats.
+
+        Raises
+        ------
+        TimeoutError
+            Not reached within ``timeout_s`` (the message gives the last size seen).
+        """
+        deadline = time.monotonic() + timeout_s
+        stats: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            try:
+                stats = self.stats(retry_s=max(0.0, min(1.0, deadline - time.monotonic())))
+                if stats["size"] >= min_size:
+                    return stats
+            except ReplayUnavailable:
+                pass
+            time.sleep(poll_s)
+        raise TimeoutError(f"replay server {self.address} not ready within {timeout_s} s "
+                           f"(size {stats.get('size', 'unknown')}, wanted {min_size})")

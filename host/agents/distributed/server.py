@@ -1,0 +1,722 @@
+r"""``ReplayServer``: the prioritized replay *between* the Ape-X actors and the learner, served over gRPC.
+
+In-network experience sampling: actors push their transitions (with initial priorities) to the node the traffic passes
+through, which keeps them and their priorities, and only sampled batches travel on to the learner. Here that node is
+the board with the replay core: the server owns one :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``emu``, ``rtl``
+or ``board``, through :class:`~pynq_rl.host.overlay.RLOverlay`; or the float64 ``numpy`` sum tree) and the transition
+storage. It needs only numpy, grpcio and protobuf (no Ray, no torch for a core backend), so it runs on a PYNQ-Z2's
+32-bit ARM where Ray does not; on a Ray node it runs inside a Ray actor (:mod:`.apex`).
+
+Threads and paths
+-----------------
+* **Insertion path** (the seed design's "adding thread"): :meth:`ReplayServer.push` checks the batch, appends it to
+  the write-ahead log, queues it and returns the acknowledgement; one adding thread moves queued batches into the
+  storage and the core (whatever is queued when it wakes goes in as one write: one core update for many pushes). A push never waits for the core, so pushes never block sampling; sampling waits at most for
+  the one batch being inserted (one short lock).
+* **Back-pressure**: at most ``queue_batches`` batches wait for the adding thread. A push that finds the queue full
+  waits up to its ``timeout_s`` and is then refused with :class:`Backpressure` (gRPC ``RESOURCE_EXHAUSTED``); the
+  client backs off and retries, so a slow core slows the actors down instead of growing memory.
+* **Sampling path**: :meth:`ReplayServer.sample` draws a stratified prioritized batch on the core and gathers the rows.
+  :meth:`ReplayServer.update_priorities` writes the learner's new priorities; each slot carries a write count
+  (``versions``) so an update for a slot overwritten since it was sampled is dropped instead of mis-assigned.
+
+Durability
+----------
+An acknowledged push is already in the write-ahead log (``replay.wal``: length, log sequence and CRC-32 per record,
+flushed to the OS before the reply; ``sync_wal=True`` also fsyncs, which survives a power cut and not only a killed
+process). :meth:`ReplayServer.checkpoint` drains the queue, writes storage + core state (``ReplayCore.state_dict``)
+atomically to ``replay.ckpt`` and truncates the log. A server started on the same ``checkpoint_dir`` loads the
+checkpoint and re-applies the log in order, so every acknowledged transition is back in the slot it had; a torn last
+record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint are not
+logged: re-applied transitions get their initial priority back. ``(actor_id, sequence)`` pairs are remembered, so an
+actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
+
+A checkpoint holds the priority backend's own ``state_dict`` (the core's leaf codes and PRNG state, or the numpy
+tree's leaves): restore it with the same backend kind and build. Storage is a ring of ``capacity`` slots (at most the core's ``K**LEVELS``); once full, the oldest transitions are
+overwritten, Ape-X's FIFO eviction.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import pickle
+import signal
+import struct
+import sys
+import threading
+import time
+import warnings
+import zlib
+from concurrent import futures
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from . import codec
+from . import replay_pb2 as pb
+from . import replay_pb2_grpc as pb_grpc
+
+__all__ = ["ReplayServer", "Backpressure", "EmptyReplayError", "ReplayServicer", "serve", "main",
+           "PRIORITY_BACKENDS"]
+
+PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "board")
+"""where the priorities can live: the float64 numpy sum tree, or the replay core on a backend"""
+_WAL_HEADER = struct.Struct("<4sIQI")  # magic, payload bytes, log sequence, crc32 of payload
+_WAL_MAGIC = b"PRWL"
+CHECKPOINT_FORMAT = 1
+"""version of the dictionary in ``replay.ckpt``"""
+
+
+class Backpressure(RuntimeError):
+    """The insertion queue stayed full for the push's whole timeout: retry later (gRPC ``RESOURCE_EXHAUSTED``)."""
+
+
+class EmptyReplayError(RuntimeError):
+    """Nothing to sample yet (gRPC ``FAILED_PRECONDITION``)."""
+
+
+def make_priorities(backend: str, capacity: int, board: Any = None, seed: int | None = None) -> Any:
+    """The priority store: ``RLOverlay(backend).replay`` for a core backend, or a ``NumpySumTree``.
+
+    Only the core path is imported for ``emu``/``rtl``/``board`` (no torch needed on a board).
+
+    Raises
+    ------
+    ValueError
+        Unknown backend, or a capacity above the core's.
+    """
+    if backend not in PRIORITY_BACKENDS:
+        raise ValueError(f"backend must be one of {PRIORITY_BACKENDS}, not {backend!r}")
+    if backend == "numpy":
+        from ..replay_buffer import NumpySumTree
+        return NumpySumTree(capacity, seed=seed)
+    from ...overlay import RLOverlay
+    core = RLOverlay(backend=backend, board=board).replay
+    if capacity > core.capacity:
+        raise ValueError(f"capacity {capacity} exceeds the replay core's {core.capacity} leaves")
+    if seed is not None:
+        core.seed = int(seed) & 0xFFFF_FFFF
+    return core
+
+
+class ReplayServer:
+    """Transition storage + a priority backend, with an insertion thread, back-pressure and checkpoints.
+
+    Thread-safe: the gRPC servicer calls it from its worker threads.
+
+    Parameters
+    ----------
+    capacity : int
+        Transition slots (a ring).
+    obs_shape : tuple of int
+        Shape of one observation (stored as float32).
+    backend : str or object
+        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`make_priorities`), or a priority object with the
+        ``ReplayCore`` methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
+        ``alpha``/``capacity``/``nonzero``.
+    alpha : float
+        Priority exponent applied by the backend.
+    queue_batches : int
+        Pushed batches that may wait for the insertion thread before pushes are refused (back-pressure).
+    checkpoint_dir : str or Path, optional
+        Where ``replay.ckpt`` and ``replay.wal`` live; if they exist, the server restores from them on start. None: no
+        log, no checkpoints (an acknowledgement then means "queued in memory").
+    checkpoint_every_s : float, optional
+        Checkpoint in the background this often (needs ``checkpoint_dir``).
+    sync_wal : bool
+        fsync the log before each acknowledgement (survives power loss, slower).
+    board : str or BoardSpec, optional
+        The overlay's board for a core backend.
+    seed : int, optional
+        Seed of the sampler.
+
+    Attributes
+    ----------
+    restored : dict
+        What was restored on start: ``{"checkpoint": bool, "log_records": int}``.
+    """
+
+    def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu", alpha: float = 0.6,
+                 queue_batches: int = 64, checkpoint_dir: str | os.PathLike | None = None,
+                 checkpoint_every_s: float | None = None, sync_wal: bool = False, board: Any = None,
+                 seed: int | None = None) -> None:
+        if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
+            raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
+        if not isinstance(queue_batches, (int, np.integer)) or int(queue_batches) < 1:
+            raise ValueError(f"queue_batches must be an integer >= 1, not {queue_batches!r}")
+        if checkpoint_every_s is not None and checkpoint_dir is None:
+            raise ValueError("checkpoint_every_s needs a checkpoint_dir")
+        self.capacity = int(capacity)
+        self.obs_shape = tuple(int(d) for d in obs_shape)
+        self.queue_batches = int(queue_batches)
+        self.sync_wal = bool(sync_wal)
+        if isinstance(backend, str):
+            self.backend_name = backend
+            self.priorities = make_priorities(backend, self.capacity, board, seed)
+        else:
+            self.backend_name = type(backend).__name__
+            self.priorities = backend
+            if self.capacity > self.priorities.capacity:
+                raise ValueError(f"capacity {capacity} exceeds the priority backend's {self.priorities.capacity}")
+        self.priorities.alpha = float(alpha)
+        self.priorities.clear()
+
+        self.observations = np.zeros((self.capacity,) + self.obs_shape, dtype=np.float32)
+        self.next_observations = np.zeros_like(self.observations)
+        self.actions = np.zeros(self.capacity, dtype=np.int64)
+        self.rewards = np.zeros(self.capacity, dtype=np.float32)
+        self.discounts = np.zeros(self.capacity, dtype=np.float32)
+        self.versions = np.zeros(self.capacity, dtype=np.uint64)
+        self.pos = 0
+        self.full = False
+
+        self._store_lock = threading.Lock()   # storage + priority backend (the driver is not thread-safe)
+        self._push_lock = threading.Lock()    # log order, sequence numbers, dedup table
+        self._cv = threading.Condition()      # the insertion queue
+        self._pending: collections.deque = collections.deque()
+        self._log_sequence = 0                # last batch acknowledged (logged)
+        self._applied_sequence = 0            # last batch inserted into the storage
+        self._last_actor_sequence: dict[str, int] = {}
+        self._counters = collections.Counter()
+        self._latency_s = collections.defaultdict(float)
+        self._closed = False
+        self._adder_error: BaseException | None = None
+        self._started = time.monotonic()
+        self.restored = {"checkpoint": False, "log_records": 0}
+
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self._wal = None
+        if self.checkpoint_dir is not None:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            self._restore()
+            self._wal = open(self.checkpoint_dir / "replay.wal", "ab")
+        self._adder = threading.Thread(target=self._adding_thread, name="replay-adder", daemon=True)
+        self._adder.start()
+        self._checkpointer = None
+        if checkpoint_every_s is not None:
+            self._checkpointer = threading.Thread(target=self._checkpoint_thread, args=(float(checkpoint_every_s),),
+                                                  name="replay-checkpointer", daemon=True)
+            self._checkpointer.start()
+
+    # -- read-outs ----------------------------------------------------------------------------------------------------
+    def size(self) -> int:
+        """Transitions stored (inserted by the adding thread)."""
+        return self.capacity if self.full else self.pos
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and gauges: sizes, queue depth, pushes/samples/updates, rejections, checkpoints, mean latencies."""
+        with self._cv:
+            queued = len(self._pending)
+        counters = dict(self._counters)
+        means = {f"{name[:-2]}_mean_ms": 1e3 * total / max(1, counters.get(f"{name[:-2]}_calls", 0))
+                 for name, total in self._latency_s.items()}
+        return {"backend": self.backend_name, "capacity": self.capacity, "obs_shape": list(self.obs_shape),
+                "size": self.size(), "queued_batches": queued, "queue_batches": self.queue_batches,
+                "log_sequence": self._log_sequence, "applied_sequence": self._applied_sequence,
+                "uptime_s": time.monotonic() - self._started, "restored": dict(self.restored),
+                "adder_error": None if self._adder_error is None else repr(self._adder_error),
+                **counters, **means}
+
+    # -- insertion path -----------------------------------------------------------------------------------------------
+    def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray, actor_id: str = "",
+             sequence: int = 0, timeout_s: float = 1.0, payload: bytes | None = None) -> dict[str, int | bool]:
+        """Log and queue a batch of transitions with their initial priorities; return the acknowledgement.
+
+        Parameters
+        ----------
+        transitions : mapping
+            The fields of :data:`codec.TRANSITION_FIELDS`, one row per transition.
+        priorities : array_like
+            Initial priority of each transition (the actor's ``|TD error| + eps``), finite and >= 0.
+        actor_id, sequence : str, int
+            With a non-empty ``actor_id`` and ``sequence >= 1``: a sequence at or below the last one acknowledged
+            for this actor is a duplicate (a retry) and is acknowledged without being stored again.
+        timeout_s : float
+            How long to wait for room in the insertion queue.
+        payload : bytes, optional
+            The serialized ``PushRequest`` these arrays were decoded from (the gRPC path): logged as is instead of
+            re-encoding the batch.
+
+        Returns
+        -------
+        dict
+            ``accepted`` (transitions), ``duplicate``, ``log_sequence``, ``queued`` (batches waiting).
+
+        Raises
+        ------
+        ValueError
+            A malformed batch (see :func:`codec.check_batch`) or a bad sequence.
+        Backpressure
+            The queue stayed full for ``timeout_s``.
+        RuntimeError
+            The server is closed or its adding thread failed.
+        """
+        start = time.perf_counter()
+        if not isinstance(sequence, (int, np.integer)) or int(sequence) < 0:
+            raise ValueError(f"sequence must be an integer >= 0, not {sequence!r}")
+        batch = codec.check_batch(transitions, self.obs_shape, priorities)
+        deadline = time.monotonic() + max(0.0, float(timeout_s))
+        if not self._push_lock.acquire(timeout=max(0.0, float(timeout_s))):
+            self._counters["push_rejected"] += 1
+            raise Backpressure(f"replay server busy (checkpointing or {self.queue_batches} batches queued) for "
+                               f"{timeout_s} s")
+        try:
+            self._check_open()
+            if actor_id and sequence and sequence <= self._last_actor_sequence.get(actor_id, 0):
+                self._counters["push_duplicates"] += 1
+                return {"accepted": 0, "duplicate": True, "log_sequence": self._log_sequence,
+                        "queued": len(self._pending)}
+            with self._cv:
+                room = self._cv.wait_for(lambda: len(self._pending) < self.queue_batches or self._closed,
+                                         timeout=max(0.0, deadline - time.monotonic()))
+            if not room:
+                self._counters["push_rejected"] += 1
+                raise Backpressure(f"replay insertion queue full ({self.queue_batches} batches) for {timeout_s} s")
+            self._check_open()
+            log_sequence = self._log_sequence + 1
+            if self._wal is not None:
+                self._log(log_sequence, actor_id, int(sequence), batch, payload)
+            with self._cv:
+                self._pending.append((log_sequence, batch))
+                queued = len(self._pending)
+                self._cv.notify_all()
+            self._log_sequence = log_sequence
+            if actor_id and sequence:
+                self._last_actor_sequence[actor_id] = int(sequence)
+        finally:
+            self._push_lock.release()
+        n = len(batch["actions"])
+        self._counters["push_calls"] += 1
+        self._counters["pushed_transitions"] += n
+        self._latency_s["push_s"] += time.perf_counter() - start
+        return {"accepted": n, "duplicate": False, "log_sequence": log_sequence, "queued": queued}
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait until every acknowledged batch is in the storage.
+
+        Raises
+        ------
+        TimeoutError
+            The queue did not drain within ``timeout_s`` (the message gives its depth).
+        """
+        with self._cv:
+            if not self._cv.wait_for(lambda: not self._pending or self._adder_error is not None, timeout=timeout_s):
+                raise TimeoutError(f"replay insertion queue still holds {len(self._pending)} batches after "
+                                   f"{timeout_s} s")
+        self._check_open(closed_ok=True)
+
+    def _adding_thread(self) -> None:
+        """Insert queued batches in order; everything queued at once goes in as one write (one core update)."""
+        while True:
+            with self._cv:
+                self._cv.wait_for(lambda: self._pending or self._closed)
+                if not self._pending:
+                    return
+                items = list(self._pending)  # popped after insertion, so flush() sees them until then
+            batch = items[0][1] if len(items) == 1 else \
+                {name: np.concatenate([b[name] for _, b in items]) for name in items[0][1]}
+            try:
+                self._insert(batch)
+            except BaseException as error:  # record it: every later push and flush reports it
+                self._adder_error = error
+                with self._cv:
+                    self._cv.notify_all()
+                return
+            with self._cv:
+                for _ in items:
+                    self._pending.popleft()
+                self._applied_sequence = items[-1][0]
+                self._counters["insert_calls"] += 1
+                self._cv.notify_all()
+
+    def insert(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray) -> int:
+        """Check and store a batch now, in the caller's thread, bypassing the queue and the log; returns its size.
+
+        For a replay that lives inside the learner (the Redis baseline, :mod:`.redis_baseline`): there nothing is
+        acknowledged to anyone, so nothing needs logging.
+
+        Raises
+        ------
+        ValueError
+            A malformed batch (see :func:`codec.check_batch`).
+        """
+        self._check_open()
+        batch = codec.check_batch(transitions, self.obs_shape, priorities)
+        self._insert(batch)
+        return len(batch["actions"])
+
+    def _insert(self, batch: Mapping[str, np.ndarray]) -> None:
+        """Write a checked batch into the next ring slots and set their priorities (under the storage lock)."""
+        n = len(batch["actions"])
+        rows = slice(max(0, n - self.capacity), n)  # rows that would be overwritten within this batch are skipped
+        with self._store_lock:
+            slots = (self.pos + np.arange(rows.start, rows.stop)) % self.capacity  # as if inserted one by one
+            for name in codec.TRANSITION_FIELDS:
+                getattr(self, name)[slots] = batch[name][rows]
+            self.versions[slots] += np.uint64(1)
+            self.priorities.update(slots.astype(np.int64), batch["priorities"][rows])
+            end = self.pos + n
+            self.full = self.full or end >= self.capacity
+            self.pos = end % self.capacity
+        self._counters["inserted_transitions"] += n
+
+    # -- sampling path ------------------------------------------------------------------------------------------------
+    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """A prioritized batch: the transition fields plus ``indices`` (int64), ``weights`` (float32), ``versions``.
+
+        Raises
+        ------
+        ValueError
+            ``batch_size`` below 1 or above the core's largest sample, ``beta`` outside [0, 1].
+        EmptyReplayError
+            Nothing stored yet (or every priority is 0).
+        """
+        start = time.perf_counter()
+        if not isinstance(batch_size, (int, np.integer)) or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, not {batch_size!r}")
+        if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= float(beta) <= 1.0):
+            raise ValueError(f"beta must be a number in [0, 1], not {beta!r}")
+        self._check_open()
+        with self._store_lock:
+            size = self.size()
+            if size == 0 or self.priorities.nonzero == 0:
+                raise EmptyReplayError(f"nothing to sample: {size} transitions stored, "
+                                       f"{self.priorities.nonzero} with a nonzero priority")
+            indices, _, weights = self.priorities.sample(int(batch_size), float(beta))
+            indices = np.asarray(indices, dtype=np.int64)
+            if np.any(indices < 0) or np.any(indices >= size):
+                raise RuntimeError(f"the priority backend sampled slots outside the {size} stored transitions")
+            out = {name: getattr(self, name)[indices] for name in codec.TRANSITION_FIELDS}
+            out["versions"] = self.versions[indices]
+        out["indices"] = indices
+        out["weights"] = np.asarray(weights, dtype=np.float32)
+        self._counters["sample_calls"] += 1
+        self._latency_s["sample_s"] += time.perf_counter() - start
+        return out
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
+                          versions: np.ndarray | None = None) -> dict[str, int]:
+        """Set new priorities for sampled slots; with ``versions``, skip slots overwritten since they were sampled.
+
+        Returns
+        -------
+        dict
+            ``updated`` and ``stale`` (skipped) counts.
+
+        Raises
+        ------
+        ValueError
+            Indices not 1-D integers of stored slots, priorities of another shape, negative or non-finite.
+        """
+        start = time.perf_counter()
+        indices = np.asarray(indices)
+        priorities = np.asarray(priorities, dtype=np.float64)
+        if indices.ndim != 1 or (indices.size and not np.issubdtype(indices.dtype, np.integer)):
+            raise ValueError(f"indices must be a 1-D integer array, not {indices.dtype} of shape {indices.shape}")
+        if priorities.shape != indices.shape:
+            raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
+        if not np.all(np.isfinite(priorities)) or np.any(priorities < 0):
+            raise ValueError("priorities must be finite and >= 0")
+        if versions is not None:
+            versions = np.asarray(versions)
+            if versions.shape != indices.shape:
+                raise ValueError(f"versions must have the shape of indices {indices.shape}, not {versions.shape}")
+        self._check_open()
+        indices = indices.astype(np.int64)
+        with self._store_lock:
+            size = self.size()
+            bad = (indices < 0) | (indices >= size)
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"indices[{i}] = {indices[i]} holds no transition (stored: {size})")
+            keep = np.ones(indices.shape, dtype=bool) if versions is None else \
+                self.versions[indices] == versions.astype(np.uint64)
+            if np.any(keep):
+                self.priorities.update(indices[keep], priorities[keep])
+        updated, stale = int(keep.sum()), int((~keep).sum())
+        self._counters["update_calls"] += 1
+        self._counters["updated_priorities"] += updated
+        self._counters["stale_priorities"] += stale
+        self._latency_s["update_s"] += time.perf_counter() - start
+        return {"updated": updated, "stale": stale}
+
+    # -- checkpoints --------------------------------------------------------------------------------------------------
+    def checkpoint(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Drain the queue, write storage + priorities atomically to ``replay.ckpt``, truncate the log.
+
+        Pushes wait (or are refused with :class:`Backpressure`) while it runs.
+
+        Returns
+        -------
+        dict
+            ``path`` and ``log_sequence`` (the last batch the checkpoint holds).
+
+        Raises
+        ------
+        RuntimeError
+            No ``checkpoint_dir``.
+        TimeoutError
+            The queue did not drain in time.
+        """
+        if self.checkpoint_dir is None:
+            raise RuntimeError("this replay server has no checkpoint_dir")
+        with self._push_lock:
+            self.flush(timeout_s)
+            with self._store_lock:
+                n = self.size()
+                state = {"format": CHECKPOINT_FORMAT, "capacity": self.capacity, "obs_shape": self.obs_shape,
+                         "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
+                         "last_actor_sequence": dict(self._last_actor_sequence),
+                         "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
+                         **{name: getattr(self, name)[:n].copy() for name in codec.TRANSITION_FIELDS}}
+            path = self.checkpoint_dir / "replay.ckpt"
+            tmp = path.with_suffix(".tmp")
+            with open(tmp, "wb") as f:
+                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            self._wal.truncate(0)
+            self._wal.seek(0)
+            self._wal.flush()
+            os.fsync(self._wal.fileno())
+        self._counters["checkpoints"] += 1
+        return {"path": str(path), "log_sequence": state["log_sequence"]}
+
+    def _checkpoint_thread(self, every_s: float) -> None:
+        while True:
+            with self._cv:
+                if self._cv.wait_for(lambda: self._closed, timeout=every_s):
+                    return
+            try:
+                self.checkpoint()
+            except Exception as error:  # keep serving; the next period tries again
+                warnings.warn(f"replay checkpoint failed: {error!r}", RuntimeWarning)
+
+    def _log(self, log_sequence: int, actor_id: str, sequence: int, batch: Mapping[str, np.ndarray],
+             payload: bytes | None = None) -> None:
+        if payload is None:
+            request = pb.PushRequest(actor_id=actor_id, sequence=sequence)
+            codec.encode_transitions(batch, request.transitions)
+            codec.to_tensor(batch["priorities"], request.priorities)
+            payload = request.SerializeToString()
+        self._wal.write(_WAL_HEADER.pack(_WAL_MAGIC, len(payload), log_sequence, zlib.crc32(payload)) + payload)
+        self._wal.flush()
+        if self.sync_wal:
+            os.fsync(self._wal.fileno())
+
+    def _restore(self) -> None:
+        """Load ``replay.ckpt`` (if any), then re-apply every complete log record after it; cut a torn tail."""
+        path = self.checkpoint_dir / "replay.ckpt"
+        if path.exists():
+            with open(path, "rb") as f:
+                state = pickle.load(f)
+            expected = (CHECKPOINT_FORMAT, self.capacity, self.obs_shape)
+            found = (state.get("format"), state.get("capacity"), tuple(state.get("obs_shape", ())))
+            if found != expected:
+                raise ValueError(f"checkpoint {path} is (format, capacity, obs_shape) = {found}, this server is "
+                                 f"{expected}")
+            n = self.capacity if state["full"] else state["pos"]
+            for name in codec.TRANSITION_FIELDS:
+                getattr(self, name)[:n] = state[name]
+            self.versions[:] = state["versions"]
+            self.pos, self.full = int(state["pos"]), bool(state["full"])
+            self.priorities.load_state_dict(state["priorities"])
+            self._log_sequence = self._applied_sequence = int(state["log_sequence"])
+            self._last_actor_sequence = dict(state["last_actor_sequence"])
+            self.restored["checkpoint"] = True
+        wal = self.checkpoint_dir / "replay.wal"
+        if not wal.exists():
+            return
+        data = wal.read_bytes()
+        offset = 0
+        while offset + _WAL_HEADER.size <= len(data):
+            magic, length, log_sequence, crc = _WAL_HEADER.unpack_from(data, offset)
+            payload = data[offset + _WAL_HEADER.size: offset + _WAL_HEADER.size + length]
+            if magic != _WAL_MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+                break
+            offset += _WAL_HEADER.size + length
+            if log_sequence <= self._applied_sequence:
+                continue
+            request = pb.PushRequest.FromString(payload)
+            batch = codec.check_batch(codec.decode_transitions(request.transitions), self.obs_shape,
+                                      codec.from_tensor(request.priorities, "priorities"))
+            self._insert(batch)
+            self._log_sequence = self._applied_sequence = log_sequence
+            if request.actor_id and request.sequence:
+                self._last_actor_sequence[request.actor_id] = int(request.sequence)
+            self.restored["log_records"] += 1
+        if offset != len(data):
+            warnings.warn(f"replay log {wal}: cut a torn or corrupt tail of {len(data) - offset} bytes "
+                          f"(never acknowledged)", RuntimeWarning)
+            with open(wal, "r+b") as f:
+                f.truncate(offset)
+
+    # -- life cycle ---------------------------------------------------------------------------------------------------
+    def _check_open(self, closed_ok: bool = False) -> None:
+        if self._adder_error is not None:
+            raise RuntimeError(f"the replay server's adding thread failed: {self._adder_error!r}")
+        if self._closed and not closed_ok:
+            raise RuntimeError("the replay server is closed")
+
+    def close(self, checkpoint: bool = False) -> None:
+        """Stop the threads (after the queue drains); optionally checkpoint first; close the log."""
+        if self._closed:
+            return
+        if checkpoint and self.checkpoint_dir is not None:
+            self.checkpoint()
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        self._adder.join(timeout=30.0)
+        if self._wal is not None:
+            self._wal.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# gRPC
+# ---------------------------------------------------------------------------------------------------------------------
+class ReplayServicer(pb_grpc.ReplayServicer):
+    """The gRPC face of a :class:`ReplayServer`: decodes requests, maps errors to status codes with clear messages.
+
+    ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure` ->
+    ``RESOURCE_EXHAUSTED``; :class:`EmptyReplayError` -> ``FAILED_PRECONDITION``; a closed server -> ``UNAVAILABLE``.
+    """
+
+    def __init__(self, replay: ReplayServer, push_timeout_s: float = 0.5) -> None:
+        self.replay = replay
+        self.push_timeout_s = float(push_timeout_s)
+
+    def _call(self, context, function, *args, **kwargs):
+        import grpc
+        try:
+            return function(*args, **kwargs)
+        except (ValueError, TypeError, KeyError) as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except Backpressure as error:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
+        except EmptyReplayError as error:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
+        except RuntimeError as error:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+
+    def Push(self, request, context):  # noqa: N802 (gRPC method names)
+        """Decode, check and queue one batch; reply with the acknowledgement."""
+        def push():
+            if not request.HasField("transitions"):
+                raise ValueError("transitions is missing")
+            if not request.HasField("priorities"):
+                raise ValueError("priorities is missing")
+            batch = codec.decode_transitions(request.transitions)
+            priorities = codec.from_tensor(request.priorities, "priorities")
+            return self.replay.push(batch, priorities, request.actor_id, request.sequence, self.push_timeout_s,
+                                    request.SerializeToString())
+        ack = self._call(context, push)
+        return pb.PushReply(accepted=ack["accepted"], duplicate=ack["duplicate"], log_sequence=ack["log_sequence"],
+                            queued=ack["queued"])
+
+    def Sample(self, request, context):  # noqa: N802
+        """Sample on the core and send the batch with indices, weights and slot versions."""
+        batch = self._call(context, self.replay.sample, request.batch_size, request.beta)
+        reply = pb.SampleReply()
+        codec.encode_transitions(batch, reply.transitions)
+        codec.to_tensor(batch["indices"], reply.indices)
+        codec.to_tensor(batch["weights"], reply.weights)
+        codec.to_tensor(batch["versions"], reply.versions)
+        return reply
+
+    def UpdatePriorities(self, request, context):  # noqa: N802
+        """Write the learner's new priorities."""
+        def update():
+            for name in ("indices", "priorities"):
+                if not request.HasField(name):
+                    raise ValueError(f"{name} is missing")
+            versions = codec.from_tensor(request.versions, "versions") if request.HasField("versions") else None
+            return self.replay.update_priorities(codec.from_tensor(request.indices, "indices"),
+                                                 codec.from_tensor(request.priorities, "priorities"), versions)
+        result = self._call(context, update)
+        return pb.UpdateReply(updated=result["updated"], stale=result["stale"])
+
+    def Stats(self, request, context):  # noqa: N802
+        """The server's :meth:`ReplayServer.stats` as JSON."""
+        return pb.StatsReply(json=json.dumps(self._call(context, self.replay.stats), default=str))
+
+    def Checkpoint(self, request, context):  # noqa: N802
+        """Checkpoint now."""
+        result = self._call(context, self.replay.checkpoint)
+        return pb.CheckpointReply(path=result["path"], log_sequence=result["log_sequence"])
+
+
+GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20),
+                ("grpc.so_reuseport", 0)]
+"""message size limits (64 MiB: a sample of 4096 Atari frames) and no port sharing (a second server must fail)"""
+
+
+def serve(replay: ReplayServer, address: str = "[::]:50051", max_workers: int = 8,
+          push_timeout_s: float = 0.5) -> tuple[Any, int]:
+    """Start a gRPC server for ``replay`` on ``address`` (port 0 picks a free one).
+
+    Returns
+    -------
+    server : grpc.Server
+        Started; stop it with ``server.stop(grace)``.
+    port : int
+        The bound port.
+
+    Raises
+    ------
+    RuntimeError
+        The address could not be bound.
+    """
+    import grpc
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
+                         options=GRPC_OPTIONS)
+    pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:
+        raise RuntimeError(f"cannot bind the replay server to {address}: {error}") from error
+    if port == 0:
+        raise RuntimeError(f"cannot bind the replay server to {address}")
+    server.start()
+    return server, port
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pynq_rl.host.agents.distributed.server``: run a replay server until SIGINT/SIGTERM.
+
+    Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
+    """
+    parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
+    parser.add_argument("--address", default="[::]:50051", help="host:port to listen on (port 0: any free port)")
+    parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
+    parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
+    parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")
+    parser.add_argument("--board", default=None, help="the overlay's board (Pynq-Z2, ZCU106)")
+    parser.add_argument("--alpha", type=float, default=0.6, help="priority exponent")
+    parser.add_argument("--queue-batches", type=int, default=64, help="insertion queue depth (back-pressure)")
+    parser.add_argument("--checkpoint-dir", default=None, help="write-ahead log and checkpoints here; restore on start")
+    parser.add_argument("--checkpoint-every-s", type=float, default=None, help="background checkpoint period")
+    parser.add_argument("--sync-wal", action="store_true", help="fsync the log before each acknowledgement")
+    parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
+    parser.add_argument("--seed", type=int, default=None, help="sampler seed")
+    args = parser.parse_args(argv)
+    replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
+                          args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed)
+    server, port = serve(replay, args.address, args.workers)
+    host = args.address.rsplit(":", 1)[0]
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print(f"listening on {host}:{port} restored={json.dumps(replay.restored)}", flush=True)
+    stop.wait()
+    server.stop(grace=2.0).wait()
+    replay.close(checkpoint=args.checkpoint_dir is not None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""The reduce half of ParSa: the workers' preference vectors summed and saturated to q(s, .), and the lowest-index
+argmax over the actions in use.
+
+Both trees have a fixed number of register stages (:data:`SUM_STAGES`, :data:`ARGMAX_STAGES`) whatever the worker
+and action counts: the registers are spread over the tree's levels (at most 6, for 64 inputs), and a small tree is
+padded with registers. So the ACT pipeline depth is one number for every build (``ParsaSpec.act_depth``).
+"""
+from myhdl import always, always_comb, block, intbv, Signal
+
+from ..common.arith import saturate
+
+__all__ = ["sum_tree", "argmax_tree", "q_saturate", "SUM_STAGES", "ARGMAX_STAGES"]
+
+#: register stages of the worker-sum tree
+SUM_STAGES = 3
+#: register stages of the argmax tree
+ARGMAX_STAGES = 3
+
+
+def _registered_levels(levels: int, stages: int) -> set[int]:
+    """Which of ``levels`` tree levels end in a register when ``stages`` registers are spread over them."""
+    if levels <= stages:
+        return set(range(levels))
+    return {level for level in range(levels) if (level + 1) * stages // levels > level * stages // levels}
+
+
+@block
+def _add(y, a, b, clock, registered: bool):
+    if registered:
+        @always(clock.posedge)
+        def logic():
+            y.next = a + b
+    else:
+        @always_comb
+        def logic():
+            y.next = a + b
+    return logic
+
+
+@block
+def _delay(y, a, clock):
+    @always(clock.posedge)
+    def logic():
+        y.next = a
+
+    return logic
+
+
+@block
+def sum_tree(total, inputs, clock, stages: int = SUM_STAGES):
+    """``total`` = sum of ``inputs``, ``stages`` clock edges later (pipelined; no reset).
+
+    total  : Signal(signed), out -- wide enough for the sum
+    inputs : Python list of Signal(signed), in
+    clock  : Signal(bool), in
+    """
+    levels = max(0, (len(inputs) - 1).bit_length())
+    registered = _registered_levels(levels, stages)
+    insts, level = [], list(inputs)
+    lo, hi = total.min, total.max
+    for index in range(levels):
+        nxt = []
+        for j in range(0, len(level), 2):
+            if j + 1 < len(level):
+                out = Signal(intbv(0, min=lo, max=hi))
+                insts.append(_add(out, level[j], level[j + 1], clock, index in registered))
+            elif index in registered:
+                out = Signal(intbv(0, min=lo, max=hi))
+                insts.append(_delay(out, level[j], clock))
+            else:
+                out = level[j]
+            nxt.append(out)
+        level = nxt
+    for _ in range(stages - len(registered)):
+        out = Signal(intbv(0, min=lo, max=hi))
+        insts.append(_delay(out, level[0], clock))
+        level = [out]
+    insts.append(_delay_comb(total, level[0]))
+    return insts
+
+
+@block
+def _delay_comb(y, a):
+    @always_comb
+    def logic():
+        y.next = a
+
+    return logic
+
+
+@block
+def q_saturate(q, flag, total, in_use, clock):
+    """Registered ``q = sat(total)`` to q's width; ``flag`` = it saturated and the action is ``in_use``.
+
+    q      : Signal(signed vw), out
+    flag   : Signal(bool), out
+    total  : Signal(signed, wider), in
+    in_use : Signal(bool), in -- the action is < N_ACTIONS
+    """
+    n = len(q)
+    lo, hi = -(1 << (n - 1)), (1 << (n - 1)) - 1
+    clamped = Signal(intbv(0, min=lo, max=hi + 1))
+    sat = Signal(bool(0))
+    clamp = saturate(clamped, sat, total, lo, hi)
+
+    @always(clock.posedge)
+    def register():
+        q.next = clamped
+        flag.next = sat and in_use
+
+    return clamp, register
+
+
+@block
+def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
+    """The better of two (valid, q, index) candidates; ``a`` holds the lower indices, so it wins ties.
+    ``v`` and ``q`` None: only the index is produced (the root)."""
+    if v is None:
+        @always(clock.posedge)
+        def logic():
+            if va and (not vb or qa >= qb):
+                i.next = ia
+            else:
+                i.next = ib
+    elif registered:
+        @always(clock.posedge)
+        def logic():
+            if va and (not vb or qa >= qb):
+                v.next = va
+                q.next = qa
+                i.next = ia
+            else:
+                v.next = vb
+                q.next = qb
+                i.next = ib
+    else:
+        @always_comb
+        def logic():
+            if va and (not vb or qa >= qb):
+                v.next = va
+                q.next = qa
+                i.next = ia
+            else:
+                v.next = vb
+                q.next = qb
+                i.next = ib
+    return logic
+
+
+@block
+def _delay3(v, q, i, va, qa, ia, clock):
+    @always(clock.posedge)
+    def logic():
+        v.next = va
+        q.next = qa
+        i.next = ia
+
+    return logic
+
+
+@block
+def _delay_index(i, ia, clock):
+    @always(clock.posedge)
+    def logic():
+        i.next = ia
+
+    return logic
+
+
+@block
+def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
+    """``best`` = the lowest index of the largest ``qs[a]`` among actions ``in_use``, ``stages`` edges later.
+
+    best   : Signal(intbv), out -- action index
+    qs     : Python list of Signal(signed), in
+    in_use : Python list of Signal(bool), in -- (action < N_ACTIONS); action 0 is always in use
+    clock  : Signal(bool), in
+    """
+    n = len(qs)
+    levels = max(0, (n - 1).bit_length())
+    registered = _registered_levels(levels, stages)
+    qmin, qmax = qs[0].min, qs[0].max
+    width = len(best)
+    insts = []
+    level = []
+    for a in range(n):
+        level.append((in_use[a], qs[a], a))          # leaf indices are constants
+    pads = stages - len(registered)
+    for depth in range(levels):
+        nxt = []
+        root = depth == levels - 1                   # the root's valid and q are not needed
+        for j in range(0, len(level), 2):
+            if j + 1 < len(level):
+                if root:
+                    out = (None, None, Signal(intbv(0)[width:]))
+                else:
+                    out = (Signal(bool(0)), Signal(intbv(0, min=qmin, max=qmax)), Signal(intbv(0)[width:]))
+                insts.append(_pick(*out, *level[j], *level[j + 1], clock, depth in registered))
+            elif depth in registered:
+                out = (Signal(bool(0)), Signal(intbv(0, min=qmin, max=qmax)), Signal(intbv(0)[width:]))
+                insts.append(_delay3(*out, *level[j], clock))
+            else:
+                out = level[j]
+            nxt.append(out)
+        level = nxt
+    index = level[0][2]
+    for _ in range(pads):
+        out = Signal(intbv(0)[width:])
+        insts.append(_delay_index(out, index, clock))
+        index = out
+    insts.append(_delay_comb(best, index))
+    return insts

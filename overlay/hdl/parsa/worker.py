@@ -1,0 +1,366 @@
+"""One ParSa worker (map): its tilings' descriptors, its policy bank, the rows each key's last state hit.
+
+ACT pass (``act_go``): the worker's tilings are issued one per cycle through an 8-stage pipeline::
+
+    S0 issue i        descriptor i and key row (key, i) read (registered memories)
+    S1                old row of (key, i) -> temp memory; positions u[dim_j] selected (4 muxes)
+    S2                p_j = u_j * tiles + shift                 (16 x 8 bits: t_j = p_j >> 16)
+    S3..S5            Horner: h = h * n_t + t_j for j < ndims   (one multiply per stage, row-index wide)
+    S6                row = base + h
+    S7                policy bank read (one row: max_actions values); (key, i) <- row
+    S8                acc[a] += row[a] for every action
+
+so ``acc`` holds the worker's preference vector ``ACT_LATENCY`` cycles after the last tiling was issued. The key's
+previous rows go to a temp memory in S1 before S7 overwrites them (the write trails the read by 6 addresses, so the
+key memory is never read and written at one address in one cycle).
+
+UPDATE pass (``upd_go``): the previous rows are read back from the temp memory, one per cycle, and each gets
+``row[a_prev] = sat(row[a_prev] + increment)``: read (U1), add and write (U2). A row written in U2 and read again by
+the next tiling in the same cycle (only overlapping descriptors do this) is forwarded, so the result is the
+model's sequential one.
+"""
+from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
+
+from ..common.arith import saturate
+from ..common.bram import ram_sdp_rf
+from ..common.mux import field_signed, field_unsigned, mux_tree
+from .params import ParsaWidths, WorkerBus
+
+__all__ = ["parsa_worker", "ACT_LATENCY", "UPDATE_LATENCY"]
+
+#: cycles from the edge that issues a worker's last tiling (S0) to the edge after which ``acc`` holds it (S8)
+ACT_LATENCY = 9
+#: cycles from the edge that issues the last update (U0) to the edge that writes it (U2)
+UPDATE_LATENCY = 3
+
+
+@block
+def _acc_lane(acc, col, clear, enable, clock):
+    """``acc = 0`` on ``clear``, ``acc += col`` on ``enable`` (a preference accumulator, no reset)."""
+
+    @always(clock.posedge)
+    def logic():
+        if clear:
+            acc.next = 0
+        elif enable:
+            acc.next = acc + col
+
+    return logic
+
+
+@block
+def _column_update(out, flag, col, increment, a_prev, index: int):
+    """Column ``index`` of an updated row: ``sat(col + increment)`` where ``a_prev == index``, else ``col``.
+
+    out : Signal(intbv[vw]), out (unsigned bits of the value)
+    flag : Signal(bool), out -- the sum saturated in the updated column
+    """
+    vw = len(out)
+    lo, hi = -(1 << (vw - 1)), (1 << (vw - 1)) - 1
+    total = Signal(intbv(0, min=2 * lo, max=2 * hi + 2))
+    clamped = Signal(intbv(0, min=lo, max=hi + 1))
+    sat = Signal(bool(0))
+
+    @always_comb
+    def add():
+        total.next = col + increment
+
+    clamp = saturate(clamped, sat, total, lo, hi)
+
+    @always_comb
+    def pick():
+        if a_prev == index:
+            out.next = clamped[vw:]
+            flag.next = sat
+        else:
+            out.next = col[vw:]
+            flag.next = 0
+
+    return add, clamp, pick
+
+
+@block
+def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_mem, clock, reset, index: int,
+                 widths: ParsaWidths):
+    """Worker ``index``: descriptor banks, policy bank, key-row memory, ACT and UPDATE passes.
+
+    accs      : list of Signal(signed acc_w), out -- the preference vector (one per action), valid ACT_LATENCY
+                cycles after the last issue
+    count     : Signal(range(max_tilings + 1)), out -- tilings of the active configuration
+    overflow  : Signal(bool), out -- CONFIG gave this worker more than max_tilings tilings (sticky to cfg_begin)
+    upd_sat   : Signal(bool), out -- an update saturated (sticky to the next upd_go)
+    pol_rdata : Signal(row_w), out -- policy row read with ``bus.pol_ren`` (one-cycle latency)
+    bus       : WorkerBus, in
+    u_mem     : list of Signal(16), in -- positions u_d (registers written by the positions unit)
+    clock     : Signal(bool), in
+    reset     : ResetSignal, in
+    index     : int -- this worker's number
+    widths    : ParsaWidths
+    """
+    spec = widths.spec
+    mt, tpw, keys, ma, vw = spec.max_tilings, spec.tiles_per_worker, spec.keys, spec.max_actions, widths.vw
+    rb = widths.row_bits
+
+    bank = Signal(bool(0))                                   # active descriptor bank
+    shadow = Signal(intbv(0, min=0, max=mt + 1))             # tilings written to the shadow bank
+    desc_we = Signal(bool(0))
+    desc_waddr = Signal(intbv(mt, min=0, max=2 * mt))       # initial: bank 0 active, shadow 0 (see positions)
+    desc_raddr = Signal(intbv(0, min=0, max=2 * mt))
+    desc_q = Signal(intbv(0)[widths.desc_w:])
+
+    s0_valid, s0_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
+    s1_valid, s1_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
+    key_raddr = Signal(intbv(0, min=0, max=keys * mt))
+    key_waddr = Signal(intbv(0, min=0, max=keys * mt))
+    key_q = Signal(intbv(0)[rb:])
+    tmp_q = Signal(intbv(0)[rb:])
+    tmp_waddr = Signal(intbv(0, min=0, max=mt))
+    tmp_raddr = Signal(intbv(0, min=0, max=mt))
+
+    fields = {name: Signal(intbv(0)[width:]) for name, width in widths.desc_fields()}
+    f_dim0, f_dim1, f_dim2, f_dim3 = fields["dim0"], fields["dim1"], fields["dim2"], fields["dim3"]
+    f_ndims, f_tiles, f_nt, f_shift, f_base = (fields["ndims"], fields["tiles"], fields["n_t"], fields["shift"],
+                                               fields["base"])
+    v2, v3, v4, v5, v6, v7, v8 = [Signal(bool(0)) for _ in range(7)]   # stage Sk holds a tiling
+    u_sel0, u_sel1, u_sel2, u_sel3 = [Signal(intbv(0)[16:]) for _ in range(4)]
+    s2_u0, s2_u1, s2_u2, s2_u3 = [Signal(intbv(0)[16:]) for _ in range(4)]
+    s2_ndims, s2_tiles, s2_nt = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
+    s2_shift, s2_base = Signal(intbv(0)[16:]), Signal(intbv(0)[rb:])
+    s2_i = Signal(intbv(0, min=0, max=mt))
+    s3_p0, s3_p1, s3_p2, s3_p3 = [Signal(intbv(0)[24:]) for _ in range(4)]  # u*tiles+shift < 2**24
+    t0, t1, t2, t3 = [Signal(intbv(0)[8:]) for _ in range(4)]
+    s3_ndims, s3_nt, s3_base = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[rb:])
+    s3_i = Signal(intbv(0, min=0, max=mt))
+    s4_h, s5_h, s6_h = Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:])
+    s4_t2, s4_t3, s5_t3 = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
+    s4_ndims, s5_ndims = Signal(intbv(0)[3:]), Signal(intbv(0)[3:])
+    s4_nt, s5_nt = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
+    s4_base, s5_base, s6_base = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
+    s4_i, s5_i, s6_i, s7_i = [Signal(intbv(0, min=0, max=mt)) for _ in range(4)]
+    s7_row = Signal(modbv(0)[rb:])
+
+    bank_we, bank_re = Signal(bool(0)), Signal(bool(0))
+    bank_waddr, bank_raddr = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
+    bank_wdata, bank_q = Signal(intbv(0)[widths.row_w:]), Signal(intbv(0)[widths.row_w:])
+
+    u0_valid, u0_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
+    u1_valid, u2_valid = Signal(bool(0)), Signal(bool(0))
+    u2_addr = Signal(intbv(0)[rb:])
+    last_valid, last_addr = Signal(bool(0)), Signal(intbv(0)[rb:])
+    last_row = Signal(intbv(0)[widths.row_w:])
+    src = Signal(intbv(0)[widths.row_w:])                      # the row being updated (forwarded if just written)
+    src_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
+    new_cols = [Signal(intbv(0)[vw:]) for _ in range(ma)]
+    col_flags = [Signal(bool(0)) for _ in range(ma)]
+    new_row = ConcatSignal(*reversed(new_cols)) if ma > 1 else new_cols[0]
+    any_flag = Signal(bool(0))
+    bank_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
+
+    # # #
+    insts = []
+
+    # -- descriptors: two banks; CONFIG writes the shadow one, commit swaps --------------------------------------
+    @always_comb
+    def desc_write_port():
+        desc_we.next = bus.desc_we and bus.desc_worker == index and shadow < mt
+        if shadow == mt:
+            desc_waddr.next = 0
+        elif bank:
+            desc_waddr.next = shadow
+        else:
+            desc_waddr.next = mt + shadow
+        if bank:
+            desc_raddr.next = mt + s0_i
+        else:
+            desc_raddr.next = s0_i
+
+    insts.append(ram_sdp_rf(desc_q, bus.desc_word, desc_waddr, desc_we, desc_raddr, s0_valid, clock, 2 * mt))
+    for u_sel, dim in ((u_sel0, f_dim0), (u_sel1, f_dim1), (u_sel2, f_dim2), (u_sel3, f_dim3)):
+        insts.append(mux_tree(u_sel, u_mem, dim))
+    for name, width in widths.desc_fields():
+        insts.append(field_unsigned(fields[name], desc_q, widths.desc_offset(name)))
+
+    @always_seq(clock.posedge, reset=reset)
+    def configuration():
+        if bus.cfg_begin:
+            shadow.next = 0
+            overflow.next = 0
+        elif bus.desc_we and bus.desc_worker == index:
+            if shadow == mt:
+                overflow.next = 1
+            else:
+                shadow.next = shadow + 1
+        if bus.cfg_commit:
+            bank.next = not bank
+            count.next = shadow
+
+    # -- ACT pass --------------------------------------------------------------------------------------------------
+    @always_seq(clock.posedge, reset=reset)
+    def act_issue():
+        if bus.act_go:
+            s0_valid.next = count != 0
+            s0_i.next = 0
+        elif s0_valid:
+            if s0_i + 1 == count:
+                s0_valid.next = 0
+            else:
+                s0_i.next = s0_i + 1
+        s1_valid.next = s0_valid
+        v2.next = s1_valid
+        v3.next = v2
+        v4.next = v3
+        v5.next = v4
+        v6.next = v5
+        v7.next = v6
+        v8.next = v7
+
+    @always_comb
+    def coordinates():
+        t0.next = s3_p0 >> 16
+        t1.next = s3_p1 >> 16
+        t2.next = s3_p2 >> 16
+        t3.next = s3_p3 >> 16
+
+    @always_comb
+    def key_addresses():
+        key_raddr.next = bus.key_base + s0_i
+        key_waddr.next = bus.key_base + s7_i
+        tmp_waddr.next = s1_i
+        tmp_raddr.next = u0_i
+
+    insts.append(ram_sdp_rf(key_q, s7_row, key_waddr, v7, key_raddr, s0_valid, clock, keys * mt))
+    insts.append(ram_sdp_rf(tmp_q, key_q, tmp_waddr, s1_valid, tmp_raddr, u0_valid, clock, mt))
+
+    @always(clock.posedge)
+    def act_pipeline():
+        s1_i.next = s0_i
+        # S1 -> S2: positions of the tiling's dims, descriptor fields
+        s2_u0.next = u_sel0
+        s2_u1.next = u_sel1
+        s2_u2.next = u_sel2
+        s2_u3.next = u_sel3
+        s2_ndims.next = f_ndims
+        s2_tiles.next = f_tiles
+        s2_nt.next = f_nt
+        s2_shift.next = f_shift
+        s2_base.next = f_base
+        s2_i.next = s1_i
+        # S2 -> S3: p_j = u_j * tiles + shift (t_j = p_j >> 16)
+        s3_p0.next = s2_u0 * s2_tiles + s2_shift
+        s3_p1.next = s2_u1 * s2_tiles + s2_shift
+        s3_p2.next = s2_u2 * s2_tiles + s2_shift
+        s3_p3.next = s2_u3 * s2_tiles + s2_shift
+        s3_ndims.next = s2_ndims
+        s3_nt.next = s2_nt
+        s3_base.next = s2_base
+        s3_i.next = s2_i
+        # S3 -> S4: Horner over dims 0 and 1 (row-index wide: a valid descriptor never wraps)
+        if s3_ndims >= 2:
+            s4_h.next = t0 * s3_nt + t1
+        elif s3_ndims == 1:
+            s4_h.next = t0
+        else:
+            s4_h.next = 0
+        s4_t2.next = t2
+        s4_t3.next = t3
+        s4_ndims.next = s3_ndims
+        s4_nt.next = s3_nt
+        s4_base.next = s3_base
+        s4_i.next = s3_i
+        # S4 -> S5: dim 2
+        if s4_ndims >= 3:
+            s5_h.next = s4_h * s4_nt + s4_t2
+        else:
+            s5_h.next = s4_h
+        s5_t3.next = s4_t3
+        s5_ndims.next = s4_ndims
+        s5_nt.next = s4_nt
+        s5_base.next = s4_base
+        s5_i.next = s4_i
+        # S5 -> S6: dim 3
+        if s5_ndims >= 4:
+            s6_h.next = s5_h * s5_nt + s5_t3
+        else:
+            s6_h.next = s5_h
+        s6_base.next = s5_base
+        s6_i.next = s5_i
+        # S6 -> S7: row
+        s7_row.next = s6_base + s6_h
+        s7_i.next = s6_i
+
+    for a in range(ma):
+        insts.append(field_signed(bank_cols[a], bank_q, a * vw))
+        insts.append(_acc_lane(accs[a], bank_cols[a], bus.act_go, v8, clock))
+
+    # -- UPDATE pass -------------------------------------------------------------------------------------------------
+    @always_seq(clock.posedge, reset=reset)
+    def update_issue():
+        if bus.upd_go:
+            u0_valid.next = count != 0
+            u0_i.next = 0
+        elif u0_valid:
+            if u0_i + 1 == count:
+                u0_valid.next = 0
+            else:
+                u0_i.next = u0_i + 1
+        u1_valid.next = u0_valid
+        u2_valid.next = u1_valid
+        last_valid.next = u2_valid
+        if bus.upd_go:
+            upd_sat.next = 0
+        elif u2_valid and any_flag:
+            upd_sat.next = 1
+
+    @always(clock.posedge)
+    def update_pipeline():
+        u2_addr.next = tmp_q
+        last_addr.next = u2_addr
+        last_row.next = new_row
+
+    @always_comb
+    def forward():
+        if last_valid and last_addr == u2_addr:
+            src.next = last_row
+        else:
+            src.next = bank_q
+
+    for a in range(ma):
+        insts.append(field_signed(src_cols[a], src, a * vw))
+        insts.append(_column_update(new_cols[a], col_flags[a], src_cols[a], bus.increment, bus.a_prev, a))
+
+    flag_bits = ConcatSignal(*col_flags) if ma > 1 else col_flags[0]
+
+    @always_comb
+    def flags_or():
+        any_flag.next = flag_bits != 0
+
+    # -- the policy bank: one write port (update, load, clear), one registered read port (act, update, dump) -----
+    @always_comb
+    def bank_ports():
+        if u2_valid:
+            bank_we.next = 1
+            bank_waddr.next = u2_addr
+            bank_wdata.next = new_row
+        else:
+            bank_we.next = bus.pol_we and (bus.pol_all or bus.pol_worker == index)
+            bank_waddr.next = bus.pol_addr
+            bank_wdata.next = bus.pol_wdata
+        if v7:
+            bank_re.next = 1
+            bank_raddr.next = s7_row
+        elif u1_valid:
+            bank_re.next = 1
+            bank_raddr.next = tmp_q
+        else:
+            bank_re.next = bus.pol_ren
+            bank_raddr.next = bus.pol_raddr
+
+    insts.append(ram_sdp_rf(bank_q, bank_wdata, bank_waddr, bank_we, bank_raddr, bank_re, clock, tpw))
+
+    @always_comb
+    def dump_port():
+        pol_rdata.next = bank_q
+
+    insts += [desc_write_port, configuration, act_issue, coordinates, key_addresses, act_pipeline, update_issue,
+              update_pipeline, forward, flags_or, bank_ports, dump_port]
+    return insts

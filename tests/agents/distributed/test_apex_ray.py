@@ -1,0 +1,151 @@
+"""Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor and a killed replay server,
+an external replay address, and (slow) learning CartPole-v1 on the emulated replay core.
+"""
+import json
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from pynq_rl.host.agents.distributed import apex  # noqa: E402
+from pynq_rl.host.agents.distributed.client import ReplayClient  # noqa: E402
+from pynq_rl.host.agents.distributed.server import ReplayServer, serve  # noqa: E402
+from pynq_rl.cli import build_parser, main  # noqa: E402
+
+
+def test_actor_epsilons_follow_apex_schedule():
+    assert apex.actor_epsilon(0, 1) == pytest.approx(0.4)
+    eps = [apex.actor_epsilon(i, 8) for i in range(8)]
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
+    assert all(a > b for a, b in zip(eps, eps[1:]))
+
+
+def test_nstep_builder_returns_discounts_and_episode_ends():
+    gamma = 0.9
+    builder = apex.NStepBuilder(3, gamma)
+    obs = [np.full(2, k, np.float32) for k in range(6)]
+    out = []
+    for t in range(4):  # rewards 1, 2, 3, 4; the episode is cut by a time limit after step 4
+        out += builder.step(obs[t], t % 2, float(t + 1), obs[t + 1], terminated=False, truncated=(t == 3))
+    assert len(out) == 4
+    first = out[0]
+    np.testing.assert_array_equal(first[0], obs[0])
+    assert first[2] == pytest.approx(1 + gamma * 2 + gamma ** 2 * 3) and first[4] == pytest.approx(gamma ** 3)
+    np.testing.assert_array_equal(first[3], obs[3])
+    # the tail of a truncated episode bootstraps from the real last observation with gamma**k, k = steps left
+    assert [o[4] for o in out[1:]] == pytest.approx([gamma ** 3, gamma ** 2, gamma])
+    assert all(np.array_equal(o[3], obs[4]) for o in out[1:])
+    assert out[3][2] == pytest.approx(4.0)
+    # a terminated episode gives discount 0
+    builder = apex.NStepBuilder(3, gamma)
+    tail = builder.step(obs[0], 0, 1.0, obs[1], False, False) + builder.step(obs[1], 1, 1.0, obs[2], True, False)
+    assert [o[4] for o in tail] == [0.0, 0.0] and [o[2] for o in tail] == pytest.approx([1 + gamma, 1.0])
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A small local Ray instance shared by this module's runs (train() leaves it running when it did not start it)."""
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 1024 * 1024)
+    yield
+    ray.shutdown()
+
+
+def small_args(tmp_path, **overrides) -> apex.Args:
+    """A run of a few hundred updates: no learning expected, only the machinery."""
+    base = dict(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", buffer_size=4096, learning_starts=100,
+                batch_size=32, learner_chunk_updates=50, actor_chunk_steps=100, actor_max_sps=300.0,
+                local_buffer_size=25, weight_sync_steps=50, checkpoint_every_s=1.0, max_updates=400,
+                max_seconds=120.0, target_return=math.inf, eval_episodes_per_chunk=1, hidden_sizes=(32, 32),
+                progress=False, actor_max_restarts=3)
+    base.update(overrides)
+    return apex.Args(**base)
+
+
+def test_training_survives_a_killed_actor_and_a_killed_replay_server(local_ray, tmp_path):
+    killed, restarted = {}, {}
+
+    def new_pid(handle, old: int, timeout_s: float = 120.0) -> int:
+        """The handle's pid once Ray has restarted it (calls to the dying process fail and are retried)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                pid = ray.get(handle.pid.remote(), timeout=timeout_s)
+                if pid != old:
+                    return pid
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"not restarted within {timeout_s} s")
+
+    def kill(state):
+        # blocking here pauses the driver (no new learner chunk is handed out) until Ray has restarted the process
+        if "actor" not in killed and state["updates"] >= 50 and 0 in state["actor_pids"]:
+            killed["actor"] = state["actor_pids"][0]  # not asked through Ray: the kill lands in a running chunk
+            os.kill(killed["actor"], signal.SIGKILL)
+            restarted["actor"] = new_pid(state["actors"][0], killed["actor"])
+        elif "actor" in killed and "replay" not in killed and state["updates"] >= 150:
+            killed["replay"] = ray.get(state["replay_actor"].pid.remote(), timeout=30)
+            os.kill(killed["replay"], signal.SIGKILL)
+            restarted["replay"] = new_pid(state["replay_actor"], killed["replay"])
+
+    start = time.perf_counter()
+    summary = apex.train(small_args(tmp_path, max_updates=300), on_progress=kill)
+    assert set(killed) == set(restarted) == {"actor", "replay"}
+    assert all(restarted[name] != killed[name] for name in killed)  # Ray restarted both in new processes
+    assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300  # training went on
+    assert summary["actor_restarts"] >= 1  # the task lost with the actor, resubmitted to its new incarnation
+    stats = summary["replay_stats"]
+    assert stats["restored"]["checkpoint"] or stats["restored"]["log_records"] > 0  # restored from its directory
+    assert stats["sample_calls"] > 0 and stats["size"] >= 100  # the learner reconnected and sampled again
+    assert time.perf_counter() - start < 150
+
+
+@pytest.mark.slow  # ~30 s, mostly Ray starting worker processes on a loaded 2-core machine
+def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, capsys):
+    """The replay server runs outside Ray (as on a board): actors and learner reach it by address only."""
+    replay = ReplayServer(50_000, (4,), "emu", seed=1)
+    server, port = serve(replay, "127.0.0.1:0")
+    try:
+        assert main(["train", "apex", "--replay-address", f"127.0.0.1:{port}", "--actors", "1", "--max-updates", "100",
+                     "--out", str(tmp_path), "--no-progress"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert summary["updates"] == 100 and summary["replay_backend"] == "external"
+        assert summary["stop_reason"] == "max_updates" and not summary["solved"]
+        stats = ReplayClient(f"127.0.0.1:{port}").stats()
+        assert stats["sample_calls"] >= 100 and stats["update_calls"] == 100 and stats["push_calls"] > 0
+        assert stats["size"] >= 1000  # the learner waited for learning_starts
+    finally:
+        server.stop(0).wait()
+        replay.close()
+
+
+def test_cli_parses_train_apex():
+    args = build_parser().parse_args(["train", "apex", "--env", "CartPole-v1", "--actors", "4", "--replay-backend",
+                                      "numpy", "--replay-address", "board:50051"])
+    assert (args.agent, args.actors, args.replay_backend, args.replay_address) == ("apex", 4, "numpy", "board:50051")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"^num_actors must be >= 1, not 0$"):
+        apex.train(small_args(tmp_path, num_actors=0))
+    with pytest.raises(ValueError, match=r"^replay_backend must be one of .*, not 'fpga'$"):
+        apex.train(small_args(tmp_path, replay_backend="fpga"))
+
+
+@pytest.mark.slow
+def test_apex_learns_cartpole_on_emu(tmp_path):
+    """2 actors, replay core on emu, Ray started by train() itself: mean of the last 20 greedy episodes >= 450."""
+    if ray.is_initialized():
+        ray.shutdown()
+    summary = apex.train(apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=420.0,
+                                   progress=False))
+    print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
+    assert summary["solved"] and summary["eval_mean_return"] >= 450.0
+    assert not ray.is_initialized()  # train() shut down the Ray it started

@@ -1,0 +1,336 @@
+"""The Ape-X replay server: gRPC round trips, back-pressure, malformed requests, de-duplication, checkpoint + log.
+
+No Ray here: the server is in-process (``serve``) or a ``python -m ...server`` subprocess that the tests SIGKILL.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+from pynq_rl.host.agents.distributed import codec
+from pynq_rl.host.agents.distributed import replay_pb2 as pb
+from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
+from pynq_rl.host.agents.distributed.client import NotReady, ReplayClient, ReplayUnavailable
+from pynq_rl.host.agents.distributed.server import Backpressure, ReplayServer, serve
+from pynq_rl.host.agents.replay_buffer import NumpySumTree
+
+OBS = (4,)
+
+
+def make_batch(start: int, n: int) -> dict:
+    """n transitions whose reward is their global number: rows can be identified after a round trip."""
+    ids = np.arange(start, start + n)
+    return {"observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
+            "actions": (ids % 2).astype(np.int64),
+            "rewards": ids.astype(np.float32),
+            "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
+            "discounts": np.full(n, 0.97, dtype=np.float32)}
+
+
+def check_rows(batch: dict) -> None:
+    """Every row of a sampled batch is the transition its reward names (no field got mixed up)."""
+    ids = batch["rewards"].astype(np.int64)
+    expected = make_batch(0, int(ids.max()) + 1)
+    for name in codec.TRANSITION_FIELDS:
+        np.testing.assert_array_equal(batch[name], expected[name][ids], err_msg=name)
+
+
+@pytest.fixture(params=["emu", "numpy"])
+def served(request):
+    """An in-process replay server (capacity 256) on a free loopback port, and a client."""
+    replay = ReplayServer(256, OBS, request.param, seed=3)
+    server, port = serve(replay, "127.0.0.1:0")
+    client = ReplayClient(f"127.0.0.1:{port}", actor_id="a0", retry_s=5.0)
+    yield replay, client, port
+    client.close()
+    server.stop(0).wait()
+    replay.close()
+
+
+def test_grpc_round_trip(served):
+    replay, client, _ = served
+    with pytest.raises(NotReady, match="nothing to sample: 0 transitions"):
+        client.sample(8, 0.4)
+    for k in range(4):
+        ack = client.push(make_batch(50 * k, 50), np.full(50, 1.0))
+        assert ack == {"accepted": 50, "duplicate": False, "log_sequence": k + 1, "queued": ack["queued"]}
+    replay.flush()
+    stats = client.stats()
+    assert stats["size"] == 200 and stats["pushed_transitions"] == 200 and stats["inserted_transitions"] == 200
+    batch = client.sample(64, 0.4)
+    assert batch["indices"].shape == (64,) and batch["weights"].dtype == np.float32
+    check_rows(batch)
+    np.testing.assert_array_equal(batch["rewards"].astype(np.int64), batch["indices"])  # slot i holds transition i
+    # priorities steer sampling: only slot 7 keeps a nonzero priority
+    result = client.update_priorities(np.arange(200), np.where(np.arange(200) == 7, 2.0, 0.0),
+                                      np.ones(200, dtype=np.uint64))
+    assert result == {"updated": 200, "stale": 0}
+    again = client.sample(16, 1.0)
+    assert set(again["indices"].tolist()) == {7}
+    np.testing.assert_allclose(again["weights"], 1.0)
+
+
+def test_ring_wraps_and_stale_updates_are_dropped(served):
+    replay, client, _ = served
+    client.push(make_batch(0, 200), np.ones(200))
+    replay.flush()
+    sampled = client.sample(32, 0.4)
+    client.push(make_batch(200, 100), np.ones(100))  # overwrites slots 200..255 and 0..43
+    replay.flush()
+    assert client.stats()["size"] == 256
+    result = client.update_priorities(sampled["indices"], np.full(32, 5.0), sampled["versions"])
+    overwritten = int(np.sum(sampled["indices"] < 44))
+    assert result == {"updated": 32 - overwritten, "stale": overwritten}
+    check_rows(client.sample(128, 0.4))
+
+
+def test_duplicate_push_is_acknowledged_not_stored(served):
+    replay, _, _ = served
+    batch, priorities = make_batch(0, 10), np.ones(10)
+    first = replay.push(batch, priorities, actor_id="x", sequence=1)
+    retry = replay.push(batch, priorities, actor_id="x", sequence=1)
+    replay.push(make_batch(10, 10), priorities, actor_id="x", sequence=2)
+    replay.flush()
+    assert first["duplicate"] is False and retry["duplicate"] is True and retry["accepted"] == 0
+    assert replay.size() == 20 and replay.stats()["push_duplicates"] == 1
+
+
+class SlowTree(NumpySumTree):
+    """A priority backend whose insertions take ``delay_s`` (a slow core)."""
+
+    def __init__(self, capacity: int, delay_s: float) -> None:
+        super().__init__(capacity, seed=0)
+        self.delay_s = delay_s
+        self.slow = False
+
+    def update(self, indices, priorities) -> None:
+        if self.slow:
+            time.sleep(self.delay_s)
+        super().update(indices, priorities)
+
+
+def test_backpressure_bounded_queue_and_pushes_do_not_wait_for_insertion():
+    tree = SlowTree(1024, delay_s=0.3)
+    replay = ReplayServer(1024, OBS, tree, queue_batches=2)
+    server, port = serve(replay, "127.0.0.1:0", push_timeout_s=0.0)
+    try:
+        replay.push(make_batch(0, 8), np.ones(8))
+        replay.flush()
+        tree.slow = True
+        accepted, rejected, push_times = [], 0, []
+        for k in range(1, 6):
+            t0 = time.perf_counter()
+            try:
+                replay.push(make_batch(8 * k, 8), np.ones(8), timeout_s=0.0)
+                accepted.append(k)
+            except Backpressure as error:
+                assert re.match(r"^replay (insertion queue full \(2 batches\)|server busy)", str(error))
+                rejected += 1
+            push_times.append(time.perf_counter() - t0)
+        # the adding thread holds one batch and the queue at most 2: at least 2 of the 5 pushes were refused
+        assert 2 <= len(accepted) <= 3 and rejected == 5 - len(accepted)
+        assert max(push_times) < 0.25  # an accepted push never waited for a 0.3 s insertion
+        assert replay.stats()["queued_batches"] <= 2
+        # over gRPC the refusal is RESOURCE_EXHAUSTED, retried by the client until its budget runs out
+        client = ReplayClient(f"127.0.0.1:{port}", retry_s=0.05)
+        with pytest.raises(ReplayUnavailable, match="RESOURCE_EXHAUSTED: replay insertion queue full"):
+            client.push(make_batch(100, 8), np.ones(8))
+        # a patient client gets through once the queue drains: back-pressure slows it down, nothing is lost
+        patient = ReplayClient(f"127.0.0.1:{port}", retry_s=10.0)
+        assert patient.push(make_batch(200, 8), np.ones(8))["accepted"] == 8
+        replay.flush(timeout_s=10)
+        assert replay.size() == 8 * (2 + len(accepted))
+        assert patient.retries > 0
+        client.close()
+        patient.close()
+    finally:
+        server.stop(0).wait()
+        replay.close()
+
+
+def _raw_stub(port: int):
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    return channel, pb_grpc.ReplayStub(channel)
+
+
+def _push_request(batch: dict, priorities) -> pb.PushRequest:
+    request = pb.PushRequest()
+    codec.encode_transitions(batch, request.transitions)
+    codec.to_tensor(np.asarray(priorities), request.priorities)
+    return request
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda r: setattr(r.transitions.observations, "dtype", "object"),
+     r"^transitions\.observations: dtype must be one of .*, not 'object'$"),
+    (lambda r: setattr(r.transitions.rewards, "data", r.transitions.rewards.data[:-3]),
+     r"^transitions\.rewards: 37 bytes of data do not hold a float32 array of shape \(10,\) \(40 bytes\)$"),
+    (lambda r: r.transitions.ClearField("discounts"), r"^transitions\.discounts is missing$"),
+    (lambda r: r.ClearField("priorities"), r"^priorities is missing$"),
+    (lambda r: codec.to_tensor(np.zeros((10, 5), np.float32), r.transitions.observations),
+     r"^transitions\.observations must have shape \(n, 4\), not \(10, 5\)$"),
+    (lambda r: codec.to_tensor(np.zeros(9, np.int64), r.transitions.actions),
+     r"^transitions\.actions must have shape \(10,\), not \(9,\)$"),
+    (lambda r: codec.to_tensor(np.full(10, np.nan), r.priorities), r"^priorities must be finite and >= 0$"),
+    (lambda r: codec.to_tensor(-np.ones(10), r.priorities), r"^priorities must be finite and >= 0$"),
+    (lambda r: codec.to_tensor(np.full(10, 1.5, np.float32), r.transitions.discounts),
+     r"^transitions\.discounts must lie in \[0, 1\]"),
+    (lambda r: codec.to_tensor(np.zeros(10, np.float32), r.transitions.actions),
+     r"^transitions\.actions must be integers, not dtype float32$"),
+])
+def test_malformed_push_is_rejected_with_a_clear_message(served, mutate, message):
+    replay, _, port = served
+    request = _push_request(make_batch(0, 10), np.ones(10))
+    mutate(request)
+    channel, stub = _raw_stub(port)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Push(request, timeout=5)
+    channel.close()
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert re.match(message, info.value.details()), info.value.details()
+    assert replay.stats()["log_sequence"] == 0  # nothing was logged or queued
+
+
+def test_malformed_sample_and_update_are_rejected(served):
+    replay, client, port = served
+    client.push(make_batch(0, 20), np.ones(20))
+    replay.flush()
+    with pytest.raises(ValueError, match=r"refused Sample: batch_size must be an integer >= 1, not 0$"):
+        client.sample(0, 0.4)
+    with pytest.raises(ValueError, match=r"refused Sample: beta must be a number in \[0, 1\], not 2\.0$"):
+        client.sample(4, 2.0)
+    with pytest.raises(ValueError, match=r"refused UpdatePriorities: indices\[1\] = 20 holds no transition "
+                                         r"\(stored: 20\)$"):
+        client.update_priorities(np.array([1, 20]), np.ones(2))
+    with pytest.raises(ValueError, match=r"priorities must have the shape of indices \(2,\), not \(3,\)$"):
+        client.update_priorities(np.array([1, 2]), np.ones(3))
+    channel, stub = _raw_stub(port)
+    request = pb.UpdateRequest()
+    codec.to_tensor(np.array([1.0, 2.0]), request.indices)
+    codec.to_tensor(np.ones(2), request.priorities)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.UpdatePriorities(request, timeout=5)
+    channel.close()
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == "indices must be a 1-D integer array, not float64 of shape (2,)"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# restart from checkpoint + log, in a separate process killed with SIGKILL
+# ---------------------------------------------------------------------------------------------------------------------
+def _start(port: int, directory, backend: str = "emu") -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.server", "--address",
+                                f"127.0.0.1:{port}", "--capacity", "4096", "--backend", backend, "--checkpoint-dir",
+                                str(directory), "--seed", "5"], stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert line.startswith(f"listening on 127.0.0.1:{port}"), line
+    return process
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
+    port = _free_port()
+    process = _start(port, tmp_path)
+    try:
+        actor = ReplayClient(f"127.0.0.1:{port}", actor_id="actor0", retry_s=30.0)
+        learner = ReplayClient(f"127.0.0.1:{port}", retry_s=30.0)
+        acked = 0
+        for k in range(6):
+            acked += actor.push(make_batch(acked, 40), np.full(40, 1.0 + k))["accepted"]
+        assert learner.checkpoint()["log_sequence"] == 6
+        for k in range(5):  # acknowledged after the checkpoint: only in the write-ahead log
+            acked += actor.push(make_batch(acked, 40), np.full(40, 2.0))["accepted"]
+        before = learner.sample(32, 0.4)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        process = _start(port, tmp_path)
+        # the same client objects reconnect by themselves
+        stats = learner.wait_ready(timeout_s=30, min_size=acked)
+        assert stats["size"] == acked == 440
+        assert stats["restored"] == {"checkpoint": True, "log_records": 5}
+        check_rows(learner.sample(256, 0.4))
+        assert learner.update_priorities(before["indices"], np.ones(32), before["versions"])["stale"] == 0
+        # the actor continues its sequence; a retry of its last push is recognized as a duplicate
+        assert actor.push(make_batch(acked, 40), np.ones(40))["accepted"] == 40
+        process.send_signal(signal.SIGTERM)  # graceful: drains and checkpoints
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # every acknowledged row is back in its slot, bit for bit
+    restored = ReplayServer(4096, OBS, "emu", checkpoint_dir=tmp_path)
+    try:
+        assert restored.size() == 480 and restored.restored == {"checkpoint": True, "log_records": 0}
+        expected = make_batch(0, 480)
+        for name in codec.TRANSITION_FIELDS:
+            np.testing.assert_array_equal(getattr(restored, name)[:480], expected[name], err_msg=name)
+    finally:
+        restored.close()
+
+
+def test_torn_log_tail_is_cut_and_earlier_records_kept(tmp_path):
+    replay = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay.push(make_batch(0, 10), np.ones(10))
+    replay.push(make_batch(10, 10), np.ones(10))
+    replay.flush()
+    replay.close()
+    with open(tmp_path / "replay.wal", "ab") as f:  # a crash in the middle of writing a third record
+        f.write(b"PRWL\x40\x00\x00\x00garbage")
+    with pytest.warns(RuntimeWarning, match=r"cut a torn or corrupt tail of 15 bytes"):
+        again = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+    try:
+        assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2}
+        check_rows(again.sample(20, 0.4))
+    finally:
+        again.close()
+    assert os.path.getsize(tmp_path / "replay.wal") > 0
+
+
+def test_checkpoint_for_another_layout_is_refused(tmp_path):
+    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay.push(make_batch(0, 4), np.ones(4))
+    replay.checkpoint()
+    replay.close()
+    with pytest.raises(ValueError, match=r"\(format, capacity, obs_shape\) = \(1, 64, \(4,\)\), this server is "
+                                         r"\(1, 64, \(3,\)\)"):
+        ReplayServer(64, (3,), "numpy", checkpoint_dir=tmp_path)
+
+
+def test_concurrent_pushes_and_samples_stay_consistent(served):
+    replay, client, port = served
+    client.push(make_batch(0, 64), np.ones(64))
+    replay.flush()
+    errors = []
+
+    def pusher(offset):
+        try:
+            c = ReplayClient(f"127.0.0.1:{port}", actor_id=f"p{offset}")
+            for k in range(10):
+                c.push(make_batch(64 + offset * 10 * 8 + 8 * k, 8), np.ones(8))
+            c.close()
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=pusher, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for _ in range(30):
+        check_rows(client.sample(32, 0.4))
+    for t in threads:
+        t.join()
+    replay.flush()
+    assert not errors and replay.size() == 256

@@ -1,0 +1,56 @@
+"""The ParSa build parameters against what the HDL and the OPaL policy need (no simulation)."""
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.build.report import parsa_memory_bits, parsa_plan
+from pynq_rl.overlay.hdl.parsa import core
+from pynq_rl.overlay.models import parsa as M
+
+_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "parsa_cycles.py"
+_spec = importlib.util.spec_from_file_location("parsa_cycles", _SCRIPT)
+parsa_cycles = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(parsa_cycles)
+build_for, opal_layout = parsa_cycles.build_for, parsa_cycles.opal_layout
+
+
+def test_spec_depths_are_the_hdl_depths():
+    assert (S.ParsaSpec().act_depth, S.ParsaSpec().update_depth) == (core.ACT_DEPTH, core.UPDATE_DEPTH)
+
+
+def test_hdl_refuses_a_spec_with_other_depths():
+    from pynq_rl.overlay.hdl.top import parsa_core_top, parsa_top_signals
+    from myhdl import ResetSignal, Signal
+
+    spec = dataclasses.replace(S.ParsaSpec(workers=1, tiles_per_worker=4, max_tilings=1, keys=1), act_depth=3)
+    with pytest.raises(ValueError, match=r"^this HDL has act_depth 20"):
+        parsa_core_top(*parsa_top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
+
+
+def test_opal_policy_fits_the_zcu106_build():
+    """OPaL's DDoS shape (22744 tiles, 136 tilings) schedules onto the ZCU106 build; the busiest bank holds one
+    4-D tiling (7**4 = 2401 rows) plus what the scheduler adds."""
+    spec = S.board("ZCU106").slot("parsa").spec
+    layout = opal_layout()
+    assert (layout.n_tiles, layout.n_tilings) == (22744, 136)
+    descriptors = M.schedule(layout, spec)
+    rows = [sum(d.rows for d in descriptors if d.worker == w) for w in range(spec.workers)]
+    assert max(rows) == 2401 and max(rows) <= spec.tiles_per_worker
+
+
+def test_benchmark_builds_hold_the_layout_at_every_worker_count():
+    for workers in (1, 4, 16, 32):
+        spec, descriptors = build_for(workers)
+        assert len(descriptors) == 136 and spec.workers == workers
+        assert max(sum(d.worker == w for d in descriptors) for w in range(workers)) == spec.max_tilings
+
+
+def test_report_plans_the_boards_parsa_builds():
+    builds = parsa_plan()
+    assert [(b.board, b.spec) for b in builds] == [(name, S.board(name).slot("parsa").spec)
+                                                   for name in ("Pynq-Z2", "ZCU106")]
+    bits = parsa_memory_bits(builds[1].spec)
+    assert bits["policy_bits"] == 16 * 4096 * 10 * 16

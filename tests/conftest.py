@@ -38,3 +38,13 @@ def make_overlay(backend: str, board=None) -> RLOverlay:
 def overlay(request) -> RLOverlay:
     """The default board's overlay on each backend (a small build on rtl)."""
     return make_overlay(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _end_rtl_simulation():
+    """MyHDL allows one live Simulation per process: end the rtl backend's after every test, so a later test's own
+    MyHDL simulation (tests/common, tests/*/test_rtl.py) never meets a leftover one."""
+    yield
+    from pynq_rl.host.backends import rtl
+    if rtl._active is not None:
+        rtl._active.end("test finished")

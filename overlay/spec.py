@@ -534,7 +534,8 @@ PARSA_REGISTERS = MappingProxyType({
     "GAMMA": _register(0x40, READ_WRITE, "Discount, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
     "EPSILON": _register(0x44, READ_WRITE, "Exploration probability, unsigned with COEF_FRAC fractional bits "
                                            "(<= 1.0); live: decays after every chosen action"),
-    "EPSILON_DECAY": _register(0x48, READ_WRITE, "Factor applied to EPSILON after every chosen action (<= 1.0)"),
+    "EPSILON_DECAY": _register(0x48, READ_WRITE, "Factor applied to EPSILON after every chosen action (<= 1.0)",
+                               reset=1 << 16),  # 1.0 in UQ1.16 (ParsaSpec.coef): no decay until configured
     "OPTIONS": _register(0x4C, READ_WRITE, "Run-time options", {
         "ONLINE": (0, 1, "apply Sarsa updates"),
         "EMIT_VALUES": (1, 1, "follow each action record with the N_ACTIONS q values"),
@@ -565,7 +566,8 @@ class ParsaSpec:
       shift) >> 16``, row ``base + horner(t, n_t)`` (first dim most significant; no dims: the bias row ``base``);
     * ``q[a] = sat(sum over tilings of row[a])``; action: a PRNG step ``r``; explore when ``(r & 0xFFFF) < EPSILON``
       (then ``a = ((r >> 16) * N_ACTIONS) >> 16``), else the lowest-index argmax; then
-      ``EPSILON = (EPSILON * EPSILON_DECAY + 2**(COEF_FRAC-1)) >> COEF_FRAC``;
+      ``EPSILON = (EPSILON * EPSILON_DECAY) >> COEF_FRAC`` (truncated, so any factor below 1.0 takes EPSILON to 0;
+      rounding half up would stall it where ``EPSILON * (1 - EPSILON_DECAY) < 1/2``);
     * Sarsa (ONLINE, a reward present, the key holds a previous (s, a, q)): ``delta = sat(r + rnd(GAMMA * q[a'])
       - q)`` (``sat(r - q)`` when TERMINAL), every row of the previous state gets ``row[a] = sat(row[a] +
       rnd(ALPHA * delta))``; q(s', .) is computed before the update; the key then stores (s', a', q[a']).

@@ -36,10 +36,6 @@ class ParsaCoreIP(StreamCoreIP):
         self._mode = S.ParsaMode.ACT
         super().__init__(S.PARSA_REGISTERS, spec.parameter_registers())
 
-    def reset(self) -> None:
-        super().reset()
-        self.values["EPSILON_DECAY"] = 1 << self.spec.coef.frac
-
     def read_register(self, name: str) -> int:
         return self.core.prng_state if name == "SEED" else self.values[name]
 

@@ -1026,12 +1026,19 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
                and r["coef"] != default_coef and r["lookahead"] == 2}
     for family, alt in what_if.items():
         base = _find(rows, kind="pe", lookahead=2, family=family, coef=default_coef)
-        if base:
-            notes.append(f"{family}: the same k=2 PE with a {alt['coef']} coefficient (18 bits signed, fits the "
-                         f"B port, so yosys needs no split) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of "
-                         f"{base['dsp']} DSP and {base['lut']} LUT: the fabric sum of the two partial products "
-                         f"accounts for {base['lut'] - alt['lut']} LUT per PE; the rest is fabric adders, three "
-                         "32-bit saturations and the done masks.")
+        if not base:
+            continue
+        head = (f"{family}: the same k=2 PE with a {alt['coef']} coefficient (18 bits signed, fits the B port, so "
+                f"the data operand needs no split) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of "
+                f"{base['dsp']} DSP and {base['lut']} LUT: ")
+        if alt["lut"] < base["lut"]:
+            notes.append(head + f"the split's partial-product sum accounts for {base['lut'] - alt['lut']} LUT per "
+                         "PE; the rest is fabric adders, three 32-bit saturations and the done masks.")
+        else:
+            notes.append(head + "the split adds no fabric (the high DSP takes the low one's product through the "
+                         "cascade, PCIN >> 17, and the rounding addend rides in the low DSP), whereas the unsplit "
+                         f"product is rounded and shifted in fabric: {alt['lut'] - base['lut']} LUT more, so the "
+                         "wider, more precise UQ1.23 coefficient costs nothing.")
     ok = [r for r in rows if r["status"] == "ok"]
     if ok and all(r.get("dsp_with_mreg_or_preg") == 0 for r in ok):
         notes.append("No DSP in any build uses its M or P register (only A/B input registers are absorbed): "
@@ -1202,13 +1209,19 @@ def markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _previous_report(out: Path) -> dict:
+    """The report already in ``out`` (empty when there is none): sections a run does not regenerate are kept."""
+    existing = out / "resources.json"
+    return json.loads(existing.read_text()) if existing.is_file() else {}
+
+
 def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int = 2, work: str | Path | None = None,
                  timeout: float | None = 3600.0, families: tuple[str, ...] = FAMILIES, netlist_sim: bool | None = None,
                  log=print, cores: tuple[str, ...] = ("gae", "replay", "parsa")) -> dict:
     """Simulate the PE netlists, synthesize the builds of :func:`plan` and :func:`replay_plan`, write
     ``resources.json`` / ``resources.md`` under ``out``; return the report. ``netlist_sim=None`` runs the
-    simulations except in ``quick`` mode. ``cores`` without ``"gae"`` regenerates only the replay part of an
-    existing report (``FileNotFoundError`` when there is none)."""
+    simulations except in ``quick`` mode. ``cores`` without ``"gae"`` regenerates only the replay and/or ParSa
+    part of an existing report (``FileNotFoundError`` when there is none); sections not regenerated are kept."""
     out = Path(out)
     work = Path(work) if work else Path(__file__).resolve().parent / "out" / ("synth_quick" if quick else "synth")
     t0 = time.perf_counter()
@@ -1249,10 +1262,12 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
     rows = run_builds(plan(quick, families), work, jobs, timeout, log=log)
     report = make_report(rows, sims, env, quick, time.perf_counter() - t0)
     report["arguments"].update(jobs=jobs, families=list(families), timeout=timeout)
-    if replay is not None:
-        report["replay"] = replay
-    if parsa is not None:
-        report["parsa"] = parsa
+    previous = _previous_report(out)
+    for name, section in (("replay", replay), ("parsa", parsa), ("overlay", None)):
+        if section is not None:
+            report[name] = section
+        elif name in previous:
+            report[name] = previous[name]
     out.mkdir(parents=True, exist_ok=True)
     (out / "resources.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (out / "resources.md").write_text(markdown(report))

@@ -136,14 +136,12 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 
     EPSILON and SEED are stored on write (the write pulse loads the core's live EPSILON / reseeds its PRNG) and read
     live (EPSILON decays as actions are chosen; SEED is the PRNG state); a REWARD write stores a pending reward for
-    REWARD_KEY. EPSILON_DECAY resets to 1.0, as the emulated IP's does.
+    REWARD_KEY. Registers reset to their table's ``reset`` values (EPSILON_DECAY to 1.0).
     """
     table = S.PARSA_REGISTERS
     cfg = ParsaConfig(spec)
     writable = [name for name, reg in table.items() if reg["access"] != S.READ_ONLY]
-    resets = {name: table[name]["reset"] for name in writable}
-    resets["EPSILON_DECAY"] = 1 << spec.coef.frac
-    storage = {name: Signal(intbv(resets[name])[32:]) for name in writable}
+    storage = {name: Signal(intbv(table[name]["reset"])[32:]) for name in writable}
     status = ConcatSignal(intbv(0)[27:], cfg.saturated, cfg.err_stream, cfg.err_config, cfg.done, cfg.busy)
     live = {"STATUS": status, "CYCLES": cfg.cycles, "CYCLES_ACT": cfg.cycles_act,
             "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live, "SEED": cfg.seed_live}

@@ -601,7 +601,7 @@ def _act_loop(params, offsets, scales, d_worker, d_ndims, d_dims, d_tiles, d_nt,
                         best = q_values[r, a]
                         chosen = a
             chosen_q = q_values[r, chosen]
-            epsilon = (epsilon * decay + half) >> cf
+            epsilon = (epsilon * decay) >> cf  # truncated: decays to 0
             actions[r] = chosen
             q_chosen[r] = chosen_q
         # Sarsa update of the key's previous state-action, with q(s', a') from before the update

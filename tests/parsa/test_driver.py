@@ -13,9 +13,11 @@ from pynq_rl.overlay.models import parsa as P
 
 from tests.conftest import RTL_PARSA_TEST_BOARD, make_overlay
 
-PARSA_BACKENDS = ["emu", "board"]
+PARSA_BACKENDS = ["emu", "rtl", "board"]
 LAYOUT = {"tilings_per_set": 2, "tiles_per_dim": 3, "tilings": [{"dims": []}, {"dims": [0]}, {"dims": [1, 2]}]}
 BOUNDS = ([-1.0, -2.0, 0.0], [1.0, 2.0, 10.0])
+#: 3 dims (within every build's MAX_DIMS) but 8 * 41**3 rows: more than any build's policy banks hold
+TOO_MANY_ROWS = {"tilings_per_set": 8, "tiles_per_dim": 40, "tilings": [{"dims": [0, 1, 2]}]}
 
 
 @pytest.fixture(params=PARSA_BACKENDS)
@@ -119,7 +121,7 @@ def test_saturation_warns_or_raises(parsa):
     (dict(n_actions=0), "n_actions"), (dict(n_actions=99), "n_actions"), (dict(alpha=1.5), "alpha"),
     (dict(gamma=-0.1), "gamma"), (dict(frac_bits=40), "frac_bits"), (dict(bounds=([0, 0], [1, 1])), "bounds"),
     (dict(bounds=([0, 0, 0], [1, 1, 1e9])), "range"), (dict(tiling={"tilings": [{"dims": [0], "tiles": 0}]}), "set 0"),
-    (dict(tiling={"tilings": [{"dim": [0]}]}), "dims"), (dict(tiling=OPAL_DDOS_TILING, bounds=(np.zeros(20), np.ones(20))), "policy rows"),
+    (dict(tiling={"tilings": [{"dim": [0]}]}), "dims"), (dict(tiling=TOO_MANY_ROWS), "policy rows"),
 ])
 def test_bad_configuration_raises_before_touching_the_core(parsa, kwargs, match):
     before = parsa.dump_banks()

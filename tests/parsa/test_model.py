@@ -107,6 +107,18 @@ def test_epsilon_decays_and_explores_at_its_rate():
     assert model.epsilon == ONE // 8
 
 
+def test_epsilon_decay_truncates_so_a_small_epsilon_still_reaches_zero():
+    """Rounding half up would stall EPSILON = 40 at 40 under a 0.99 factor (40 * 0.01 < 1/2); truncation does not."""
+    decay = round(0.99 * ONE)
+    model = configured(epsilon=40, epsilon_decay=decay, online=False)
+    epsilons = []
+    for _ in range(60):
+        model.act([0], [0], [0], np.zeros((1, 3), dtype=int))
+        epsilons.append(model.epsilon)
+    assert epsilons[0] == (40 * decay) >> 16 == 39
+    assert all(b < a for a, b in zip(epsilons, epsilons[1:]) if a > 0) and epsilons[-1] == 0
+
+
 def test_rejected_keys_and_saturation_are_flagged():
     spec = S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8, keys=4, value_w=8)
     model = configured(spec, alpha=ONE, gamma=ONE, epsilon=0, epsilon_decay=ONE)

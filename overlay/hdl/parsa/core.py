@@ -448,7 +448,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     def choice():
         explore.next = prng_next[16:] < eps
         rand_action.next = (prng_next[32:16] * n_actions) >> 16
-        eps_prod.next = eps[cf + 1:] * decay + half
+        eps_prod.next = eps[cf + 1:] * decay
         prng_step.next = state == t_state.RUN and t_run == t_choose and not terminal
         cq32.next = chosen_q
 

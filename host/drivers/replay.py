@@ -122,7 +122,8 @@ class ReplayCore(StreamCore):
     def update(self, indices, priorities, timeout_s: float | None = None) -> None:
         """Set the priorities of ``indices`` (insert and update are the same): leaf i stores ``priorities**alpha``.
 
-        Later entries for the same index win. A priority of 0 removes the transition from sampling.
+        Later entries for the same index win. A priority of 0 removes the transition from sampling, also with
+        ``alpha = 0`` (uniform replay: every positive priority stores 1).
 
         Raises
         ------
@@ -136,7 +137,13 @@ class ReplayCore(StreamCore):
         priorities = np.asarray(priorities, dtype=np.float64)
         if priorities.shape != indices.shape:
             raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
-        codes, saturated = model.encode_priorities(np.power(priorities, self.alpha), self.spec.leaf)
+        bad = ~np.isfinite(priorities) | (priorities < 0)  # checked here, before **alpha turns them into NaN
+        if np.any(bad):
+            i = int(np.flatnonzero(bad.ravel())[0])
+            raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {priorities.ravel()[i]!r}")
+        # 0 stays 0 whatever alpha is (numpy's 0**0 is 1): with alpha = 0 a removed transition must stay removed
+        scaled = np.where(priorities > 0, np.power(priorities, self.alpha), 0.0)
+        codes, saturated = model.encode_priorities(scaled, self.spec.leaf)
         if saturated:
             message = (f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
                        f"({self.spec.leaf}) was clipped to it")

@@ -26,6 +26,9 @@ maps large memories to URAM288 only when asked, and without URAM the 2**20 leave
 RAM), each checked to fit its device (< 100% of every resource) and to hold its deep levels in BRAM/URAM
 (:func:`replay_memory_check`); about 10 minutes per build on 2 CPUs. ``--cores replay`` synthesizes only these and
 updates the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick`` builds a 4096-leaf core.
+The ParSa core (:func:`parsa_plan`): the Pynq-Z2 and ZCU106 builds, likewise (``--cores parsa``). The whole
+overlay (:mod:`.overlay_report`, ``--cores overlay``, not in quick mode): each board's cores in one netlist, checked
+against its part with the headroom the block design's Vivado IP needs.
 
 What is counted (yosys ``stat`` after ``synth_xilinx``): LUT = LUT1..LUT6 and INV (a LUT1) plus LUTs used as
 memory or shift registers (RAM32M/RAM64M/..., SRL16E/SRLC32E), FF = FDRE/FDSE/FDCE/FDPE (+ latches),
@@ -62,6 +65,7 @@ from ..models.gae import gae_fixed
 from ..hdl.replay.tree import level_depth
 from .verilog import convert_gae, convert_replay, gae_module_name, replay_module_name
 from .verilog import convert_parsa, parsa_module_name
+from .overlay_report import overlay_markdown, overlay_section, run_overlay_builds
 
 __all__ = ["HEPPO", "DEVICES", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe",
            "loop_registers", "yosys_script", "synthesize", "parse_stat", "summarize_cells", "plan",
@@ -1206,6 +1210,13 @@ def markdown(report: dict) -> str:
             out += ["", f"ParSa rows: `python -m pynq_rl.overlay.build.report --cores parsa` on {penv['date']}, "
                     f"commit `{penv['git_commit']}` ({penv['git_describe']}); {penv['yosys']}; "
                     f"{parsa.get('runtime[s]', 0):.0f} s."]
+    if report.get("overlay"):
+        overlay = report["overlay"]
+        out += overlay_markdown(overlay)
+        oenv = overlay["environment"]
+        out += ["", f"Whole-overlay rows: `python -m pynq_rl.overlay.build.report --cores overlay` on {oenv['date']}, "
+                f"commit `{oenv['git_commit']}` ({oenv['git_describe']}); {oenv['yosys']}; "
+                f"{overlay.get('runtime[s]', 0):.0f} s."]
     return "\n".join(out) + "\n"
 
 
@@ -1217,7 +1228,7 @@ def _previous_report(out: Path) -> dict:
 
 def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int = 2, work: str | Path | None = None,
                  timeout: float | None = 3600.0, families: tuple[str, ...] = FAMILIES, netlist_sim: bool | None = None,
-                 log=print, cores: tuple[str, ...] = ("gae", "replay", "parsa")) -> dict:
+                 log=print, cores: tuple[str, ...] = ("gae", "replay", "parsa", "overlay")) -> dict:
     """Simulate the PE netlists, synthesize the builds of :func:`plan` and :func:`replay_plan`, write
     ``resources.json`` / ``resources.md`` under ``out``; return the report. ``netlist_sim=None`` runs the
     simulations except in ``quick`` mode. ``cores`` without ``"gae"`` regenerates only the replay and/or ParSa
@@ -1235,18 +1246,17 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
         t_parsa = time.perf_counter()
         parsa = parsa_section(run_parsa_builds(parsa_plan(quick), work / "parsa", jobs, timeout, log=log))
         parsa.update(environment=env, **{"runtime[s]": round(time.perf_counter() - t_parsa, 1)})
+    overlay = None
+    if "overlay" in cores and not quick:  # minutes per board: no quick variant
+        t_overlay = time.perf_counter()
+        overlay = {"rows": run_overlay_builds(work / "overlay", jobs, timeout, log=log), "environment": env}
+        overlay["runtime[s]"] = round(time.perf_counter() - t_overlay, 1)
     if "gae" not in cores:
         existing = out / "resources.json"
         if not existing.is_file():
             raise FileNotFoundError(f"{existing}: no report to add the replay rows to (run without --cores first)")
         report = json.loads(existing.read_text())
-        if replay is not None:
-            report["replay"] = replay
-        if parsa is not None:
-            report["parsa"] = parsa
-        (out / "resources.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-        (out / "resources.md").write_text(markdown(report))
-        return report
+        return _write(out, _attach(report, {}, replay=replay, parsa=parsa, overlay=overlay))
     sims = []
     if netlist_sim if netlist_sim is not None else not quick:
         configs = [(2, True)] if quick else [(k, keep) for k in (1, 2, 3) for keep in (True, False)]
@@ -1262,12 +1272,25 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
     rows = run_builds(plan(quick, families), work, jobs, timeout, log=log)
     report = make_report(rows, sims, env, quick, time.perf_counter() - t0)
     report["arguments"].update(jobs=jobs, families=list(families), timeout=timeout)
-    previous = _previous_report(out)
-    for name, section in (("replay", replay), ("parsa", parsa), ("overlay", None)):
+    return _write(out, _attach(report, _previous_report(out), replay=replay, parsa=parsa, overlay=overlay))
+
+
+def _attach(report: dict, previous: dict, **sections: dict | None) -> dict:
+    """Put the regenerated ``sections`` into ``report``, keep the ``previous`` report's others, and (re)compute the
+    whole-overlay fit checks against the per-core rows the report now holds."""
+    for name, section in sections.items():
         if section is not None:
             report[name] = section
         elif name in previous:
             report[name] = previous[name]
+    if report.get("overlay"):
+        per_core = [*report.get("rows", []), *report.get("replay", {}).get("rows", []),
+                    *report.get("parsa", {}).get("rows", [])]
+        report["overlay"].update(overlay_section(report["overlay"]["rows"], per_core))
+    return report
+
+
+def _write(out: Path, report: dict) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / "resources.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (out / "resources.md").write_text(markdown(report))
@@ -1288,9 +1311,10 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--netlist-sim", dest="netlist_sim", action="store_true", default=None,
                      help="simulate the synthesized PE netlists (default except with --quick)")
     sim.add_argument("--no-netlist-sim", dest="netlist_sim", action="store_false")
-    parser.add_argument("--cores", default="gae,replay,parsa",
-                        help="comma-separated cores to synthesize (default gae,replay,parsa; without 'gae', the "
-                             "replay and/or parsa rows of an existing report in --out are updated)")
+    parser.add_argument("--cores", default="gae,replay,parsa,overlay",
+                        help="comma-separated parts to synthesize (default gae,replay,parsa,overlay; 'overlay' is "
+                             "each board's cores in one netlist; without 'gae', the other parts of an existing "
+                             "report in --out are updated)")
     args = parser.parse_args(argv)
     families = tuple(f for f in args.families.split(",") if f)
     cores = tuple(c for c in args.cores.split(",") if c)

@@ -100,9 +100,10 @@ def test_priorities_alpha_and_dump(replay):
     assert stored.shape == (replay.capacity,)
     assert stored[0] == pytest.approx(1.5, abs=replay.spec.leaf.lsb) and stored[9] == pytest.approx(0.25, abs=0.02)
     assert replay.total == pytest.approx(stored.sum())
-    replay.alpha = 0.0  # uniform: every positive priority becomes 1
-    replay.update([4], [100.0])
-    assert replay.priorities()[4] == 1.0
+    replay.alpha = 0.0  # uniform: every positive priority becomes 1, and 0 still removes (0**0 would be 1)
+    replay.update([4, 9], [100.0, 0.0])
+    assert replay.priorities()[4] == 1.0 and replay.priorities()[9] == 0.0
+    assert 9 not in replay.sample(64)[0]
 
 
 def test_state_dict_round_trips_priorities_and_the_sample_stream(replay, overlay):

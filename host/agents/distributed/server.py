@@ -25,11 +25,14 @@ Durability
 An acknowledged push is already in the write-ahead log (``replay.wal``: length, log sequence and CRC-32 per record,
 flushed to the OS before the reply; ``sync_wal=True`` also fsyncs, which survives a power cut and not only a killed
 process). :meth:`ReplayServer.checkpoint` drains the queue, writes storage + core state (``ReplayCore.state_dict``)
-atomically to ``replay.ckpt`` and truncates the log. A server started on the same ``checkpoint_dir`` loads the
+atomically to ``replay.ckpt`` and drops the log records it covers. A server started on the same ``checkpoint_dir`` loads the
 checkpoint and re-applies the log in order, so every acknowledged transition is back in the slot it had; a torn last
-record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint are not
-logged: re-applied transitions get their initial priority back. ``(actor_id, sequence)`` pairs are remembered, so an
-actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
+record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint are
+logged too (``PRUP`` records, written under the storage lock before they apply, with the slot versions they applied
+to), so a restart restores the priorities the learner had set, not only the actors' initial ones; a checkpoint keeps
+the log records written while it was being saved. Slot versions count every row written, however the adding thread
+grouped batches, so a re-applied update sees the versions it saw live. ``(actor_id, sequence)`` pairs are
+remembered, so an actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
 
 A checkpoint holds the priority backend's own ``state_dict`` (the core's leaf codes and PRNG state, or the numpy
 tree's leaves): restore it with the same backend kind and build. Storage is a ring of ``capacity`` slots (at most the core's ``K**LEVELS``); once full, the oldest transitions are
@@ -65,7 +68,8 @@ __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError", "ReplayServicer",
 PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "board")
 """where the priorities can live: the float64 numpy sum tree, or the replay core on a backend"""
 _WAL_HEADER = struct.Struct("<4sIQI")  # magic, payload bytes, log sequence, crc32 of payload
-_WAL_MAGIC = b"PRWL"
+_WAL_MAGIC = b"PRWL"          # a push: a PushRequest, sequence = the push's log sequence
+_WAL_UPDATE_MAGIC = b"PRUP"   # a priority update: an UpdateRequest with versions, sequence = update sequence
 CHECKPOINT_FORMAT = 1
 """version of the dictionary in ``replay.ckpt``"""
 
@@ -136,7 +140,8 @@ class ReplayServer:
     Attributes
     ----------
     restored : dict
-        What was restored on start: ``{"checkpoint": bool, "log_records": int}``.
+        What was restored on start: ``{"checkpoint": bool, "log_records": int, "update_records": int}`` (pushed
+        batches and priority updates re-applied from the log).
     """
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu", alpha: float = 0.6,
@@ -177,7 +182,9 @@ class ReplayServer:
         self._push_lock = threading.Lock()    # log order, sequence numbers, dedup table
         self._cv = threading.Condition()      # the insertion queue
         self._pending: collections.deque = collections.deque()
+        self._wal_lock = threading.Lock()     # one writer at a time in the log (pushes and priority updates)
         self._log_sequence = 0                # last batch acknowledged (logged)
+        self._update_sequence = 0             # last priority update logged
         self._applied_sequence = 0            # last batch inserted into the storage
         self._last_actor_sequence: dict[str, int] = {}
         self._counters = collections.Counter()
@@ -185,7 +192,7 @@ class ReplayServer:
         self._closed = False
         self._adder_error: BaseException | None = None
         self._started = time.monotonic()
-        self.restored = {"checkpoint": False, "log_records": 0}
+        self.restored = {"checkpoint": False, "log_records": 0, "update_records": 0}
 
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self._wal = None
@@ -356,7 +363,9 @@ class ReplayServer:
             slots = (self.pos + np.arange(rows.start, rows.stop)) % self.capacity  # as if inserted one by one
             for name in codec.TRANSITION_FIELDS:
                 getattr(self, name)[slots] = batch[name][rows]
-            self.versions[slots] += np.uint64(1)
+            # one write count per row, skipped rows too: a slot's version does not depend on how the adding thread
+            # grouped batches, so priority updates re-applied from the log see the versions they saw live
+            np.add.at(self.versions, (self.pos + np.arange(n)) % self.capacity, np.uint64(1))
             self.priorities.update(slots.astype(np.int64), batch["priorities"][rows])
             end = self.pos + n
             self.full = self.full or end >= self.capacity
@@ -435,6 +444,8 @@ class ReplayServer:
             keep = np.ones(indices.shape, dtype=bool) if versions is None else \
                 self.versions[indices] == versions.astype(np.uint64)
             if np.any(keep):
+                if self._wal is not None:  # write-ahead: logged with the versions it was applied to
+                    self._log_update(indices[keep], priorities[keep], self.versions[indices[keep]])
                 self.priorities.update(indices[keep], priorities[keep])
         updated, stale = int(keep.sum()), int((~keep).sum())
         self._counters["update_calls"] += 1
@@ -465,13 +476,15 @@ class ReplayServer:
             raise RuntimeError("this replay server has no checkpoint_dir")
         with self._push_lock:
             self.flush(timeout_s)
-            with self._store_lock:
+            with self._store_lock, self._wal_lock:
                 n = self.size()
                 state = {"format": CHECKPOINT_FORMAT, "capacity": self.capacity, "obs_shape": self.obs_shape,
                          "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
+                         "update_sequence": self._update_sequence,
                          "last_actor_sequence": dict(self._last_actor_sequence),
                          "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
                          **{name: getattr(self, name)[:n].copy() for name in codec.TRANSITION_FIELDS}}
+                covered = self._wal.tell()  # the log up to here is in the checkpoint
             path = self.checkpoint_dir / "replay.ckpt"
             tmp = path.with_suffix(".tmp")
             with open(tmp, "wb") as f:
@@ -479,10 +492,7 @@ class ReplayServer:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
-            self._wal.truncate(0)
-            self._wal.seek(0)
-            self._wal.flush()
-            os.fsync(self._wal.fileno())
+            self._compact_wal(covered)
         self._counters["checkpoints"] += 1
         return {"path": str(path), "log_sequence": state["log_sequence"]}
 
@@ -503,10 +513,41 @@ class ReplayServer:
             codec.encode_transitions(batch, request.transitions)
             codec.to_tensor(batch["priorities"], request.priorities)
             payload = request.SerializeToString()
-        self._wal.write(_WAL_HEADER.pack(_WAL_MAGIC, len(payload), log_sequence, zlib.crc32(payload)) + payload)
-        self._wal.flush()
-        if self.sync_wal:
-            os.fsync(self._wal.fileno())
+        self._append(_WAL_MAGIC, log_sequence, payload)
+
+    def _log_update(self, indices: np.ndarray, priorities: np.ndarray, versions: np.ndarray) -> None:
+        """Log a priority update (under the storage lock, so the log holds updates in the order they apply)."""
+        request = pb.UpdateRequest()
+        codec.to_tensor(indices, request.indices)
+        codec.to_tensor(priorities, request.priorities)
+        codec.to_tensor(versions, request.versions)
+        self._update_sequence += 1
+        self._append(_WAL_UPDATE_MAGIC, self._update_sequence, request.SerializeToString())
+
+    def _append(self, magic: bytes, sequence: int, payload: bytes) -> None:
+        with self._wal_lock:
+            self._wal.write(_WAL_HEADER.pack(magic, len(payload), sequence, zlib.crc32(payload)) + payload)
+            self._wal.flush()
+            if self.sync_wal:
+                os.fsync(self._wal.fileno())
+
+    def _compact_wal(self, covered: int) -> None:
+        """Drop the first ``covered`` bytes of the log (now in the checkpoint), keeping what was logged since (priority
+        updates made while the checkpoint was written); the new log replaces the old one atomically."""
+        path = self.checkpoint_dir / "replay.wal"
+        with self._wal_lock:
+            self._wal.flush()
+            with open(path, "rb") as f:
+                f.seek(covered)
+                tail = f.read()
+            tmp = path.with_suffix(".wal.tmp")
+            with open(tmp, "wb") as f:
+                f.write(tail)
+                f.flush()
+                os.fsync(f.fileno())
+            self._wal.close()
+            os.replace(tmp, path)
+            self._wal = open(path, "ab")
 
     def _restore(self) -> None:
         """Load ``replay.ckpt`` (if any), then re-apply every complete log record after it; cut a torn tail."""
@@ -526,6 +567,7 @@ class ReplayServer:
             self.pos, self.full = int(state["pos"]), bool(state["full"])
             self.priorities.load_state_dict(state["priorities"])
             self._log_sequence = self._applied_sequence = int(state["log_sequence"])
+            self._update_sequence = int(state.get("update_sequence", 0))
             self._last_actor_sequence = dict(state["last_actor_sequence"])
             self.restored["checkpoint"] = True
         wal = self.checkpoint_dir / "replay.wal"
@@ -536,9 +578,18 @@ class ReplayServer:
         while offset + _WAL_HEADER.size <= len(data):
             magic, length, log_sequence, crc = _WAL_HEADER.unpack_from(data, offset)
             payload = data[offset + _WAL_HEADER.size: offset + _WAL_HEADER.size + length]
-            if magic != _WAL_MAGIC or len(payload) != length or zlib.crc32(payload) != crc:
+            if magic not in (_WAL_MAGIC, _WAL_UPDATE_MAGIC) or len(payload) != length or zlib.crc32(payload) != crc:
                 break
             offset += _WAL_HEADER.size + length
+            if magic == _WAL_UPDATE_MAGIC:
+                if log_sequence > self._update_sequence:
+                    update = pb.UpdateRequest.FromString(payload)
+                    self.update_priorities(codec.from_tensor(update.indices, "indices"),
+                                           codec.from_tensor(update.priorities, "priorities"),
+                                           codec.from_tensor(update.versions, "versions"))
+                    self._update_sequence = log_sequence
+                    self.restored["update_records"] += 1
+                continue
             if log_sequence <= self._applied_sequence:
                 continue
             request = pb.PushRequest.FromString(payload)

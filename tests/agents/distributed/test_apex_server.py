@@ -260,7 +260,7 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
         # the same client objects reconnect by themselves
         stats = learner.wait_ready(timeout_s=30, min_size=acked)
         assert stats["size"] == acked == 440
-        assert stats["restored"] == {"checkpoint": True, "log_records": 5}
+        assert stats["restored"] == {"checkpoint": True, "log_records": 5, "update_records": 0}
         check_rows(learner.sample(256, 0.4))
         assert learner.update_priorities(before["indices"], np.ones(32), before["versions"])["stale"] == 0
         # the actor continues its sequence; a retry of its last push is recognized as a duplicate
@@ -274,7 +274,8 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
     # every acknowledged row is back in its slot, bit for bit
     restored = ReplayServer(4096, OBS, "emu", checkpoint_dir=tmp_path)
     try:
-        assert restored.size() == 480 and restored.restored == {"checkpoint": True, "log_records": 0}
+        assert restored.size() == 480
+        assert restored.restored == {"checkpoint": True, "log_records": 0, "update_records": 0}
         expected = make_batch(0, 480)
         for name in codec.TRANSITION_FIELDS:
             np.testing.assert_array_equal(getattr(restored, name)[:480], expected[name], err_msg=name)
@@ -293,11 +294,57 @@ def test_torn_log_tail_is_cut_and_earlier_records_kept(tmp_path):
     with pytest.warns(RuntimeWarning, match=r"cut a torn or corrupt tail of 15 bytes"):
         again = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
     try:
-        assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2}
+        assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2, "update_records": 0}
         check_rows(again.sample(20, 0.4))
     finally:
         again.close()
     assert os.path.getsize(tmp_path / "replay.wal") > 0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "emu"])
+def test_priority_updates_after_a_checkpoint_survive_a_crash(tmp_path, backend):
+    """The learner's priorities, not only the actors' initial ones, come back after a restart: updates are logged
+    (in order, with the versions they applied to) and re-applied; ones already in a checkpoint are not re-applied."""
+    replay = ReplayServer(64, OBS, backend, alpha=1.0, checkpoint_dir=tmp_path, seed=1)
+    replay.push(make_batch(0, 30), np.ones(30))
+    replay.flush()
+    replay.update_priorities(np.array([3]), np.array([5.0]))  # in the checkpoint below
+    replay.checkpoint()
+    replay.update_priorities(np.array([3]), np.array([7.0]))  # after it: only in the log
+    replay.push(make_batch(30, 10), np.full(10, 2.0))
+    sampled = replay.sample(16, 0.4)
+    replay.update_priorities(sampled["indices"], np.linspace(0.5, 4.0, 16), sampled["versions"])
+    replay.push(make_batch(40, 30), np.full(30, 3.0))  # wraps the ring: overwrites slots 0..5 after the update
+    replay.flush()
+    replay.update_priorities(np.array([1, 2]), np.array([9.0, 0.0]), replay.versions[[1, 2]])
+    expected = replay.priorities.priorities()
+    versions = replay.versions.copy()
+    # a crash: the object is abandoned without close() or a checkpoint
+    again = ReplayServer(64, OBS, backend, alpha=1.0, checkpoint_dir=tmp_path, seed=1)
+    try:
+        assert again.restored == {"checkpoint": True, "log_records": 2, "update_records": 3}
+        np.testing.assert_array_equal(again.priorities.priorities(), expected)
+        np.testing.assert_array_equal(again.versions, versions)
+        assert again.priorities.priorities()[2] == 0.0
+    finally:
+        again.close()
+        replay.close()
+
+
+def test_slot_versions_do_not_depend_on_how_batches_are_grouped():
+    """A batch longer than the ring writes some slots twice: each write counts, as if pushed one by one."""
+    one = ReplayServer(8, OBS, "numpy")
+    two = ReplayServer(8, OBS, "numpy")
+    try:
+        one.insert(make_batch(0, 12), np.ones(12))
+        two.insert(make_batch(0, 6), np.ones(6))
+        two.insert(make_batch(6, 6), np.ones(6))
+        np.testing.assert_array_equal(one.versions, [2, 2, 2, 2, 1, 1, 1, 1])
+        np.testing.assert_array_equal(one.versions, two.versions)
+        np.testing.assert_array_equal(one.rewards, two.rewards)
+    finally:
+        one.close()
+        two.close()
 
 
 def test_checkpoint_for_another_layout_is_refused(tmp_path):

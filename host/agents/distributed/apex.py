@@ -24,7 +24,8 @@ when it runs on a PYNQ board (``replay_address``; start it there with
   ``|delta_i| + per_eps`` back as priorities and publishes its weights every ``publish_every`` updates to a
   :class:`ParameterServer` the actors pull from.
 * **Driver** (:func:`train`): starts Ray locally unless it is already initialized, launches everything, resubmits
-  work chunks (an actor that died is restarted by Ray and gets its next chunk), evaluates the greedy policy between
+  work chunks (an actor or the learner that died is restarted by Ray and gets its next chunk; the learner resumes
+  from the state it saved after its last chunk), evaluates the greedy policy between
   learner chunks, and stops at ``target_return`` (mean of the last ``eval_window`` evaluation episodes), at
   ``max_updates`` or at ``max_seconds``.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import io
 import json
 import os
 import random
@@ -96,7 +98,7 @@ class Args:
     ray_address: str | None = None
     """an existing Ray cluster to join (None: start one locally)"""
     actor_max_restarts: int = 10
-    """how often Ray restarts a dead actor (and the replay server actor)"""
+    """how often Ray restarts a dead actor (and the replay server actor, and the learner)"""
 
     # Actors
     epsilon_base: float = 0.4
@@ -257,6 +259,14 @@ class _ParameterServer:
         """``(version, weights)``, with ``weights`` None if the caller's ``known_version`` is already the newest."""
         return self.version, (self.weights if self.version > known_version else None)
 
+    def save_learner(self, state: bytes) -> None:
+        """Keep the learner's training state (``torch.save`` bytes), which a restarted learner resumes from."""
+        self.learner = state
+
+    def learner_state(self) -> bytes | None:
+        """The last state :meth:`save_learner` kept (None before the first)."""
+        return getattr(self, "learner", None)
+
 
 class _ReplayServerActor:
     """A :class:`~.server.ReplayServer` and its gRPC server inside a Ray actor. Use :data:`ReplayServerActor`.
@@ -392,7 +402,9 @@ class _ApexActor:
 class _Learner:
     """The Double-DQN learner: samples from the replay server, writes priorities back, publishes weights.
 
-    Use :data:`Learner`.
+    After every chunk it leaves its training state (networks, optimizer, update count) with the parameter server; a
+    learner that Ray restarts after a crash resumes from there, losing at most the chunk it was running (whose
+    priority updates the replay server has kept). Use :data:`Learner`.
     """
 
     def __init__(self, args: Args, address: str, parameter_server: Any) -> None:
@@ -409,7 +421,29 @@ class _Learner:
         self.client = ReplayClient(address)
         self.parameter_server = parameter_server
         self.updates = 0
-        self.publish()
+        saved = ray.get(parameter_server.learner_state.remote())
+        self.resumed = saved is not None
+        if saved is None:
+            self.publish()
+        else:
+            self._load(saved)
+
+    def _save(self) -> None:
+        buffer = io.BytesIO()
+        torch.save({"q_network": self.q_network.state_dict(), "target_network": self.target_network.state_dict(),
+                    "optimizer": self.optimizer.state_dict(), "updates": self.updates}, buffer)
+        ray.get(self.parameter_server.save_learner.remote(buffer.getvalue()))
+
+    def _load(self, saved: bytes) -> None:
+        state = torch.load(io.BytesIO(saved), weights_only=True)
+        self.q_network.load_state_dict(state["q_network"])
+        self.target_network.load_state_dict(state["target_network"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = int(state["updates"])
+
+    def pid(self) -> int:
+        """The process id (tests kill it)."""
+        return os.getpid()
 
     def publish(self) -> int:
         """Publish the online network's weights (version = updates so far); returns the version."""
@@ -463,7 +497,8 @@ class _Learner:
             if self.updates % args.publish_every == 0:
                 self.publish()
         elapsed = time.perf_counter() - start
-        return {"updates": self.updates, "chunk_updates": done, "losses/td_loss": float(np.mean(losses)) if losses
+        self._save()
+        return {"updates": self.updates, "chunk_updates": done, "pid": os.getpid(), "resumed": self.resumed, "losses/td_loss": float(np.mean(losses)) if losses
                 else float("nan"), "losses/q_values": float(np.mean(q_means)) if q_means else float("nan"),
                 "charts/updates_per_s": done / elapsed if elapsed > 0 else 0.0,
                 "latency/sample_ms": 1e3 * sample_s / max(1, done), "latency/update_ms": 1e3 * update_s / max(1, done),
@@ -586,7 +621,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         ReplayClient(address).wait_ready(timeout_s=120)
         parameter_server = ParameterServer.remote()
         handles.append(parameter_server)
-        learner = Learner.options(max_restarts=0).remote(args, address, parameter_server)
+        learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+            args, address, parameter_server)
         handles.append(learner)
         actors = [ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
             i, args, address, parameter_server) for i in range(args.num_actors)]
@@ -600,7 +636,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         learner_rows: list[dict] = []
         actor_steps = collections.Counter()
         actor_pids: dict[int, int] = {}
-        lost_tasks = 0
+        lost_tasks = lost_learner_chunks = 0
+        learner_pid = None
         updates = 0
         solved = False
         stop_reason = "max_updates"
@@ -612,8 +649,12 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                 try:
                     result = ray.get(ref)
                 except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
-                    if kind == "learner":
-                        raise RuntimeError(f"the learner died: {error}") from error
+                    if kind == "learner":  # Ray restarts it; it resumes from its last chunk's state
+                        lost_learner_chunks += 1
+                        if lost_learner_chunks > args.actor_max_restarts:
+                            raise RuntimeError(f"the learner died {lost_learner_chunks} times: {error}") from error
+                        pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
+                        continue
                     lost_tasks += 1  # Ray restarts the actor; give the new incarnation its next chunk
                     pending[actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
                     continue
@@ -623,7 +664,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                     actor_episodes.extend(dict(e, time_s=elapsed) for e in result["episodes"])
                     pending[actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
                     continue
-                updates = result["updates"]
+                updates, learner_pid = result["updates"], result["pid"]
                 for _ in range(args.eval_episodes_per_chunk):
                     episode = evaluator.episode()
                     eval_returns.append(episode["return"])
@@ -646,7 +687,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                     pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
             if on_progress is not None:
                 on_progress({"actors": actors, "actor_pids": dict(actor_pids), "replay_actor": replay_actor,
-                             "learner": learner, "updates": updates, "elapsed_s": elapsed})
+                             "learner": learner, "learner_pid": learner_pid, "updates": updates,
+                             "elapsed_s": elapsed})
             if not any(kind == "learner" for kind, _ in pending.values()):
                 break
         wall_time = time.perf_counter() - start
@@ -666,7 +708,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                "eval_mean_return": float(np.mean(window)) if window else float("nan"),
                "eval_episodes": len(eval_returns), "eval_returns": eval_returns,
                "actor_episodes": sum(1 for e in actor_episodes if e["actor"] != "eval"),
-               "actor_restarts": lost_tasks, "actor_incarnations": len(actor_steps), "replay_address": address,
+               "actor_restarts": lost_tasks, "learner_restarts": lost_learner_chunks, "actor_incarnations": len(actor_steps), "replay_address": address,
                "replay_backend": args.replay_backend if args.replay_address is None else "external",
                "replay_stats": replay_stats, "run_dir": str(run_dir)}
     _write_csv(run_dir / "learner.csv", learner_rows)

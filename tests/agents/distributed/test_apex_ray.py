@@ -1,11 +1,13 @@
-"""Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor and a killed replay server,
+"""Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor, replay server and learner,
 an external replay address, and (slow) learning CartPole-v1 on the emulated replay core.
 """
+import csv
 import json
 import math
 import os
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,7 +68,7 @@ def small_args(tmp_path, **overrides) -> apex.Args:
     return apex.Args(**base)
 
 
-def test_training_survives_a_killed_actor_and_a_killed_replay_server(local_ray, tmp_path):
+def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, tmp_path):
     killed, restarted = {}, {}
 
     def new_pid(handle, old: int, timeout_s: float = 120.0) -> int:
@@ -92,13 +94,21 @@ def test_training_survives_a_killed_actor_and_a_killed_replay_server(local_ray, 
             killed["replay"] = ray.get(state["replay_actor"].pid.remote(), timeout=30)
             os.kill(killed["replay"], signal.SIGKILL)
             restarted["replay"] = new_pid(state["replay_actor"], killed["replay"])
+        elif "replay" in killed and "learner" not in killed and state["updates"] >= 200 and state["learner_pid"]:
+            killed["learner"] = state["learner_pid"]  # its next chunk is already submitted: that chunk is lost
+            os.kill(killed["learner"], signal.SIGKILL)
+            restarted["learner"] = new_pid(state["learner"], killed["learner"])
 
     start = time.perf_counter()
     summary = apex.train(small_args(tmp_path, max_updates=300), on_progress=kill)
-    assert set(killed) == set(restarted) == {"actor", "replay"}
-    assert all(restarted[name] != killed[name] for name in killed)  # Ray restarted both in new processes
+    assert set(killed) == set(restarted) == {"actor", "replay", "learner"}
+    assert all(restarted[name] != killed[name] for name in killed)  # Ray restarted each in a new process
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300  # training went on
     assert summary["actor_restarts"] >= 1  # the task lost with the actor, resubmitted to its new incarnation
+    assert summary["learner_restarts"] == 1  # the lost chunk was resubmitted; the learner resumed from its state
+    rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "learner.csv")))
+    resumed = [int(row["updates"]) for row in rows if row["resumed"] == "True"]
+    assert resumed and resumed[0] > 200  # counting on from the saved chunk, not from 0
     stats = summary["replay_stats"]
     assert stats["restored"]["checkpoint"] or stats["restored"]["log_records"] > 0  # restored from its directory
     assert stats["sample_calls"] > 0 and stats["size"] >= 100  # the learner reconnected and sampled again

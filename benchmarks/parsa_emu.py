@@ -12,7 +12,7 @@ Shapes (``--shapes``):
 * ``mountaincar``: 2 dims, one set of 8 tilings x 8x8 tiles (9x9 coordinates with the shifted copies), 3 actions,
   on the Pynq-Z2 build (4 workers);
 * ``opal``: OPaL's DDoS policy, 20 dims, bias + 7x1-D + 8x2-D + 1x4-D sets, 8 tilings each (136 tilings, 22,744
-  tiles), 6 tiles per dim, 10 actions, on the ZCU106 build (16 workers x 4096 rows).
+  tiles), 6 tiles per dim, 10 actions, on the ZCU106 build (8 workers x 4096 rows).
 
 Implementations (``key``: what is timed):
 

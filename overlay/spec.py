@@ -727,7 +727,9 @@ BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
         arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
         fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),
                                CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000),
-                               CoreSlot("parsa", ParsaSpec(workers=16, tiles_per_worker=4096, max_tilings=64,
+                               # 8 workers: with 16, ParSa's policy banks (48 URAM) and key rows (16) plus the
+                               # replay tree's 62 URAM exceed the XCZU7EV's 96 (whole-overlay synthesis)
+                               CoreSlot("parsa", ParsaSpec(workers=8, tiles_per_worker=4096, max_tilings=32,
                                                            keys=256), 0x4_0000, 0x5_0000)),
         board_part_pattern="xilinx.com:zcu106:part0:*",
     ),

@@ -32,7 +32,7 @@ tilings, 22,744 tiles x 10 actions). Rates, loads and link state are informative
 signatures (reply ratio, packet size, new-connection ratio, port entropy, TTL spread, flag anomalies) differ between
 legitimate and attack flows in distribution only (per-flow offsets plus per-tick noise).
 
-This layout needs the ZCU106 build (16 workers x 4096 rows = 65,536 rows >= 22,744); the Pynq-Z2 build (4 x 1024
+This layout needs the ZCU106 build (8 workers x 4096 rows = 32,768 rows >= 22,744); the Pynq-Z2 build (4 x 1024
 = 4,096 rows) cannot hold it, and ``configure`` refuses it with the row count (:func:`check_fits`).
 
 Episode ends are truncations (a fixed number of ticks): the last tick's rewards are sent as a normal step

@@ -132,19 +132,14 @@ def run_overlay_builds(work_dir: Path, jobs: int = 2, timeout: float | None = No
 def overlay_section(rows: list[dict], per_core_rows: list[dict] = ()) -> dict:
     """Fit checks of the whole-overlay rows against each part and its limit. ``per_core_rows`` (the report's
     per-core rows, matched by module and family) adds the sum of the same cores synthesized alone."""
-    from .report import DEVICES
+    from .report import board_fit
 
     alone = {(r["module"], r["family"]): r for r in per_core_rows if r.get("status") == "ok"}
     fits = []
     for row in rows:
         if row["status"] != "ok":
             continue
-        device = DEVICES[row["part"]]
-        fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
-        fractions["uram"] = row["uram"] / device.uram if device.uram else (0.0 if not row["uram"] else float("inf"))
-        entry = {"board": row["board"], "device": row["part"], "module": row["module"], "limit": row["limit"],
-                 "fractions": fractions, "fits": all(f <= row["limit"] for f in fractions.values()),
-                 "binding": max(fractions, key=fractions.get)}
+        entry = {**board_fit(row, row["limit"]), "limit": row["limit"]}
         cores = [alone.get((c["module"], row["family"])) for c in row.get("cores", [])]
         if cores and all(cores):
             entry["sum_of_cores"] = {n: sum(c.get(n, 0) for c in cores) for n in RESOURCES}

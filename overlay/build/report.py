@@ -55,6 +55,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 from myhdl import always_comb, block, intbv, Signal
@@ -96,6 +97,13 @@ class Device:
     bram36: int
     uram: int = 0
     """UltraRAM blocks (URAM288, 288 Kbit each)"""
+
+    def fractions(self, row: Mapping[str, float]) -> dict[str, float]:
+        """Share of this part's LUT, FF, DSP, BRAM36 and URAM that a synthesis ``row`` uses (URAM on a part without
+        any: infinite)."""
+        shares = {n: row[n] / getattr(self, n) for n in ("lut", "ff", "dsp", "bram36")}
+        shares["uram"] = row["uram"] / self.uram if self.uram else (0.0 if not row["uram"] else float("inf"))
+        return shares
 
 
 DEVICES = {
@@ -724,19 +732,20 @@ def run_replay_builds(builds: list[ReplayBuild], work_dir: Path, jobs: int = 2, 
         return list(pool.map(one, builds))
 
 
+def board_fit(row: dict, limit: float = 1.0) -> dict:
+    """The fit check of one board build: its shares of the part, whether each is below ``limit`` (at most
+    ``limit`` when ``limit`` < 1: headroom), and the resource it uses most."""
+    fractions = DEVICES[row["part"]].fractions(row)
+    fits = all(f < limit for f in fractions.values()) if limit >= 1.0 else all(f <= limit for f in fractions.values())
+    return {"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
+            "fits": fits, "binding": max(fractions, key=fractions.get)}
+
+
 def replay_section(rows: list[dict]) -> dict:
     """The replay part of the report: rows, fit checks on each board's device (< 100% of every resource), and
     whether every build put its deep levels in block memory."""
-    fits = []
-    for row in rows:
-        if row["status"] != "ok" or row["board"] not in {b for b, *_ in REPLAY_TARGETS}:
-            continue
-        device = DEVICES[row["part"]]
-        fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
-        fractions["uram"] = row["uram"] / device.uram if device.uram else (0.0 if not row["uram"] else float("inf"))
-        fits.append({"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
-                     "fits": all(f < 1.0 for f in fractions.values()),
-                     "binding": max(fractions, key=fractions.get)})
+    boards = {b for b, *_ in REPLAY_TARGETS}
+    fits = [board_fit(row) for row in rows if row["status"] == "ok" and row["board"] in boards]
     ok = [r for r in rows if r["status"] == "ok"]
     return {"rows": rows, "fit_checks": fits,
             "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}
@@ -880,16 +889,8 @@ def run_parsa_builds(builds: list[ParsaBuild], work_dir: Path, jobs: int = 2, ti
 def parsa_section(rows: list[dict]) -> dict:
     """The ParSa part of the report: rows, fit checks on each board's device (< 100% of every resource), and
     whether every build put its policy banks and key-row memories in block memory."""
-    fits = []
-    for row in rows:
-        if row["status"] != "ok" or row["board"] not in {b for b, *_ in PARSA_TARGETS}:
-            continue
-        device = DEVICES[row["part"]]
-        fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
-        fractions["uram"] = row["uram"] / device.uram if device.uram else (0.0 if not row["uram"] else float("inf"))
-        fits.append({"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
-                     "fits": all(f < 1.0 for f in fractions.values()),
-                     "binding": max(fractions, key=fractions.get)})
+    boards = {b for b, *_ in PARSA_TARGETS}
+    fits = [board_fit(row) for row in rows if row["status"] == "ok" and row["board"] in boards]
     ok = [r for r in rows if r["status"] == "ok"]
     return {"rows": rows, "fit_checks": fits,
             "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}

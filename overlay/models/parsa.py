@@ -126,10 +126,14 @@ class Descriptor:
 def schedule(layout: TilingLayout, spec: ParsaSpec) -> list[Descriptor]:
     """Assign every tiling to a worker, heaviest first (longest-processing-time), and give it its rows.
 
-    Tilings are taken in decreasing size (ties in layout order) and each goes to the worker with the fewest rows so
-    far among those with room (fewest tilings, then lowest index, break ties). Returns descriptors in worker order,
-    each worker's tilings in assignment order. Raises ``ValueError`` naming the limit when the layout does not fit
-    the build (dims per set, tilings per worker, rows per bank).
+    A worker reads one tiling's row per cycle, so the busiest worker's tiling count sets both CYCLES_ACT and
+    CYCLES_UPDATE: tilings are taken in decreasing size (ties in layout order) and each goes to the worker with the
+    fewest tilings so far among those with room for its rows (then fewest rows, then lowest index). When that
+    runs out of room somewhere, the layout is scheduled again the way OPaL's heaviest-first scheduler balances
+    memory: each tiling to the worker with the fewest rows (then fewest tilings, lowest index), which packs the
+    banks best but may leave one worker more tilings. Returns descriptors in worker order, each worker's tilings in
+    assignment order. Raises ``ValueError`` naming the limit when the layout does not fit the build (dims per set,
+    tilings per worker, rows per bank).
     """
     tilings = []
     for set_index, s in enumerate(layout.sets):
@@ -141,18 +145,35 @@ def schedule(layout: TilingLayout, spec: ParsaSpec) -> list[Descriptor]:
     if len(tilings) > spec.workers * spec.max_tilings:
         raise ValueError(f"{len(tilings)} tilings exceed the build's {spec.workers} workers x {spec.max_tilings}")
     tilings.sort(key=lambda t: -t[0])  # stable: ties keep layout order
+    for balance in ("tilings", "rows"):
+        owned = _assign(tilings, spec, balance)
+        if owned is not None:
+            return [d for per_worker in owned for d in per_worker]
+    raise ValueError(f"the layout needs {layout.n_tiles} policy rows; spread over {spec.workers} workers "
+                     f"a bank would need more than its {spec.tiles_per_worker} rows")
+
+
+def _assign(tilings: list[tuple], spec: ParsaSpec, balance: str) -> list[list[Descriptor]] | None:
+    """One greedy pass of :func:`schedule` balancing ``"tilings"`` or ``"rows"``; None when a tiling finds no
+    worker with room."""
     rows = [0] * spec.workers
     owned: list[list[Descriptor]] = [[] for _ in range(spec.workers)]
     for size, set_index, copy, s in tilings:
-        candidates = [w for w in range(spec.workers) if len(owned[w]) < spec.max_tilings]
-        worker = min(candidates, key=lambda w: (rows[w], len(owned[w]), w))
-        if rows[worker] + size > spec.tiles_per_worker:
-            raise ValueError(f"the layout needs {layout.n_tiles} policy rows; spread over {spec.workers} workers "
-                             f"a bank would need more than its {spec.tiles_per_worker} rows")
+        if balance == "tilings":
+            candidates = [w for w in range(spec.workers)
+                          if len(owned[w]) < spec.max_tilings and rows[w] + size <= spec.tiles_per_worker]
+            worker = min(candidates, key=lambda w: (len(owned[w]), rows[w], w), default=None)
+        else:
+            candidates = [w for w in range(spec.workers) if len(owned[w]) < spec.max_tilings]
+            worker = min(candidates, key=lambda w: (rows[w], len(owned[w]), w))
+            if rows[worker] + size > spec.tiles_per_worker:
+                worker = None
+        if worker is None:
+            return None
         shift = (copy << 16) // s.tilings
         owned[worker].append(Descriptor(worker, s.dims, s.tiles, s.coordinates, shift, rows[worker], set_index, copy))
         rows[worker] += size
-    return [d for per_worker in owned for d in per_worker]
+    return owned
 
 
 def dimension_codes(lows, highs) -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,7 @@ import pytest
 from pynq_rl import RLOverlay
 from pynq_rl.host.agents import netdemo as nd
 from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
+from pynq_rl.overlay import spec as S
 
 EVAL_SEEDS = [10 ** 6 + i for i in range(3)]
 
@@ -58,7 +59,7 @@ def test_baselines_are_ordered_and_the_oracle_bounds_them():
 
 def test_the_opal_layout_fits_the_zcu106_build_but_not_the_pynq_z2_build():
     fits, why = nd.check_fits("ZCU106")
-    assert fits and "22744 tiles in 16 x 4096 = 65536 rows" in why
+    assert fits and "22744 tiles in 8 x 4096 = 32768 rows" in why
     fits, why = nd.check_fits("Pynq-Z2")
     assert not fits and "22744 tiles needed, 4 x 1024 = 4096 rows" in why
     core = RLOverlay(backend="emu", board="Pynq-Z2").parsa
@@ -75,7 +76,7 @@ def test_short_training_on_the_emulated_zcu106_beats_random_and_no_mitigation():
     assert before["return"] == pytest.approx(result["baselines"]["pass_all"]["return"])  # zero policy: action 0
     assert after["return"] > result["baselines"]["random"]["return"] + 5.0
     assert after["return"] > before["return"] + 20.0
-    assert result["learner"].spec.workers == 16
+    assert result["learner"].spec == S.board("ZCU106").slot("parsa").spec
 
 
 def test_bad_arguments_are_refused():

@@ -79,7 +79,7 @@ def test_float_tile_coding_matches_the_core_rows_away_from_tile_edges(name):
     else:
         layout = load_tiling(OPAL_DDOS_TILING)
         lows, highs = np.zeros(20), np.linspace(1.0, 40.0, 20)
-        spec = S.ParsaSpec(workers=16, tiles_per_worker=4096, keys=256)
+        spec = S.board("ZCU106").slot("parsa").spec
     states = lows + rng.uniform(-0.05, 1.05, size=(300, layout.n_dims)) * (highs - lows)
     learner = sarsa.FloatSarsa(layout, 3, (lows, highs))
     ours = learner.tile_indices(states)

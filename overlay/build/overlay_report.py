@@ -149,8 +149,8 @@ def overlay_section(rows: list[dict], per_core_rows: list[dict] = ()) -> dict:
 
 def overlay_markdown(section: dict) -> list[str]:
     """The whole-overlay part of ``resources.md``."""
-    out = ["", "## Whole overlay (all cores of a board in one netlist)", "", __doc__.split("\n\n")[1].replace(
-        "\n", " "), "", __doc__.split("\n\n")[2].replace("\n", " "), "",
+    prose = [paragraph.replace("\n", " ").replace("``", "`").strip() for paragraph in __doc__.split("\n\n")[1:3]]
+    out = ["", "## Whole overlay (all cores of a board in one netlist)", "", prose[0], "", prose[1], "",
         "| board | top | family | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | URAM | yosys [s] |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in section["rows"]:

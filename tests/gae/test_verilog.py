@@ -8,11 +8,8 @@ AXI with and without idle cycles and back-pressure and compares bytes, TLAST, ST
 """
 from __future__ import annotations
 
-import importlib.util
-import json
 import shutil
 from pathlib import Path
-from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -20,6 +17,8 @@ import pytest
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build.verilog import convert_gae, gae_module_name, lint
+from tests.common import cocotb_run
+from tests.common.cocotb_run import needs_icarus
 from tests.gae.test_rtl import operation, run_operation
 
 TESTBENCH = "tests.gae.cocotb_gae"
@@ -32,21 +31,6 @@ SEEDS = {1: (101, 102, 103, 104, 105, 106, 107, 108),
          3: (301, 302, 303, 304, 305, 306, 307, 308)}
 PARAMETER_REGISTERS = ("ID", "LANES", "T_MAX", "LOOKAHEAD", "FORMAT")
 _MODE_SHIFT = S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
-
-
-def _missing_tools() -> list[str]:
-    missing = [] if shutil.which("iverilog") else ["iverilog"]
-    for name in ("cocotb", "cocotb_tools.runner", "cocotbext.axi"):
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:  # the parent package is absent
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
-
-
-needs_icarus = pytest.mark.skipif(bool(_missing_tools()), reason=f"not installed: {', '.join(_missing_tools())}")
 
 
 def small_spec(k: int) -> S.GaeSpec:
@@ -139,40 +123,12 @@ def make_vectors(spec: S.GaeSpec, cases: list) -> dict:
 # -- running cocotb ---------------------------------------------------------------------------------------------
 
 def run_cocotb(spec: S.GaeSpec, verilog: Path, vectors: dict, work: Path, waves: bool = False) -> Path:
-    """Build (cached per ``work/sim_build``) and run the testbench on ``vectors``; fail on any cocotb failure."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
+    """Run this core's testbench on the build ``spec`` (:func:`tests.common.cocotb_run.run_cocotb`).
 
-    runner = get_runner("icarus")
-    work.mkdir(parents=True, exist_ok=True)
-    build_dir, test_dir = work / "sim_build", work / f"run_{len(list(work.glob('run_*')))}"
-    test_dir.mkdir()
-    vectors_file = test_dir / "vectors.json"
-    vectors_file.write_text(json.dumps(vectors), encoding="utf-8")
-    name = gae_module_name(spec)
-    runner.build(sources=[verilog], hdl_toplevel=name, build_dir=build_dir, waves=waves, always=waves,
-                 timescale=("1ns", "1ps"))
-    results = test_dir / "results.xml"
-    try:
-        runner.test(test_module=TESTBENCH, hdl_toplevel=name, build_dir=build_dir, test_dir=test_dir,
-                    results_xml=str(results), extra_env={VECTORS_ENV: str(vectors_file)}, seed=1, waves=waves)
-    except SystemExit as exc:  # cocotb_tools exits when the simulator or a test fails (under pytest)
-        pytest.fail(f"cocotb run failed (exit {exc.code}):\n{_failure_messages(results)}", pytrace=False)
-    n_tests, n_failed = get_results(results)
-    if n_failed or n_tests != COCOTB_TESTS_PER_RUN:
-        pytest.fail(f"cocotb: {n_failed} of {n_tests} tests failed (expected {COCOTB_TESTS_PER_RUN} tests):\n"
-                    f"{_failure_messages(results)}", pytrace=False)
-    return results
-
-
-def _failure_messages(results: Path) -> str:
-    if not results.is_file():
-        return f"no results file {results}: the simulation ended abnormally (see the captured output)"
-    lines = []
-    for testcase in ElementTree.parse(results).getroot().iter("testcase"):
-        for problem in [*testcase.iter("failure"), *testcase.iter("error")]:
-            lines.append(f"{testcase.get('name')}: {problem.get('message', '')}")
-    return "\n".join(lines) or "(no failure message in the results file; see the captured output)"
+    The tests below and the script mode of ``cocotb_gae`` call it with the spec rather than the module name.
+    """
+    return cocotb_run.run_cocotb(gae_module_name(spec), verilog, vectors, work, testbench=TESTBENCH,
+                                 vectors_env=VECTORS_ENV, tests_per_run=COCOTB_TESTS_PER_RUN, waves=waves)
 
 
 # -- tests ------------------------------------------------------------------------------------------------------

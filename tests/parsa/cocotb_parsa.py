@@ -9,91 +9,21 @@ CYCLES_UPDATE, EPSILON and SEED must equal the model's after every operation.
 """
 from __future__ import annotations
 
-import itertools
-import json
-import logging
-import os
-
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 
 from pynq_rl.overlay import spec as S
+from tests.common.axi_bench import AxiCoreBench, cycle_pause, load_vectors, tlast_problem
 
 VECTORS_ENV = "PYNQ_RL_PARSA_VECTORS"
-CLOCK_PERIOD_NS = 10
-MAX_POLLS = 4000
+VECTORS = load_vectors(VECTORS_ENV, {"operations": [], "parameters": {}, "observed": [], "timeout_us": 1000})
 
 
-def load_vectors() -> dict:
-    """The vectors file named by ``$PYNQ_RL_PARSA_VECTORS`` (empty when unset, e.g. on a plain import)."""
-    path = os.environ.get(VECTORS_ENV)
-    if not path:
-        return {"operations": [], "parameters": {}, "observed": [], "timeout_us": 1000}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-VECTORS = load_vectors()
-
-
-def cycle_pause():
-    """Pause 3 cycles out of 4 (cocotbext-axi's ``cycle_pause``)."""
-    return itertools.cycle([1, 1, 1, 0])
-
-
-class TB:
-    """The ParSa core with its AXI bus functional models."""
+class TB(AxiCoreBench):
+    """The ParSa core with its AXI bus functional models (writes by address: the vectors record offsets)."""
 
     def __init__(self, dut) -> None:
-        self.dut = dut
-        self.log = logging.getLogger("cocotb.tb")
-        Clock(dut.aclk, CLOCK_PERIOD_NS, unit="ns").start()
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn,
-                                      reset_active_level=False)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        for bfm in (self.axil.write_if, self.axil.read_if, self.source, self.sink):
-            bfm.log.setLevel(logging.WARNING)
-        self.beats: list[tuple[int, bool]] = []
-        cocotb.start_soon(self._monitor_output())
-
-    def set_idle_generator(self, generator=None) -> None:
-        if generator:
-            self.axil.write_if.aw_channel.set_pause_generator(generator())
-            self.axil.write_if.w_channel.set_pause_generator(generator())
-            self.axil.read_if.ar_channel.set_pause_generator(generator())
-            self.source.set_pause_generator(generator())
-
-    def set_backpressure_generator(self, generator=None) -> None:
-        if generator:
-            self.axil.write_if.b_channel.set_pause_generator(generator())
-            self.axil.read_if.r_channel.set_pause_generator(generator())
-            self.sink.set_pause_generator(generator())
-
-    async def cycle_reset(self) -> None:
-        self.dut.aresetn.value = 0
-        for _ in range(4):
-            await RisingEdge(self.dut.aclk)
-        self.dut.aresetn.value = 1
-        for _ in range(2):
-            await RisingEdge(self.dut.aclk)
-
-    async def _monitor_output(self) -> None:
-        dut = self.dut
-        while True:
-            await RisingEdge(dut.aclk)
-            if dut.m_axis_tvalid.value == 1 and dut.m_axis_tready.value == 1:
-                self.beats.append((int(dut.m_axis_tdata.value), bool(dut.m_axis_tlast.value)))
-
-    async def read(self, name: str) -> int:
-        return await self.axil.read_dword(S.PARSA_REGISTERS[name]["address_offset"])
-
-    async def write_offset(self, address: int, value: int) -> None:
-        await self.axil.write_dword(address, value & 0xFFFF_FFFF)
+        super().__init__(dut, S.PARSA_REGISTERS)
 
     async def run_operation(self, writes: list, stream: bytes) -> tuple[list[int], list[bool], dict]:
         """The register writes (the last one START), the input stream, STATUS polled to DONE, registers read."""
@@ -102,14 +32,11 @@ class TB:
             await self.write_offset(address, value)
         if stream:
             await self.source.send(AxiStreamFrame(stream))
-        for _ in range(MAX_POLLS):
-            if await self.read("STATUS") & S.Status.DONE:
-                break
+        await self.poll_done()
         observed = {name: await self.read(name) for name in VECTORS["observed"]}
         await self.source.wait()
-        while not self.sink.empty():
-            self.sink.recv_nowait()
-        return [d for d, _ in self.beats], [last for _, last in self.beats], observed
+        self.discard_sink_frames()
+        return self.output_words(), self.output_lasts(), observed
 
 
 @cocotb.test(timeout_time=VECTORS["timeout_us"], timeout_unit="us")
@@ -117,14 +44,8 @@ class TB:
 async def run_vectors(dut, idle_inserter, backpressure_inserter):
     """Every recorded operation: output words, TLAST, observed registers equal to the model's."""
     tb = TB(dut)
-    await tb.cycle_reset()
-    tb.set_idle_generator(idle_inserter)
-    tb.set_backpressure_generator(backpressure_inserter)
-    failures = []
-    for name, value in VECTORS["parameters"].items():
-        got = await tb.read(name)
-        if got != value:
-            failures.append(f"register {name}: {got:#x} != model {value:#x}")
+    await tb.start(idle_inserter, backpressure_inserter)
+    failures = await tb.check_parameters(VECTORS["parameters"])
     for index, op in enumerate(VECTORS["operations"]):
         tb.log.info("operation %d: %d writes, %d stream bytes", index, len(op["writes"]), len(op["stream"]) // 2)
         out, lasts, observed = await tb.run_operation(op["writes"], bytes.fromhex(op["stream"]))
@@ -133,8 +54,8 @@ async def run_vectors(dut, idle_inserter, backpressure_inserter):
         if out != expected["out"]:
             problems.append(f"output {out[:8]}... != model {expected['out'][:8]}... ({len(out)} vs "
                             f"{len(expected['out'])} words)")
-        elif out and lasts != [i == len(out) - 1 for i in range(len(out))]:
-            problems.append(f"TLAST on beats {[i for i, last in enumerate(lasts) if last]}, expected {len(out) - 1}")
+        elif tlast := tlast_problem(lasts, len(out)):
+            problems.append(tlast)
         for name, value in observed.items():
             if value != expected[name]:
                 problems.append(f"{name} {value:#x} != model {expected[name]:#x}")

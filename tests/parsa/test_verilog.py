@@ -9,9 +9,7 @@ CONFIG stream, a partial record and CLEAR, recording every register write, strea
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +17,8 @@ import pytest
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build.verilog import convert_parsa, lint, parsa_module_name
+from tests.common.cocotb_run import needs_icarus, run_cocotb
 from tests.conftest import RTL_PARSA_TEST_BOARD
-from tests.gae.test_verilog import _failure_messages, needs_icarus
 from tests.parsa.harness import OBSERVED, R, act_stream, config_stream, random_layout, run_operation, scenario
 
 TESTBENCH = "tests.parsa.cocotb_parsa"
@@ -89,32 +87,6 @@ def make_vectors(spec: S.ParsaSpec, seeds) -> dict:
             "timeout_us": 200 + words * 4 * 10 * 8 // 1000}
 
 
-def run_cocotb(spec: S.ParsaSpec, verilog: Path, vectors: dict, work: Path) -> Path:
-    """Build and run the testbench on ``vectors``; fail on any cocotb failure."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    runner = get_runner("icarus")
-    work.mkdir(parents=True, exist_ok=True)
-    build_dir, test_dir = work / "sim_build", work / f"run_{len(list(work.glob('run_*')))}"
-    test_dir.mkdir()
-    vectors_file = test_dir / "vectors.json"
-    vectors_file.write_text(json.dumps(vectors), encoding="utf-8")
-    name = parsa_module_name(spec)
-    runner.build(sources=[verilog], hdl_toplevel=name, build_dir=build_dir, timescale=("1ns", "1ps"))
-    results = test_dir / "results.xml"
-    try:
-        runner.test(test_module=TESTBENCH, hdl_toplevel=name, build_dir=build_dir, test_dir=test_dir,
-                    results_xml=str(results), extra_env={VECTORS_ENV: str(vectors_file)}, seed=1)
-    except SystemExit as exc:
-        pytest.fail(f"cocotb run failed (exit {exc.code}):\n{_failure_messages(results)}", pytrace=False)
-    n_tests, n_failed = get_results(results)
-    if n_failed or n_tests != COCOTB_TESTS_PER_RUN:
-        pytest.fail(f"cocotb: {n_failed} of {n_tests} tests failed (expected {COCOTB_TESTS_PER_RUN} tests):\n"
-                    f"{_failure_messages(results)}", pytrace=False)
-    return results
-
-
 @pytest.fixture(scope="module", params=[8, 16, 32], ids=lambda w: f"v{w}")
 def converted(request, tmp_path_factory):
     """(spec, path of the converted Verilog, work directory) for one value width."""
@@ -139,4 +111,5 @@ def test_verilog_equals_model_bit_for_bit(converted):
     statuses = [op["expected"]["STATUS"] for op in vectors["operations"]]
     assert any(s & S.Status.ERR_CONFIG for s in statuses) and any(s & S.Status.ERR_STREAM for s in statuses)
     assert sum(len(op["expected"]["out"]) for op in vectors["operations"]) > 0
-    run_cocotb(spec, verilog, vectors, work)
+    run_cocotb(parsa_module_name(spec), verilog, vectors, work, testbench=TESTBENCH, vectors_env=VECTORS_ENV,
+               tests_per_run=COCOTB_TESTS_PER_RUN)

@@ -19,96 +19,26 @@ As a script (from the repository root)::
 """
 from __future__ import annotations
 
-import itertools
-import json
-import logging
-import os
 import sys
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamFrame
 
 from pynq_rl.overlay import spec as S
+from tests.common.axi_bench import AxiCoreBench, cycle_pause, load_vectors, tlast_problem
 
 #: Environment variable holding the path of the vectors file.
 VECTORS_ENV = "PYNQ_RL_REPLAY_VECTORS"
-CLOCK_PERIOD_NS = 10
-MAX_POLLS = 4000
+VECTORS = load_vectors(VECTORS_ENV, {"cases": [], "parameters": {}, "timeout_us": 1000})
 STATE_REGISTERS = ("TOTAL", "TOTAL_HI", "NONZERO", "SEED")
 
 
-def load_vectors() -> dict:
-    """The vectors file named by ``$PYNQ_RL_REPLAY_VECTORS`` (an empty set when unset, e.g. on a plain import)."""
-    path = os.environ.get(VECTORS_ENV)
-    if not path:
-        return {"cases": [], "parameters": {}, "timeout_us": 1000}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-VECTORS = load_vectors()
-
-
-def cycle_pause():
-    """Pause 3 cycles out of 4 (cocotbext-axi's ``cycle_pause``)."""
-    return itertools.cycle([1, 1, 1, 0])
-
-
-class TB:
+class TB(AxiCoreBench):
     """The replay core with its AXI bus functional models."""
 
     def __init__(self, dut) -> None:
-        self.dut = dut
-        self.log = logging.getLogger("cocotb.tb")
-        self.log.setLevel(logging.INFO)
-        Clock(dut.aclk, CLOCK_PERIOD_NS, unit="ns").start()
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn,
-                                      reset_active_level=False)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        for bfm in (self.axil.write_if, self.axil.read_if, self.source, self.sink):
-            bfm.log.setLevel(logging.WARNING)
-        self.beats: list[tuple[bytes, bool]] = []
-        cocotb.start_soon(self._monitor_output())
-
-    def set_idle_generator(self, generator=None) -> None:
-        if generator:
-            self.axil.write_if.aw_channel.set_pause_generator(generator())
-            self.axil.write_if.w_channel.set_pause_generator(generator())
-            self.axil.read_if.ar_channel.set_pause_generator(generator())
-            self.source.set_pause_generator(generator())
-
-    def set_backpressure_generator(self, generator=None) -> None:
-        if generator:
-            self.axil.write_if.b_channel.set_pause_generator(generator())
-            self.axil.read_if.r_channel.set_pause_generator(generator())
-            self.sink.set_pause_generator(generator())
-
-    async def cycle_reset(self) -> None:
-        self.dut.aresetn.value = 0
-        for _ in range(4):
-            await RisingEdge(self.dut.aclk)
-        self.dut.aresetn.value = 1
-        for _ in range(2):
-            await RisingEdge(self.dut.aclk)
-
-    async def _monitor_output(self) -> None:
-        dut = self.dut
-        while True:
-            await RisingEdge(dut.aclk)
-            if dut.m_axis_tvalid.value == 1 and dut.m_axis_tready.value == 1:
-                self.beats.append((int(dut.m_axis_tdata.value).to_bytes(8, "little"), bool(dut.m_axis_tlast.value)))
-
-    async def read(self, name: str) -> int:
-        return await self.axil.read_dword(S.REPLAY_REGISTERS[name]["address_offset"])
-
-    async def write(self, name: str, value: int) -> None:
-        await self.axil.write_dword(S.REPLAY_REGISTERS[name]["address_offset"], value & 0xFFFF_FFFF)
+        super().__init__(dut, S.REPLAY_REGISTERS)
 
     async def run_operation(self, writes: list, stream: bytes, refused: bool) -> tuple[bytes, list[bool], int, int]:
         """The register writes (ending with CTRL.START), the input stream unless START is refused, STATUS polled
@@ -118,17 +48,12 @@ class TB:
             await self.write(name, value)
         if stream and not refused:
             await self.source.send(AxiStreamFrame(stream))  # TLAST on the last beat
-        status = 0
-        for _ in range(MAX_POLLS):
-            status = await self.read("STATUS")
-            if status & S.Status.DONE:
-                break
+        status = await self.poll_done()
         if stream and not refused:
             await self.source.wait()
         cycles = await self.read("CYCLES")
-        while not self.sink.empty():
-            self.sink.recv_nowait()
-        return b"".join(d for d, _ in self.beats), [last for _, last in self.beats], status, cycles
+        self.discard_sink_frames()
+        return self.output_bytes(), self.output_lasts(), status, cycles
 
 
 @cocotb.test(timeout_time=VECTORS["timeout_us"], timeout_unit="us")
@@ -136,16 +61,10 @@ class TB:
 async def run_vectors(dut, idle_inserter, backpressure_inserter):
     """Every operation of the vectors file: output bytes / TLAST / STATUS / state registers / CYCLES."""
     tb = TB(dut)
-    await tb.cycle_reset()
-    tb.set_idle_generator(idle_inserter)
-    tb.set_backpressure_generator(backpressure_inserter)
+    await tb.start(idle_inserter, backpressure_inserter)
     paused = idle_inserter is not None or backpressure_inserter is not None
 
-    failures = []
-    for name, value in VECTORS["parameters"].items():
-        got = await tb.read(name)
-        if got != value:
-            failures.append(f"register {name}: {got:#x} != model {value:#x}")
+    failures = await tb.check_parameters(VECTORS["parameters"])
 
     for case in VECTORS["cases"]:
         expected = case["expected"]
@@ -161,9 +80,8 @@ async def run_vectors(dut, idle_inserter, backpressure_inserter):
             problems.append(f"output stream differs ({len(out)} bytes, model {len(want)}{first})")
             tb.log.info("got   %s", [out[i:i + 8][::-1].hex() for i in range(0, len(out), 8)])
             tb.log.info("model %s", [want[i:i + 8][::-1].hex() for i in range(0, len(want), 8)])
-        beats = len(want) // 8
-        if out == want and lasts != [i == beats - 1 for i in range(beats)]:
-            problems.append(f"TLAST on beats {[i for i, last in enumerate(lasts) if last]}, expected {beats - 1}")
+        if out == want and (tlast := tlast_problem(lasts, len(want) // 8)):
+            problems.append(tlast)
         if status != expected["status"]:
             problems.append(f"STATUS {S.Status(status)!r} != model {S.Status(expected['status'])!r}")
         if expected["cycles"] is not None:
@@ -182,25 +100,16 @@ async def run_vectors(dut, idle_inserter, backpressure_inserter):
 
 def main(argv: list[str] | None = None) -> int:
     """Script mode: convert a small build, compute vectors with the model, run this testbench (``--trace``: FST)."""
-    import argparse
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for ``tests.replay``
+    from tests.common.cocotb_run import run_outside_pytest, script_arguments
     from tests.replay import test_verilog as wrapper
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--k", type=int, default=4, help="fan-out of the build (default 4)")
-    parser.add_argument("--out", default="build/cocotb_replay", help="work directory")
-    parser.add_argument("--trace", action="store_true", help="dump an FST waveform of the DUT")
-    args = parser.parse_args(argv)
-    out = Path(args.out).resolve()
+    args = script_arguments(__doc__.splitlines()[0], argv, k=4, k_help="fan-out of the build",
+                            out="build/cocotb_replay")
     spec = wrapper.small_spec(args.k)
-    verilog = wrapper.convert_replay(spec, out / "rtl")
+    verilog = wrapper.convert_replay(spec, args.out / "rtl")
     vectors = wrapper.make_vectors(spec, wrapper.random_ops(spec, seed=1))
-    try:
-        results = wrapper.run_cocotb(spec, verilog, vectors, out, waves=args.trace)
-    except wrapper.pytest.fail.Exception as exc:
-        print(exc.msg, file=sys.stderr)
-        results = None
+    results = run_outside_pytest(wrapper.run_cocotb, spec, verilog, vectors, args.out, waves=args.trace)
     print(f"results: {results or 'FAILED'}")
     return 0 if results else 1
 

@@ -8,7 +8,6 @@ CLEAR), the expectations from the model through the same helper as rung 3 (``tes
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,8 @@ import pytest
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build.verilog import convert_replay, lint, replay_module_name
 from pynq_rl.overlay.models import replay as model
-from tests.gae.test_verilog import _failure_messages, _missing_tools
+from tests.common import cocotb_run
+from tests.common.cocotb_run import needs_icarus
 from tests.replay.test_rtl import expect, Op, sample_op, set_op
 
 TESTBENCH = "tests.replay.cocotb_replay"
@@ -26,8 +26,6 @@ VECTORS_ENV = "PYNQ_RL_REPLAY_VECTORS"  # cocotb_replay.VECTORS_ENV (that module
 COCOTB_TESTS_PER_RUN = 4
 PARAMETER_REGISTERS = ("ID", "K", "LEVELS", "FORMAT", "CAPACITY")
 _MODE_SHIFT = S.REPLAY_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
-
-needs_icarus = pytest.mark.skipif(bool(_missing_tools()), reason=f"not installed: {', '.join(_missing_tools())}")
 
 
 def small_spec(k: int) -> S.ReplaySpec:
@@ -93,30 +91,12 @@ def make_vectors(spec: S.ReplaySpec, ops: list[Op]) -> dict:
 
 
 def run_cocotb(spec: S.ReplaySpec, verilog: Path, vectors: dict, work: Path, waves: bool = False) -> Path:
-    """Build (cached per ``work/sim_build``) and run the testbench on ``vectors``; fail on any cocotb failure."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
+    """Run this core's testbench on the build ``spec`` (:func:`tests.common.cocotb_run.run_cocotb`).
 
-    runner = get_runner("icarus")
-    work.mkdir(parents=True, exist_ok=True)
-    build_dir, test_dir = work / "sim_build", work / f"run_{len(list(work.glob('run_*')))}"
-    test_dir.mkdir()
-    vectors_file = test_dir / "vectors.json"
-    vectors_file.write_text(json.dumps(vectors), encoding="utf-8")
-    name = replay_module_name(spec)
-    runner.build(sources=[verilog], hdl_toplevel=name, build_dir=build_dir, waves=waves, always=waves,
-                 timescale=("1ns", "1ps"))
-    results = test_dir / "results.xml"
-    try:
-        runner.test(test_module=TESTBENCH, hdl_toplevel=name, build_dir=build_dir, test_dir=test_dir,
-                    results_xml=str(results), extra_env={VECTORS_ENV: str(vectors_file)}, seed=1, waves=waves)
-    except SystemExit as exc:
-        pytest.fail(f"cocotb run failed (exit {exc.code}):\n{_failure_messages(results)}", pytrace=False)
-    n_tests, n_failed = get_results(results)
-    if n_failed or n_tests != COCOTB_TESTS_PER_RUN:
-        pytest.fail(f"cocotb: {n_failed} of {n_tests} tests failed (expected {COCOTB_TESTS_PER_RUN} tests):\n"
-                    f"{_failure_messages(results)}", pytrace=False)
-    return results
+    The tests below and the script mode of ``cocotb_replay`` call it with the spec rather than the module name.
+    """
+    return cocotb_run.run_cocotb(replay_module_name(spec), verilog, vectors, work, testbench=TESTBENCH,
+                                 vectors_env=VECTORS_ENV, tests_per_run=COCOTB_TESTS_PER_RUN, waves=waves)
 
 
 @pytest.fixture(scope="module", params=[4, 2], ids=lambda k: f"k{k}")

@@ -244,24 +244,24 @@ def to_markdown(results: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-NOTES = """What this measures, on this machine. Everything runs on one shared 2-core VM (load average 9-14 from other
-jobs during the runs), on loopback: there is no network bandwidth to save, which is where the in-network layout's
-advantage comes from in the paper (40 GbE, Atari frames). What the two learner sample paths cost here:
+NOTES = """What this measures, on this machine: actors, replay node, Redis and learner share one 2-core VM and talk over
+loopback, so there is no network bandwidth to save, which is where the in-network layout's advantage comes from in
+the paper (40 GbE, Atari frames). What the two learner paths cost here:
 
-* in-network: one gRPC round trip to a Python server process that also handles every actor push (8 actors x 50
-  pushes/s = 400 RPCs/s under one GIL, on 2 cores shared with the 8 actor processes);
+* in-network: a Python gRPC round trip for every sample and every priority update (about 2 ms and 1 ms with one
+  actor on an idle machine), to a server process that also decodes, logs and inserts every actor push under one
+  GIL: its sample latency grows with the actor count (8 actors x 50 pushes/s = 400 RPCs/s on 2 cores shared with
+  the 8 actor processes);
 * Redis: one Redis round trip (``LRANGE`` + ``LTRIM``) plus decoding and inserting what was queued since the last
-  sample (about one 50-transition batch per sample at these rates), then a local sample.
+  sample (about one 50-transition CartPole batch, a few KB, per sample at these rates), then a local sample and a
+  local priority update (0.3 ms): flat in the actor count.
 
-A Redis round trip (``LRANGE`` + ``LTRIM`` pipeline) takes 0.05-0.08 ms on this machine when timed alone, but 5.5 ms
-median when timed separately inside the learner loop of a 1-actor Redis case (a diagnostic run of the same loop), and the Redis cases swing between ~2 ms and 10-26 ms from one run to the next (an earlier full run of
-this script on the same code measured 2 actors at 16.0 ms, this one at 1.7 ms; 1 actor, where ``redis-server`` is
-idle most of the time, is slow in every run), consistent with the scheduler's wake-up latency for a mostly idle
-``redis-server`` on a loaded VM rather than with the layout. The in-network server's
-sample latency grows with the actor count because the same process serves the pushes. So these numbers do not
-reproduce the paper's 21.9-29.1 % reduction at 4 and 8 actors, and they are dominated by CPU scheduling, not by the
-data path; a fair test of the claim needs actors, replay node and learner on separate machines with a real network
-(run this script with ``--actors`` on such a setup after starting the server on the board)."""
+With CartPole-sized transitions the learner-side ingest the in-network layout saves costs the Redis learner almost
+nothing, so the extra gRPC hop decides: these numbers do not reproduce the paper's 21.9-29.1 % lower sample latency
+at 4 and 8 actors. On a loaded machine (load 9-14, an earlier run) both layouts swing by 2-10x from run to run with
+the scheduler's wake-up latency. A fair test of the claim needs the actors, the replay node (the board) and the
+learner on separate machines with a real network and frame-sized observations, where ingesting every transition
+at the learner is the bottleneck: run this script with ``--actors`` there after starting the server on the board."""
 
 
 def main(argv: list[str] | None = None) -> int:

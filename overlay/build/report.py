@@ -741,6 +741,20 @@ def board_fit(row: dict, limit: float = 1.0) -> dict:
             "fits": fits, "binding": max(fractions, key=fractions.get)}
 
 
+def fit_table(fit_checks: list[dict]) -> list[str]:
+    """Markdown lines of a core's fit checks on the boards' parts (none when there are no checks)."""
+    if not fit_checks:
+        return []
+    out = ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
+           "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for fit in fit_checks:
+        f = fit["fractions"]
+        out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
+                   f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
+                   f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+    return out
+
+
 def replay_section(rows: list[dict]) -> dict:
     """The replay part of the report: rows, fit checks on each board's device (< 100% of every resource), and
     whether every build put its deep levels in block memory."""
@@ -771,14 +785,7 @@ def replay_markdown(section: dict) -> list[str]:
                    f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
                    f"{_fmt(row.get('ltp_fabric[levels]'))} | {row['set_depth']} / {row['sample_depth']} | "
                    f"{row['runtime[s]']:.0f} |")
-    if section["fit_checks"]:
-        out += ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
-                "|---|---|---|---:|---:|---:|---:|---:|---|"]
-        for fit in section["fit_checks"]:
-            f = fit["fractions"]
-            out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
-                       f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
-                       f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+    out += fit_table(section["fit_checks"])
     out += ["", f"Deep levels in block memory (BRAM/URAM bits >= bits of the levels deeper than 64 words, FF < "
             f"tree bits / 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
             "| module | tree bits | deep-level bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]
@@ -916,14 +923,7 @@ def parsa_markdown(section: dict) -> list[str]:
         out.append(f"{head} {_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
                    f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
                    f"{row['act_depth']} / {row['update_depth']} | {row['runtime[s]']:.0f} |")
-    if section["fit_checks"]:
-        out += ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
-                "|---|---|---|---:|---:|---:|---:|---:|---|"]
-        for fit in section["fit_checks"]:
-            f = fit["fractions"]
-            out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
-                       f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
-                       f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+    out += fit_table(section["fit_checks"])
     out += ["", f"Policy banks and key-row memories in block memory (BRAM/URAM bits >= their bits, FF < policy bits "
             f"/ 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
             "| module | policy bits | key-row bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]

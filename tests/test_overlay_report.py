@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 from pynq_rl.overlay.build import overlay_report as O
-from pynq_rl.overlay.build.report import DEVICES, synthesize
+from pynq_rl.overlay.build.yosys import DEVICES, synthesize
 
 from tests.conftest import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, RTL_TEST_BOARD
 

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from pynq_rl.overlay.build import report as R
+from pynq_rl.overlay.build import yosys as Y
 
 needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
 needs_iverilog = pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not installed")
@@ -72,7 +73,7 @@ def test_stat_parsing_and_totals():
      RAMB36E1                        2
      SRLC32E                         1
 """
-    totals = R.summarize_cells(R.parse_stat(text))
+    totals = Y.summarize_cells(Y.parse_stat(text))
     assert totals["lut"] == 1 + 5 + 2 + 4 + 1 and totals["ff"] == 5 and totals["dsp"] == 3
     assert (totals["ramb18"], totals["ramb36"], totals["bram36"]) == (1, 2, 2.5)
 

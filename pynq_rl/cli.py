@@ -67,7 +67,7 @@ def _train_apex(args: argparse.Namespace) -> int:
     config = apex.Args(env_id=args.env, seed=args.seed, num_actors=args.actors, replay_backend=args.replay_backend,
                        board=args.board, replay_address=args.replay_address, ray_address=args.ray_address,
                        max_updates=args.max_updates, max_seconds=args.max_seconds, out_dir=args.out,
-                       progress=not args.no_progress)
+                       sample_prefetch=args.sample_prefetch, progress=not args.no_progress)
     summary = apex.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k != "eval_returns"}, indent=2, default=str))
     return 0
@@ -165,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     apex.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     apex.add_argument("--max-updates", type=int, default=30_000, help="learner gradient steps at most")
     apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
+    apex.add_argument("--sample-prefetch", type=int, default=0,
+                      help="batches the learner keeps in flight while it trains (0: sample synchronously)")
     apex.add_argument("--seed", type=int, default=0, help="random seed")
     apex.add_argument("--out", default="runs", help="directory for metrics")
     apex.add_argument("--no-progress", action="store_true", help="no progress lines")

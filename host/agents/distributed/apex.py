@@ -56,7 +56,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 
 from ..dqn import QNetwork, linear_schedule
-from .client import NotReady, ReplayClient
+from .client import NotReady, PrefetchingSampler, ReplayClient
 from .server import PRIORITY_BACKENDS, ReplayServer, serve
 
 __all__ = ["Args", "ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
@@ -127,6 +127,9 @@ class Args:
     """transitions in the replay before the learner starts"""
     batch_size: int = 64
     """the batch size sampled from the replay server"""
+    sample_prefetch: int = 0
+    """batches the learner keeps in flight (`PrefetchingSampler`: drawn while it trains, one batch of priority
+    staleness each); 0: sample synchronously"""
     learning_rate: float = 5e-4
     """the learning rate of the optimizer (annealed linearly to 10% over `max_updates`)"""
     gamma: float = 0.99
@@ -419,6 +422,8 @@ class _Learner:
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = optim.Adam(self.q_network.parameters(), lr=args.learning_rate)
         self.client = ReplayClient(address)
+        self.sampler = PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) \
+            if args.sample_prefetch else None
         self.parameter_server = parameter_server
         self.updates = 0
         saved = ray.get(parameter_server.learner_state.remote())
@@ -471,7 +476,7 @@ class _Learner:
                 group["lr"] = args.learning_rate * linear_schedule(1.0, 0.1, 1.0, fraction)
             t0 = time.perf_counter()
             try:
-                batch = self.client.sample(args.batch_size, beta)
+                batch = self.sampler.sample(beta) if self.sampler else self.client.sample(args.batch_size, beta)
             except NotReady:
                 time.sleep(0.05)
                 continue
@@ -498,11 +503,13 @@ class _Learner:
                 self.publish()
         elapsed = time.perf_counter() - start
         self._save()
-        return {"updates": self.updates, "chunk_updates": done, "pid": os.getpid(), "resumed": self.resumed, "losses/td_loss": float(np.mean(losses)) if losses
-                else float("nan"), "losses/q_values": float(np.mean(q_means)) if q_means else float("nan"),
+        return {"updates": self.updates, "chunk_updates": done, "pid": os.getpid(), "resumed": self.resumed,
+                "losses/td_loss": float(np.mean(losses)) if losses else float("nan"),
+                "losses/q_values": float(np.mean(q_means)) if q_means else float("nan"),
                 "charts/updates_per_s": done / elapsed if elapsed > 0 else 0.0,
                 "latency/sample_ms": 1e3 * sample_s / max(1, done), "latency/update_ms": 1e3 * update_s / max(1, done),
-                "replay/stale_priorities": stale, "replay/client_retries": self.client.retries}
+                "replay/stale_priorities": stale, "replay/client_retries": self.client.retries,
+                "replay/prefetch_fallbacks": self.sampler.fallbacks if self.sampler else 0}
 
 
 ParameterServer = ray.remote(num_cpus=0)(_ParameterServer)
@@ -708,7 +715,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                "eval_mean_return": float(np.mean(window)) if window else float("nan"),
                "eval_episodes": len(eval_returns), "eval_returns": eval_returns,
                "actor_episodes": sum(1 for e in actor_episodes if e["actor"] != "eval"),
-               "actor_restarts": lost_tasks, "learner_restarts": lost_learner_chunks, "actor_incarnations": len(actor_steps), "replay_address": address,
+               "actor_restarts": lost_tasks, "learner_restarts": lost_learner_chunks,
+               "actor_incarnations": len(actor_steps), "replay_address": address,
                "replay_backend": args.replay_backend if args.replay_address is None else "external",
                "replay_stats": replay_stats, "run_dir": str(run_dir)}
     _write_csv(run_dir / "learner.csv", learner_rows)

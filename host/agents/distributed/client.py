@@ -13,6 +13,7 @@ raises :class:`ReplayUnavailable`.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import time
@@ -25,7 +26,7 @@ from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
 from .server import GRPC_OPTIONS
 
-__all__ = ["ReplayClient", "ReplayUnavailable", "NotReady"]
+__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady"]
 
 
 class ReplayUnavailable(RuntimeError):
@@ -136,11 +137,7 @@ class ReplayClient:
         codes = self._grpc.StatusCode
         reply = self._invoke("Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
                              (codes.UNAVAILABLE,))
-        batch = codec.decode_transitions(reply.transitions)
-        batch["indices"] = codec.from_tensor(reply.indices, "indices")
-        batch["weights"] = codec.from_tensor(reply.weights, "weights")
-        batch["versions"] = codec.from_tensor(reply.versions, "versions")
-        return batch
+        return _decode_sample(reply)
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
                           versions: np.ndarray | None = None) -> dict[str, int]:
@@ -184,3 +181,81 @@ class ReplayClient:
             time.sleep(poll_s)
         raise TimeoutError(f"replay server {self.address} not ready within {timeout_s} s "
                            f"(size {stats.get('size', 'unknown')}, wanted {min_size})")
+
+
+def _decode_sample(reply: pb.SampleReply) -> dict[str, np.ndarray]:
+    batch = codec.decode_transitions(reply.transitions)
+    batch["indices"] = codec.from_tensor(reply.indices, "indices")
+    batch["weights"] = codec.from_tensor(reply.weights, "weights")
+    batch["versions"] = codec.from_tensor(reply.versions, "versions")
+    return batch
+
+
+class PrefetchingSampler:
+    """Keeps the learner's next batches in flight, so that it does not wait for the replay server.
+
+    :meth:`sample` hands out the batch requested ``depth`` calls earlier (waiting for it only if it has not arrived)
+    and requests the next one at once: the server draws it while the learner trains, and gRPC receives it on its
+    own threads (the learner's Python thread is free). The price, as with any asynchronous replay (Ape-X's
+    learner, Reverb's in-flight samples): a prefetched batch is drawn before the learner's priority updates for
+    the ``depth`` batches before it, and with the ``beta`` of the call that requested it. Slot versions still drop
+    updates for slots overwritten since they were sampled.
+
+    Errors: a request that fails with ``UNAVAILABLE`` (server restarting) falls back to :meth:`ReplayClient.sample`
+    and its retries; ``FAILED_PRECONDITION`` raises :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
+
+    Parameters
+    ----------
+    client : ReplayClient
+        The learner's connection.
+    batch_size : int
+        Transitions per batch.
+    depth : int
+        Batches kept in flight (>= 1).
+
+    Attributes
+    ----------
+    fallbacks : int
+        Requests that failed in flight and were served by :meth:`ReplayClient.sample` instead.
+    """
+
+    def __init__(self, client: ReplayClient, batch_size: int, depth: int = 1) -> None:
+        if not isinstance(depth, (int, np.integer)) or depth < 1:
+            raise ValueError(f"depth must be an integer >= 1, not {depth!r}")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, not {batch_size!r}")
+        self.client, self.batch_size, self.depth = client, int(batch_size), int(depth)
+        self._in_flight: collections.deque = collections.deque()
+        self.fallbacks = 0
+
+    def _request(self, beta: float) -> None:
+        request = pb.SampleRequest(batch_size=self.batch_size, beta=float(beta))
+        self._in_flight.append((self.client._stub.Sample.future(request, timeout=self.client.timeout_s), beta))
+
+    def sample(self, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """The next prioritized batch (as :meth:`ReplayClient.sample`); keeps ``depth`` more requested."""
+        grpc = self.client._grpc
+        if not self._in_flight:
+            self._request(beta)
+        future, requested_beta = self._in_flight.popleft()
+        try:
+            reply = future.result()
+        except grpc.RpcError as error:
+            self.cancel()
+            code = error.code()
+            if code == grpc.StatusCode.FAILED_PRECONDITION:
+                raise NotReady(f"replay server {self.client.address}: {error.details()}") from None
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise ValueError(f"replay server {self.client.address} refused Sample: {error.details()}") from None
+            self.fallbacks += 1
+            batch = self.client.sample(self.batch_size, requested_beta)  # retries UNAVAILABLE, raises the rest
+        else:
+            batch = _decode_sample(reply)
+        while len(self._in_flight) < self.depth:
+            self._request(beta)
+        return batch
+
+    def cancel(self) -> None:
+        """Drop the batches in flight (e.g. before closing the client)."""
+        while self._in_flight:
+            self._in_flight.popleft()[0].cancel()

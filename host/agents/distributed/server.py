@@ -25,13 +25,13 @@ Durability
 An acknowledged push is already in the write-ahead log (``replay.wal``: length, log sequence and CRC-32 per record,
 flushed to the OS before the reply; ``sync_wal=True`` also fsyncs, which survives a power cut and not only a killed
 process). :meth:`ReplayServer.checkpoint` drains the queue, writes storage + core state (``ReplayCore.state_dict``)
-atomically to ``replay.ckpt`` and drops the log records it covers. A server started on the same ``checkpoint_dir`` loads the
-checkpoint and re-applies the log in order, so every acknowledged transition is back in the slot it had; a torn last
-record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint are
-logged too (``PRUP`` records, written under the storage lock before they apply, with the slot versions they applied
-to), so a restart restores the priorities the learner had set, not only the actors' initial ones; a checkpoint keeps
-the log records written while it was being saved. Slot versions count every row written, however the adding thread
-grouped batches, so a re-applied update sees the versions it saw live. ``(actor_id, sequence)`` pairs are
+atomically to ``replay.ckpt`` and drops the log records it covers. A server started on the same ``checkpoint_dir``
+loads the checkpoint and re-applies the log in order, so every acknowledged transition is back in the slot it had; a
+torn last record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint
+are logged too (``PRUP`` records, written under the storage lock before they apply, with the slot versions they
+applied to), so a restart restores the priorities the learner had set, not only the actors' initial ones; a checkpoint
+keeps the log records written while it was being saved. Slot versions count every row written, however the adding
+thread grouped batches, so a re-applied update sees the versions it saw live. ``(actor_id, sequence)`` pairs are
 remembered, so an actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
 
 A checkpoint holds the priority backend's own ``state_dict`` (the core's leaf codes and PRNG state, or the numpy

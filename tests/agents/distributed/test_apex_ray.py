@@ -1,5 +1,5 @@
-"""Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor, replay server and learner,
-an external replay address, and (slow) learning CartPole-v1 on the emulated replay core.
+"""Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor, replay server and
+learner, an external replay address, and (slow) learning CartPole-v1 on the emulated replay core.
 """
 import csv
 import json
@@ -136,8 +136,9 @@ def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, cap
 
 def test_cli_parses_train_apex():
     args = build_parser().parse_args(["train", "apex", "--env", "CartPole-v1", "--actors", "4", "--replay-backend",
-                                      "numpy", "--replay-address", "board:50051"])
-    assert (args.agent, args.actors, args.replay_backend, args.replay_address) == ("apex", 4, "numpy", "board:50051")
+                                      "numpy", "--replay-address", "board:50051", "--sample-prefetch", "2"])
+    assert (args.agent, args.actors, args.replay_backend, args.replay_address, args.sample_prefetch) == \
+        ("apex", 4, "numpy", "board:50051", 2)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
 

@@ -83,11 +83,13 @@ def test_start_redis_without_the_binary_is_a_clear_error():
 
 
 @pytest.mark.slow
-def test_latency_benchmark_reports_both_layouts(tmp_path):
+def test_latency_benchmark_reports_every_layout(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "apex_latency.py"), "--actors", "1", "2", "--duration-s",
                     "1", "--warmup-s", "0.3", "--repeats", "1", "--backend", "numpy", "--push-hz", "20", "--out",
                     str(tmp_path)], check=True, capture_output=True, timeout=300)
     table = (tmp_path / "apex.md").read_text()
     for n in (1, 2):
-        assert f"| {n} | in-network |" in table and f"| {n} | redis |" in table
-    assert "| actors | median change | mean change |" in table
+        for layout in ("in-network", "in-network+prefetch", "redis"):
+            assert f"| {n} | {layout} |" in table
+    assert "| actors | in-network layout | median change | mean change |" in table
+    assert "| 2 | in-network+prefetch | " in table.split("median change")[1]

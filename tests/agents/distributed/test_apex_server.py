@@ -381,3 +381,52 @@ def test_concurrent_pushes_and_samples_stay_consistent(served):
         t.join()
     replay.flush()
     assert not errors and replay.size() == 256
+
+
+def test_prefetching_sampler_hands_out_batches_requested_one_call_earlier(served):
+    replay, client, _ = served
+    from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+    sampler = PrefetchingSampler(client, 16, depth=2)
+    with pytest.raises(NotReady):
+        sampler.sample(0.4)  # nothing stored: the server's FAILED_PRECONDITION, not a hang
+    client.push(make_batch(0, 100), np.ones(100))
+    replay.flush()
+    calls = replay.stats().get("sample_calls", 0)
+    for _ in range(5):
+        batch = sampler.sample(0.4)
+        assert len(batch["indices"]) == 16 and batch["weights"].dtype == np.float32
+        check_rows(batch)
+        assert client.update_priorities(batch["indices"], np.full(16, 2.0), batch["versions"])["stale"] == 0
+    deadline = time.monotonic() + 5.0  # 5 handed out + 2 still in flight, all drawn by the server
+    while replay.stats()["sample_calls"] < calls + 7 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert replay.stats()["sample_calls"] == calls + 7
+    sampler.cancel()
+    with pytest.raises(ValueError, match="depth"):
+        PrefetchingSampler(client, 16, depth=0)
+
+
+def test_prefetching_sampler_survives_a_server_restart(tmp_path):
+    """A batch in flight when the server dies: the sampler falls back to the client's retrying sample."""
+    from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+    port = _free_port()
+    process = _start(port, tmp_path)
+    try:
+        client = ReplayClient(f"127.0.0.1:{port}", actor_id="a", retry_s=30.0)
+        client.push(make_batch(0, 64), np.ones(64))
+        client.wait_ready(timeout_s=30, min_size=64)
+        sampler = PrefetchingSampler(client, 8)
+        check_rows(sampler.sample(0.4))  # and one more requested
+        time.sleep(0.5)  # ... and answered
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        check_rows(sampler.sample(0.4))  # the batch already received; the next request fails: no server
+        process = _start(port, tmp_path)  # restored from its log
+        batch = sampler.sample(0.4)  # the failed request falls back to the client's retrying sample
+        check_rows(batch)
+        assert len(batch["indices"]) == 8 and sampler.fallbacks == 1
+        check_rows(sampler.sample(0.4))
+        sampler.cancel()
+    finally:
+        process.kill()
+        process.wait()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..spec import BOARDS, CoreSlot
 from .verilog import convert_core
+from .yosys import DEVICES, board_fit, synthesis_source, synthesize
 
 __all__ = ["OVERLAY_TARGETS", "OverlayTarget", "port_declarations", "wrapper_verilog", "overlay_source",
            "run_overlay_builds", "overlay_section", "overlay_markdown"]
@@ -86,8 +87,6 @@ def overlay_source(target: OverlayTarget, work_dir: Path, slots: tuple[CoreSlot,
                    ) -> tuple[Path, list[dict]]:
     """Convert the board's cores (or ``slots``), strip their memory init loops and write ``<top>.v`` (cores +
     wrapper); return its path and one entry per core (slot name, module, loops removed)."""
-    from .yosys import synthesis_source
-
     verilog_dir = work_dir / "verilog" / target.board
     texts, cores, parts = [], [], []
     for slot in slots if slots is not None else BOARDS[target.board].cores:
@@ -105,8 +104,6 @@ def overlay_source(target: OverlayTarget, work_dir: Path, slots: tuple[CoreSlot,
 def run_overlay_builds(work_dir: Path, jobs: int = 2, timeout: float | None = None, log=print,
                        targets: tuple[OverlayTarget, ...] = OVERLAY_TARGETS) -> list[dict]:
     """Synthesize each target's whole overlay; one row per board (``status`` says why a build has no counts)."""
-    from .yosys import DEVICES, synthesize
-
     def one(target: OverlayTarget) -> dict:
         row = {"board": target.board, "part": target.part, "module": target.top, "options": target.options,
                "family": DEVICES[target.part].family, "limit": target.limit}
@@ -133,8 +130,6 @@ def run_overlay_builds(work_dir: Path, jobs: int = 2, timeout: float | None = No
 def overlay_section(rows: list[dict], per_core_rows: list[dict] = ()) -> dict:
     """Fit checks of the whole-overlay rows against each part and its limit. ``per_core_rows`` (the report's
     per-core rows, matched by module and family) adds the sum of the same cores synthesized alone."""
-    from .yosys import board_fit
-
     alone = {(r["module"], r["family"]): r for r in per_core_rows if r.get("status") == "ok"}
     fits = []
     for row in rows:

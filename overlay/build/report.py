@@ -507,7 +507,7 @@ def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bo
                  "limit_fraction": limit, "capacity": {n: getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")},
                  "row": row["module"] if row else None, "fractions": None, "fits": None}
         if row:
-            fractions = {n: row[n] / getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")}
+            fractions = device.fractions(row)
             entry.update(fractions=fractions, fits=all(f < limit for f in fractions.values()),
                          binding=max(fractions, key=fractions.get))
         fits.append(entry)

@@ -89,16 +89,24 @@ class ReplayClient:
                 return getattr(self._stub, method)(request, timeout=self.timeout_s, wait_for_ready=False)
             except grpc.RpcError as error:
                 code, details = error.code(), error.details()
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise ValueError(f"replay server {self.address} refused {method}: {details}") from None
-                if code == grpc.StatusCode.FAILED_PRECONDITION:
-                    raise NotReady(f"replay server {self.address}: {details}") from None
+                refusal = self._refusal(method, error)
+                if refusal is not None:
+                    raise refusal from None
                 if code not in retry_codes or time.monotonic() + delay > deadline:
                     raise ReplayUnavailable(f"replay server {self.address} {method} failed: {code.name}: "
                                             f"{details}") from None
                 self.retries += 1
                 time.sleep(delay)
                 delay = min(1.0, delay * 2)
+
+    def _refusal(self, method: str, error: Any) -> Exception | None:
+        """The exception for a call the server refused (no retry helps), or None for any other failure."""
+        code, details = error.code(), error.details()
+        if code == self._grpc.StatusCode.INVALID_ARGUMENT:
+            return ValueError(f"replay server {self.address} refused {method}: {details}")
+        if code == self._grpc.StatusCode.FAILED_PRECONDITION:
+            return NotReady(f"replay server {self.address}: {details}")
+        return None
 
     # -- calls --------------------------------------------------------------------------------------------------------
     def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray) -> dict[str, Any]:
@@ -138,6 +146,12 @@ class ReplayClient:
         reply = self._invoke("Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
                              (codes.UNAVAILABLE,))
         return _decode_sample(reply)
+
+    def sample_future(self, batch_size: int, beta: float = 0.4) -> Any:
+        """Request a batch without waiting: a gRPC future whose ``result()`` is the raw reply (for
+        :class:`PrefetchingSampler`; no retries)."""
+        return self._stub.Sample.future(pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
+                                        timeout=self.timeout_s)
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
                           versions: np.ndarray | None = None) -> dict[str, int]:
@@ -229,24 +243,20 @@ class PrefetchingSampler:
         self.fallbacks = 0
 
     def _request(self, beta: float) -> None:
-        request = pb.SampleRequest(batch_size=self.batch_size, beta=float(beta))
-        self._in_flight.append((self.client._stub.Sample.future(request, timeout=self.client.timeout_s), beta))
+        self._in_flight.append((self.client.sample_future(self.batch_size, beta), beta))
 
     def sample(self, beta: float = 0.4) -> dict[str, np.ndarray]:
         """The next prioritized batch (as :meth:`ReplayClient.sample`); keeps ``depth`` more requested."""
-        grpc = self.client._grpc
         if not self._in_flight:
             self._request(beta)
         future, requested_beta = self._in_flight.popleft()
         try:
             reply = future.result()
-        except grpc.RpcError as error:
+        except self.client._grpc.RpcError as error:
             self.cancel()
-            code = error.code()
-            if code == grpc.StatusCode.FAILED_PRECONDITION:
-                raise NotReady(f"replay server {self.client.address}: {error.details()}") from None
-            if code == grpc.StatusCode.INVALID_ARGUMENT:
-                raise ValueError(f"replay server {self.client.address} refused Sample: {error.details()}") from None
+            refusal = self.client._refusal("Sample", error)
+            if refusal is not None:
+                raise refusal from None
             self.fallbacks += 1
             batch = self.client.sample(self.batch_size, requested_beta)  # retries UNAVAILABLE, raises the rest
         else:

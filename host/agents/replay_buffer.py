@@ -41,6 +41,8 @@ from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ...overlay.models.replay import check_priorities, priority_powers
+
 __all__ = [
     "PRIORITY_BACKENDS",
     "PriorityBackend",
@@ -177,17 +179,12 @@ class NumpySumTree:
         priorities = np.asarray(priorities, dtype=np.float64)
         if priorities.shape != indices.shape:
             raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
-        bad = ~np.isfinite(priorities) | (priorities < 0)
-        if np.any(bad):
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {priorities[i]!r}")
+        check_priorities(priorities)  # all of them, duplicates included
         if not indices.size:
             return
         # later duplicates win: keep the last occurrence of each index
         last = indices.size - 1 - np.unique(indices[::-1], return_index=True)[1]
-        indices, values = indices[last], np.power(priorities[last], self.alpha)
-        if self.alpha == 0.0:
-            values = np.where(priorities[last] > 0, 1.0, 0.0)  # 0**0 would make an empty slot sampleable
+        indices, values = indices[last], priority_powers(priorities[last], self.alpha)
         nodes = indices + self._size
         self._nonzero += int(np.count_nonzero(values) - np.count_nonzero(self._tree[nodes]))
         self._tree[nodes] = values

@@ -137,13 +137,7 @@ class ReplayCore(StreamCore):
         priorities = np.asarray(priorities, dtype=np.float64)
         if priorities.shape != indices.shape:
             raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
-        bad = ~np.isfinite(priorities) | (priorities < 0)  # checked here, before **alpha turns them into NaN
-        if np.any(bad):
-            i = int(np.flatnonzero(bad.ravel())[0])
-            raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {priorities.ravel()[i]!r}")
-        # 0 stays 0 whatever alpha is (numpy's 0**0 is 1): with alpha = 0 a removed transition must stay removed
-        scaled = np.where(priorities > 0, np.power(priorities, self.alpha), 0.0)
-        codes, saturated = model.encode_priorities(scaled, self.spec.leaf)
+        codes, saturated = model.encode_priorities(model.priority_powers(priorities, self.alpha), self.spec.leaf)
         if saturated:
             message = (f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
                        f"({self.spec.leaf}) was clipped to it")

@@ -39,7 +39,8 @@ try:  # numba is optional: the numpy path gives identical bits where no wheel ex
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["SumTree", "SetResult", "encode_priorities", "sample_fractions", "sample_targets", "descend",
+__all__ = ["SumTree", "SetResult", "check_priorities", "priority_powers", "encode_priorities", "sample_fractions",
+           "sample_targets", "descend",
            "xorshift32_stream", "sample_float64", "probability_error_bound", "pack_set", "pack_uniforms",
            "unpack_set", "unpack_results", "pack_results", "HAVE_NUMBA"]
 
@@ -61,6 +62,23 @@ class SetResult:
 # Host-side encoding and stream records
 # ---------------------------------------------------------------------------------------------------------------
 
+def check_priorities(priorities) -> np.ndarray:
+    """``priorities`` as float64; ``ValueError`` naming the first one that is negative, NaN or infinite."""
+    p = np.asarray(priorities, dtype=np.float64)
+    bad = ~np.isfinite(p) | (p < 0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {p.ravel()[i]!r}")
+    return p
+
+
+def priority_powers(priorities, alpha: float) -> np.ndarray:
+    """``p**alpha`` of checked priorities, 0 staying 0 for every alpha: numpy's ``0**0`` is 1, and with
+    ``alpha = 0`` (uniform replay) a removed transition must stay unsampleable."""
+    p = check_priorities(priorities)
+    return np.where(p > 0, np.power(p, float(alpha)), 0.0)
+
+
 def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray, bool]:
     """Float priorities (>= 0, finite) to leaf codes: round half up, saturate, and keep positives positive.
 
@@ -81,10 +99,7 @@ def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray
             raise ValueError(f"priorities must be finite and >= 0; priorities[{first_bad}] is "
                              f"{p.ravel()[first_bad]!r}")
         return codes, bool(saturated)
-    bad = ~np.isfinite(p) | (p < 0)
-    if np.any(bad):
-        i = int(np.flatnonzero(bad.ravel())[0])
-        raise ValueError(f"priorities must be finite and >= 0; priorities[{i}] is {p.ravel()[i]!r}")
+    check_priorities(p)
     scaled = np.floor(p * (2.0 ** leaf.frac) + 0.5)
     clipped = np.minimum(scaled, leaf.max_code)
     codes = clipped.astype(np.int64)

@@ -4,24 +4,27 @@ The design card lays the repository out by layer (``overlay/`` for the hardware 
 runtime on the ARM cores), while users import everything from ``pynq_rl``. ``package_dir`` maps the two
 trees under the one namespace: ``overlay/`` becomes ``pynq_rl.overlay`` and ``host/`` becomes ``pynq_rl.host``.
 """
-from setuptools import setup
+from setuptools import find_packages, setup
 
-PACKAGES = {
-    "pynq_rl": "pynq_rl",
-    "pynq_rl.overlay": "overlay",
-    "pynq_rl.overlay.models": "overlay/models",
-    "pynq_rl.overlay.build": "overlay/build",
-    "pynq_rl.overlay.bitstreams": "overlay/bitstreams",
-    "pynq_rl.overlay.hdl": "overlay/hdl",
-    "pynq_rl.overlay.hdl.common": "overlay/hdl/common",
-    "pynq_rl.overlay.hdl.gae": "overlay/hdl/gae",
-    "pynq_rl.host": "host",
-    "pynq_rl.host.drivers": "host/drivers",
-    "pynq_rl.host.backends": "host/backends",
-    "pynq_rl.host.agents": "host/agents",
-    "pynq_rl.host.agents.distributed": "host/agents/distributed",
-    "pynq_rl.notebooks": "notebooks",
-}
+SOURCE_ROOTS = {"pynq_rl": "pynq_rl", "pynq_rl.overlay": "overlay", "pynq_rl.host": "host",
+                "pynq_rl.notebooks": "notebooks"}
+"""import name -> directory of each source tree; every package below a root has an ``__init__.py``"""
+
+
+def _packages(roots: dict[str, str]) -> dict[str, str]:
+    """Every package under every root, computed (a hand-written list once left two HDL packages out of the wheel)."""
+    packages = {}
+    for name, directory in roots.items():
+        packages[name] = directory
+        for sub in find_packages(where=directory):
+            packages[f"{name}.{sub}"] = f"{directory}/{sub.replace('.', '/')}"
+    return packages
+
+
+PACKAGES = _packages(SOURCE_ROOTS)
+
+TORCH = "torch==2.13.0"
+"""the one torch: a CPU wheel for x86-64 and aarch64 (ZCU106 images); armv7l (PYNQ-Z2) has none, so it is an extra"""
 
 setup(
     name="pynq-rl",
@@ -44,12 +47,15 @@ setup(
         "myhdl>=0.11",
         "numpy>=1.22,<2",
         "gymnasium>=0.29",
-        "torch==2.13.0",
         "tqdm",
     ],
     extras_require={
+        # the agents' torch networks (PPO, DQN default to them where torch imports; numpy networks otherwise)
+        "torch": [TORCH],
         "fast": ["numba>=0.58"],
         "test": [
+            TORCH,
+            "build>=1.0",
             "pytest>=7",
             "hypothesis>=6",
             "nbmake>=1.4",
@@ -68,8 +74,8 @@ setup(
         # distributed Ape-X: Ray for actors/learner, gRPC for the replay server (grpcio + protobuf suffice on a board:
         # the generated stubs are committed), the redis client for the baseline, grpcio-tools to regenerate stubs
         "distributed": ["ray==2.60.0", "grpcio==1.64.0", "grpcio-tools==1.64.0", "protobuf==5.29.6", "redis==8.1.0",
-                        "torch==2.13.0"],
-        "bench": ["torchrl==0.14.1", "torch==2.13.0", "cpprb==11.0.0", "numba>=0.58"],
+                        TORCH],
+        "bench": ["torchrl==0.14.1", TORCH, "cpprb==11.0.0", "numba>=0.58"],
     },
     entry_points={
         "console_scripts": ["pynq-rl = pynq_rl.cli:main"],

@@ -3,8 +3,8 @@
 ::
 
     pynq-rl info [--backend emu] [--board Pynq-Z2]        backend, board, cores, build parameters, ID registers
-    pynq-rl train ppo --env CartPole-v1 --backend emu --steps 300000 --seed 0 --out runs
-    pynq-rl train dqn --env CartPole-v1 --backend emu --steps 150000 --seed 0 --out runs
+    pynq-rl train ppo --env CartPole-v1 --backend emu --steps 300000 --seed 0 --out runs [--nn numpy]
+    pynq-rl train dqn --env CartPole-v1 --backend emu --steps 150000 --seed 0 --out runs [--nn numpy]
     pynq-rl train sarsa --env MountainCar-v0 --backend emu --episodes 500 --seed 0 --out runs
     pynq-rl train apex --env CartPole-v1 --actors 4 --replay-backend emu [--replay-address host:port]
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
@@ -34,7 +34,7 @@ def _train_ppo(args: argparse.Namespace) -> int:
     from .host.agents import ppo
     config = ppo.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, gae_backend=args.backend,
                       board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
-                      progress=not args.no_progress)
+                      nn=args.nn, resume=args.resume, progress=not args.no_progress)
     summary = ppo.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -44,7 +44,8 @@ def _train_ppo(args: argparse.Namespace) -> int:
 def _train_dqn(args: argparse.Namespace) -> int:
     from .host.agents import dqn
     config = dqn.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, replay_backend=args.backend,
-                      board=args.board, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
+                      board=args.board, out_dir=args.out, resume=args.resume, nn=args.nn,
+                      progress=not args.no_progress)
     summary = dqn.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -104,6 +105,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return doctor.main(backends=args.backend, board=args.board)
 
 
+def _add_nn_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nn", choices=("auto", "torch", "numpy"), default="auto",
+                        help="network backend: torch, numpy (no torch needed, e.g. on a PYNQ-Z2), or auto (torch "
+                             "where it imports)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``)."""
     parser = argparse.ArgumentParser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
@@ -118,14 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     agents = train.add_subparsers(dest="agent", required=True)
     ppo = agents.add_parser("ppo", help="PPO with GAE on the GAE core")
     ppo.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
-    ppo.add_argument("--backend", choices=("torch",) + BACKENDS, default="emu",
-                     help="where GAE runs: torch (host reference) or the GAE core on board/emu/rtl")
+    ppo.add_argument("--backend", choices=("host",) + BACKENDS, default="emu",
+                     help="where GAE runs: host (numpy reference loop) or the GAE core on board/emu/rtl")
     ppo.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     ppo.add_argument("--steps", type=int, default=300_000, help="total environment steps")
     ppo.add_argument("--seed", type=int, default=0, help="random seed")
     ppo.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     ppo.add_argument("--reward-norm", choices=("dynamic",), default=None, help="HEPPO dynamic reward standardization")
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
+    ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
+    _add_nn_option(ppo)
     ppo.add_argument("--no-progress", action="store_true", help="no progress bar")
     ppo.set_defaults(func=_train_ppo)
     dqn = agents.add_parser("dqn", help="Double DQN with prioritized replay, priorities on the replay core")
@@ -137,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     dqn.add_argument("--seed", type=int, default=0, help="random seed")
     dqn.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
+    _add_nn_option(dqn)
     dqn.add_argument("--no-progress", action="store_true", help="no progress bar")
     dqn.set_defaults(func=_train_dqn)
     sarsa = agents.add_parser("sarsa", help="tile-coded Sarsa learning inside the ParSa core")

@@ -33,37 +33,36 @@ a hard target update every 500 steps, epsilon 1 -> 0.01 over the first 10% of st
 clipped at 10, PER alpha 0.6 and beta 0.4 -> 1. The 20-episode mean first reaches 450 after 58k-98k steps and
 ends at 443-500 (seed 0: 500.0 on emu, 483.4 on numpy).
 
-Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row every
-``log_every`` gradient steps, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per finished
-episode), ``summary.json`` and ``checkpoint.pt``.
+Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch :class:`~.torch_nets.QNetwork`;
+``nn="numpy"`` the same MLP in numpy (:mod:`.numpy_nets`), which is what runs on a PYNQ-Z2's ARM, where torch has no
+wheel. The loop below sees only numpy arrays and the learner's ``q_values``/``learn``/``update_target``.
+
+Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
+row every ``log_every`` gradient steps, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per
+finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`).
 """
 from __future__ import annotations
 
 import contextlib
-import csv
-import json
 import math
-import os
-import random
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-import torch.optim as optim
 from tqdm.auto import tqdm
 
-from .ppo import make_env, make_envs
-from .replay_buffer import PRIORITY_BACKENDS, PrioritizedReplayBuffer, PriorityBackend
+from . import run as R
+from .numpy_nets import NumpyQLearner
+from .priorities import PRIORITY_BACKENDS, PriorityBackend
+from .replay_buffer import PrioritizedReplayBuffer
 
 __all__ = [
     "Args",
-    "QNetwork",
+    "QLearner",
     "REPLAY_BACKENDS",
+    "make_q_learner",
     "linear_schedule",
     "save_checkpoint",
     "load_checkpoint",
@@ -72,8 +71,6 @@ __all__ = [
 
 REPLAY_BACKENDS = PRIORITY_BACKENDS
 """accepted values of :attr:`Args.replay_backend`"""
-CHECKPOINT_FORMAT = 1
-"""version of the dictionary written by :func:`save_checkpoint`"""
 
 
 @dataclass
@@ -82,6 +79,8 @@ class Args:
     """the name of this experiment"""
     seed: int = 0
     """seed of the experiment"""
+    nn: str | None = None
+    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or None for torch where it imports"""
     torch_deterministic: bool = True
     """if toggled, `torch.backends.cudnn.deterministic=True`"""
     torch_threads: int = 1
@@ -95,7 +94,7 @@ class Args:
     checkpoint_every: int = 0
     """also save a checkpoint every this many environment steps (0: only at the end)"""
     checkpoint_path: str | None = None
-    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.pt`)"""
+    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
     """path of a checkpoint to resume from (networks, optimizer, replay buffer with its priorities, global step)"""
     log_every: int = 100
@@ -159,34 +158,44 @@ class Args:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The agent
+# The agent: Q-networks with a TD step, on either network backend
 # ---------------------------------------------------------------------------------------------------------------------
-class QNetwork(nn.Module):
-    """An MLP from the flattened observation to one Q-value per action (ReLU hidden layers, as CleanRL's).
+class QLearner(Protocol):
+    """What the loop needs from the networks (:class:`~.torch_nets.TorchQLearner` or
+    :class:`~.numpy_nets.NumpyQLearner`): numpy arrays in and out."""
 
-    Parameters
-    ----------
-    obs_dim : int
-        Size of the flattened observation.
-    n_actions : int
-        Number of discrete actions.
-    hidden_sizes : tuple of int
-        Widths of the hidden layers.
-    """
+    learning_rate: float
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...] = (256, 256)) -> None:
-        super().__init__()
-        layers: list[nn.Module] = []
-        width = obs_dim
-        for hidden in hidden_sizes:
-            layers += [nn.Linear(width, hidden), nn.ReLU()]
-            width = hidden
-        layers.append(nn.Linear(width, n_actions))
-        self.network = nn.Sequential(*layers)
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """Q(obs, .) of the online network."""
+        ...
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Q(x, .), shape ``(batch, n_actions)``."""
-        return self.network(x.flatten(1))
+    def learn(self, observations: np.ndarray, actions: np.ndarray, next_observations: np.ndarray,
+              rewards: np.ndarray, dones: np.ndarray, weights: np.ndarray, **options: Any) -> dict[str, Any]:
+        """One TD step; ``td_errors``, ``loss``, ``q_values``."""
+        ...
+
+    def update_target(self, tau: float) -> None:
+        """Move the target network towards the online one."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Networks and optimizer as numpy arrays."""
+        ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output."""
+        ...
+
+
+def make_q_learner(nn: str, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], learning_rate: float,
+                   rng: np.random.Generator) -> QLearner:
+    """The Q-learner on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it."""
+    if nn == "torch":
+        from .torch_nets import TorchQLearner
+
+        return TorchQLearner(obs_dim, n_actions, hidden_sizes, learning_rate)
+    return NumpyQLearner(obs_dim, n_actions, hidden_sizes, learning_rate, rng)
 
 
 def linear_schedule(start: float, end: float, duration: float, t: float) -> float:
@@ -200,100 +209,50 @@ def linear_schedule(start: float, end: float, duration: float, t: float) -> floa
 # ---------------------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def _to_torch_safe(obj: Any) -> Any:
-    """numpy arrays to tensors and numpy scalars to Python numbers, so ``torch.load(weights_only=True)`` reads them."""
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(obj))
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, dict):
-        return {k: _to_torch_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_torch_safe(v) for v in obj)
-    return obj
-
-
-def _to_numpy(obj: Any) -> Any:
-    """The inverse of :func:`_to_torch_safe` for state dicts: tensors back to numpy arrays."""
-    if isinstance(obj, torch.Tensor):
-        return obj.numpy()
-    if isinstance(obj, dict):
-        return {k: _to_numpy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_numpy(v) for v in obj]
-    return obj
-
-
-def save_checkpoint(
-    path: str | os.PathLike,
-    q_network: nn.Module,
-    target_network: nn.Module,
-    optimizer: optim.Optimizer,
-    rb: PrioritizedReplayBuffer,
-    args: Args,
-    global_step: int,
-    gradient_steps: int,
-) -> None:
-    """Save everything needed to resume training (plain dicts and tensors, loadable with ``weights_only=True``).
+def save_checkpoint(path: str, learner: QLearner, rb: PrioritizedReplayBuffer, args: Args, global_step: int,
+                    gradient_steps: int) -> None:
+    """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
     ----------
     path : str or os.PathLike
-        File to write (its directory is created); written to a temporary file first, then renamed.
-    q_network, target_network : nn.Module
-        The online and target Q-networks.
-    optimizer : torch.optim.Optimizer
-        Its optimizer (Adam moments and step counts).
+        File to write (``.npz``); written to a temporary file first, then renamed.
+    learner : QLearner
+        The online and target networks and their optimizer, either backend.
     rb : PrioritizedReplayBuffer
         The replay buffer: transitions, ring position, max priority and the priorities (the core's leaves and PRNG
         state on a core backend).
     args : Args
-        The run's arguments (saved as a dict).
+        The run's arguments.
     global_step : int
         Environment steps taken so far.
     gradient_steps : int
         Gradient steps taken so far.
     """
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    state = {
-        "format": CHECKPOINT_FORMAT,
-        "agent": "dqn",
-        "q_network": q_network.state_dict(),
-        "target_network": target_network.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "replay_buffer": _to_torch_safe(rb.state_dict()),
-        "args": _to_torch_safe(asdict(args)),
+    R.save_checkpoint(path, "dqn", {
+        **learner.state_dict(),
+        "replay_buffer": rb.state_dict(),
+        "args": R.json_safe({k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items()}),
         "global_step": int(global_step),
         "gradient_steps": int(gradient_steps),
-    }
-    tmp = f"{path}.tmp"
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    })
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """Load a checkpoint written by :func:`save_checkpoint` (the replay buffer's state as numpy arrays).
+def load_checkpoint(path: str) -> dict[str, Any]:
+    """Load a checkpoint written by :func:`save_checkpoint`.
 
     Returns
     -------
     dict
-        ``q_network``, ``target_network``, ``optimizer`` (state dicts), ``replay_buffer`` (buffer state dict),
-        ``args`` (dict), ``global_step``, ``gradient_steps`` and ``format``.
+        ``q_network``, ``target_network``, ``optimizer`` (numpy state), ``replay_buffer`` (buffer state dict),
+        ``args`` (dict), ``global_step`` and ``gradient_steps``.
 
     Raises
     ------
     ValueError
-        If the file is not a DQN checkpoint of a known format.
+        If the file is not a DQN checkpoint of the current format.
     """
-    state = torch.load(os.fspath(path), map_location="cpu", weights_only=True)
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT or state.get("agent") != "dqn":
-        found = (state.get("agent"), state.get("format")) if isinstance(state, dict) else type(state).__name__
-        raise ValueError(
-            f"{os.fspath(path)!r} is not a pynq-rl DQN checkpoint of format {CHECKPOINT_FORMAT}, not {found!r}"
-        )
-    state["replay_buffer"] = _to_numpy(state["replay_buffer"])
-    return state
+    return R.load_checkpoint(path, "dqn")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -323,15 +282,11 @@ _METRIC_KEYS = (
 )
 
 
-def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
-    """NaN (no episode finished since the last row) becomes JSON ``null``."""
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-
-
 def _check_args(args: Args) -> None:
     """Reject argument values before any environment or overlay is built."""
     if args.replay_backend not in REPLAY_BACKENDS:
         raise ValueError(f"replay_backend must be one of {REPLAY_BACKENDS}, not {args.replay_backend!r}")
+    R.resolve_nn(args.nn)
     for name in ("num_envs", "total_timesteps", "buffer_size", "batch_size", "train_freq",
                  "target_network_frequency", "torch_threads", "log_every"):
         if int(getattr(args, name)) < 1:
@@ -371,7 +326,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         ``mean_return_last20`` (NaN if no episode finished), ``best_mean_return20`` (the best mean over 20
         consecutive episodes, NaN if fewer finished), ``global_step``, ``start_step`` (non-zero on resume),
         ``gradient_steps``, ``sps``, ``wall_time_s``, ``run_name``, ``run_dir``, ``checkpoint`` (path or None),
-        ``replay_backend``.
+        ``replay_backend``, ``nn``.
 
     Raises
     ------
@@ -382,41 +337,30 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         From the replay core's driver, if the core does not finish or reports an error (``board`` and ``rtl``).
     """
     _check_args(args)
-    args = replace(args)
+    args = replace(args, nn=R.resolve_nn(args.nn))
     args.num_iterations = args.total_timesteps // args.num_envs
     resume_state = load_checkpoint(args.resume) if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = os.path.join(args.out_dir, run_name)
-    os.makedirs(run_dir, exist_ok=True)
-    checkpoint_path = args.checkpoint_path or os.path.join(run_dir, "checkpoint.pt")
-    with open(os.path.join(run_dir, "args.json"), "w", encoding="utf-8") as f:
-        json.dump(asdict(args), f, indent=2)
-
     with contextlib.ExitStack() as stack:
-        stack.callback(torch.set_num_threads, torch.get_num_threads())
-        torch.set_num_threads(args.torch_threads)
+        if args.nn == "torch":
+            import torch
+
+            stack.callback(torch.set_num_threads, torch.get_num_threads())
+            torch.set_num_threads(args.torch_threads)
 
         # TRY NOT TO MODIFY: seeding (a resumed run continues with fresh random streams, offset by its global step)
         seed = args.seed + start_step
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
-        torch.backends.cudnn.deterministic = args.torch_deterministic
+        rng = R.seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
 
         # env setup
-        envs = make_envs([make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
+        envs = R.make_envs([R.make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
         stack.callback(envs.close)
         if not isinstance(envs.single_action_space, gym.spaces.Discrete):
             raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
         obs_space = envs.single_observation_space
-        n_actions = int(envs.single_action_space.n)
-
-        q_network = QNetwork(int(np.prod(obs_space.shape)), n_actions, tuple(args.hidden_sizes))
-        optimizer = optim.Adam(q_network.parameters(), lr=args.learning_rate)
-        target_network = QNetwork(int(np.prod(obs_space.shape)), n_actions, tuple(args.hidden_sizes))
-        target_network.load_state_dict(q_network.state_dict())
+        learner = make_q_learner(args.nn, int(np.prod(obs_space.shape)), int(envs.single_action_space.n),
+                                 tuple(args.hidden_sizes), args.learning_rate, rng)
 
         # the replay buffer: transitions on the host, priorities in the sum tree (the only branch on hardware)
         rb = PrioritizedReplayBuffer(
@@ -434,31 +378,21 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         gradient_steps = 0
         if resume_state is not None:
             try:
-                q_network.load_state_dict(resume_state["q_network"])
-                target_network.load_state_dict(resume_state["target_network"])
-                optimizer.load_state_dict(resume_state["optimizer"])
+                learner.load_state_dict(resume_state)
                 rb.load_state_dict(resume_state["replay_buffer"])
             except (RuntimeError, ValueError, KeyError) as exc:
                 raise ValueError(f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with "
                                  f"replay backend {rb.backend_name}: {exc}") from exc
             gradient_steps = int(resume_state["gradient_steps"])
 
-        def _open(name: str):
-            return stack.enter_context(open(os.path.join(run_dir, name), "w", newline="", encoding="utf-8"))
-
-        metrics_csv, metrics_jsonl, episodes_csv = _open("metrics.csv"), _open("metrics.jsonl"), _open("episodes.csv")
-        metrics_writer = csv.DictWriter(metrics_csv, fieldnames=_METRIC_KEYS)
-        metrics_writer.writeheader()
-        episodes_writer = csv.writer(episodes_csv)
-        episodes_writer.writerow(["global_step", "charts/episodic_return", "charts/episodic_length"])
+        run = R.Run(args, _METRIC_KEYS)
+        stack.callback(run.close)
+        checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 
         # TRY NOT TO MODIFY: start the game
         global_step = start_step
         start_iteration = start_step // args.num_envs + 1
-        start_time = time.time()
         obs, _ = envs.reset(seed=seed)
-        episode_returns: list[float] = []
-        episode_lengths: list[int] = []
         new_returns: list[float] = []
         new_lengths: list[int] = []
         timings = {"sample": 0.0, "update": 0.0, "priorities": 0.0}
@@ -470,7 +404,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             initial=min(start_step, args.num_iterations * args.num_envs),
             disable=not args.progress,
             unit="step",
-            desc=run_name,
+            desc=run.name,
             dynamic_ncols=True,
         ))
         for iteration in range(start_iteration, args.num_iterations + 1):
@@ -478,23 +412,17 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             # ALGO LOGIC: put action logic here
             epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps,
                                       global_step)
-            with torch.no_grad():
-                q_values = q_network(torch.as_tensor(obs, dtype=torch.float32))
-            actions = torch.argmax(q_values, dim=1).numpy()
+            actions = learner.q_values(np.asarray(obs, np.float32)).argmax(axis=1)
             explore = np.random.random(args.num_envs) < epsilon
             if explore.any():  # envs.action_space is the seeded one (make_envs), single_action_space is not
                 actions = np.where(explore, envs.action_space.sample(), actions)
 
             # TRY NOT TO MODIFY: execute the game and log data.
             next_obs, rewards, terminations, truncations, infos = envs.step(actions)
-            if "_episode" in infos:
-                for i in np.flatnonzero(infos["_episode"]):
-                    ep_return, ep_length = float(infos["episode"]["r"][i]), int(infos["episode"]["l"][i])
-                    episode_returns.append(ep_return)
-                    episode_lengths.append(ep_length)
-                    new_returns.append(ep_return)
-                    new_lengths.append(ep_length)
-                    episodes_writer.writerow([global_step, ep_return, ep_length])
+            for _, ep_return, ep_length in R.finished_episodes(infos):
+                run.episode(global_step, ep_return, ep_length)
+                new_returns.append(ep_return)
+                new_lengths.append(ep_length)
 
             # TRY NOT TO MODIFY: save data to replay buffer; handle `final_obs` (SAME_STEP autoreset)
             real_next_obs = next_obs.copy()
@@ -510,29 +438,16 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 frac = min(1.0, global_step / args.total_timesteps)
                 beta = args.per_beta + frac * (1.0 - args.per_beta)
                 if args.anneal_lr:
-                    optimizer.param_groups[0]["lr"] = (1.0 - frac) * args.learning_rate
+                    learner.learning_rate = (1.0 - frac) * args.learning_rate
 
                 t0 = time.perf_counter()
                 data = rb.sample(args.batch_size, beta)
                 t1 = time.perf_counter()
-                with torch.no_grad():
-                    if args.double_q:
-                        next_actions = q_network(data.next_observations.float()).argmax(dim=1, keepdim=True)
-                        target_max = target_network(data.next_observations.float()).gather(1, next_actions).squeeze(1)
-                    else:
-                        target_max, _ = target_network(data.next_observations.float()).max(dim=1)
-                    td_target = data.rewards + args.gamma * target_max * (1.0 - data.dones)
-                old_val = q_network(data.observations.float()).gather(1, data.actions.view(-1, 1)).squeeze(1)
-                td_errors = td_target - old_val
-                loss = (data.weights * F.smooth_l1_loss(old_val, td_target, reduction="none")).mean()
-
-                # optimize the model
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(q_network.parameters(), args.max_grad_norm)
-                optimizer.step()
+                step = learner.learn(data.observations, data.actions, data.next_observations, data.rewards,
+                                     data.dones, data.weights, gamma=args.gamma, double_q=args.double_q,
+                                     max_grad_norm=args.max_grad_norm)
                 t2 = time.perf_counter()
-                rb.update_priorities(data.indices, td_errors.detach().numpy())
+                rb.update_priorities(data.indices, step["td_errors"])
                 t3 = time.perf_counter()
                 timings["sample"] += t1 - t0
                 timings["update"] += t2 - t1
@@ -540,76 +455,59 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 gradient_steps += 1
 
                 if gradient_steps % args.log_every == 0:
-                    sps = int((global_step - start_step) / max(time.time() - start_time, 1e-9))
-                    row = {
+                    sps = run.sps(global_step - start_step)
+                    run.log({
                         "global_step": global_step,
                         "gradient_steps": gradient_steps,
-                        "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                        "charts/learning_rate": learner.learning_rate,
                         "charts/epsilon": epsilon,
                         "charts/beta": beta,
                         "charts/episodic_return": float(np.mean(new_returns)) if new_returns else math.nan,
                         "charts/episodic_length": float(np.mean(new_lengths)) if new_lengths else math.nan,
                         "charts/episodes": len(new_returns),
                         "charts/SPS": sps,
-                        "losses/td_loss": loss.item(),
-                        "losses/q_values": old_val.mean().item(),
-                        "losses/abs_td_error": td_errors.abs().mean().item(),
+                        "losses/td_loss": step["loss"],
+                        "losses/q_values": step["q_values"],
+                        "losses/abs_td_error": float(np.abs(step["td_errors"]).mean()),
                         "replay/size": rb.size(),
                         "replay/total": float(rb.priorities.total),
                         "replay/nonzero": int(rb.priorities.nonzero),
                         "replay/max_priority": rb.max_priority,
-                        "replay/mean_weight": data.weights.mean().item(),
+                        "replay/mean_weight": float(data.weights.mean()),
                         "time/sample[ms]": 1e3 * timings["sample"] / args.log_every,
                         "time/update[ms]": 1e3 * timings["update"] / args.log_every,
                         "time/priorities[ms]": 1e3 * timings["priorities"] / args.log_every,
-                    }
-                    metrics_writer.writerow(row)
-                    metrics_jsonl.write(json.dumps(_json_safe(row)) + "\n")
-                    metrics_csv.flush()
-                    metrics_jsonl.flush()
-                    episodes_csv.flush()
+                    })
                     timings = dict.fromkeys(timings, 0.0)
                     new_returns, new_lengths = [], []
-                    last20 = episode_returns[-20:]
-                    progress.set_postfix(ret20=f"{np.mean(last20):.1f}" if last20 else "-", sps=sps, refresh=False)
+                    last20 = run.mean_return(20)
+                    progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps,
+                                         refresh=False)
 
             # update target network
             if global_step > args.learning_starts and iteration % max(1, args.target_network_frequency
                                                                       // args.num_envs) == 0:
-                for target_param, q_param in zip(target_network.parameters(), q_network.parameters()):
-                    target_param.data.copy_(args.tau * q_param.data + (1.0 - args.tau) * target_param.data)
+                learner.update_target(args.tau)
 
             progress.update(args.num_envs)
             if next_checkpoint is not None and global_step >= next_checkpoint and args.save_checkpoint:
-                save_checkpoint(checkpoint_path, q_network, target_network, optimizer, rb, args, global_step,
-                                gradient_steps)
+                save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
                 saved = checkpoint_path
                 next_checkpoint += args.checkpoint_every
 
         if args.save_checkpoint:
-            save_checkpoint(checkpoint_path, q_network, target_network, optimizer, rb, args, global_step,
-                            gradient_steps)
+            save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
             saved = checkpoint_path
 
-    wall_time_s = time.time() - start_time
-    windows = [np.mean(episode_returns[i - 20:i]) for i in range(20, len(episode_returns) + 1)]
-    summary = {
-        "run_name": run_name,
-        "run_dir": run_dir,
-        "replay_backend": rb.backend_name,
-        "global_step": global_step,
-        "start_step": start_step,
-        "gradient_steps": gradient_steps,
-        "episode_returns": episode_returns,
-        "episode_lengths": episode_lengths,
-        "mean_return_last20": float(np.mean(episode_returns[-20:])) if episode_returns else math.nan,
-        "best_mean_return20": float(max(windows)) if windows else math.nan,
-        "sps": int((global_step - start_step) / max(wall_time_s, 1e-9)),
-        "wall_time_s": wall_time_s,
-        "checkpoint": saved,
-    }
-    with open(os.path.join(run_dir, "summary.json"), "w", encoding="utf-8") as f:
-        short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
-        short["episodes"] = len(episode_returns)
-        json.dump(_json_safe(short), f, indent=2)
-    return summary
+        returns = run.episode_returns
+        windows = [np.mean(returns[i - 20:i]) for i in range(20, len(returns) + 1)]
+        return run.finish(
+            nn=args.nn,
+            replay_backend=rb.backend_name,
+            global_step=global_step,
+            start_step=start_step,
+            gradient_steps=gradient_steps,
+            best_mean_return20=float(max(windows)) if windows else math.nan,
+            sps=run.sps(global_step - start_step),
+            checkpoint=saved,
+        )

@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from pynq_rl.host.agents import ppo
-from pynq_rl.host.agents.dqn import Args, QNetwork, linear_schedule, load_checkpoint, train
+from pynq_rl.host.agents.dqn import Args, linear_schedule, load_checkpoint, make_q_learner, train
+from pynq_rl.host.agents.run import torch_available
 from pynq_rl.host.agents.replay_buffer import NumpySumTree, PrioritizedReplayBuffer, PriorityBackend
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 
@@ -193,15 +193,15 @@ def test_buffer_sample_returns_stored_transitions_with_weights():
     rb.update_priorities(np.arange(10), np.arange(10, dtype=np.float64))  # slot 0: priority eps only
     batch = rb.sample(64, beta=1.0)
     assert batch.observations.shape == batch.next_observations.shape == (64, 3)
-    assert batch.observations.dtype == torch.float32 and batch.actions.dtype == torch.int64
+    assert batch.observations.dtype == np.float32 and batch.actions.dtype == np.int64
     assert batch.rewards.shape == batch.dones.shape == batch.weights.shape == (64,)
     assert np.all((batch.indices >= 0) & (batch.indices < 10))
     # the fields belong to the sampled slots
-    np.testing.assert_array_equal(batch.observations[:, 0].numpy(), batch.indices.astype(np.float32))
-    np.testing.assert_array_equal(batch.rewards.numpy(), 10 * batch.indices.astype(np.float32))
+    np.testing.assert_array_equal(batch.observations[:, 0], batch.indices.astype(np.float32))
+    np.testing.assert_array_equal(batch.rewards, 10 * batch.indices.astype(np.float32))
     # beta = 1: w_i proportional to 1 / P(i), normalized by the batch maximum (the rarest sampled slot)
     p = proportional_reference(np.abs(np.arange(10.0)) + 1e-6, 0.6)[batch.indices]
-    np.testing.assert_allclose(batch.weights.numpy(), (1 / p) / (1 / p).max(), rtol=1e-5)
+    np.testing.assert_allclose(batch.weights, (1 / p) / (1 / p).max(), rtol=1e-5)
     assert batch.weights.max().item() == pytest.approx(1.0)
 
 
@@ -244,7 +244,7 @@ def test_buffer_state_dict_round_trip_continues_identically():
     for _ in range(3):  # same priorities, same generator state: the same batches
         x, y = a.sample(8), b.sample(8)
         np.testing.assert_array_equal(x.indices, y.indices)
-        np.testing.assert_array_equal(x.weights.numpy(), y.weights.numpy())
+        np.testing.assert_array_equal(x.weights, y.weights)
     with pytest.raises(ValueError, match=r"^replay buffer state is for .*'capacity': 16.*this buffer is "
                                          r".*'capacity': 32"):
         PrioritizedReplayBuffer(32, (3,), np.float32).load_state_dict(state)
@@ -282,7 +282,7 @@ def test_buffer_on_the_core_matches_the_numpy_reference_up_to_quantization(emu_r
     assert abs(emu_replay.total - ref_rb.priorities.total) <= 700 * lsb / 2
     batch = core_rb.sample(256, beta=0.4)
     assert np.all((batch.indices >= 0) & (batch.indices < 700))
-    np.testing.assert_array_equal(batch.observations[:, 0].numpy(), batch.indices.astype(np.float32))
+    np.testing.assert_array_equal(batch.observations[:, 0], batch.indices.astype(np.float32))
     # the core's probabilities are the reference ones up to the quantization of p**alpha
     reference = ref_rb.priorities.priorities() / ref_rb.priorities.total
     indices, probabilities, weights = emu_replay.sample(256, beta=0.4)
@@ -303,7 +303,7 @@ def test_buffer_on_the_core_state_dict_round_trip(emu_replay):
     assert (rb.pos, rb.full, len(rb)) == (40, False, 40)
     again = rb.sample(16)  # the core's PRNG was restored too: the same batch
     np.testing.assert_array_equal(again.indices, first.indices)
-    np.testing.assert_array_equal(again.observations.numpy(), first.observations.numpy())
+    np.testing.assert_array_equal(again.observations, first.observations)
     with pytest.raises(ValueError, match=r"^state_dict is a 'replay core' priority state"):
         PrioritizedReplayBuffer(64, (3,), np.float32, priorities="numpy").load_state_dict(state)
 
@@ -337,21 +337,28 @@ def test_linear_schedule():
     assert linear_schedule(1.0, 0.05, 0, 0) == 0.05
 
 
-def test_q_network_shapes():
-    q = QNetwork(4, 2, (16, 8))
-    assert q(torch.zeros(5, 4)).shape == (5, 2)
-    assert [m.out_features for m in q.network if isinstance(m, torch.nn.Linear)] == [16, 8, 2]
+NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
 
 
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_q_learner_shapes(nn):
+    learner = make_q_learner(nn, 4, 2, (16, 8), 1e-3, np.random.default_rng(0))
+    assert learner.q_values(np.zeros((5, 4), np.float32)).shape == (5, 2)
+    state = learner.state_dict()
+    assert [state["q_network"][f"{i}.weight"].shape for i in (0, 2, 4)] == [(16, 4), (8, 16), (2, 8)]
+
+
+@pytest.mark.parametrize("nn", NN_BACKENDS)
 @pytest.mark.parametrize("backend", ["numpy", "emu"])
-def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend):
-    summary = train(tiny_args(tmp_path, replay_backend=backend))
+def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend, nn):
+    summary = train(tiny_args(tmp_path, replay_backend=backend, nn=nn))
+    assert summary["nn"] == nn
     assert summary["global_step"] == 600 and summary["start_step"] == 0
     assert summary["gradient_steps"] == (600 - 200) // 2  # steps 202, 204, ..., 600
     assert summary["replay_backend"] == ("numpy" if backend == "numpy" else "emu")
     assert len(summary["episode_returns"]) > 5 and all(r >= 8 for r in summary["episode_returns"])
     run_dir = summary["run_dir"]
-    for name in ("args.json", "metrics.csv", "metrics.jsonl", "episodes.csv", "summary.json", "checkpoint.pt"):
+    for name in ("args.json", "metrics.csv", "metrics.jsonl", "episodes.csv", "summary.json", "checkpoint.npz"):
         assert os.path.isfile(os.path.join(run_dir, name)), name
     with open(os.path.join(run_dir, "metrics.csv")) as f:
         rows = list(csv.DictReader(f))
@@ -365,10 +372,11 @@ def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend):
         assert len(list(csv.reader(f))) == len(summary["episode_returns"]) + 1
 
 
+@pytest.mark.parametrize("nn", NN_BACKENDS)
 @pytest.mark.parametrize("backend", ["numpy", "emu"])
-def test_training_is_reproducible_for_a_seed(tmp_path, backend):
+def test_training_is_reproducible_for_a_seed(tmp_path, backend, nn):
     """Exploration, environments, network, and the sampler (numpy generator or the core's PRNG) are all seeded."""
-    runs = [train(tiny_args(tmp_path / str(i), replay_backend=backend, seed=5, save_checkpoint=False))
+    runs = [train(tiny_args(tmp_path / str(i), replay_backend=backend, seed=5, nn=nn, save_checkpoint=False))
             for i in range(2)]
     assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
     with open(os.path.join(runs[0]["run_dir"], "metrics.csv")) as f0, \
@@ -377,15 +385,16 @@ def test_training_is_reproducible_for_a_seed(tmp_path, backend):
     assert losses[0] == losses[1]
 
 
-def test_checkpoint_resume_continues_the_run(tmp_path):
-    first = train(tiny_args(tmp_path, total_timesteps=600, seed=3))
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_checkpoint_resume_continues_the_run(tmp_path, nn):
+    first = train(tiny_args(tmp_path, total_timesteps=600, seed=3, nn=nn))
     saved = load_checkpoint(first["checkpoint"])
     assert saved["global_step"] == 600 and saved["gradient_steps"] == 200
     buffer_state = saved["replay_buffer"]
     assert buffer_state["pos"] == 600 and buffer_state["priorities"]["kind"] == "numpy"
     assert np.count_nonzero(buffer_state["priorities"]["leaves"]) == 600
 
-    resumed = train(tiny_args(tmp_path, total_timesteps=1000, seed=3, resume=first["checkpoint"]))
+    resumed = train(tiny_args(tmp_path, total_timesteps=1000, seed=3, nn=nn, resume=first["checkpoint"]))
     assert resumed["start_step"] == 600 and resumed["global_step"] == 1000
     assert resumed["gradient_steps"] == 200 + 400 // 2  # no second warm-up: the buffer came back full
     after = load_checkpoint(resumed["checkpoint"])
@@ -393,7 +402,7 @@ def test_checkpoint_resume_continues_the_run(tmp_path):
     assert buffer_after["pos"] == 1000 - 1000 and buffer_after["full"]
     # the first run's transitions are still in their slots, the new ones follow them
     np.testing.assert_array_equal(buffer_after["observations"][:600], buffer_state["observations"])
-    assert after["optimizer"]["state"][0]["step"].item() == 400  # Adam's step count carried over
+    assert after["optimizer"]["step"] == 400  # Adam's step count carried over
     with open(os.path.join(resumed["run_dir"], "metrics.csv")) as f:
         first_row = next(csv.DictReader(f))
     assert int(first_row["gradient_steps"]) == 210  # counters continue from the checkpoint
@@ -405,10 +414,10 @@ def test_resume_refuses_foreign_checkpoints(tmp_path):
         train(tiny_args(tmp_path, replay_backend="emu", resume=run["checkpoint"]))
     with pytest.raises(ValueError, match=r"does not fit this agent"):
         train(tiny_args(tmp_path, hidden_sizes=(16,), resume=run["checkpoint"]))
-    ppo_path = os.path.join(tmp_path, "ppo.pt")
-    agent = ppo.Agent(4, 2)
-    ppo.save_checkpoint(ppo_path, agent, torch.optim.Adam(agent.parameters()), None, ppo.Args(), 0)
-    with pytest.raises(ValueError, match=r"is not a pynq-rl DQN checkpoint"):
+    ppo_path = os.path.join(tmp_path, "ppo.npz")
+    agent = ppo.make_actor_critic("numpy", 4, 2, 1e-3, np.random.default_rng(0))
+    ppo.save_checkpoint(ppo_path, agent, None, ppo.Args(), 0)
+    with pytest.raises(ValueError, match=r"is not a pynq-rl dqn checkpoint of format 2: it holds agent 'ppo'"):
         load_checkpoint(ppo_path)
 
 

@@ -1,6 +1,7 @@
-"""PPO agent: GAE step against a float64 reference, truncation bootstrapping, smoke training, checkpoints.
+"""PPO agent: GAE step against a float64 reference, truncation bootstrapping, smoke training on both network
+backends, checkpoints (and their exchange between torch and numpy networks).
 
-The fast tests take a few seconds each; ``slow`` is the learning test (CartPole-v1 solved within 300k steps).
+The fast tests take a few seconds each; ``slow`` are the learning tests (CartPole-v1 solved within 300k steps).
 """
 import csv
 import json
@@ -10,19 +11,34 @@ from dataclasses import asdict
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch
 
 from pynq_rl.host.agents.ppo import (
-    Agent,
     Args,
     collect_rollout,
     compute_gae,
     load_checkpoint,
-    make_envs,
+    make_actor_critic,
     save_checkpoint,
     train,
 )
+from pynq_rl.host.agents.run import make_envs, torch_available
 from pynq_rl.host.agents.standardize import RewardStandardizer
+
+NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
+
+
+def assert_same_tree(a, b):
+    """Two nested state dicts hold the same keys and bit-identical arrays."""
+    if isinstance(a, dict):
+        assert set(a) == set(b)
+        for key in a:
+            assert_same_tree(a[key], b[key])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same_tree(x, y)
+    else:
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -76,12 +92,11 @@ class ReferenceGae:
         return advantages.astype(np.float32), returns.astype(np.float32)
 
 
-class TorchLoopGae:
+class HostLoopGae:
     """Fake GAE core that runs exactly the host loop: offloading through it must change nothing."""
 
     def compute(self, rewards, values, dones, *, gamma, lam, quantize):
-        a, r = compute_gae(torch.from_numpy(rewards), torch.from_numpy(values), torch.from_numpy(dones), gamma, lam)
-        return a.numpy(), r.numpy()
+        return compute_gae(rewards, values, dones, gamma, lam)
 
 
 def random_rollout(num_steps=123, num_envs=7, seed=42):
@@ -107,34 +122,34 @@ def tiny_args(tmp_path, **kw):
 @pytest.mark.parametrize("gamma, lam", [(0.99, 0.95), (0.9, 0.0), (0.97, 1.0), (1.0, 1.0)])
 def test_compute_gae_matches_float64_reference_at_odd_shapes(gamma, lam):
     rewards, values, dones = random_rollout()
-    adv, ret = compute_gae(*(torch.tensor(x, dtype=torch.float32) for x in (rewards, values, dones)), gamma, lam)
+    adv, ret = compute_gae(*(np.asarray(x, dtype=np.float32) for x in (rewards, values, dones)), gamma, lam)
     ref_adv, ref_ret = gae_reference(rewards, values, dones, gamma, lam)
-    assert adv.shape == ret.shape == (123, 7)
-    np.testing.assert_allclose(adv.numpy(), ref_adv, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(ret.numpy(), ref_ret, rtol=1e-4, atol=1e-4)
+    assert adv.shape == ret.shape == (123, 7) and adv.dtype == ret.dtype == np.float32
+    np.testing.assert_allclose(adv, ref_adv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ret, ref_ret, rtol=1e-4, atol=1e-4)
 
 
 def test_compute_gae_lambda_zero_is_td_error():
     rewards, values, dones = random_rollout()
     gamma = 0.99
-    adv, _ = compute_gae(*(torch.tensor(x, dtype=torch.float64) for x in (rewards, values, dones)), gamma, 0.0)
+    adv, _ = compute_gae(rewards, values, dones, gamma, 0.0)
     td = rewards + gamma * (1.0 - dones) * values[1:] - values[:-1]
-    np.testing.assert_allclose(adv.numpy(), td, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(adv, td, rtol=1e-12, atol=1e-12)
 
 
 def test_compute_gae_lambda_one_is_discounted_return_minus_value():
     rewards, values, dones = random_rollout()
     gamma = 0.95
-    adv, ret = compute_gae(*(torch.tensor(x, dtype=torch.float64) for x in (rewards, values, dones)), gamma, 1.0)
+    adv, ret = compute_gae(rewards, values, dones, gamma, 1.0)
     disc = discounted_return_reference(rewards, values, dones, gamma)
-    np.testing.assert_allclose(adv.numpy(), disc - values[:-1], rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(ret.numpy(), disc, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(adv, disc - values[:-1], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ret, disc, rtol=1e-10, atol=1e-10)
 
 
 def test_compute_gae_rejects_bad_shapes():
-    r = torch.zeros(5, 3)
+    r = np.zeros((5, 3), np.float32)
     with pytest.raises(ValueError, match=r"^expected rewards \(T, N\), values \(T \+ 1, N\)"):
-        compute_gae(r, torch.zeros(5, 3), r, 0.99, 0.95)
+        compute_gae(r, np.zeros((5, 3), np.float32), r, 0.99, 0.95)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -164,12 +179,12 @@ class CounterEnv(gym.Env):
 class LinearValueAgent:
     """Stub agent: always action 0, V(obs) = 10 * obs + 1 (so V(final obs) and V(reset obs) differ)."""
 
-    def get_value(self, x):
-        return 10.0 * x[:, :1] + 1.0
+    def value(self, x):
+        return 10.0 * x[:, 0] + 1.0
 
-    def get_action_and_value(self, x, action=None):
+    def act(self, x):
         n = x.shape[0]
-        return torch.zeros(n, dtype=torch.long), torch.zeros(n), torch.zeros(n), self.get_value(x)
+        return np.zeros(n, np.int64), np.zeros(n, np.float32), self.value(x)
 
 
 def test_truncated_steps_fold_gamma_v_final_obs_and_terminated_steps_do_not():
@@ -181,50 +196,51 @@ def test_truncated_steps_fold_gamma_v_final_obs_and_terminated_steps_do_not():
     ])
     obs, _ = envs.reset(seed=0)
     rollout, next_obs, global_step = collect_rollout(
-        envs, LinearValueAgent(), torch.as_tensor(obs), num_steps, gamma, global_step=0)
+        envs, LinearValueAgent(), obs, num_steps, gamma, global_step=0)
     envs.close()
 
     # episode counters seen by the agent: the step after a done starts from the reset observation (SAME_STEP)
     expected_obs = np.array([[0, 1, 0, 1, 0, 1, 0], [0, 1, 2, 0, 1, 2, 0], [0, 1, 2, 0, 1, 2, 0]], np.float32).T
-    np.testing.assert_array_equal(rollout.observations[..., 0].numpy(), expected_obs)
+    np.testing.assert_array_equal(rollout.observations[..., 0], expected_obs)
     expected_dones = np.zeros((num_steps, 3), np.float32)
     expected_dones[[1, 3, 5], 0] = 1
     expected_dones[[2, 5], 1] = 1
     expected_dones[[2, 5], 2] = 1
-    np.testing.assert_array_equal(rollout.dones.numpy(), expected_dones)
-    np.testing.assert_array_equal(rollout.rewards.numpy(), np.ones((num_steps, 3), np.float32))
+    np.testing.assert_array_equal(rollout.dones, expected_dones)
+    np.testing.assert_array_equal(rollout.rewards, np.ones((num_steps, 3), np.float32))
 
     # only the truncated-but-not-terminated steps get gamma * V(final obs), with final obs = [limit], not [0]
     expected_boot = np.zeros((num_steps, 3), np.float32)
     expected_boot[[2, 5], 1] = gamma * (10.0 * limit + 1.0)
-    np.testing.assert_allclose(rollout.truncation_bootstraps.numpy(), expected_boot, rtol=1e-6)
+    np.testing.assert_allclose(rollout.truncation_bootstraps, expected_boot, rtol=1e-6)
 
     # values: V(obs_t) and V(next_obs) in the last row
-    np.testing.assert_allclose(rollout.values[:-1].numpy(), 10.0 * expected_obs + 1.0)
-    np.testing.assert_allclose(rollout.values[-1].numpy(), 10.0 * next_obs[:, 0].numpy() + 1.0)
+    np.testing.assert_allclose(rollout.values[:-1], 10.0 * expected_obs + 1.0)
+    np.testing.assert_allclose(rollout.values[-1], 10.0 * next_obs[:, 0] + 1.0)
     assert global_step == num_steps * 3
     assert sorted((r, n) for _, r, n in rollout.episodes) == [(2.0, 2)] * 3 + [(3.0, 3)] * 4
 
     # end to end: at a truncated step the advantage is r + gamma V(final) - V(obs), at a terminated one r - V(obs)
     adv, _ = compute_gae(rollout.rewards + rollout.truncation_bootstraps, rollout.values, rollout.dones, gamma, 0.0)
-    assert adv[2, 1].item() == pytest.approx(1.0 + gamma * 31.0 - 21.0)
-    assert adv[2, 2].item() == pytest.approx(1.0 - 21.0)
+    assert adv[2, 1] == pytest.approx(1.0 + gamma * 31.0 - 21.0)
+    assert adv[2, 2] == pytest.approx(1.0 - 21.0)
 
 
 def test_collect_rollout_rejects_next_step_autoreset():
     envs = gym.vector.SyncVectorEnv([lambda: CounterEnv()])  # gymnasium's default: NEXT_STEP
     obs, _ = envs.reset(seed=0)
     with pytest.raises(ValueError, match=r"^envs must autoreset in SAME_STEP mode .*not <AutoresetMode.NEXT_STEP"):
-        collect_rollout(envs, LinearValueAgent(), torch.as_tensor(obs), 4, 0.99)
+        collect_rollout(envs, LinearValueAgent(), obs, 4, 0.99)
     envs.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Training smoke tests
 # ---------------------------------------------------------------------------------------------------------------------
-def test_train_smoke_torch_writes_cleanrl_metrics(tmp_path):
-    summary = train(tiny_args(tmp_path))
-    assert summary["global_step"] == 512 and summary["iterations"] == 4
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_train_smoke_writes_cleanrl_metrics(tmp_path, nn):
+    summary = train(tiny_args(tmp_path, nn=nn))
+    assert summary["global_step"] == 512 and summary["iterations"] == 4 and summary["nn"] == nn
     assert summary["run_name"].startswith("CartPole-v1__ppo__0__")
     assert os.path.dirname(summary["run_dir"]) == str(tmp_path)
     assert len(summary["episode_returns"]) == len(summary["episode_lengths"]) > 0
@@ -243,6 +259,7 @@ def test_train_smoke_torch_writes_cleanrl_metrics(tmp_path):
     with open(os.path.join(summary["run_dir"], "args.json")) as f:
         saved_args = json.load(f)
     assert (saved_args["batch_size"], saved_args["minibatch_size"], saved_args["num_iterations"]) == (128, 64, 4)
+    assert saved_args["nn"] == nn  # resolved, not None
     with open(os.path.join(summary["run_dir"], "episodes.csv"), newline="") as f:
         assert len(list(csv.DictReader(f))) == len(summary["episode_returns"])
     assert os.path.isfile(summary["checkpoint"])
@@ -259,13 +276,12 @@ def test_train_with_injected_gae_core(tmp_path):
     assert (call["gamma"], call["lam"], call["quantize"]) == (0.98, 0.9, False)
 
 
-def test_offloaded_path_equals_host_path_for_an_exact_core(tmp_path):
-    host = train(tiny_args(tmp_path / "host"))
-    offloaded = train(tiny_args(tmp_path / "offloaded"), gae=TorchLoopGae())
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_offloaded_path_equals_host_path_for_an_exact_core(tmp_path, nn):
+    host = train(tiny_args(tmp_path / "host", nn=nn))
+    offloaded = train(tiny_args(tmp_path / "offloaded", nn=nn), gae=HostLoopGae())
     assert offloaded["episode_returns"] == host["episode_returns"]
-    a, b = load_checkpoint(host["checkpoint"]), load_checkpoint(offloaded["checkpoint"])
-    for name, tensor in a["model"].items():
-        torch.testing.assert_close(b["model"][name], tensor, rtol=0, atol=0)
+    assert_same_tree(load_checkpoint(host["checkpoint"])["model"], load_checkpoint(offloaded["checkpoint"])["model"])
 
 
 def test_train_smoke_dynamic_reward_norm(tmp_path):
@@ -278,7 +294,8 @@ def test_train_smoke_dynamic_reward_norm(tmp_path):
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('torch', 'emu', 'rtl', 'board'\), not 'fpga'$"),
+    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('host', 'emu', 'rtl', 'board'\), not 'fpga'$"),
+    (dict(nn="jax"), r"^nn must be one of \('torch', 'numpy'\) or 'auto', not 'jax'$"),
     (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
     (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),
     (dict(total_timesteps=100), r"^total_timesteps = 100 is smaller than one batch"),
@@ -293,32 +310,52 @@ def test_train_rejects_bad_args(tmp_path, bad, message):
 # ---------------------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def test_checkpoint_save_load_round_trip(tmp_path):
-    agent = Agent(4, 2)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=1e-3, eps=1e-5)
-    agent.get_value(torch.ones(3, 4)).sum().backward()
-    optimizer.step()  # non-trivial Adam state
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_checkpoint_save_load_round_trip(tmp_path, nn):
+    rng = np.random.default_rng(0)
+    agent = make_actor_critic(nn, 4, 2, 1e-3, rng)
+    obs = rng.normal(size=(8, 4)).astype(np.float32)
+    actions, logprobs, values = agent.act(obs)
+    agent.learn(obs, actions, logprobs, rng.normal(size=8), rng.normal(size=8), values, clip_coef=0.2, ent_coef=0.01,
+                vf_coef=0.5, clip_vloss=False, norm_adv=True, max_grad_norm=0.5)  # non-trivial Adam state
     standardizer = RewardStandardizer()
     standardizer.update(np.arange(10.0))
-    args = Args(seed=3, reward_norm="dynamic")
-    path = tmp_path / "sub" / "ckpt.pt"
-    save_checkpoint(path, agent, optimizer, standardizer, args, global_step=1234)
+    args = Args(seed=3, reward_norm="dynamic", nn=nn)
+    path = tmp_path / "sub" / "ckpt.npz"
+    save_checkpoint(path, agent, standardizer, args, global_step=1234)
+    assert not os.path.exists(f"{path}.tmp")
 
     state = load_checkpoint(path)
     assert state["global_step"] == 1234
     assert state["args"] == asdict(args)
     assert state["standardizer"] == standardizer.state_dict()
-    other = Agent(4, 2)
-    other.load_state_dict(state["model"])
-    for name, tensor in agent.state_dict().items():
-        torch.testing.assert_close(other.state_dict()[name], tensor, rtol=0, atol=0)
-    other_opt = torch.optim.Adam(other.parameters(), lr=1e-3, eps=1e-5)
-    other_opt.load_state_dict(state["optimizer"])
-    assert other_opt.state_dict()["state"][0]["step"] == optimizer.state_dict()["state"][0]["step"]
+    assert state["optimizer"]["step"] == 1
+    other = make_actor_critic(nn, 4, 2, 1e-3, np.random.default_rng(1))
+    other.load_state_dict(state)
+    assert_same_tree(agent.state_dict(), other.state_dict())
+    with np.load(path, allow_pickle=False) as archive:  # plain arrays and a JSON header: no pickle anywhere
+        assert "__header__" in archive.files and "model/actor/0.weight" in archive.files
 
-    torch.save({"not": "a checkpoint"}, tmp_path / "bad.pt")
-    with pytest.raises(ValueError, match="is not a pynq-rl PPO checkpoint"):
-        load_checkpoint(tmp_path / "bad.pt")
+    np.savez(tmp_path / "bad.npz", x=np.zeros(3))
+    with pytest.raises(ValueError, match=r"is not a pynq-rl ppo checkpoint of format 2"):
+        load_checkpoint(tmp_path / "bad.npz")
+    (tmp_path / "torch.pt").write_bytes(b"PK\x03\x04 not a zip")  # e.g. a torch pickle of format 1
+    with pytest.raises(ValueError, match=r"is not a pynq-rl ppo checkpoint of format 2"):
+        load_checkpoint(tmp_path / "torch.pt")
+
+
+@pytest.mark.skipif(not torch_available(), reason="no torch")
+def test_checkpoints_move_between_torch_and_numpy_networks():
+    """A run trained on a PC with torch resumes on a PYNQ-Z2 with numpy networks: same outputs from the same state."""
+    rng = np.random.default_rng(5)
+    torch_agent = make_actor_critic("torch", 4, 3, 1e-3, rng)
+    numpy_agent = make_actor_critic("numpy", 4, 3, 1e-3, rng)
+    numpy_agent.load_state_dict(torch_agent.state_dict())
+    obs = rng.normal(size=(16, 4)).astype(np.float32)
+    np.testing.assert_allclose(numpy_agent.value(obs), torch_agent.value(obs), rtol=1e-5, atol=1e-6)
+    back = make_actor_critic("torch", 4, 3, 1e-3, rng)
+    back.load_state_dict(numpy_agent.state_dict())
+    assert_same_tree(torch_agent.state_dict(), back.state_dict())
 
 
 @pytest.mark.filterwarnings("ignore:reward_norm='dynamic':RuntimeWarning")
@@ -331,8 +368,7 @@ def test_resume_continues_from_checkpoint(tmp_path):
     again = train(tiny_args(tmp_path / "b", reward_norm="dynamic", resume=first["checkpoint"]))
     assert (again["iterations"], again["global_step"], again["start_step"]) == (0, 512, 512)
     resaved = load_checkpoint(again["checkpoint"])
-    for name, tensor in saved["model"].items():
-        torch.testing.assert_close(resaved["model"][name], tensor, rtol=0, atol=0)
+    assert_same_tree(saved["model"], resaved["model"])
     assert resaved["standardizer"] == saved["standardizer"]
 
     # resuming with a larger budget: the step counter, the reward statistics and the LR schedule continue
@@ -346,10 +382,10 @@ def test_resume_continues_from_checkpoint(tmp_path):
 
 
 def test_resume_rejects_a_checkpoint_of_another_agent(tmp_path):
-    agent = Agent(3, 2)  # CartPole observations have 4 entries
-    save_checkpoint(tmp_path / "other.pt", agent, torch.optim.Adam(agent.parameters()), None, Args(), 128)
-    with pytest.raises(ValueError, match=r"^checkpoint .*other\.pt' does not fit this agent on CartPole-v1"):
-        train(tiny_args(tmp_path, resume=str(tmp_path / "other.pt")))
+    agent = make_actor_critic("numpy", 3, 2, 1e-3, np.random.default_rng(0))  # CartPole observations have 4 entries
+    save_checkpoint(tmp_path / "other.npz", agent, None, Args(), 128)
+    with pytest.raises(ValueError, match=r"^checkpoint .*other\.npz' does not fit this agent on CartPole-v1"):
+        train(tiny_args(tmp_path, resume=str(tmp_path / "other.npz")))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -370,10 +406,24 @@ def test_train_smoke_on_emulated_gae_core(tmp_path):
 # Learning
 # ---------------------------------------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_ppo_solves_cartpole_seed0(tmp_path):
-    summary = train(Args(total_timesteps=300_000, seed=0, gae_backend="torch", out_dir=str(tmp_path), progress=False))
+@pytest.mark.parametrize("nn", NN_BACKENDS)
+def test_ppo_solves_cartpole_seed0(tmp_path, nn):
+    summary = train(Args(total_timesteps=300_000, seed=0, gae_backend="host", nn=nn, out_dir=str(tmp_path),
+                         progress=False))
     assert summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]
+
+
+@pytest.mark.slow
+def test_cli_ppo_with_numpy_networks_and_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys):
+    """The board's configuration (no torch): numpy networks, q8 GAE on the core."""
+    from pynq_rl.cli import main
+
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--backend", "emu", "--nn", "numpy", "--steps", "300000",
+                 "--seed", "0", "--out", str(tmp_path), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["nn"] == "numpy" and summary["global_step"] >= 290_000
+    assert summary["mean_return_last20"] >= 450
 
 
 @pytest.mark.slow

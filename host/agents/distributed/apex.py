@@ -55,7 +55,8 @@ import torch
 import torch.nn.functional as F
 import torch.optim as optim
 
-from ..dqn import QNetwork, linear_schedule
+from ..dqn import linear_schedule
+from ..torch_nets import QNetwork
 from .client import NotReady, PrefetchingSampler, ReplayClient
 from .server import PRIORITY_BACKENDS, ReplayServer, serve
 

@@ -58,6 +58,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..priorities import PRIORITY_BACKENDS, make_priority_backend
 from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
@@ -65,8 +66,6 @@ from . import replay_pb2_grpc as pb_grpc
 __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError", "ReplayServicer", "serve", "main",
            "PRIORITY_BACKENDS"]
 
-PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "board")
-"""where the priorities can live: the float64 numpy sum tree, or the replay core on a backend"""
 _WAL_HEADER = struct.Struct("<4sIQI")  # magic, payload bytes, log sequence, crc32 of payload
 _WAL_MAGIC = b"PRWL"          # a push: a PushRequest, sequence = the push's log sequence
 _WAL_UPDATE_MAGIC = b"PRUP"   # a priority update: an UpdateRequest with versions, sequence = update sequence
@@ -82,30 +81,6 @@ class EmptyReplayError(RuntimeError):
     """Nothing to sample yet (gRPC ``FAILED_PRECONDITION``)."""
 
 
-def make_priorities(backend: str, capacity: int, board: Any = None, seed: int | None = None) -> Any:
-    """The priority store: ``RLOverlay(backend).replay`` for a core backend, or a ``NumpySumTree``.
-
-    Only the core path is imported for ``emu``/``rtl``/``board`` (no torch needed on a board).
-
-    Raises
-    ------
-    ValueError
-        Unknown backend, or a capacity above the core's.
-    """
-    if backend not in PRIORITY_BACKENDS:
-        raise ValueError(f"backend must be one of {PRIORITY_BACKENDS}, not {backend!r}")
-    if backend == "numpy":
-        from ..replay_buffer import NumpySumTree
-        return NumpySumTree(capacity, seed=seed)
-    from ...overlay import RLOverlay
-    core = RLOverlay(backend=backend, board=board).replay
-    if capacity > core.capacity:
-        raise ValueError(f"capacity {capacity} exceeds the replay core's {core.capacity} leaves")
-    if seed is not None:
-        core.seed = int(seed) & 0xFFFF_FFFF
-    return core
-
-
 class ReplayServer:
     """Transition storage + a priority backend, with an insertion thread, back-pressure and checkpoints.
 
@@ -118,7 +93,7 @@ class ReplayServer:
     obs_shape : tuple of int
         Shape of one observation (stored as float32).
     backend : str or object
-        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`make_priorities`), or a priority object with the
+        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`~..priorities.make_priority_backend`), or a priority object with the
         ``ReplayCore`` methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
         ``alpha``/``capacity``/``nonzero``.
     alpha : float
@@ -160,7 +135,7 @@ class ReplayServer:
         self.sync_wal = bool(sync_wal)
         if isinstance(backend, str):
             self.backend_name = backend
-            self.priorities = make_priorities(backend, self.capacity, board, seed)
+            self.priorities = make_priority_backend(backend, self.capacity, board, seed)
         else:
             self.backend_name = type(backend).__name__
             self.priorities = backend

@@ -1,0 +1,336 @@
+"""What every agent shares, kept once (CleanRL keeps it in ``cleanrl_utils/``): the run directory and its files, the
+environment factory, seeding, the network backend choice and checkpoints without pickle.
+
+A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__{seed}__{int(time.time())}"``:
+
+``args.json``
+    every hyperparameter, the "filled in runtime" ones included;
+``metrics.csv`` / ``metrics.jsonl``
+    one row per log step, CleanRL keys (``charts/...``, ``losses/...``, ``time/...[ms]``); NaN is ``null`` in JSONL;
+``episodes.csv``
+    one row per finished episode (``global_step, charts/episodic_return, charts/episodic_length``);
+``summary.json``
+    the run's result (without the per-episode lists);
+``checkpoint.npz``
+    everything needed to resume (see :func:`save_checkpoint`).
+
+Checkpoints are ``.npz`` archives read with ``allow_pickle=False``: every array of the (nested) state under its path
+(``model/actor/0.weight``) and one JSON header (``__header__``) holding the rest of the structure, the scalars and
+strings, the checkpoint format and the agent's name. Loading one never executes code, and any numpy reads it.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+import os
+import random
+import time
+import zipfile
+from dataclasses import asdict
+from typing import Any, Callable, Iterable
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = [
+    "NN_BACKENDS",
+    "CHECKPOINT_FORMAT",
+    "Run",
+    "make_env",
+    "make_envs",
+    "resolve_nn",
+    "seed_everything",
+    "json_safe",
+    "save_checkpoint",
+    "load_checkpoint",
+]
+
+NN_BACKENDS = ("torch", "numpy")
+"""network backends of the agents: torch, or the numpy MLPs of :mod:`.numpy_nn` (the PYNQ-Z2 has no torch)"""
+CHECKPOINT_FORMAT = 2
+"""version of the checkpoint layout (1 was a torch pickle)"""
+_HEADER = "__header__"
+_ARRAY = "__array__"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Network backend, seeding, environments
+# ---------------------------------------------------------------------------------------------------------------------
+def torch_available() -> bool:
+    """True if torch can be imported here (it cannot on a PYNQ-Z2's armv7l)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def resolve_nn(nn: str | None) -> str:
+    """The network backend to use: ``nn`` itself, or for ``None`` / ``"auto"`` torch where it imports, else numpy.
+
+    Raises
+    ------
+    ValueError
+        If ``nn`` is not a backend, or is ``"torch"`` where torch is not installed.
+    """
+    if nn in (None, "auto"):
+        return "torch" if torch_available() else "numpy"
+    if nn not in NN_BACKENDS:
+        raise ValueError(f"nn must be one of {NN_BACKENDS} or 'auto', not {nn!r}")
+    if nn == "torch" and not torch_available():
+        raise ValueError("nn='torch' needs torch (pip install 'pynq-rl[torch]'); use nn='numpy' where it has no "
+                         "wheel (the PYNQ-Z2's armv7l)")
+    return nn
+
+
+def seed_everything(seed: int, nn: str, *, torch_deterministic: bool = True) -> np.random.Generator:
+    """Seed Python's, numpy's global and (for ``nn="torch"``) torch's generators; return a fresh numpy Generator.
+
+    The returned ``numpy.random.Generator`` is the numpy networks' source of initial weights and sampled actions.
+    """
+    random.seed(seed)
+    np.random.seed(seed)
+    if nn == "torch":
+        import torch
+
+        torch.manual_seed(seed)
+        torch.backends.cudnn.deterministic = torch_deterministic
+    return np.random.default_rng(seed)
+
+
+def make_env(env_id: str, **kwargs: Any) -> Callable[[], gym.Env]:
+    """Return a thunk that makes one ``env_id`` environment (for ``gym.vector.SyncVectorEnv``)."""
+
+    def thunk() -> gym.Env:
+        return gym.make(env_id, **kwargs)
+
+    return thunk
+
+
+def make_envs(env_fns: list, seed: int | None = None) -> gym.vector.VectorEnv:
+    """The vector environment every agent expects: SAME_STEP autoreset plus episode statistics.
+
+    Under ``autoreset_mode=SAME_STEP`` a sub-environment that ends at step ``t`` is reset inside that same
+    ``step()``: the returned observation starts the next episode and the finished episode's last observation is in
+    ``infos["final_obs"][n]``, so every step is a real transition and a time-limit cut can be bootstrapped.
+
+    Parameters
+    ----------
+    env_fns : list of callables
+        One thunk per sub-environment (see :func:`make_env`).
+    seed : int, optional
+        If given, seeds the action space (the environments are seeded by the first ``reset(seed=...)``).
+
+    Returns
+    -------
+    gym.vector.VectorEnv
+        ``RecordEpisodeStatistics(SyncVectorEnv(env_fns, autoreset_mode=SAME_STEP))``.
+    """
+    envs = gym.vector.SyncVectorEnv(env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
+    if seed is not None:
+        envs.action_space.seed(seed)
+    return envs
+
+
+def finished_episodes(infos: dict) -> Iterable[tuple[int, float, int]]:
+    """``(env index, return, length)`` of every episode ``RecordEpisodeStatistics`` reports in ``infos``."""
+    if "_episode" in infos:
+        for i in np.flatnonzero(infos["_episode"]):
+            yield int(i), float(infos["episode"]["r"][i]), int(infos["episode"]["l"][i])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The run directory
+# ---------------------------------------------------------------------------------------------------------------------
+def json_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """NaN (no episode finished, no statistics yet) becomes JSON ``null``; numpy scalars become Python numbers."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        out[key] = None if isinstance(value, float) and math.isnan(value) else value
+    return out
+
+
+class Run:
+    """One training run's directory and its files (see the module docstring), opened by the agent's ``train``.
+
+    Parameters
+    ----------
+    args : dataclass instance
+        The agent's filled-in ``Args``; needs ``env_id``, ``exp_name``, ``seed`` and ``out_dir``.
+    metric_keys : tuple of str
+        Columns of ``metrics.csv`` (every row written must use exactly these keys).
+
+    Attributes
+    ----------
+    name : str
+        ``run_name``.
+    dir : str
+        ``out_dir/run_name``.
+    """
+
+    EPISODE_COLUMNS = ("global_step", "charts/episodic_return", "charts/episodic_length")
+
+    def __init__(self, args: Any, metric_keys: tuple[str, ...]) -> None:
+        self.name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+        self.dir = os.path.join(args.out_dir, self.name)
+        os.makedirs(self.dir, exist_ok=True)
+        with open(self.path("args.json"), "w", encoding="utf-8") as f:
+            json.dump(asdict(args), f, indent=2)
+        self.start_time = time.time()
+        self.episode_returns: list[float] = []
+        self.episode_lengths: list[int] = []
+        self._metrics_csv = open(self.path("metrics.csv"), "w", newline="", encoding="utf-8")
+        self._metrics_jsonl = open(self.path("metrics.jsonl"), "w", encoding="utf-8")
+        self._episodes_csv = open(self.path("episodes.csv"), "w", newline="", encoding="utf-8")
+        self._metrics = csv.DictWriter(self._metrics_csv, fieldnames=metric_keys)
+        self._metrics.writeheader()
+        self._episodes = csv.writer(self._episodes_csv)
+        self._episodes.writerow(self.EPISODE_COLUMNS)
+
+    def path(self, name: str) -> str:
+        """``name`` inside the run directory."""
+        return os.path.join(self.dir, name)
+
+    def episode(self, global_step: int, episode_return: float, episode_length: int) -> None:
+        """Record one finished episode (kept in :attr:`episode_returns` / :attr:`episode_lengths` too)."""
+        self.episode_returns.append(float(episode_return))
+        self.episode_lengths.append(int(episode_length))
+        self._episodes.writerow([int(global_step), float(episode_return), int(episode_length)])
+
+    def log(self, row: dict[str, Any]) -> None:
+        """Write one metrics row to ``metrics.csv`` and ``metrics.jsonl`` and flush every file."""
+        self._metrics.writerow(row)
+        self._metrics_jsonl.write(json.dumps(json_safe(row)) + "\n")
+        for f in (self._metrics_csv, self._metrics_jsonl, self._episodes_csv):
+            f.flush()
+
+    def mean_return(self, last: int = 20) -> float:
+        """Mean of the last ``last`` episode returns (NaN if none finished)."""
+        tail = self.episode_returns[-last:]
+        return float(np.mean(tail)) if tail else math.nan
+
+    def sps(self, steps: int) -> int:
+        """Environment steps per second since the run started, for ``steps`` steps taken in it."""
+        return int(steps / max(time.time() - self.start_time, 1e-9))
+
+    def finish(self, **summary: Any) -> dict[str, Any]:
+        """Close the files, write ``summary.json`` and return the summary.
+
+        The summary holds the given entries plus ``run_name``, ``run_dir``, ``episode_returns``,
+        ``episode_lengths``, ``mean_return_last20`` and ``wall_time_s``; ``summary.json`` leaves out the per-episode
+        lists and counts them instead (``episodes``).
+        """
+        self.close()
+        wall_time_s = time.time() - self.start_time
+        summary = {"run_name": self.name, "run_dir": self.dir, **summary,
+                   "episode_returns": self.episode_returns, "episode_lengths": self.episode_lengths,
+                   "mean_return_last20": self.mean_return(20), "wall_time_s": wall_time_s}
+        short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
+        short["episodes"] = len(self.episode_returns)
+        with open(self.path("summary.json"), "w", encoding="utf-8") as f:
+            json.dump(json_safe(short), f, indent=2)
+        return summary
+
+    def close(self) -> None:
+        """Close the metrics files (idempotent; :meth:`finish` calls it)."""
+        for f in (self._metrics_csv, self._metrics_jsonl, self._episodes_csv):
+            f.close()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Checkpoints: arrays + a JSON header, never pickle
+# ---------------------------------------------------------------------------------------------------------------------
+def _split(obj: Any, path: str, arrays: dict[str, np.ndarray]) -> Any:
+    """Replace every array in ``obj`` by a reference to its entry in ``arrays``; return the JSON-able rest."""
+    if isinstance(obj, np.ndarray):
+        arrays[path] = obj
+        return {_ARRAY: path}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        for key in obj:
+            if not isinstance(key, str) or "/" in key or key in (_ARRAY, _HEADER):
+                raise ValueError(f"checkpoint keys must be strings without '/', not {key!r} (at {path!r})")
+        return {key: _split(value, f"{path}/{key}" if path else key, arrays) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_split(value, f"{path}/{i}", arrays) for i, value in enumerate(obj)]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"a checkpoint holds arrays, numbers, strings, lists and dicts, not {type(obj).__name__} "
+                    f"(at {path!r})")
+
+
+def _join(obj: Any, arrays: Any) -> Any:
+    """The inverse of :func:`_split`."""
+    if isinstance(obj, dict):
+        if set(obj) == {_ARRAY}:
+            return np.array(arrays[obj[_ARRAY]])
+        return {key: _join(value, arrays) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_join(value, arrays) for value in obj]
+    return obj
+
+
+def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any]) -> None:
+    """Write ``state`` (nested dicts/lists of numpy arrays, numbers, strings) as an ``.npz`` with a JSON header.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        File to write (its directory is created). Written to a temporary file first, then renamed, so an
+        interrupted save never leaves a torn checkpoint behind.
+    agent : str
+        The agent's name (``"ppo"``, ``"dqn"``, ...), checked by :func:`load_checkpoint`.
+    state : dict
+        What to save; dict keys must be strings without ``/``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``state`` holds something else (an object, a tensor) or a bad key; nothing is written then.
+    """
+    path = os.fspath(path)
+    arrays: dict[str, np.ndarray] = {}
+    header = {"format": CHECKPOINT_FORMAT, "agent": agent, "state": _split(state, "", arrays)}
+    if any(a.dtype == object for a in arrays.values()):
+        raise TypeError("a checkpoint cannot hold object arrays")
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **{_HEADER: np.array(json.dumps(header))}, **arrays)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` for ``agent`` (never unpickles anything).
+
+    Returns
+    -------
+    dict
+        The saved ``state``, arrays as numpy arrays.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a pynq-rl checkpoint of this format for ``agent``.
+    FileNotFoundError
+        If there is no such file.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            archive = np.load(f, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise ValueError("it is a single .npy array, not an .npz archive")
+            header = json.loads(str(archive[_HEADER]))
+            if not isinstance(header, dict):
+                raise ValueError("header is not a JSON object")
+            found = (header.get("agent"), header.get("format"))
+            if found != (agent, CHECKPOINT_FORMAT):
+                raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
+            return _join(header["state"], archive)
+    except FileNotFoundError:
+        raise
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path!r} is not a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}: {exc}") from exc

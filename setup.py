@@ -55,7 +55,8 @@ setup(
         "fast": ["numba>=0.58"],
         "test": [
             TORCH,
-            "build>=1.0",
+            "build>=1.0",  # tests/test_packaging.py builds the wheel users install
+            "wheel>=0.40",
             "pytest>=7",
             "hypothesis>=6",
             "nbmake>=1.4",

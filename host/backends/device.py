@@ -23,7 +23,7 @@ from pynq.ps import Clocks
 from ...overlay import spec as S
 from ...overlay.build import hwh as hwh_build
 from .axi_dma import AxiDmaModel
-from .memory import EmulatedMemory
+from .memory import DDR_WINDOWS, EmulatedMemory
 from .regfile import RegisterFile
 
 __all__ = ["EmulatedDevice", "EmulatedClocks"]
@@ -82,7 +82,7 @@ class EmulatedDevice(pynq.Device):
         self.name = board_spec.name
         self.arch = "armv7l" if board_spec.arch == "zynq" else "aarch64"
         self.capabilities = {"REGISTER_RW": True}
-        self.memory = EmulatedMemory(self)
+        self.memory = EmulatedMemory(self, *DDR_WINDOWS[board_spec.arch])
         self.timestamp = ""
         self.bitfile_name = None
         self.cores: dict[str, RegisterFile] = {}

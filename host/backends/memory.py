@@ -1,9 +1,13 @@
 """Emulated DDR for the emulated devices: ``allocate`` hands out buffers with physical addresses, DMA reads them.
 
 On a board ``pynq.allocate`` returns physically contiguous memory and the AXI DMA masters read it by physical
-address. Here each allocation gets a fake, page-aligned physical address in the 32-bit range a Zynq-7000's HP
-port can reach, and :meth:`EmulatedMemory.read` / :meth:`EmulatedMemory.write` resolve addresses back to the live
-buffer. Buffers are tracked by weak reference: freeing the last view frees the range, as on a board.
+address. Here each allocation gets a fake, page-aligned physical address in the board's DDR window
+(:data:`DDR_WINDOWS`), and :meth:`EmulatedMemory.read` / :meth:`EmulatedMemory.write` resolve addresses back to the
+live buffer. Buffers are tracked by weak reference: freeing the last view frees the range, as on a board.
+
+Addresses are Python integers throughout (never numpy scalars: ``np.intp`` is 32 bits on the PYNQ-Z2's ARM); the
+Zynq UltraScale+ window lies above 4 GiB, so every DMA transfer there carries high address bits in the AXI DMA's
+``*_MSB`` registers, as it does on a ZU+ board whose buffers sit in high DDR.
 """
 from __future__ import annotations
 
@@ -13,9 +17,13 @@ import weakref
 import numpy as np
 from pynq.buffer import PynqBuffer
 
-__all__ = ["EmulatedMemory"]
+__all__ = ["EmulatedMemory", "DDR_WINDOWS"]
 
 _PAGE = 4096
+
+#: The physical range the emulated DDR of each PS architecture hands out, ``[base, limit)``: a Zynq-7000's CMA lies in
+#: its DDR below the GP0 window (0x4000_0000); a Zynq UltraScale+ board's high DDR starts at 0x8_0000_0000.
+DDR_WINDOWS = {"zynq": (0x1000_0000, 0x4000_0000), "zynq_ultrascale": (0x8_0000_0000, 0x8_4000_0000)}
 
 
 class EmulatedMemory:
@@ -26,10 +34,18 @@ class EmulatedMemory:
     device : pynq.Device
         The device buffers report as theirs (``buffer.device``): flush/invalidate go to it.
     base, limit : int
-        Address range handed out (defaults: 0x1000_0000 to 0x4000_0000, below the PL's GP window).
+        Address range handed out (defaults: the Zynq-7000's, 0x1000_0000 to 0x4000_0000, below the PL's GP window).
+
+    Raises
+    ------
+    ValueError
+        An empty range, or one not page-aligned.
     """
 
-    def __init__(self, device, base: int = 0x1000_0000, limit: int = 0x4000_0000) -> None:
+    def __init__(self, device, base: int = DDR_WINDOWS["zynq"][0], limit: int = DDR_WINDOWS["zynq"][1]) -> None:
+        base, limit = int(base), int(limit)
+        if base % _PAGE or limit % _PAGE or not 0 <= base < limit:
+            raise ValueError(f"the emulated DDR needs a page-aligned range base < limit, not [{base:#x}, {limit:#x})")
         self._device = device
         self._base, self._limit = base, limit
         self._starts: list[int] = []                      # sorted start addresses of live allocations

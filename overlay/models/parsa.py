@@ -397,7 +397,10 @@ class ParsaModel:
         self.d_nt = np.array([d.n_t for d in descriptors], dtype=np.int64)
         self.d_shift = np.array([d.shift for d in descriptors], dtype=np.int64)
         self.d_base = np.array([d.base for d in descriptors], dtype=np.int64)
-        per_worker = np.bincount(self.d_worker, minlength=self.spec.workers) if n else np.zeros(1, np.int64)
+        # tilings per worker, counted in int64 (np.bincount wants np.intp, which on the PYNQ-Z2's 32-bit ARM refuses
+        # int64 input: configure() raised TypeError there)
+        per_worker = np.zeros(max(self.spec.workers, 1), dtype=np.int64)
+        np.add.at(per_worker, self.d_worker, 1)
         self.busiest = int(per_worker.max())
 
     def configure(self, offsets: np.ndarray, scales: np.ndarray, descriptors: list[Descriptor]) -> bool:

@@ -37,7 +37,7 @@ def test_train_dqn_runs_and_prints_its_summary(tmp_path, capsys, backend):
     summary = json.loads(capsys.readouterr().out)
     assert summary["global_step"] == 300 and summary["start_step"] == 0
     assert summary["replay_backend"] == backend
-    assert summary["run_dir"].startswith(str(tmp_path)) and summary["checkpoint"].endswith("checkpoint.pt")
+    assert summary["run_dir"].startswith(str(tmp_path)) and summary["checkpoint"].endswith("checkpoint.npz")
 
 
 def test_train_dqn_resumes_from_its_checkpoint(tmp_path, capsys):

@@ -217,17 +217,16 @@ class Run:
     def finish(self, **summary: Any) -> dict[str, Any]:
         """Close the files, write ``summary.json`` and return the summary.
 
-        The summary holds the given entries plus ``run_name``, ``run_dir``, ``episode_returns``,
-        ``episode_lengths``, ``mean_return_last20`` and ``wall_time_s``; ``summary.json`` leaves out the per-episode
-        lists and counts them instead (``episodes``).
+        The summary holds ``run_name``, ``run_dir``, ``episode_returns``, ``episode_lengths``,
+        ``mean_return_last20`` and ``wall_time_s``, then the given entries (which may override those);
+        ``summary.json`` leaves out the per-episode lists and counts them instead (``episodes``).
         """
         self.close()
-        wall_time_s = time.time() - self.start_time
-        summary = {"run_name": self.name, "run_dir": self.dir, **summary,
-                   "episode_returns": self.episode_returns, "episode_lengths": self.episode_lengths,
-                   "mean_return_last20": self.mean_return(20), "wall_time_s": wall_time_s}
+        summary = {"run_name": self.name, "run_dir": self.dir, "episode_returns": self.episode_returns,
+                   "episode_lengths": self.episode_lengths, "mean_return_last20": self.mean_return(20),
+                   "wall_time_s": time.time() - self.start_time, **summary}
         short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
-        short["episodes"] = len(self.episode_returns)
+        short.setdefault("episodes", len(self.episode_returns))
         with open(self.path("summary.json"), "w", encoding="utf-8") as f:
             json.dump(json_safe(short), f, indent=2)
         return summary

@@ -48,13 +48,12 @@ oscillates (mean return over episodes 301-500 about -150 in float64, seeds 0-4),
 "Sarsa on the ParSa core", has the sweep).
 
 Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row per episode,
-keys ``charts/...``), ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle).
+keys ``charts/...``), ``episodes.csv``, ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle;
+:class:`~.run.Run` and :func:`~.run.save_checkpoint`).
 """
 from __future__ import annotations
 
 import contextlib
-import csv
-import json
 import math
 import os
 import time
@@ -68,6 +67,7 @@ from tqdm.auto import tqdm
 
 from ...overlay.models.parsa import TilingLayout
 from ..drivers.tiling_config import load_tiling, tiling_to_dict
+from . import run as R
 
 __all__ = [
     "Args",
@@ -86,8 +86,6 @@ __all__ = [
 
 BACKENDS = ("float", "emu", "rtl", "board")
 """accepted values of :attr:`Args.backend`: the float64 reference or the ParSa core on a backend"""
-CHECKPOINT_FORMAT = 1
-"""version of the checkpoint written by :func:`save_checkpoint`"""
 
 
 @dataclass
@@ -413,48 +411,18 @@ def evaluate(env: gym.Env, learner: SarsaLearner, episodes: int, seed: int, key:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Checkpoints: arrays in an .npz, everything else as JSON inside it (no pickle)
+# Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def _split_arrays(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
-    if isinstance(obj, np.ndarray):
-        name = f"a{len(arrays)}"
-        arrays[name] = obj
-        return {"__array__": name}
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, dict):
-        return {k: _split_arrays(v, arrays) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_split_arrays(v, arrays) for v in obj]
-    return obj
-
-
-def _join_arrays(obj: Any, arrays) -> Any:
-    if isinstance(obj, dict):
-        if set(obj) == {"__array__"}:
-            return np.asarray(arrays[obj["__array__"]])
-        return {k: _join_arrays(v, arrays) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_join_arrays(v, arrays) for v in obj]
-    return obj
-
-
 def save_checkpoint(path: str | os.PathLike, learner: SarsaLearner, args: Args, episode: int,
                     episode_returns: list[float], global_step: int) -> None:
     """Save the learner's ``state_dict`` (policy, epsilon, random state), the args and the progress.
 
-    Written to a temporary file first, then renamed.
+    :func:`~.run.save_checkpoint`: arrays + a JSON header, no pickle; written to a temporary file, then renamed.
     """
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    arrays: dict[str, np.ndarray] = {}
-    header = _split_arrays({"format": CHECKPOINT_FORMAT, "agent": "sarsa", "backend": args.backend,
-                            "learner": learner.state_dict(), "args": asdict(args), "episode": int(episode),
-                            "episode_returns": [float(r) for r in episode_returns],
-                            "global_step": int(global_step)}, arrays)
-    tmp = f"{path}.tmp.npz"
-    np.savez_compressed(tmp, header=np.array(json.dumps(header)), **arrays)
-    os.replace(tmp, path)
+    R.save_checkpoint(path, "sarsa", {
+        "backend": args.backend, "learner": learner.state_dict(), "args": R.json_safe(asdict(args)),
+        "episode": int(episode), "episode_returns": [float(r) for r in episode_returns],
+        "global_step": int(global_step)})
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
@@ -463,13 +431,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If the file is not a Sarsa checkpoint of a known format.
+        If the file is not a Sarsa checkpoint of the current format.
     """
-    with np.load(os.fspath(path), allow_pickle=False) as data:
-        header = json.loads(str(data["header"]))
-        if header.get("format") != CHECKPOINT_FORMAT or header.get("agent") != "sarsa":
-            raise ValueError(f"{os.fspath(path)!r} is not a pynq-rl Sarsa checkpoint of format {CHECKPOINT_FORMAT}")
-        return _join_arrays(header, data)
+    return R.load_checkpoint(path, "sarsa")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -506,10 +470,6 @@ def _check_args(args: Args) -> None:
         raise ValueError(f"frac_bits must be in [0, 30], not {args.frac_bits!r}")
     if int(args.key) < 0:
         raise ValueError(f"key must be >= 0, not {args.key!r}")
-
-
-def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
 
 
 def train(args: Args, overlay=None) -> dict[str, Any]:
@@ -563,28 +523,15 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                                  f"a float and a core policy are not interchangeable")
             learner.load_state_dict(resume_state["learner"])
 
-        run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        run_dir = os.path.join(args.out_dir, run_name)
-        os.makedirs(run_dir, exist_ok=True)
-        checkpoint_path = args.checkpoint_path or os.path.join(run_dir, "checkpoint.npz")
-        with open(os.path.join(run_dir, "args.json"), "w", encoding="utf-8") as f:
-            json.dump(asdict(args), f, indent=2)
-
+        run = R.Run(args, _METRIC_KEYS)
+        checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
         episode_returns: list[float] = list(resume_state["episode_returns"]) if resume_state else []
-        new_returns: list[float] = []
-        episode_lengths: list[int] = []
         global_step = start_step
         saturations = 0
-        start_time = time.time()
         with contextlib.ExitStack() as stack:
-            def _open(name: str):
-                return stack.enter_context(open(os.path.join(run_dir, name), "w", newline="", encoding="utf-8"))
-
-            metrics_csv, metrics_jsonl = _open("metrics.csv"), _open("metrics.jsonl")
-            writer = csv.DictWriter(metrics_csv, fieldnames=_METRIC_KEYS)
-            writer.writeheader()
+            stack.callback(run.close)
             progress = stack.enter_context(tqdm(total=args.episodes, initial=start_episode,
-                                                disable=not args.progress, unit="ep", desc=run_name,
+                                                disable=not args.progress, unit="ep", desc=run.name,
                                                 dynamic_ncols=True))
             on_core = args.backend != "float"
             for episode in range(start_episode, args.episodes):
@@ -600,9 +547,8 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
                 global_step += ep_length
                 episode_returns.append(ep_return)
-                new_returns.append(ep_return)
-                episode_lengths.append(ep_length)
-                sps = int((global_step - start_step) / max(time.time() - start_time, 1e-9))
+                run.episode(global_step, ep_return, ep_length)
+                sps = run.sps(global_step - start_step)
                 row = {
                     "episode": episode + 1,
                     "global_step": global_step,
@@ -616,10 +562,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                     "core/cycles_update": learner.cycles_update if on_core else math.nan,
                     "time/episode[ms]": 1e3 * (time.perf_counter() - t0),
                 }
-                writer.writerow(row)
-                metrics_jsonl.write(json.dumps(_json_safe(row)) + "\n")
-                metrics_csv.flush()
-                metrics_jsonl.flush()
+                run.log(row)
                 progress.update(1)
                 progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
         if saturations:
@@ -633,23 +576,13 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     finally:
         env.close()
 
-    wall_time_s = time.time() - start_time
-    summary = {
-        "run_name": run_name,
-        "run_dir": run_dir,
-        "backend": args.backend,
-        "episodes": len(episode_returns),
-        "start_episode": start_episode,
-        "global_step": global_step,
-        "episode_returns": new_returns,
-        "episode_lengths": episode_lengths,
-        "mean_return_last20": float(np.mean(episode_returns[-20:])) if episode_returns else math.nan,
-        "sps": int((global_step - start_step) / max(wall_time_s, 1e-9)),
-        "wall_time_s": wall_time_s,
-        "checkpoint": saved,
-        "saturation_warnings": saturations,
-    }
-    with open(os.path.join(run_dir, "summary.json"), "w", encoding="utf-8") as f:
-        short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
-        json.dump(_json_safe(short), f, indent=2)
-    return summary
+    return run.finish(
+        backend=args.backend,
+        episodes=len(episode_returns),
+        start_episode=start_episode,
+        global_step=global_step,
+        mean_return_last20=float(np.mean(episode_returns[-20:])) if episode_returns else math.nan,
+        sps=run.sps(global_step - start_step),
+        checkpoint=saved,
+        saturation_warnings=saturations,
+    )

@@ -183,7 +183,7 @@ def test_float_checkpoint_restores_weights_epsilon_and_random_stream(tmp_path):
 def test_not_a_checkpoint_is_refused(tmp_path):
     path = tmp_path / "x.npz"
     np.savez(path, header=np.array(json.dumps({"agent": "dqn", "format": 1})))
-    with pytest.raises(ValueError, match="not a pynq-rl Sarsa checkpoint"):
+    with pytest.raises(ValueError, match="not a pynq-rl sarsa checkpoint"):
         sarsa.load_checkpoint(path)
 
 

@@ -85,6 +85,26 @@ def check_register_table(name: str, registers: Mapping[str, dict]) -> None:
                 raise ValueError(f"{name}.{reg_name}.{field_name}: not usable from register_map")
 
 
+#: CTRL of every core. Its one-bit fields are :class:`Ctrl`; in the HDL, pulse field ``NAME`` drives the core's
+#: ``cfg.<name>`` (``overlay/hdl/top.py``).
+CTRL_REGISTER = MappingProxyType(_register(0x04, READ_WRITE, "Control", {
+    "START": (0, 1, "Start an operation (auto-clears)."),
+    "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
+    "MODE": (2, 4, "Core-specific operating mode."),
+}, pulse={"START": True, "SOFT_RESET": True}))
+
+#: STATUS of every core. Each field is one flag of :class:`Status`; in the HDL, field ``NAME`` reads the core's
+#: ``cfg.<name>`` signal (``overlay/hdl/top.py``: :func:`status_word`); fields named ``ERR_*`` are errors.
+STATUS_REGISTER = MappingProxyType(_register(
+    0x08, READ_ONLY, "Status; error and saturation flags are sticky until the next START", {
+        "BUSY": (0, 1, "an operation is running"),
+        "DONE": (1, 1, "the last operation finished (cleared by START)"),
+        "ERR_CONFIG": (2, 1, "START refused: a configuration register is out of range"),
+        "ERR_STREAM": (3, 1, "the input stream ended early or ran long (TLAST misplaced)"),
+        "SATURATED": (4, 1, "a fixed-point result saturated during the last operation"),
+    }))
+
+
 def _common_registers(magic: int) -> dict:
     """The registers every core has, at the same offsets (DESIGN.md section 3)."""
     return {
@@ -93,42 +113,58 @@ def _common_registers(magic: int) -> dict:
             "VERSION_MAJOR": (8, 8, "spec major version"),
             "MAGIC": (16, 16, "core magic number"),
         }, reset=(magic << 16) | (SPEC_VERSION_MAJOR << 8) | SPEC_VERSION_MINOR),
-        "CTRL": _register(0x04, READ_WRITE, "Control", {
-            "START": (0, 1, "Start an operation (auto-clears)."),
-            "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
-            "MODE": (2, 4, "Core-specific operating mode."),
-        }, pulse={"START": True, "SOFT_RESET": True}),
-        "STATUS": _register(0x08, READ_ONLY, "Status; error and saturation flags are sticky until the next START", {
-            "BUSY": (0, 1, "an operation is running"),
-            "DONE": (1, 1, "the last operation finished (cleared by START)"),
-            "ERR_CONFIG": (2, 1, "START refused: a configuration register is out of range"),
-            "ERR_STREAM": (3, 1, "the input stream ended early or ran long (TLAST misplaced)"),
-            "SATURATED": (4, 1, "a fixed-point result saturated during the last operation"),
-        }),
+        "CTRL": dict(CTRL_REGISTER),
+        "STATUS": dict(STATUS_REGISTER),
         "CYCLES": _register(0x0C, READ_ONLY, "Clock cycles of the compute phase of the last operation"),
     }
 
 
-class Status(enum.IntFlag):
-    """Bits of every core's STATUS register (the signal name in HDL is ``status_<name>``)."""
+def field_bits(register: Mapping, name: str) -> tuple[int, int]:
+    """``(hi, lo)`` of field ``name`` of ``register``: the MyHDL slice ``value[hi:lo]`` that reads it."""
+    fld = register["fields"][name]
+    return fld["bit_offset"] + fld["bit_width"], fld["bit_offset"]
 
-    BUSY = 1 << 0          # status_busy
-    DONE = 1 << 1          # status_done
-    ERR_CONFIG = 1 << 2    # status_err_config
-    ERR_STREAM = 1 << 3    # status_err_stream
-    SATURATED = 1 << 4     # status_saturated
+
+def _flag_members(register_name: str, register: Mapping, one_bit_only: bool) -> dict[str, int]:
+    """Field name -> mask of each one-bit field of ``register``, lowest bit first.
+
+    Raises ``ValueError`` for a wider field unless ``one_bit_only`` (then the field, a multi-bit value such as
+    CTRL.MODE, is not a flag and is left out).
+    """
+    members = {}
+    for name, fld in sorted(register["fields"].items(), key=lambda item: item[1]["bit_offset"]):
+        if fld["bit_width"] != 1:
+            if one_bit_only:
+                continue
+            raise ValueError(f"{register_name}.{name}: a flag register's fields are one bit wide, not "
+                             f"{fld['bit_width']!r}")
+        members[name] = 1 << fld["bit_offset"]
+    return members
+
+
+class _StatusFlags:
+    """Behaviour of :class:`Status` beyond its flags (a mixin: the members come from the field table)."""
 
     @property
-    def errors(self) -> "Status":
-        """The error bits among these flags."""
-        return self & (Status.ERR_CONFIG | Status.ERR_STREAM)
+    def errors(self):
+        """The error bits (fields named ``ERR_*``) among these flags."""
+        flags = type(self)
+        mask = 0
+        for member in flags:
+            if member.name.startswith("ERR_"):
+                mask |= member
+        return self & flags(mask)
 
 
-class Ctrl(enum.IntFlag):
-    """Bits of every core's CTRL register."""
+Status = enum.IntFlag("Status", _flag_members("STATUS", STATUS_REGISTER, one_bit_only=False), type=_StatusFlags,
+                      module=__name__, qualname="Status")
+Status.__doc__ = """Bits of every core's STATUS register, one member per field of :data:`STATUS_REGISTER` (generated:
+move or add a field there and the drivers, the emulated cores, the HDL and the docs follow)."""
 
-    START = 1 << 0         # ctrl_start (pulse)
-    SOFT_RESET = 1 << 1    # ctrl_soft_reset (pulse)
+Ctrl = enum.IntFlag("Ctrl", _flag_members("CTRL", CTRL_REGISTER, one_bit_only=True), module=__name__,
+                    qualname="Ctrl")
+Ctrl.__doc__ = """The one-bit fields of every core's CTRL register (START, SOFT_RESET: pulses), generated from
+:data:`CTRL_REGISTER`; CTRL.MODE is a value, written at :func:`field_bits` ``(CTRL_REGISTER, "MODE")``."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -335,6 +371,21 @@ REPLAY_VLNV = "pynq-rl.org:rl:replay_core:1.0"
 
 #: The state an xorshift32 PRNG seeded with 0 takes instead (0 is xorshift's fixed point); also the reset state.
 PRNG_ZERO_SEED = 0x9E37_79B9
+
+#: Shifts of the cores' xorshift32 PRNG (Marsaglia 2003, "Xorshift RNGs", triple 13, 17, 5): left, right, left.
+PRNG_SHIFTS = (13, 17, 5)
+
+
+def xorshift32_step(state: int) -> int:
+    """One step of the cores' xorshift32 PRNG on a 32-bit state: ``x ^= x << 13; x ^= x >> 17; x ^= x << 5``.
+
+    The one Python copy of the step: the numpy model iterates it (``models/prng.py``) and the HDL evaluates it at
+    elaboration time for power-up values; the generator itself is ``hdl/common/prng.py``.
+    """
+    left1, right, left2 = PRNG_SHIFTS
+    state ^= (state << left1) & 0xFFFF_FFFF
+    state ^= state >> right
+    return state ^ ((state << left2) & 0xFFFF_FFFF)
 
 
 class ReplayMode(enum.IntEnum):
@@ -773,6 +824,9 @@ CORE_REGISTERS: Mapping[str, Mapping[str, dict]] = MappingProxyType({
 })
 CORE_VLNVS: Mapping[str, str] = MappingProxyType({"gae": GAE_VLNV, "replay": REPLAY_VLNV, "parsa": PARSA_VLNV})
 CORE_MAGICS: Mapping[str, int] = MappingProxyType({"gae": GAE_MAGIC, "replay": REPLAY_MAGIC, "parsa": PARSA_MAGIC})
+#: Per core: the values of its CTRL.MODE field (what one START does).
+CORE_MODES: Mapping[str, type[enum.IntEnum]] = MappingProxyType({"gae": GaeMode, "replay": ReplayMode,
+                                                                 "parsa": ParsaMode})
 
 
 def board(name: "str | BoardSpec | None") -> BoardSpec:

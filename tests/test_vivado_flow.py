@@ -432,8 +432,10 @@ def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_p
         path.write_text("module fake_core; endmodule\n")
         return path
 
-    monkeypatch.setattr(verilog, "convert_fake", convert_fake, raising=False)
-    monkeypatch.setattr(verilog, "fake_module_name", lambda spec: "fake_core", raising=False)
+    real_convert = verilog.convert
+    monkeypatch.setattr(verilog, "convert",
+                        lambda core, spec, out_dir: (convert_fake if core == "fake" else real_convert)(spec, out_dir))
+    monkeypatch.setitem(verilog.MODULE_NAMES, "fake", lambda spec: "fake_core")
     spec = S.GaeSpec(lanes=2, t_max=8)
     board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("fake", spec, 0x0, 0x1_0000),
                                                       S.CoreSlot("nohdl", spec, 0x2_0000, 0x3_0000)))
@@ -442,7 +444,7 @@ def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_p
     assert converted == [spec] and result == {"fake": V.paths(board, tmp_path).verilog / "fake_core.v",
                                               "nohdl": None}
     assert lines == [f"verilog: fake: {result['fake']}",
-                     "verilog: nohdl: skipped, no HDL yet (overlay/build/verilog.py has no convert_nohdl)"]
+                     "verilog: nohdl: skipped, no HDL yet (overlay/build/verilog.py MODULE_NAMES has no 'nohdl')"]
     with pytest.raises(RuntimeError, match=r"\['nohdl'\] have no HDL yet"):
         V.step_bd(board, tmp_path)
 
@@ -456,7 +458,7 @@ def test_core_tops_have_the_ports_packaging_infers_interfaces_from(core):
     if V.core_converter(core) is None:
         pytest.skip(f"no HDL for {core} yet")
     spec = S.board(None).slot(core).spec
-    make_top, make_signals = getattr(top, f"{core}_core_top"), getattr(top, f"{core}_top_signals")
+    make_top, make_signals = top.CORE_TOPS[core]
     assert list(inspect.signature(make_top.func if hasattr(make_top, "func") else make_top).parameters)[:5] == \
         ["s_axi_control", "s_axis", "m_axis", "aclk", "aresetn"]
     bus, s_axis, m_axis = make_signals(spec)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import spec as S
-from .verilog import CONVERTERS, parsa_module_name, replay_module_name
+from .verilog import convert, module_name
 from .yosys import DEVICES, synthesis_source, synthesize
 
 __all__ = ["BoardBuild", "run_board_builds"]
 
-#: Per spec type: the core's name in ``verilog.CONVERTERS`` and its module-name function.
-_CORES = {S.ReplaySpec: ("replay", replay_module_name), S.ParsaSpec: ("parsa", parsa_module_name)}
+#: Per spec type: the core's name (``verilog.convert``'s ``core``).
+_CORES = {S.ReplaySpec: "replay", S.ParsaSpec: "parsa"}
 
 
 @dataclass(frozen=True)
@@ -41,11 +41,11 @@ class BoardBuild:
 
     @property
     def core(self) -> str:
-        return _CORES[type(self.spec)][0]
+        return _CORES[type(self.spec)]
 
     @property
     def top(self) -> str:
-        return _CORES[type(self.spec)][1](self.spec)
+        return module_name(self.core, self.spec)
 
 
 def run_board_builds(builds: list[BoardBuild], work_dir: Path, columns: Callable[[Any], dict],
@@ -59,7 +59,7 @@ def run_board_builds(builds: list[BoardBuild], work_dir: Path, columns: Callable
         if build.spec not in sources:
             t0 = time.perf_counter()
             try:
-                sources[build.spec] = synthesis_source(CONVERTERS[build.core](build.spec, work_dir / "verilog"))
+                sources[build.spec] = synthesis_source(convert(build.core, build.spec, work_dir / "verilog"))
                 log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
             except Exception as exc:  # noqa: BLE001 - reported, not fatal
                 sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"

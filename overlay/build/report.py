@@ -7,7 +7,7 @@ the model; and the replay core's board builds with their fit and block-memory ch
 * the processing element alone (:func:`gae_pe` behind :func:`pe_unit`, the C**j powers as input ports: the part
   that is replicated per lane) and with its coefficient chain (:func:`pe_with_powers`, :func:`coef_powers` included:
   one per core in the real build), for k = 1, 2, 3, and a what-if k = 2 PE with a UQ1.16 coefficient;
-* the whole core top (:func:`pynq_rl.overlay.build.verilog.convert_gae`) for LANES = 1, 8, 64 at k = 2 and
+* the whole core top (:func:`pynq_rl.overlay.build.verilog.convert`) for LANES = 1, 8, 64 at k = 2 and
   LANES = 8 at k = 1, 3 (LANES = 8 and 64 are the Pynq-Z2 and ZCU106 builds of ``spec.BOARDS``), all at
   T_MAX = 1024, plus LANES = 1 at T_MAX = 1023 (FILO depth a power of two);
 
@@ -45,13 +45,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
-import datetime
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -63,10 +61,11 @@ from myhdl import always_comb, block, intbv, Signal
 from .. import spec as S
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
+from . import provenance
 from .overlay_report import overlay_markdown, overlay_section, run_overlay_builds
 from .parsa_report import parsa_markdown, parsa_plan, parsa_section, run_parsa_builds
 from .replay_report import replay_markdown, replay_plan, replay_section, run_replay_builds
-from .verilog import convert_gae, gae_module_name
+from .verilog import convert, module_name
 from .yosys import DEVICES, REPO, format_count as _fmt, synthesis_source, synthesize, yosys_datdir, yosys_version
 
 __all__ = ["HEPPO", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe", "loop_registers",
@@ -201,7 +200,7 @@ class Build:
     @property
     def top(self) -> str:
         if self.kind == "core":
-            return gae_module_name(self.spec)
+            return module_name("gae", self.spec)
         return pe_module_name(self.spec, self.kind == "pe+powers")
 
     @property
@@ -237,7 +236,7 @@ def plan(quick: bool = False, families: tuple[str, ...] = FAMILIES) -> list[Buil
 
 def _convert(build: Build, work_dir: Path) -> Path:
     if build.kind == "core":
-        return convert_gae(build.spec, work_dir / "verilog")
+        return convert("gae", build.spec, work_dir / "verilog")
     return convert_pe(build.spec, work_dir / "verilog", with_powers=build.kind == "pe+powers")
 
 
@@ -450,19 +449,9 @@ def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work
 # Report
 # ---------------------------------------------------------------------------------------------------------------
 
-def _git(*args) -> str | None:
-    try:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def environment() -> dict:
     import myhdl
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": _git("rev-parse", "HEAD"), "git_describe": _git("describe", "--tags", "--always", "--dirty"),
-            "yosys": yosys_version(), "myhdl": myhdl.__version__, "python": sys.version.split()[0],
-            "cpu_count": os.cpu_count()}
+    return provenance.environment(yosys=yosys_version(), myhdl=myhdl.__version__)
 
 
 def _find(rows, **want):

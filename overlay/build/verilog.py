@@ -15,88 +15,72 @@ from pathlib import Path
 from myhdl import ResetSignal, Signal
 
 from .. import spec as S
-from ..hdl.top import gae_core_top, gae_top_signals, replay_core_top, replay_top_signals
-from ..hdl.top import parsa_core_top, parsa_top_signals
+from ..hdl.top import CORE_TOPS
 
-__all__ = ["gae_module_name", "convert_gae", "replay_module_name", "convert_replay", "parsa_module_name",
-           "convert_parsa", "convert_core", "lint",
-           "DEFAULT_OUT", "LINT_FLAGS"]
+__all__ = ["module_name", "convert", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT", "LINT_FLAGS"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
 
+#: Per core: the Verilog module name of a build, named by its parameters (as ``gray_counter_8`` is by its width).
+MODULE_NAMES = {
+    "gae": lambda spec: f"gae_core_l{spec.lanes}_t{spec.t_max}_k{spec.lookahead}_s{spec.stream_bytes}",
+    "replay": lambda spec: f"replay_core_k{spec.k}_l{spec.levels}_w{spec.leaf.width}",
+    "parsa": lambda spec: (f"parsa_core_w{spec.workers}_r{spec.tiles_per_worker}_a{spec.max_actions}"
+                           f"_d{spec.max_dims}_t{spec.max_tilings}_k{spec.keys}_v{spec.value_w}"),
+}
 
-def gae_module_name(spec: S.GaeSpec) -> str:
-    """Verilog module name of a GAE core build, named by its parameters (``gae_core_l8_t1024_k2_s8``)."""
-    return f"gae_core_l{spec.lanes}_t{spec.t_max}_k{spec.lookahead}_s{spec.stream_bytes}"
+#: MyHDL conversion warnings that are expected of every top: the deliberately unread bits of wide registers, and
+#: (ParSa) signals of unused columns that only exist in wider builds.
+_EXPECTED_WARNINGS = (".*Port is not used.*",)
+_EXPECTED_WARNINGS_OF = {"parsa": (".*Signal is not driven.*",)}
 
 
-def convert_gae(spec: S.GaeSpec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
-    """Convert the GAE core top for ``spec`` to Verilog in ``out_dir``; return the ``.v`` path.
+def _core(core: str) -> str:
+    if core not in CORE_TOPS or core not in MODULE_NAMES:
+        raise ValueError(f"no HDL for core {core!r}; cores with HDL: {sorted(CORE_TOPS)}")
+    return core
 
-    MyHDL's warnings about the deliberately unread bits of wide registers are silenced; anything else passes.
+
+def module_name(core: str, spec) -> str:
+    """Verilog module name of a build of ``core`` (``gae_core_l8_t1024_k2_s8``, ``replay_core_k16_l4_w16``,
+    ``parsa_core_w4_r1024_a10_d20_t64_k16_v16``).
+
+    Raises
+    ------
+    ValueError
+        ``core`` has no HDL.
     """
+    return MODULE_NAMES[_core(core)](spec)
+
+
+def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
+    """Convert the AXI top of ``core`` (``hdl.top.CORE_TOPS``) built for ``spec`` to Verilog; return the ``.v`` path.
+
+    The module is called ``name`` or :func:`module_name`; ``initial_values=True`` so memories start at 0 as in
+    MyHDL. MyHDL's expected warnings (unread bits of wide registers) are silenced; anything else passes.
+
+    Raises
+    ------
+    ValueError
+        ``core`` has no HDL.
+    """
+    make_top, make_ports = CORE_TOPS[_core(core)]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or gae_module_name(spec)
-    bus, s_axis, m_axis = gae_top_signals(spec)
+    name = name or module_name(core, spec)
     aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    top = gae_core_top(bus, s_axis, m_axis, aclk, aresetn, spec)
+    top = make_top(*make_ports(spec), aclk, aresetn, spec)
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Port is not used.*")
+        for message in _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()):
+            warnings.filterwarnings("ignore", message=message)
         top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     return out_dir / f"{name}.v"
-
-
-def replay_module_name(spec: S.ReplaySpec) -> str:
-    """Verilog module name of a replay core build, named by its parameters (``replay_core_k16_l4_w16``)."""
-    return f"replay_core_k{spec.k}_l{spec.levels}_w{spec.leaf.width}"
-
-
-def convert_replay(spec: S.ReplaySpec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
-    """Convert the replay core top for ``spec`` to Verilog in ``out_dir``; return the ``.v`` path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or replay_module_name(spec)
-    bus, s_axis, m_axis = replay_top_signals(spec)
-    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    top = replay_core_top(bus, s_axis, m_axis, aclk, aresetn, spec)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Port is not used.*")
-        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
-    return out_dir / f"{name}.v"
-
-
-def parsa_module_name(spec: S.ParsaSpec) -> str:
-    """Verilog module name of a ParSa core build, named by its parameters (``parsa_core_w4_r1024_a10_v16``)."""
-    return (f"parsa_core_w{spec.workers}_r{spec.tiles_per_worker}_a{spec.max_actions}_d{spec.max_dims}"
-            f"_t{spec.max_tilings}_k{spec.keys}_v{spec.value_w}")
-
-
-def convert_parsa(spec: S.ParsaSpec, out_dir: str | Path = DEFAULT_OUT, name: str | None = None) -> Path:
-    """Convert the ParSa core top for ``spec`` to Verilog in ``out_dir``; return the ``.v`` path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or parsa_module_name(spec)
-    bus, s_axis, m_axis = parsa_top_signals(spec)
-    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    top = parsa_core_top(bus, s_axis, m_axis, aclk, aresetn, spec)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Port is not used.*")
-        warnings.filterwarnings("ignore", message=".*Signal is not driven.*")
-        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
-    return out_dir / f"{name}.v"
-
-
-#: Per core name: the converter of its top (cores without HDL are absent).
-CONVERTERS = {"gae": convert_gae, "replay": convert_replay, "parsa": convert_parsa}
 
 
 def convert_core(slot: S.CoreSlot, out_dir: str | Path = DEFAULT_OUT) -> Path:
-    """Convert the core of a board's ``slot``; raise ``ValueError`` if that core has no HDL yet."""
-    if slot.name not in CONVERTERS:
-        raise ValueError(f"no HDL for core {slot.name!r}")
-    return CONVERTERS[slot.name](slot.spec, out_dir)
+    """Convert the core of a board's ``slot`` (:func:`convert` with the slot's name and spec)."""
+    return convert(slot.name, slot.spec, out_dir)
 
 
 def lint(path: str | Path) -> str:
@@ -127,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = parser.parse_args(argv)
     for slot in S.board(args.board).cores:
-        if slot.name not in CONVERTERS:
+        if slot.name not in CORE_TOPS:
             continue
         path = convert_core(slot, args.out)
         if not args.no_lint:

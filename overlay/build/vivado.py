@@ -29,6 +29,7 @@ Every address, VLNV, register, width and clock in the Tcl comes from ``spec.py``
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -219,7 +220,8 @@ def package_tcl(board: S.BoardSpec, slot: S.CoreSlot, out: str | os.PathLike = D
     """
     top = top or _module_name(slot)
     if top is None:
-        raise ValueError(f"core {slot.name!r} has no HDL yet (no convert_{slot.name} in overlay/build/verilog.py)")
+        raise ValueError(f"core {slot.name!r} has no HDL yet (overlay/build/verilog.py MODULE_NAMES has no "
+                         f"{slot.name!r})")
     p = paths(board, out)
     vlnv = S.CORE_VLNVS[slot.name]
     lines = _header(board, f"IP packaging of the {slot.name} core")
@@ -367,14 +369,12 @@ def bitstream_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, jobs
 # ---------------------------------------------------------------------------------------------------------------
 
 def core_converter(core: str) -> tuple[Callable, Callable] | None:
-    """``(module_name(spec), convert(spec, out_dir))`` of ``core`` from :mod:`.verilog`, or None if that module
-    has no converter for it yet (its functions are looked up as ``<core>_module_name`` and ``convert_<core>``)."""
+    """``(module_name(spec), convert(spec, out_dir))`` of ``core``: :func:`.verilog.module_name` and
+    :func:`.verilog.convert` bound to it, or None if the core has no HDL yet (no entry in ``verilog.MODULE_NAMES``)."""
     from . import verilog
-    name_of = getattr(verilog, f"{core}_module_name", None)
-    convert = getattr(verilog, f"convert_{core}", None)
-    if name_of is None or convert is None:
+    if core not in verilog.MODULE_NAMES:
         return None
-    return name_of, convert
+    return functools.partial(verilog.module_name, core), functools.partial(verilog.convert, core)
 
 
 def step_verilog(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, lint: bool = True,
@@ -390,7 +390,8 @@ def step_verilog(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, lint:
     for slot in board.cores:
         converter = core_converter(slot.name)
         if converter is None:
-            echo(f"verilog: {slot.name}: skipped, no HDL yet (overlay/build/verilog.py has no convert_{slot.name})")
+            echo(f"verilog: {slot.name}: skipped, no HDL yet (overlay/build/verilog.py MODULE_NAMES has no "
+                 f"{slot.name!r})")
             result[slot.name] = None
             continue
         path = converter[1](slot.spec, target)

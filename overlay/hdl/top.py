@@ -11,14 +11,81 @@ from .gae.core import CoreConfig, gae_core
 from .replay.core import replay_core, ReplayConfig
 from .parsa.core import parsa_core, ParsaConfig
 
-__all__ = ["gae_core_top", "gae_top_signals", "replay_core_top", "replay_top_signals", "parsa_core_top",
-           "parsa_top_signals", "CORE_TOPS"]
+__all__ = ["gae_core_top", "replay_core_top", "parsa_core_top", "top_signals", "status_word", "register_wiring", "stream_ports",
+           "CORE_TOPS"]
 
 
-def gae_top_signals(spec: S.GaeSpec):
-    """Fresh top-level port objects: ``(s_axi_control, s_axis, m_axis)``."""
+def top_signals(spec):
+    """Fresh top-level port objects of a core top: ``(s_axi_control, s_axis, m_axis)``, the streams
+    ``8 * spec.stream_bytes`` bits wide."""
     width = 8 * spec.stream_bytes
     return AxiLiteBus(16), AxiStream(width), AxiStream(width)
+
+
+def status_word(register, cfg) -> ConcatSignal:
+    """The STATUS register of a core, packed as its field table says.
+
+    Field ``NAME`` reads the core's ``cfg.<name>`` signal (``BUSY`` is ``cfg.busy``), which must be as wide as the
+    field; bits no field covers read 0. Move a field in ``spec.STATUS_REGISTER`` and this word follows.
+
+    Raises
+    ------
+    ValueError
+        The core has no signal for a field, or one of another width.
+    """
+    parts, top = [], register["size"]
+    for name, fld in sorted(register["fields"].items(), key=lambda item: -item[1]["bit_offset"]):
+        source = getattr(cfg, name.lower(), None)
+        if source is None or len(source) != fld["bit_width"]:
+            raise ValueError(f"STATUS.{name} needs a {fld['bit_width']}-bit signal cfg.{name.lower()}, not {source!r}")
+        high = fld["bit_offset"] + fld["bit_width"]
+        if top > high:
+            parts.append(intbv(0)[top - high:])
+        parts.append(source)
+        top = fld["bit_offset"]
+    if top:
+        parts.append(intbv(0)[top:])
+    return ConcatSignal(*parts)
+
+
+def _control_pulses(register, cfg) -> dict:
+    """(CTRL, field) -> the core's ``cfg.<name>`` for every pulse field of CTRL (START, SOFT_RESET)."""
+    pulses = {}
+    for name, fld in register["fields"].items():
+        if fld["pulse"]:
+            source = getattr(cfg, name.lower(), None)
+            if source is None or len(source) != 1:
+                raise ValueError(f"CTRL.{name} pulses a 1-bit signal cfg.{name.lower()}, not {source!r}")
+            pulses[("CTRL", name)] = source
+    return pulses
+
+
+def register_wiring(table, cfg, spec, live=None, written=None):
+    """What every core top wires the same way around its AXI-Lite register file (:func:`axi_lite_regfile`).
+
+    Read-write registers are stored, reset to their table's ``reset``; STATUS is :func:`status_word`, CYCLES is
+    ``cfg.cycles``; the pulse fields of CTRL pulse ``cfg.<field>``; the read-only identity and build-parameter
+    registers are ``spec.parameter_registers()``. ``live`` and ``written`` add a core's own live registers and
+    write pulses.
+
+    Returns ``(storage, status, wiring)``: register name -> stored Signal(32), the STATUS word, and the keyword
+    arguments ``live``, ``constants``, ``pulses``, ``written`` of :func:`axi_lite_regfile`. The top instantiates the
+    register file itself (MyHDL wants instances made in a block's own body) and binds ``status`` and the storage it
+    reads to locals, so the Verilog keeps their names.
+    """
+    storage = {name: Signal(intbv(reg["reset"])[32:]) for name, reg in table.items() if reg["access"] != S.READ_ONLY}
+    status = status_word(table["STATUS"], cfg)
+    wiring = {"live": {"STATUS": status, "CYCLES": cfg.cycles, **(live or {})},
+              "constants": spec.parameter_registers(), "pulses": _control_pulses(table["CTRL"], cfg),
+              "written": written}
+    return storage, status, wiring
+
+
+def stream_ports(s_axis, m_axis) -> tuple:
+    """A core's stream ports in the order every core block takes them: outputs (m_tdata, m_tvalid, m_tlast,
+    s_tready), then inputs (s_tdata, s_tvalid, s_tlast, m_tready)."""
+    return (m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,
+            s_axis.tdata, s_axis.tvalid, s_axis.tlast, m_axis.tready)
 
 
 @block
@@ -34,23 +101,15 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     """
     table = S.GAE_REGISTERS
     cfg = CoreConfig(spec)
-    writable = [name for name, reg in table.items() if reg["access"] != S.READ_ONLY]
-    storage = {name: Signal(intbv(0)[32:]) for name in writable}
-    status = ConcatSignal(intbv(0)[27:], cfg.saturated, cfg.err_stream, cfg.err_config, cfg.done, cfg.busy)
-    live = {"STATUS": status, "CYCLES": cfg.cycles}
-    pulses = {("CTRL", "START"): cfg.start, ("CTRL", "SOFT_RESET"): cfg.soft_reset}
-    mode_field = table["CTRL"]["fields"]["MODE"]
-    mode_lo, mode_hi = mode_field["bit_offset"], mode_field["bit_offset"] + mode_field["bit_width"]
+    mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
+    storage, status, wiring = register_wiring(table, cfg, spec)
+    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
+    regs.name = "regs"
     ctrl, r_scale, r_offset = storage["CTRL"], storage["R_SCALE"], storage["R_OFFSET"]
     v_scale, v_offset = storage["V_SCALE"], storage["V_OFFSET"]
     t_reg, lanes_reg = storage["T"], storage["LANES_USED"]
     gamma_reg, gamma_lambda_reg = storage["GAMMA"], storage["GAMMA_LAMBDA"]
-
-    regs = axi_lite_regfile(s_axi_control, table, storage, live, spec.parameter_registers(), pulses, aclk,
-                            aresetn)
-    regs.name = "regs"
-    core = gae_core(m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,
-                    s_axis.tdata, s_axis.tvalid, s_axis.tlast, m_axis.tready, cfg, aclk, aresetn, spec)
+    core = gae_core(*stream_ports(s_axis, m_axis), cfg, aclk, aresetn, spec)
     core.name = "core"
 
     @always_comb
@@ -66,12 +125,6 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
         cfg.v_offset.next = v_offset.signed()
 
     return regs, core, configuration
-
-
-def replay_top_signals(spec: S.ReplaySpec):
-    """Fresh top-level port objects of a replay core: ``(s_axi_control, s_axis, m_axis)``."""
-    width = 8 * spec.stream_bytes
-    return AxiLiteBus(16), AxiStream(width), AxiStream(width)
 
 
 @block
@@ -90,21 +143,13 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
     """
     table = S.REPLAY_REGISTERS
     cfg = ReplayConfig()
-    writable = [name for name, reg in table.items() if reg["access"] != S.READ_ONLY]
-    storage = {name: Signal(intbv(0)[32:]) for name in writable}
-    status = ConcatSignal(intbv(0)[27:], cfg.saturated, cfg.err_stream, cfg.err_config, cfg.done, cfg.busy)
-    live = {"STATUS": status, "CYCLES": cfg.cycles, "TOTAL": cfg.total_lo, "TOTAL_HI": cfg.total_hi,
-            "NONZERO": cfg.nonzero, "SEED": cfg.prng}
-    pulses = {("CTRL", "START"): cfg.start, ("CTRL", "SOFT_RESET"): cfg.soft_reset}
-    mode_field = table["CTRL"]["fields"]["MODE"]
-    mode_lo, mode_hi = mode_field["bit_offset"], mode_field["bit_offset"] + mode_field["bit_width"]
-    ctrl, count, stride, seed = storage["CTRL"], storage["COUNT"], storage["STRIDE"], storage["SEED"]
-
-    regs = axi_lite_regfile(s_axi_control, table, storage, live, spec.parameter_registers(), pulses, aclk,
-                            aresetn, written={"SEED": cfg.seed_load})
+    mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
+    live = {"TOTAL": cfg.total_lo, "TOTAL_HI": cfg.total_hi, "NONZERO": cfg.nonzero, "SEED": cfg.prng}
+    storage, status, wiring = register_wiring(table, cfg, spec, live, written={"SEED": cfg.seed_load})
+    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
     regs.name = "regs"
-    core = replay_core(m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,
-                       s_axis.tdata, s_axis.tvalid, s_axis.tlast, m_axis.tready, cfg, aclk, aresetn, spec)
+    ctrl, count, stride, seed = storage["CTRL"], storage["COUNT"], storage["STRIDE"], storage["SEED"]
+    core = replay_core(*stream_ports(s_axis, m_axis), cfg, aclk, aresetn, spec)
     core.name = "core"
 
     @always_comb
@@ -115,12 +160,6 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
         cfg.seed.next = seed
 
     return regs, core, configuration
-
-
-def parsa_top_signals(spec: S.ParsaSpec):
-    """Fresh top-level port objects of a ParSa core: ``(s_axi_control, s_axis, m_axis)``."""
-    width = 8 * spec.stream_bytes
-    return AxiLiteBus(16), AxiStream(width), AxiStream(width)
 
 
 @block
@@ -140,25 +179,19 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     """
     table = S.PARSA_REGISTERS
     cfg = ParsaConfig(spec)
-    writable = [name for name, reg in table.items() if reg["access"] != S.READ_ONLY]
-    storage = {name: Signal(intbv(table[name]["reset"])[32:]) for name in writable}
-    status = ConcatSignal(intbv(0)[27:], cfg.saturated, cfg.err_stream, cfg.err_config, cfg.done, cfg.busy)
-    live = {"STATUS": status, "CYCLES": cfg.cycles, "CYCLES_ACT": cfg.cycles_act,
-            "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live, "SEED": cfg.seed_live}
-    pulses = {("CTRL", "START"): cfg.start, ("CTRL", "SOFT_RESET"): cfg.soft_reset}
+    mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
+    live = {"CYCLES_ACT": cfg.cycles_act, "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live,
+            "SEED": cfg.seed_live}
     written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
-    mode_field = table["CTRL"]["fields"]["MODE"]
-    mode_lo, mode_hi = mode_field["bit_offset"], mode_field["bit_offset"] + mode_field["bit_width"]
+    storage, status, wiring = register_wiring(table, cfg, spec, live, written)
+    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
+    regs.name = "regs"
     ctrl = storage["CTRL"]
     n_dims, n_actions, n_tilings = storage["N_DIMS"], storage["N_ACTIONS"], storage["N_TILINGS"]
     alpha, gamma, epsilon, decay = storage["ALPHA"], storage["GAMMA"], storage["EPSILON"], storage["EPSILON_DECAY"]
     options, seed, reward_key, reward = storage["OPTIONS"], storage["SEED"], storage["REWARD_KEY"], storage["REWARD"]
 
-    regs = axi_lite_regfile(s_axi_control, table, storage, live, spec.parameter_registers(), pulses, aclk,
-                            aresetn, written=written)
-    regs.name = "regs"
-    core = parsa_core(m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,
-                      s_axis.tdata, s_axis.tvalid, s_axis.tlast, m_axis.tready, cfg, aclk, aresetn, spec)
+    core = parsa_core(*stream_ports(s_axis, m_axis), cfg, aclk, aresetn, spec)
     core.name = "core"
 
     @always_comb
@@ -180,5 +213,5 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 
 
 #: Per core name: (top block, port-signal factory), for code that instantiates a board's cores generically.
-CORE_TOPS = {"gae": (gae_core_top, gae_top_signals), "replay": (replay_core_top, replay_top_signals),
-             "parsa": (parsa_core_top, parsa_top_signals)}
+CORE_TOPS = {"gae": (gae_core_top, top_signals), "replay": (replay_core_top, top_signals),
+             "parsa": (parsa_core_top, top_signals)}

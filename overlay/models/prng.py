@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec import PRNG_ZERO_SEED
+from ..spec import PRNG_ZERO_SEED, xorshift32_step
 
 __all__ = ["xorshift32", "ZERO_SEED_REPLACEMENT"]
 
@@ -25,8 +25,6 @@ def xorshift32(seed: int, count: int) -> np.ndarray:
     state = seed or ZERO_SEED_REPLACEMENT
     out = np.empty(count, dtype=np.uint32)
     for i in range(count):
-        state ^= (state << 13) & _MASK
-        state ^= state >> 17
-        state ^= (state << 5) & _MASK
+        state = xorshift32_step(state)
         out[i] = state
     return out

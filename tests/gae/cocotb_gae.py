@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = script_arguments(__doc__.splitlines()[0], argv, k=2, k_help="lookahead of the build", out="build/cocotb_gae")
     spec = wrapper.small_spec(args.k)
-    verilog = wrapper.convert_gae(spec, args.out / "rtl")
+    verilog = wrapper.convert("gae", spec, args.out / "rtl")
     vectors = wrapper.make_vectors(spec, wrapper.random_cases(spec, wrapper.SEEDS[args.k][:2]))
     results = run_outside_pytest(wrapper.run_cocotb, spec, verilog, vectors, args.out, waves=args.trace)
     if args.trace:

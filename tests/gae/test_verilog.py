@@ -1,6 +1,6 @@
 """Rung 4: the converted Verilog of the GAE core against the bit-exact model (cocotb + Icarus).
 
-For k = 1, 2, 3 a small build is converted with ``convert_gae``, linted with Verilator (must be clean) and compiled
+For k = 1, 2, 3 a small build is converted with ``verilog.convert``, linted with Verilator (must be clean) and compiled
 once with Icarus. The vectors come from the same helpers as rung 3 (``tests/gae/test_rtl.py``: raw and q8 modes,
 random T, lanes used, gamma, lambda, dones, magnitudes that saturate; fixed seeds), the expectations from the model
 (``GaeCoreIP``, operation after operation as the core sees them); ``tests/gae/cocotb_gae.py`` replays them over
@@ -16,7 +16,7 @@ import pytest
 
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.build.verilog import convert_gae, gae_module_name, lint
+from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from tests.common import cocotb_run
 from tests.common.cocotb_run import needs_icarus
 from tests.gae.test_rtl import operation, run_operation
@@ -104,7 +104,7 @@ def make_vectors(spec: S.GaeSpec, cases: list) -> dict:
     ``("output", "status", "cycles")`` (default: all three).
     """
     ip = GaeCoreIP(spec)
-    vectors = {"module": gae_module_name(spec), "cases": [],
+    vectors = {"module": module_name("gae", spec), "cases": [],
                "parameters": {name: ip.read(S.GAE_REGISTERS[name]["address_offset"]) for name in PARAMETER_REGISTERS}}
     beats = 0
     for name, regs, stream, *compare in cases:
@@ -127,7 +127,7 @@ def run_cocotb(spec: S.GaeSpec, verilog: Path, vectors: dict, work: Path, waves:
 
     The tests below and the script mode of ``cocotb_gae`` call it with the spec rather than the module name.
     """
-    return cocotb_run.run_cocotb(gae_module_name(spec), verilog, vectors, work, testbench=TESTBENCH,
+    return cocotb_run.run_cocotb(module_name("gae", spec), verilog, vectors, work, testbench=TESTBENCH,
                                  vectors_env=VECTORS_ENV, tests_per_run=COCOTB_TESTS_PER_RUN, waves=waves)
 
 
@@ -138,7 +138,7 @@ def converted(request, tmp_path_factory):
     """(spec, path of the converted Verilog, work directory) for one k."""
     spec = small_spec(request.param)
     work = tmp_path_factory.mktemp(f"gae_verilog_k{request.param}")
-    return spec, convert_gae(spec, work / "rtl"), work
+    return spec, convert("gae", spec, work / "rtl"), work
 
 
 def test_converted_verilog_lints_clean(converted):

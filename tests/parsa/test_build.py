@@ -22,12 +22,12 @@ def test_spec_depths_are_the_hdl_depths():
 
 
 def test_hdl_refuses_a_spec_with_other_depths():
-    from pynq_rl.overlay.hdl.top import parsa_core_top, parsa_top_signals
+    from pynq_rl.overlay.hdl.top import parsa_core_top, top_signals
     from myhdl import ResetSignal, Signal
 
     spec = dataclasses.replace(S.ParsaSpec(workers=1, tiles_per_worker=4, max_tilings=1, keys=1), act_depth=3)
     with pytest.raises(ValueError, match=r"^this HDL has act_depth 20"):
-        parsa_core_top(*parsa_top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
+        parsa_core_top(*top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
 
 
 def test_opal_policy_fits_the_zcu106_build():

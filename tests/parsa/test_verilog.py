@@ -1,6 +1,6 @@
 """Rung 4: the converted Verilog of the ParSa core against the bit-exact model (cocotb + Icarus).
 
-For value widths 8, 16 and 32 a small build (the rung-3 build) is converted with ``convert_parsa``, linted with
+For value widths 8, 16 and 32 a small build (the rung-3 build) is converted with ``verilog.convert``, linted with
 Verilator (must be clean) and compiled with Icarus. The model (``ParsaCoreIP``) runs the rung-3 scenarios (CONFIG,
 LOAD_POLICY, pending rewards, ACT batches, DUMP_POLICY; fixed seeds) plus refused starts, a refused layout, a short
 CONFIG stream, a partial record and CLEAR, recording every register write, stream and result;
@@ -16,9 +16,9 @@ import pytest
 
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.build.verilog import convert_parsa, lint, parsa_module_name
+from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from tests.common.cocotb_run import needs_icarus, run_cocotb
-from tests.conftest import RTL_PARSA_TEST_BOARD
+from tests.common.boards import RTL_PARSA_TEST_BOARD
 from tests.parsa.harness import OBSERVED, R, act_stream, config_stream, random_layout, run_operation, scenario
 
 TESTBENCH = "tests.parsa.cocotb_parsa"
@@ -82,7 +82,7 @@ def make_vectors(spec: S.ParsaSpec, seeds) -> dict:
         scenario(ip, seed, spec)
     error_operations(ip, spec)
     words = sum(len(op["stream"]) // 16 + len(op["expected"]["out"]) + 30 * len(op["writes"]) for op in ip.operations)
-    return {"module": parsa_module_name(spec), "operations": ip.operations, "observed": list(OBSERVED),
+    return {"module": module_name("parsa", spec), "operations": ip.operations, "observed": list(OBSERVED),
             "parameters": {name: ip.read(R[name]["address_offset"]) for name in PARAMETER_REGISTERS},
             "timeout_us": 200 + words * 4 * 10 * 8 // 1000}
 
@@ -92,7 +92,7 @@ def converted(request, tmp_path_factory):
     """(spec, path of the converted Verilog, work directory) for one value width."""
     spec = small_spec(request.param)
     work = tmp_path_factory.mktemp(f"parsa_verilog_v{request.param}")
-    return spec, convert_parsa(spec, work / "rtl"), work
+    return spec, convert("parsa", spec, work / "rtl"), work
 
 
 def test_converted_verilog_lints_clean(converted):
@@ -111,5 +111,5 @@ def test_verilog_equals_model_bit_for_bit(converted):
     statuses = [op["expected"]["STATUS"] for op in vectors["operations"]]
     assert any(s & S.Status.ERR_CONFIG for s in statuses) and any(s & S.Status.ERR_STREAM for s in statuses)
     assert sum(len(op["expected"]["out"]) for op in vectors["operations"]) > 0
-    run_cocotb(parsa_module_name(spec), verilog, vectors, work, testbench=TESTBENCH, vectors_env=VECTORS_ENV,
+    run_cocotb(module_name("parsa", spec), verilog, vectors, work, testbench=TESTBENCH, vectors_env=VECTORS_ENV,
                tests_per_run=COCOTB_TESTS_PER_RUN)

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = script_arguments(__doc__.splitlines()[0], argv, k=4, k_help="fan-out of the build",
                             out="build/cocotb_replay")
     spec = wrapper.small_spec(args.k)
-    verilog = wrapper.convert_replay(spec, args.out / "rtl")
+    verilog = wrapper.convert("replay", spec, args.out / "rtl")
     vectors = wrapper.make_vectors(spec, wrapper.random_ops(spec, seed=1))
     results = run_outside_pytest(wrapper.run_cocotb, spec, verilog, vectors, args.out, waves=args.trace)
     print(f"results: {results or 'FAILED'}")

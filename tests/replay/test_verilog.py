@@ -1,6 +1,6 @@
 """Rung 4: the converted Verilog of the replay core against the bit-exact model (cocotb + Icarus).
 
-For K = 4 and K = 2 a small build is converted with ``convert_replay``, linted with Verilator (must be clean) and
+For K = 4 and K = 2 a small build is converted with ``verilog.convert``, linted with Verilator (must be clean) and
 compiled once with Icarus. The operations come from a fixed-seed generator (sets with repeated, out-of-range and
 oversized records, SAMPLE, SAMPLE_UNIFORM with good and misplaced TLAST, refused STARTs, SEED writes, DUMP,
 CLEAR), the expectations from the model through the same helper as rung 3 (``tests/replay/test_rtl.py``);
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.build.verilog import convert_replay, lint, replay_module_name
+from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from pynq_rl.overlay.models import replay as model
 from tests.common import cocotb_run
 from tests.common.cocotb_run import needs_icarus
@@ -72,7 +72,7 @@ def random_ops(spec: S.ReplaySpec, seed: int, n_random: int = 12) -> list[Op]:
 def make_vectors(spec: S.ReplaySpec, ops: list[Op]) -> dict:
     """Run ``ops`` through one model in order; the JSON-able vectors for the testbench."""
     tree = model.SumTree(spec)
-    vectors = {"module": replay_module_name(spec), "cases": [],
+    vectors = {"module": module_name("replay", spec), "cases": [],
                "parameters": {name: spec.parameter_registers()[name] for name in PARAMETER_REGISTERS}}
     beats = 0
     for op in ops:
@@ -95,7 +95,7 @@ def run_cocotb(spec: S.ReplaySpec, verilog: Path, vectors: dict, work: Path, wav
 
     The tests below and the script mode of ``cocotb_replay`` call it with the spec rather than the module name.
     """
-    return cocotb_run.run_cocotb(replay_module_name(spec), verilog, vectors, work, testbench=TESTBENCH,
+    return cocotb_run.run_cocotb(module_name("replay", spec), verilog, vectors, work, testbench=TESTBENCH,
                                  vectors_env=VECTORS_ENV, tests_per_run=COCOTB_TESTS_PER_RUN, waves=waves)
 
 
@@ -104,7 +104,7 @@ def converted(request, tmp_path_factory):
     """(spec, path of the converted Verilog, work directory) for one K."""
     spec = small_spec(request.param)
     work = tmp_path_factory.mktemp(f"replay_verilog_k{request.param}")
-    return spec, convert_replay(spec, work / "rtl"), work
+    return spec, convert("replay", spec, work / "rtl"), work
 
 
 def test_converted_verilog_lints_clean(converted):

@@ -1,9 +1,12 @@
 """On-chip PRNG: xorshift32, one 32-bit output per enabled cycle (model: :mod:`pynq_rl.overlay.models.prng`)."""
 from myhdl import always_comb, always_seq, block, intbv
 
+from ...spec import PRNG_SHIFTS
 from ...spec import PRNG_ZERO_SEED as ZERO_SEED_REPLACEMENT
 
 __all__ = ["xorshift32", "xorshift32_next"]
+
+_LEFT1, _RIGHT, _LEFT2 = PRNG_SHIFTS
 
 
 @block
@@ -30,9 +33,9 @@ def xorshift32(value, seed, load, enable, clock, reset):
         elif enable:
             x = intbv(0)[32:]
             x[:] = value
-            x[:] = x ^ ((x << 13) & 0xFFFFFFFF)
-            x[:] = x ^ (x >> 17)
-            x[:] = x ^ ((x << 5) & 0xFFFFFFFF)
+            x[:] = x ^ ((x << _LEFT1) & 0xFFFFFFFF)
+            x[:] = x ^ (x >> _RIGHT)
+            x[:] = x ^ ((x << _LEFT2) & 0xFFFFFFFF)
             value.next = x
 
     return step
@@ -53,9 +56,9 @@ def xorshift32_next(y, x):
     def step():
         v = intbv(0)[32:]
         v[:] = x
-        v[:] = v ^ ((v << 13) & 0xFFFFFFFF)
-        v[:] = v ^ (v >> 17)
-        v[:] = v ^ ((v << 5) & 0xFFFFFFFF)
+        v[:] = v ^ ((v << _LEFT1) & 0xFFFFFFFF)
+        v[:] = v ^ (v >> _RIGHT)
+        v[:] = v ^ ((v << _LEFT2) & 0xFFFFFFFF)
         y.next = v
 
     return step

@@ -33,7 +33,7 @@ CYCLES is the ParsaSpec formula whatever the DMA does.
 """
 from myhdl import always_comb, always_seq, block, concat, ConcatSignal, enum, intbv, Signal
 
-from ...spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaMode, ParsaSpec
+from ...spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaMode, ParsaSpec, xorshift32_step
 from ..common.arith import saturate
 from ..common.bram import ram_sdp_rf
 from ..common.mux import field_signed, mux_tree
@@ -67,14 +67,6 @@ MODE_DUMP, MODE_CLEAR = int(ParsaMode.DUMP_POLICY), int(ParsaMode.CLEAR)
 MODE_LAST = max(int(m) for m in ParsaMode)
 
 
-def _xorshift32(x: int) -> int:
-    """one xorshift32 step (elaboration time: the power-up value of the PRNG's next-state signal)"""
-    x ^= (x << 13) & 0xFFFFFFFF
-    x ^= x >> 17
-    x ^= (x << 5) & 0xFFFFFFFF
-    return x
-
-
 def act_go_cycle(n_dims: int) -> int:
     """RUN cycle of act_go for ``n_dims`` dimensions"""
     return n_dims + ACT_GO_AFTER_DIMS
@@ -91,7 +83,6 @@ class ParsaConfig:
     """
 
     def __init__(self, spec: ParsaSpec) -> None:
-        from ...spec import PRNG_ZERO_SEED
         r32 = lambda: Signal(intbv(0)[32:])  # noqa: E731 - one line per register below
         self.mode = Signal(intbv(0)[4:])
         self.start, self.soft_reset = Signal(bool(0)), Signal(bool(0))
@@ -237,7 +228,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     configured_dims = Signal(intbv(0, min=0, max=MD + 1))
     busiest = Signal(intbv(0, min=0, max=MT + 1))
     eps = Signal(intbv(0)[32:])
-    prng, prng_next = Signal(intbv(PRNG_ZERO_SEED)[32:]), Signal(intbv(_xorshift32(PRNG_ZERO_SEED))[32:])
+    prng, prng_next = Signal(intbv(PRNG_ZERO_SEED)[32:]), Signal(intbv(xorshift32_step(PRNG_ZERO_SEED))[32:])
     prng_step = Signal(bool(0))
 
     # stream bookkeeping

@@ -33,7 +33,7 @@ with the stored tree; everything powers up 0.
 """
 from myhdl import always, always_comb, always_seq, block, enum, intbv, modbv, Signal
 
-from ...spec import ReplayMode, ReplaySpec
+from ...spec import ReplayMode, ReplaySpec, xorshift32_step
 from ..common.arith import assign
 from ..common.prng import xorshift32, xorshift32_next, ZERO_SEED_REPLACEMENT
 from .sampler import descend_level, sample_front
@@ -51,12 +51,6 @@ MODE_DUMP, MODE_CLEAR = int(ReplayMode.DUMP), int(ReplayMode.CLEAR)
 CHECK_CYCLES = 3
 #: registered stages before the first descent stage: a, b, c, d, e (see :mod:`.sampler`)
 FRONT_STAGES = 5
-
-
-def _xorshift32_step(x: int) -> int:
-    x ^= (x << 13) & 0xFFFF_FFFF
-    x ^= x >> 17
-    return x ^ ((x << 5) & 0xFFFF_FFFF)
 
 
 def set_depth(spec: ReplaySpec) -> int:
@@ -144,7 +138,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     # Combinational signals start at their inputs' initial values: a converted ``always @(inputs)`` block first runs
     # when an input changes, so an output whose inputs never change from power-up would otherwise keep 0 (this
     # made the first sample after power-up use u = 0 in the Verilog, never in MyHDL).
-    prng_next, u_in = Signal(intbv(_xorshift32_step(ZERO_SEED_REPLACEMENT))[32:]), Signal(intbv(0)[32:])
+    prng_next, u_in = Signal(intbv(xorshift32_step(ZERO_SEED_REPLACEMENT))[32:]), Signal(intbv(0)[32:])
     prng_enable = Signal(bool(0))
     p1_high = Signal(intbv(0)[32:])
     # dump and clear

@@ -10,6 +10,7 @@
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
     pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
+    pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
     pynq-rl doctor [--backend emu --backend rtl] [--board B]  self-test every core against its model
 """
@@ -91,6 +92,11 @@ def _build_report(args: argparse.Namespace) -> int:
     from .overlay.build import report
     out = args.out or ("overlay/build/out/report-quick" if args.quick else "benchmarks/results")
     return report.main(["--out", out] + (["--quick"] if args.quick else [])) or 0
+
+
+def _build_regs(args: argparse.Namespace) -> int:
+    from .overlay.build import registers
+    return registers.main((["--out", args.out] if args.out else []) + (["--check"] if args.check else []))
 
 
 def _build_vivado_step(args: argparse.Namespace) -> int:
@@ -198,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output directory (default benchmarks/results; overlay/build/out/report-quick with --quick)")
     report.add_argument("--quick", action="store_true", help="only the smallest configurations")
     report.set_defaults(func=_build_report)
+    regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
+    regs.add_argument("--out", default=None, help="output directory (default: the repository's docs/)")
+    regs.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed files are stale")
+    regs.set_defaults(func=_build_regs)
     from .overlay.build.vivado import DEFAULT_OUT
     for step, text in (("tcl", "generate and check the Vivado Tcl (no Vivado needed)"),
                        ("ip", "Vivado: package each core as an IP with its registers from spec.py"),

@@ -1,0 +1,436 @@
+/* pynq-rl register map, generated from overlay/spec.py by `pynq-rl build regs`: do not edit. */
+#ifndef PYNQ_RL_REGS_H
+#define PYNQ_RL_REGS_H
+
+#include <stdint.h>
+
+#define PYNQ_RL_SPEC_VERSION_MAJOR                           1u
+#define PYNQ_RL_SPEC_VERSION_MINOR                           0u
+
+/* value of field F (a PYNQ_RL_<CORE>_<REG>_<FIELD> prefix) in register value v, and x placed in F */
+#define PYNQ_RL_GET(v, F) (((uint32_t)(v) & F##_MASK) >> F##_OFFSET)
+#define PYNQ_RL_SET(F, x) (((uint32_t)(x) << F##_OFFSET) & F##_MASK)
+
+/* Pynq-Z2 (xc7z020clg400-1): base addresses */
+#define PYNQ_RL_PYNQ_Z2_GAE_BASE                             0x40000000u
+#define PYNQ_RL_PYNQ_Z2_GAE_DMA_BASE                         0x40010000u
+#define PYNQ_RL_PYNQ_Z2_REPLAY_BASE                          0x40020000u
+#define PYNQ_RL_PYNQ_Z2_REPLAY_DMA_BASE                      0x40030000u
+#define PYNQ_RL_PYNQ_Z2_PARSA_BASE                           0x40040000u
+#define PYNQ_RL_PYNQ_Z2_PARSA_DMA_BASE                       0x40050000u
+
+/* Pynq-Z2 gae core: its build-parameter registers read */
+#define PYNQ_RL_PYNQ_Z2_GAE_LANES                            8u
+#define PYNQ_RL_PYNQ_Z2_GAE_T_MAX                            1024u
+#define PYNQ_RL_PYNQ_Z2_GAE_LOOKAHEAD                        2u
+#define PYNQ_RL_PYNQ_Z2_GAE_FORMAT                           0x08171020u
+
+/* Pynq-Z2 replay core: its build-parameter registers read */
+#define PYNQ_RL_PYNQ_Z2_REPLAY_K                             16u
+#define PYNQ_RL_PYNQ_Z2_REPLAY_LEVELS                        4u
+#define PYNQ_RL_PYNQ_Z2_REPLAY_CAPACITY                      65536u
+#define PYNQ_RL_PYNQ_Z2_REPLAY_FORMAT                        0x00000A10u
+
+/* Pynq-Z2 parsa core: its build-parameter registers read */
+#define PYNQ_RL_PYNQ_Z2_PARSA_MAX_DIMS                       20u
+#define PYNQ_RL_PYNQ_Z2_PARSA_MAX_ACTIONS                    10u
+#define PYNQ_RL_PYNQ_Z2_PARSA_WORKERS                        4u
+#define PYNQ_RL_PYNQ_Z2_PARSA_TILES_PER_WORKER               1024u
+#define PYNQ_RL_PYNQ_Z2_PARSA_MAX_TILINGS                    64u
+#define PYNQ_RL_PYNQ_Z2_PARSA_KEYS                           16u
+#define PYNQ_RL_PYNQ_Z2_PARSA_FORMAT                         0x04101010u
+
+/* ZCU106 (xczu7ev-ffvc1156-2-e): base addresses */
+#define PYNQ_RL_ZCU106_GAE_BASE                              0xA0000000u
+#define PYNQ_RL_ZCU106_GAE_DMA_BASE                          0xA0010000u
+#define PYNQ_RL_ZCU106_REPLAY_BASE                           0xA0020000u
+#define PYNQ_RL_ZCU106_REPLAY_DMA_BASE                       0xA0030000u
+#define PYNQ_RL_ZCU106_PARSA_BASE                            0xA0040000u
+#define PYNQ_RL_ZCU106_PARSA_DMA_BASE                        0xA0050000u
+
+/* ZCU106 gae core: its build-parameter registers read */
+#define PYNQ_RL_ZCU106_GAE_LANES                             64u
+#define PYNQ_RL_ZCU106_GAE_T_MAX                             1024u
+#define PYNQ_RL_ZCU106_GAE_LOOKAHEAD                         2u
+#define PYNQ_RL_ZCU106_GAE_FORMAT                            0x08171020u
+
+/* ZCU106 replay core: its build-parameter registers read */
+#define PYNQ_RL_ZCU106_REPLAY_K                              16u
+#define PYNQ_RL_ZCU106_REPLAY_LEVELS                         5u
+#define PYNQ_RL_ZCU106_REPLAY_CAPACITY                       1048576u
+#define PYNQ_RL_ZCU106_REPLAY_FORMAT                         0x00000A10u
+
+/* ZCU106 parsa core: its build-parameter registers read */
+#define PYNQ_RL_ZCU106_PARSA_MAX_DIMS                        20u
+#define PYNQ_RL_ZCU106_PARSA_MAX_ACTIONS                     10u
+#define PYNQ_RL_ZCU106_PARSA_WORKERS                         8u
+#define PYNQ_RL_ZCU106_PARSA_TILES_PER_WORKER                4096u
+#define PYNQ_RL_ZCU106_PARSA_MAX_TILINGS                     32u
+#define PYNQ_RL_ZCU106_PARSA_KEYS                            256u
+#define PYNQ_RL_ZCU106_PARSA_FORMAT                          0x04101010u
+
+/* gae core: pynq-rl.org:rl:gae_core:1.0 */
+#define PYNQ_RL_GAE_MAGIC                                    0x6AE0u
+
+/* ID (read-only): Core identity: magic number and spec version */
+#define PYNQ_RL_GAE_ID_OFFSET                                0x00u
+#define PYNQ_RL_GAE_ID_RESET                                 0x6AE00100u
+#define PYNQ_RL_GAE_ID_VERSION_MINOR_OFFSET                  0u  /* spec minor version */
+#define PYNQ_RL_GAE_ID_VERSION_MINOR_SIZE                    8u
+#define PYNQ_RL_GAE_ID_VERSION_MINOR_MASK                    0x000000FFu
+#define PYNQ_RL_GAE_ID_VERSION_MAJOR_OFFSET                  8u  /* spec major version */
+#define PYNQ_RL_GAE_ID_VERSION_MAJOR_SIZE                    8u
+#define PYNQ_RL_GAE_ID_VERSION_MAJOR_MASK                    0x0000FF00u
+#define PYNQ_RL_GAE_ID_MAGIC_OFFSET                          16u  /* core magic number */
+#define PYNQ_RL_GAE_ID_MAGIC_SIZE                            16u
+#define PYNQ_RL_GAE_ID_MAGIC_MASK                            0xFFFF0000u
+
+/* CTRL (read-write): Control */
+#define PYNQ_RL_GAE_CTRL_OFFSET                              0x04u
+#define PYNQ_RL_GAE_CTRL_RESET                               0x00000000u
+#define PYNQ_RL_GAE_CTRL_START_OFFSET                        0u  /* Start an operation (auto-clears). (pulse) */
+#define PYNQ_RL_GAE_CTRL_START_SIZE                          1u
+#define PYNQ_RL_GAE_CTRL_START_MASK                          0x00000001u
+#define PYNQ_RL_GAE_CTRL_SOFT_RESET_OFFSET                   1u  /* Abort, flush the streams and clear STATUS (auto-clears). (pulse) */
+#define PYNQ_RL_GAE_CTRL_SOFT_RESET_SIZE                     1u
+#define PYNQ_RL_GAE_CTRL_SOFT_RESET_MASK                     0x00000002u
+#define PYNQ_RL_GAE_CTRL_MODE_OFFSET                         2u  /* Core-specific operating mode. */
+#define PYNQ_RL_GAE_CTRL_MODE_SIZE                           4u
+#define PYNQ_RL_GAE_CTRL_MODE_MASK                           0x0000003Cu
+
+/* STATUS (read-only): Status; error and saturation flags are sticky until the next START */
+#define PYNQ_RL_GAE_STATUS_OFFSET                            0x08u
+#define PYNQ_RL_GAE_STATUS_RESET                             0x00000000u
+#define PYNQ_RL_GAE_STATUS_BUSY_OFFSET                       0u  /* an operation is running */
+#define PYNQ_RL_GAE_STATUS_BUSY_SIZE                         1u
+#define PYNQ_RL_GAE_STATUS_BUSY_MASK                         0x00000001u
+#define PYNQ_RL_GAE_STATUS_DONE_OFFSET                       1u  /* the last operation finished (cleared by START) */
+#define PYNQ_RL_GAE_STATUS_DONE_SIZE                         1u
+#define PYNQ_RL_GAE_STATUS_DONE_MASK                         0x00000002u
+#define PYNQ_RL_GAE_STATUS_ERR_CONFIG_OFFSET                 2u  /* START refused: a configuration register is out of range */
+#define PYNQ_RL_GAE_STATUS_ERR_CONFIG_SIZE                   1u
+#define PYNQ_RL_GAE_STATUS_ERR_CONFIG_MASK                   0x00000004u
+#define PYNQ_RL_GAE_STATUS_ERR_STREAM_OFFSET                 3u  /* the input stream ended early or ran long (TLAST misplaced) */
+#define PYNQ_RL_GAE_STATUS_ERR_STREAM_SIZE                   1u
+#define PYNQ_RL_GAE_STATUS_ERR_STREAM_MASK                   0x00000008u
+#define PYNQ_RL_GAE_STATUS_SATURATED_OFFSET                  4u  /* a fixed-point result saturated during the last operation */
+#define PYNQ_RL_GAE_STATUS_SATURATED_SIZE                    1u
+#define PYNQ_RL_GAE_STATUS_SATURATED_MASK                    0x00000010u
+
+/* CYCLES (read-only): Clock cycles of the compute phase of the last operation */
+#define PYNQ_RL_GAE_CYCLES_OFFSET                            0x0Cu
+#define PYNQ_RL_GAE_CYCLES_RESET                             0x00000000u
+
+/* LANES (read-only): Build parameter: processing elements (trajectories per batch) */
+#define PYNQ_RL_GAE_LANES_OFFSET                             0x10u
+
+/* T_MAX (read-only): Build parameter: timesteps the FILO stacks hold */
+#define PYNQ_RL_GAE_T_MAX_OFFSET                             0x14u
+
+/* LOOKAHEAD (read-only): Build parameter: k of the k-step lookahead */
+#define PYNQ_RL_GAE_LOOKAHEAD_OFFSET                         0x18u
+
+/* FORMAT (read-only): Build parameters: fixed-point formats */
+#define PYNQ_RL_GAE_FORMAT_OFFSET                            0x1Cu
+#define PYNQ_RL_GAE_FORMAT_DATA_W_OFFSET                     0u  /* data word width (bits) */
+#define PYNQ_RL_GAE_FORMAT_DATA_W_SIZE                       8u
+#define PYNQ_RL_GAE_FORMAT_DATA_W_MASK                       0x000000FFu
+#define PYNQ_RL_GAE_FORMAT_FRAC_BITS_OFFSET                  8u  /* fractional bits of data words */
+#define PYNQ_RL_GAE_FORMAT_FRAC_BITS_SIZE                    8u
+#define PYNQ_RL_GAE_FORMAT_FRAC_BITS_MASK                    0x0000FF00u
+#define PYNQ_RL_GAE_FORMAT_COEF_FRAC_OFFSET                  16u  /* fractional bits of GAMMA and GAMMA_LAMBDA */
+#define PYNQ_RL_GAE_FORMAT_COEF_FRAC_SIZE                    8u
+#define PYNQ_RL_GAE_FORMAT_COEF_FRAC_MASK                    0x00FF0000u
+#define PYNQ_RL_GAE_FORMAT_CODE_BITS_OFFSET                  24u  /* bits per quantized code in q8 mode */
+#define PYNQ_RL_GAE_FORMAT_CODE_BITS_SIZE                    8u
+#define PYNQ_RL_GAE_FORMAT_CODE_BITS_MASK                    0xFF000000u
+
+/* T (read-write): Timesteps in this batch (1..T_MAX); the stream carries T+1 records */
+#define PYNQ_RL_GAE_T_OFFSET                                 0x20u
+#define PYNQ_RL_GAE_T_RESET                                  0x00000000u
+
+/* LANES_USED (read-write): Lanes in this batch (1..LANES) */
+#define PYNQ_RL_GAE_LANES_USED_OFFSET                        0x24u
+#define PYNQ_RL_GAE_LANES_USED_RESET                         0x00000000u
+
+/* GAMMA (read-write): Discount gamma, unsigned with COEF_FRAC fractional bits */
+#define PYNQ_RL_GAE_GAMMA_OFFSET                             0x28u
+#define PYNQ_RL_GAE_GAMMA_RESET                              0x00000000u
+
+/* GAMMA_LAMBDA (read-write): gamma * lambda, unsigned with COEF_FRAC fractional bits */
+#define PYNQ_RL_GAE_GAMMA_LAMBDA_OFFSET                      0x2Cu
+#define PYNQ_RL_GAE_GAMMA_LAMBDA_RESET                       0x00000000u
+
+/* R_SCALE (read-write): q8 mode: reward dequantization scale, a DATA code within the 25-bit SCALE range (code x scale is one DSP); START refuses others */
+#define PYNQ_RL_GAE_R_SCALE_OFFSET                           0x30u
+#define PYNQ_RL_GAE_R_SCALE_RESET                            0x00000000u
+
+/* R_OFFSET (read-write): q8 mode: reward dequantization offset (DATA format) */
+#define PYNQ_RL_GAE_R_OFFSET_OFFSET                          0x34u
+#define PYNQ_RL_GAE_R_OFFSET_RESET                           0x00000000u
+
+/* V_SCALE (read-write): q8 mode: value dequantization scale, a DATA code within the 25-bit SCALE range; START refuses others */
+#define PYNQ_RL_GAE_V_SCALE_OFFSET                           0x38u
+#define PYNQ_RL_GAE_V_SCALE_RESET                            0x00000000u
+
+/* V_OFFSET (read-write): q8 mode: value dequantization offset (DATA format) */
+#define PYNQ_RL_GAE_V_OFFSET_OFFSET                          0x3Cu
+#define PYNQ_RL_GAE_V_OFFSET_RESET                           0x00000000u
+
+#define PYNQ_RL_GAE_MODE_RAW                                 0u
+#define PYNQ_RL_GAE_MODE_Q8                                  1u
+
+/* replay core: pynq-rl.org:rl:replay_core:1.0 */
+#define PYNQ_RL_REPLAY_MAGIC                                 0x5E9Au
+
+/* ID (read-only): Core identity: magic number and spec version */
+#define PYNQ_RL_REPLAY_ID_OFFSET                             0x00u
+#define PYNQ_RL_REPLAY_ID_RESET                              0x5E9A0100u
+#define PYNQ_RL_REPLAY_ID_VERSION_MINOR_OFFSET               0u  /* spec minor version */
+#define PYNQ_RL_REPLAY_ID_VERSION_MINOR_SIZE                 8u
+#define PYNQ_RL_REPLAY_ID_VERSION_MINOR_MASK                 0x000000FFu
+#define PYNQ_RL_REPLAY_ID_VERSION_MAJOR_OFFSET               8u  /* spec major version */
+#define PYNQ_RL_REPLAY_ID_VERSION_MAJOR_SIZE                 8u
+#define PYNQ_RL_REPLAY_ID_VERSION_MAJOR_MASK                 0x0000FF00u
+#define PYNQ_RL_REPLAY_ID_MAGIC_OFFSET                       16u  /* core magic number */
+#define PYNQ_RL_REPLAY_ID_MAGIC_SIZE                         16u
+#define PYNQ_RL_REPLAY_ID_MAGIC_MASK                         0xFFFF0000u
+
+/* CTRL (read-write): Control */
+#define PYNQ_RL_REPLAY_CTRL_OFFSET                           0x04u
+#define PYNQ_RL_REPLAY_CTRL_RESET                            0x00000000u
+#define PYNQ_RL_REPLAY_CTRL_START_OFFSET                     0u  /* Start an operation (auto-clears). (pulse) */
+#define PYNQ_RL_REPLAY_CTRL_START_SIZE                       1u
+#define PYNQ_RL_REPLAY_CTRL_START_MASK                       0x00000001u
+#define PYNQ_RL_REPLAY_CTRL_SOFT_RESET_OFFSET                1u  /* Abort, flush the streams and clear STATUS (auto-clears). (pulse) */
+#define PYNQ_RL_REPLAY_CTRL_SOFT_RESET_SIZE                  1u
+#define PYNQ_RL_REPLAY_CTRL_SOFT_RESET_MASK                  0x00000002u
+#define PYNQ_RL_REPLAY_CTRL_MODE_OFFSET                      2u  /* Core-specific operating mode. */
+#define PYNQ_RL_REPLAY_CTRL_MODE_SIZE                        4u
+#define PYNQ_RL_REPLAY_CTRL_MODE_MASK                        0x0000003Cu
+
+/* STATUS (read-only): Status; error and saturation flags are sticky until the next START */
+#define PYNQ_RL_REPLAY_STATUS_OFFSET                         0x08u
+#define PYNQ_RL_REPLAY_STATUS_RESET                          0x00000000u
+#define PYNQ_RL_REPLAY_STATUS_BUSY_OFFSET                    0u  /* an operation is running */
+#define PYNQ_RL_REPLAY_STATUS_BUSY_SIZE                      1u
+#define PYNQ_RL_REPLAY_STATUS_BUSY_MASK                      0x00000001u
+#define PYNQ_RL_REPLAY_STATUS_DONE_OFFSET                    1u  /* the last operation finished (cleared by START) */
+#define PYNQ_RL_REPLAY_STATUS_DONE_SIZE                      1u
+#define PYNQ_RL_REPLAY_STATUS_DONE_MASK                      0x00000002u
+#define PYNQ_RL_REPLAY_STATUS_ERR_CONFIG_OFFSET              2u  /* START refused: a configuration register is out of range */
+#define PYNQ_RL_REPLAY_STATUS_ERR_CONFIG_SIZE                1u
+#define PYNQ_RL_REPLAY_STATUS_ERR_CONFIG_MASK                0x00000004u
+#define PYNQ_RL_REPLAY_STATUS_ERR_STREAM_OFFSET              3u  /* the input stream ended early or ran long (TLAST misplaced) */
+#define PYNQ_RL_REPLAY_STATUS_ERR_STREAM_SIZE                1u
+#define PYNQ_RL_REPLAY_STATUS_ERR_STREAM_MASK                0x00000008u
+#define PYNQ_RL_REPLAY_STATUS_SATURATED_OFFSET               4u  /* a fixed-point result saturated during the last operation */
+#define PYNQ_RL_REPLAY_STATUS_SATURATED_SIZE                 1u
+#define PYNQ_RL_REPLAY_STATUS_SATURATED_MASK                 0x00000010u
+
+/* CYCLES (read-only): Clock cycles of the compute phase of the last operation */
+#define PYNQ_RL_REPLAY_CYCLES_OFFSET                         0x0Cu
+#define PYNQ_RL_REPLAY_CYCLES_RESET                          0x00000000u
+
+/* K (read-only): Build parameter: fan-out of the sum tree */
+#define PYNQ_RL_REPLAY_K_OFFSET                              0x10u
+
+/* LEVELS (read-only): Build parameter: levels below the root; capacity = K**LEVELS */
+#define PYNQ_RL_REPLAY_LEVELS_OFFSET                         0x14u
+
+/* FORMAT (read-only): Build parameters: leaf priority format */
+#define PYNQ_RL_REPLAY_FORMAT_OFFSET                         0x18u
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_W_OFFSET                  0u  /* bits of a leaf priority (unsigned) */
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_W_SIZE                    8u
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_W_MASK                    0x000000FFu
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_FRAC_OFFSET               8u  /* fractional bits of a leaf priority */
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_FRAC_SIZE                 8u
+#define PYNQ_RL_REPLAY_FORMAT_LEAF_FRAC_MASK                 0x0000FF00u
+
+/* TOTAL (read-only): Root of the sum tree: total priority in leaf LSBs (low 32 bits) */
+#define PYNQ_RL_REPLAY_TOTAL_OFFSET                          0x1Cu
+#define PYNQ_RL_REPLAY_TOTAL_RESET                           0x00000000u
+
+/* TOTAL_HI (read-only): Root of the sum tree: total priority in leaf LSBs (high 32 bits) */
+#define PYNQ_RL_REPLAY_TOTAL_HI_OFFSET                       0x20u
+#define PYNQ_RL_REPLAY_TOTAL_HI_RESET                        0x00000000u
+
+/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read returns the current state (save it to resume the sample stream) */
+#define PYNQ_RL_REPLAY_SEED_OFFSET                           0x24u
+#define PYNQ_RL_REPLAY_SEED_RESET                            0x9E3779B9u
+
+/* COUNT (read-write): SAMPLE / SAMPLE_UNIFORM: samples in this batch (1..MAX_COUNT) */
+#define PYNQ_RL_REPLAY_COUNT_OFFSET                          0x28u
+#define PYNQ_RL_REPLAY_COUNT_RESET                           0x00000000u
+
+/* STRIDE (read-write): SAMPLE / SAMPLE_UNIFORM: stratum width as a UQ0.32 fraction, floor((2**32 - 1) / COUNT); START refuses COUNT * STRIDE >= 2**32 */
+#define PYNQ_RL_REPLAY_STRIDE_OFFSET                         0x2Cu
+#define PYNQ_RL_REPLAY_STRIDE_RESET                          0x00000000u
+
+/* NONZERO (read-only): Leaves whose priority is not 0 */
+#define PYNQ_RL_REPLAY_NONZERO_OFFSET                        0x30u
+#define PYNQ_RL_REPLAY_NONZERO_RESET                         0x00000000u
+
+/* CAPACITY (read-only): Build parameter: leaves (K**LEVELS) */
+#define PYNQ_RL_REPLAY_CAPACITY_OFFSET                       0x34u
+
+#define PYNQ_RL_REPLAY_MODE_SET                              0u
+#define PYNQ_RL_REPLAY_MODE_SAMPLE                           1u
+#define PYNQ_RL_REPLAY_MODE_SAMPLE_UNIFORM                   2u
+#define PYNQ_RL_REPLAY_MODE_DUMP                             3u
+#define PYNQ_RL_REPLAY_MODE_CLEAR                            4u
+
+/* parsa core: pynq-rl.org:rl:parsa_core:1.0 */
+#define PYNQ_RL_PARSA_MAGIC                                  0x5A25u
+
+/* ID (read-only): Core identity: magic number and spec version */
+#define PYNQ_RL_PARSA_ID_OFFSET                              0x00u
+#define PYNQ_RL_PARSA_ID_RESET                               0x5A250100u
+#define PYNQ_RL_PARSA_ID_VERSION_MINOR_OFFSET                0u  /* spec minor version */
+#define PYNQ_RL_PARSA_ID_VERSION_MINOR_SIZE                  8u
+#define PYNQ_RL_PARSA_ID_VERSION_MINOR_MASK                  0x000000FFu
+#define PYNQ_RL_PARSA_ID_VERSION_MAJOR_OFFSET                8u  /* spec major version */
+#define PYNQ_RL_PARSA_ID_VERSION_MAJOR_SIZE                  8u
+#define PYNQ_RL_PARSA_ID_VERSION_MAJOR_MASK                  0x0000FF00u
+#define PYNQ_RL_PARSA_ID_MAGIC_OFFSET                        16u  /* core magic number */
+#define PYNQ_RL_PARSA_ID_MAGIC_SIZE                          16u
+#define PYNQ_RL_PARSA_ID_MAGIC_MASK                          0xFFFF0000u
+
+/* CTRL (read-write): Control */
+#define PYNQ_RL_PARSA_CTRL_OFFSET                            0x04u
+#define PYNQ_RL_PARSA_CTRL_RESET                             0x00000000u
+#define PYNQ_RL_PARSA_CTRL_START_OFFSET                      0u  /* Start an operation (auto-clears). (pulse) */
+#define PYNQ_RL_PARSA_CTRL_START_SIZE                        1u
+#define PYNQ_RL_PARSA_CTRL_START_MASK                        0x00000001u
+#define PYNQ_RL_PARSA_CTRL_SOFT_RESET_OFFSET                 1u  /* Abort, flush the streams and clear STATUS (auto-clears). (pulse) */
+#define PYNQ_RL_PARSA_CTRL_SOFT_RESET_SIZE                   1u
+#define PYNQ_RL_PARSA_CTRL_SOFT_RESET_MASK                   0x00000002u
+#define PYNQ_RL_PARSA_CTRL_MODE_OFFSET                       2u  /* Core-specific operating mode. */
+#define PYNQ_RL_PARSA_CTRL_MODE_SIZE                         4u
+#define PYNQ_RL_PARSA_CTRL_MODE_MASK                         0x0000003Cu
+
+/* STATUS (read-only): Status; error and saturation flags are sticky until the next START */
+#define PYNQ_RL_PARSA_STATUS_OFFSET                          0x08u
+#define PYNQ_RL_PARSA_STATUS_RESET                           0x00000000u
+#define PYNQ_RL_PARSA_STATUS_BUSY_OFFSET                     0u  /* an operation is running */
+#define PYNQ_RL_PARSA_STATUS_BUSY_SIZE                       1u
+#define PYNQ_RL_PARSA_STATUS_BUSY_MASK                       0x00000001u
+#define PYNQ_RL_PARSA_STATUS_DONE_OFFSET                     1u  /* the last operation finished (cleared by START) */
+#define PYNQ_RL_PARSA_STATUS_DONE_SIZE                       1u
+#define PYNQ_RL_PARSA_STATUS_DONE_MASK                       0x00000002u
+#define PYNQ_RL_PARSA_STATUS_ERR_CONFIG_OFFSET               2u  /* START refused: a configuration register is out of range */
+#define PYNQ_RL_PARSA_STATUS_ERR_CONFIG_SIZE                 1u
+#define PYNQ_RL_PARSA_STATUS_ERR_CONFIG_MASK                 0x00000004u
+#define PYNQ_RL_PARSA_STATUS_ERR_STREAM_OFFSET               3u  /* the input stream ended early or ran long (TLAST misplaced) */
+#define PYNQ_RL_PARSA_STATUS_ERR_STREAM_SIZE                 1u
+#define PYNQ_RL_PARSA_STATUS_ERR_STREAM_MASK                 0x00000008u
+#define PYNQ_RL_PARSA_STATUS_SATURATED_OFFSET                4u  /* a fixed-point result saturated during the last operation */
+#define PYNQ_RL_PARSA_STATUS_SATURATED_SIZE                  1u
+#define PYNQ_RL_PARSA_STATUS_SATURATED_MASK                  0x00000010u
+
+/* CYCLES (read-only): Clock cycles of the compute phase of the last operation */
+#define PYNQ_RL_PARSA_CYCLES_OFFSET                          0x0Cu
+#define PYNQ_RL_PARSA_CYCLES_RESET                           0x00000000u
+
+/* MAX_DIMS (read-only): Build parameter: largest state dimension */
+#define PYNQ_RL_PARSA_MAX_DIMS_OFFSET                        0x10u
+
+/* MAX_ACTIONS (read-only): Build parameter: largest number of actions */
+#define PYNQ_RL_PARSA_MAX_ACTIONS_OFFSET                     0x14u
+
+/* WORKERS (read-only): Build parameter: parallel tile units */
+#define PYNQ_RL_PARSA_WORKERS_OFFSET                         0x18u
+
+/* FORMAT (read-only): Build parameters: widths and formats */
+#define PYNQ_RL_PARSA_FORMAT_OFFSET                          0x1Cu
+#define PYNQ_RL_PARSA_FORMAT_VALUE_W_OFFSET                  0u  /* bits of a policy value (signed) */
+#define PYNQ_RL_PARSA_FORMAT_VALUE_W_SIZE                    8u
+#define PYNQ_RL_PARSA_FORMAT_VALUE_W_MASK                    0x000000FFu
+#define PYNQ_RL_PARSA_FORMAT_STATE_FRAC_OFFSET               8u  /* fractional bits of state words (int32) */
+#define PYNQ_RL_PARSA_FORMAT_STATE_FRAC_SIZE                 8u
+#define PYNQ_RL_PARSA_FORMAT_STATE_FRAC_MASK                 0x0000FF00u
+#define PYNQ_RL_PARSA_FORMAT_COEF_FRAC_OFFSET                16u  /* fractional bits of ALPHA, GAMMA, EPSILON, EPSILON_DECAY (unsigned) */
+#define PYNQ_RL_PARSA_FORMAT_COEF_FRAC_SIZE                  8u
+#define PYNQ_RL_PARSA_FORMAT_COEF_FRAC_MASK                  0x00FF0000u
+#define PYNQ_RL_PARSA_FORMAT_MAX_SET_DIMS_OFFSET             24u  /* largest number of dimensions of one tiling */
+#define PYNQ_RL_PARSA_FORMAT_MAX_SET_DIMS_SIZE               8u
+#define PYNQ_RL_PARSA_FORMAT_MAX_SET_DIMS_MASK               0xFF000000u
+
+/* TILES_PER_WORKER (read-only): Build parameter: policy rows in each worker's bank */
+#define PYNQ_RL_PARSA_TILES_PER_WORKER_OFFSET                0x20u
+
+/* MAX_TILINGS (read-only): Build parameter: tilings one worker can own */
+#define PYNQ_RL_PARSA_MAX_TILINGS_OFFSET                     0x24u
+
+/* KEYS (read-only): Build parameter: keys (agents/flows) with their own previous state-action */
+#define PYNQ_RL_PARSA_KEYS_OFFSET                            0x28u
+
+/* N_DIMS (read-write): State dimensions in use (1..MAX_DIMS); set before CONFIG */
+#define PYNQ_RL_PARSA_N_DIMS_OFFSET                          0x2Cu
+#define PYNQ_RL_PARSA_N_DIMS_RESET                           0x00000000u
+
+/* N_ACTIONS (read-write): Actions in use (1..MAX_ACTIONS) */
+#define PYNQ_RL_PARSA_N_ACTIONS_OFFSET                       0x30u
+#define PYNQ_RL_PARSA_N_ACTIONS_RESET                        0x00000000u
+
+/* N_TILINGS (read-write): Tiling descriptors in the CONFIG stream (1..WORKERS*MAX_TILINGS) */
+#define PYNQ_RL_PARSA_N_TILINGS_OFFSET                       0x34u
+#define PYNQ_RL_PARSA_N_TILINGS_RESET                        0x00000000u
+
+/* FRAC_BITS (read-write): Fractional bits of policy values, rewards and q values (the run-time Q format; kept with the policy, the arithmetic does not depend on it) */
+#define PYNQ_RL_PARSA_FRAC_BITS_OFFSET                       0x38u
+#define PYNQ_RL_PARSA_FRAC_BITS_RESET                        0x00000000u
+
+/* ALPHA (read-write): Step size per tiling, unsigned with COEF_FRAC fractional bits (<= 1.0) */
+#define PYNQ_RL_PARSA_ALPHA_OFFSET                           0x3Cu
+#define PYNQ_RL_PARSA_ALPHA_RESET                            0x00000000u
+
+/* GAMMA (read-write): Discount, unsigned with COEF_FRAC fractional bits (<= 1.0) */
+#define PYNQ_RL_PARSA_GAMMA_OFFSET                           0x40u
+#define PYNQ_RL_PARSA_GAMMA_RESET                            0x00000000u
+
+/* EPSILON (read-write): Exploration probability, unsigned with COEF_FRAC fractional bits (<= 1.0); live: decays after every chosen action */
+#define PYNQ_RL_PARSA_EPSILON_OFFSET                         0x44u
+#define PYNQ_RL_PARSA_EPSILON_RESET                          0x00000000u
+
+/* EPSILON_DECAY (read-write): Factor applied to EPSILON after every chosen action (<= 1.0) */
+#define PYNQ_RL_PARSA_EPSILON_DECAY_OFFSET                   0x48u
+#define PYNQ_RL_PARSA_EPSILON_DECAY_RESET                    0x00010000u
+
+/* OPTIONS (read-write): Run-time options */
+#define PYNQ_RL_PARSA_OPTIONS_OFFSET                         0x4Cu
+#define PYNQ_RL_PARSA_OPTIONS_RESET                          0x00000000u
+#define PYNQ_RL_PARSA_OPTIONS_ONLINE_OFFSET                  0u  /* apply Sarsa updates */
+#define PYNQ_RL_PARSA_OPTIONS_ONLINE_SIZE                    1u
+#define PYNQ_RL_PARSA_OPTIONS_ONLINE_MASK                    0x00000001u
+#define PYNQ_RL_PARSA_OPTIONS_EMIT_VALUES_OFFSET             1u  /* follow each action record with the N_ACTIONS q values */
+#define PYNQ_RL_PARSA_OPTIONS_EMIT_VALUES_SIZE               1u
+#define PYNQ_RL_PARSA_OPTIONS_EMIT_VALUES_MASK               0x00000002u
+
+/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read returns the current state */
+#define PYNQ_RL_PARSA_SEED_OFFSET                            0x50u
+#define PYNQ_RL_PARSA_SEED_RESET                             0x9E3779B9u
+
+/* REWARD_KEY (read-write): Key addressed by the next REWARD write */
+#define PYNQ_RL_PARSA_REWARD_KEY_OFFSET                      0x54u
+#define PYNQ_RL_PARSA_REWARD_KEY_RESET                       0x00000000u
+
+/* REWARD (read-write): Writing it stores a pending reward (value code) for REWARD_KEY, used by that key's next state record without the REWARD flag */
+#define PYNQ_RL_PARSA_REWARD_OFFSET                          0x58u
+#define PYNQ_RL_PARSA_REWARD_RESET                           0x00000000u
+
+/* CYCLES_ACT (read-only): Cycles from a state record's last beat to its action record */
+#define PYNQ_RL_PARSA_CYCLES_ACT_OFFSET                      0x5Cu
+#define PYNQ_RL_PARSA_CYCLES_ACT_RESET                       0x00000000u
+
+/* CYCLES_UPDATE (read-only): Cycles of the Sarsa update pass of the last state record */
+#define PYNQ_RL_PARSA_CYCLES_UPDATE_OFFSET                   0x60u
+#define PYNQ_RL_PARSA_CYCLES_UPDATE_RESET                    0x00000000u
+
+#define PYNQ_RL_PARSA_MODE_ACT                               0u
+#define PYNQ_RL_PARSA_MODE_CONFIG                            1u
+#define PYNQ_RL_PARSA_MODE_LOAD_POLICY                       2u
+#define PYNQ_RL_PARSA_MODE_DUMP_POLICY                       3u
+#define PYNQ_RL_PARSA_MODE_CLEAR                             4u
+
+#endif /* PYNQ_RL_REGS_H */

@@ -65,7 +65,7 @@ def default_backend() -> str:
 
 
 class RLOverlay(pynq.Overlay):
-    """The pynq-rl overlay: GAE (and later replay and ParSa) cores with their DMAs.
+    """The pynq-rl overlay: the GAE, replay and ParSa cores of ``spec.BOARDS[board]``, each with its AXI DMA.
 
     Parameters
     ----------

@@ -16,11 +16,11 @@ import numpy as np
 from ...overlay import spec as S
 from .regfile import RegisterFile
 
-__all__ = ["StreamCoreIP", "t_state"]
+__all__ = ["StreamCoreIP", "StreamState"]
 
 
-class t_state(enum.Enum):
-    """Control FSM states (the HDL enums of the same name)."""
+class StreamState(enum.Enum):
+    """Control FSM states of an emulated core (the HDL cores' ``t_state`` enums have these among theirs)."""
 
     IDLE = 0
     LOAD = 1
@@ -49,7 +49,7 @@ class StreamCoreIP(RegisterFile):
 
     def abort(self) -> None:
         """Drop the running operation and both streams (SOFT_RESET; the core's memories are kept)."""
-        self.state = t_state.IDLE
+        self.state = StreamState.IDLE
         self._inbox = bytearray()
         self._outbox = np.zeros(0, dtype=np.uint8)
 
@@ -60,13 +60,13 @@ class StreamCoreIP(RegisterFile):
 
     def finish(self, flags: S.Status = S.Status(0)) -> None:
         """End the operation: back to IDLE with DONE and ``flags``."""
-        self.state = t_state.IDLE
+        self.state = StreamState.IDLE
         self.set_status(flags | S.Status.DONE)
 
     def begin_load(self) -> None:
         """Accept the input stream from now on."""
         self._inbox = bytearray()
-        self.state = t_state.LOAD
+        self.state = StreamState.LOAD
 
     def drain(self, data: np.ndarray, cycles: int, flags: S.Status = S.Status(0)) -> None:
         """Emit ``data`` (bytes, or words viewed as bytes) on the output stream; CYCLES = ``cycles``."""
@@ -76,7 +76,7 @@ class StreamCoreIP(RegisterFile):
             self.finish(flags)
             return
         self._outbox = data
-        self.state = t_state.DRAIN
+        self.state = StreamState.DRAIN
         self.set_status(S.Status.BUSY | flags)
 
     # -- control ----------------------------------------------------------------------------------------------------
@@ -86,7 +86,7 @@ class StreamCoreIP(RegisterFile):
         elif value & S.Ctrl.SOFT_RESET:
             self.abort()
             self.set_status(S.Status(0))
-        elif value & S.Ctrl.START and self.state == t_state.IDLE:
+        elif value & S.Ctrl.START and self.state == StreamState.IDLE:
             self.set_status(S.Status.BUSY)  # START clears DONE and the sticky flags
             self.values["CYCLES"] = 0
             self.start(self.field("CTRL", "MODE"))
@@ -105,7 +105,7 @@ class StreamCoreIP(RegisterFile):
     # -- AXI-Stream endpoints (the DMA model calls these) ---------------------------------------------------------
     def stream_in(self, data: np.ndarray, last: bool) -> int:
         """Accept input bytes while loading (back-pressure otherwise); TLAST closes the input."""
-        if self.state != t_state.LOAD:
+        if self.state != StreamState.LOAD:
             return 0
         self._inbox += data.tobytes()
         if last:
@@ -115,7 +115,7 @@ class StreamCoreIP(RegisterFile):
 
     def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
         """Emit up to ``max_bytes`` output bytes while draining; TLAST with the final byte."""
-        if self.state != t_state.DRAIN:
+        if self.state != StreamState.DRAIN:
             return np.zeros(0, dtype=np.uint8), False
         data, self._outbox = self._outbox[:max_bytes], self._outbox[max_bytes:]
         last = len(self._outbox) == 0

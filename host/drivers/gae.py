@@ -68,13 +68,10 @@ class GaeCore(StreamCore):
                               coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
                               stream_bytes=self.stream_bytes)
 
-    def info(self) -> dict:
-        """ID, spec version and build parameters, as the core's registers report them."""
-        ident = self._reg("ID")
-        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}", "lanes": self.spec.lanes,
-                "t_max": self.spec.t_max, "lookahead": self.spec.lookahead, "data_format": str(self.spec.data),
-                "coef_format": str(self.spec.coef), "code_bits": self.spec.code_bits,
-                "stream_bytes": self.spec.stream_bytes}
+    def _build_parameters(self) -> dict:
+        return {"lanes": self.spec.lanes, "t_max": self.spec.t_max, "lookahead": self.spec.lookahead,
+                "data_format": str(self.spec.data), "coef_format": str(self.spec.coef),
+                "code_bits": self.spec.code_bits, "stream_bytes": self.spec.stream_bytes}
 
     # -- the one call ---------------------------------------------------------------------------------------------
     def compute(self, rewards, values, dones, gamma: float = 0.99, lam: float = 0.95, quantize: bool = True,

@@ -83,11 +83,8 @@ class ParsaCore(StreamCore):
         self.strict = False
         self._options: int | None = None  # OPTIONS as last written by this driver
 
-    def info(self) -> dict:
-        """ID, spec version and build parameters, as the core's registers report them."""
-        ident = self._reg("ID")
-        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}",
-                "max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
+    def _build_parameters(self) -> dict:
+        return {"max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
                 "tiles_per_worker": self.spec.tiles_per_worker, "max_tilings": self.spec.max_tilings,
                 "keys": self.spec.keys, "value_w": self.spec.value_w}
 
@@ -187,17 +184,6 @@ class ParsaCore(StreamCore):
     @epsilon.setter
     def epsilon(self, value: float) -> None:
         self._write("EPSILON", _coef("epsilon", value, self.spec.coef))
-
-    @property
-    def seed(self) -> int:
-        """The core's PRNG state; assigning reseeds it."""
-        return self._reg("SEED")
-
-    @seed.setter
-    def seed(self, value: int) -> None:
-        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
-            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
-        self._write("SEED", int(value))
 
     @property
     def cycles_act(self) -> int:
@@ -313,7 +299,7 @@ class ParsaCore(StreamCore):
         if self._last_status & S.Status.SATURATED:
             self._saturated("a policy weight")
 
-    def _tile_rows(self) -> list[tuple[int, int, int]]:
+    def _tile_rows(self) -> list[tuple[int, int, int, int]]:
         """(global tile offset, worker, base row, rows) of every tiling, in layout order."""
         cfg = self._require_config()
         by_tiling = {(d.set_index, d.copy): d for d in cfg.descriptors}

@@ -100,22 +100,9 @@ class ReplayCore(StreamCore):
         """Leaves with a nonzero priority (the transitions that can be sampled)."""
         return self._reg("NONZERO")
 
-    @property
-    def seed(self) -> int:
-        """The core's PRNG state; assigning reseeds it (0 is mapped to a fixed nonzero state, as xorshift needs)."""
-        return self._reg("SEED")
-
-    @seed.setter
-    def seed(self, value: int) -> None:
-        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
-            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
-        self._write("SEED", int(value))
-
-    def info(self) -> dict:
-        """ID, spec version and build parameters, as the core's registers report them."""
-        ident = self._reg("ID")
-        return {"id": f"{ident:#010x}", "version": f"{(ident >> 8) & 0xFF}.{ident & 0xFF}", "k": self.spec.k,
-                "levels": self.spec.levels, "capacity": self.capacity, "leaf_format": str(self.spec.leaf),
+    def _build_parameters(self) -> dict:
+        return {"k": self.spec.k, "levels": self.spec.levels, "capacity": self.capacity,
+                "leaf_format": str(self.spec.leaf),
                 "stream_bytes": self.spec.stream_bytes}
 
     # -- operations -------------------------------------------------------------------------------------------------

@@ -63,9 +63,11 @@ class StreamCore(DefaultIP):
     def _reg(self, name: str) -> int:
         return self.read(self.registers[name]["address_offset"])
 
-    def _field(self, register: str, name: str) -> int:
+    def _field(self, register: str, name: str, value: int | None = None) -> int:
+        """Field ``name`` of ``register``: of ``value`` if given, else of a fresh read."""
         fld = self.registers[register]["fields"][name]
-        return (self._reg(register) >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
+        value = self._reg(register) if value is None else value
+        return (value >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
 
     def _write(self, name: str, value: int) -> None:
         self.write(self.registers[name]["address_offset"], int(value) & 0xFFFF_FFFF)
@@ -97,6 +99,35 @@ class StreamCore(DefaultIP):
     def cycles(self) -> int:
         """Clock cycles of the last operation (the CYCLES register: the core's own performance counter)."""
         return self._reg("CYCLES")
+
+    @property
+    def seed(self) -> int:
+        """The PRNG state of a core that has one (a SEED register: replay, ParSa); assigning reseeds it.
+
+        Seed 0 is mapped to ``spec.PRNG_ZERO_SEED`` by the core, as xorshift32 needs. A core without a PRNG has no
+        such attribute (``AttributeError``).
+        """
+        if "SEED" not in self.registers:
+            raise AttributeError(f"{self.title} core has no PRNG (no SEED register)")
+        return self._reg("SEED")
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        if "SEED" not in self.registers:
+            raise AttributeError(f"{self.title} core has no PRNG (no SEED register)")
+        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
+            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
+        self._write("SEED", int(value))
+
+    def info(self) -> dict:
+        """ID, spec version and build parameters, as the core's registers report them."""
+        ident = self._reg("ID")
+        version = f"{self._field('ID', 'VERSION_MAJOR', ident)}.{self._field('ID', 'VERSION_MINOR', ident)}"
+        return {"id": f"{ident:#010x}", "version": version, **self._build_parameters()}
+
+    def _build_parameters(self) -> dict:
+        """The build parameters :meth:`info` reports, by name (each core says which)."""
+        return {}
 
     # -- control ----------------------------------------------------------------------------------------------------
     def reset(self) -> None:

@@ -39,7 +39,7 @@ which this block must match bit for bit.
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from ...spec import GaeSpec
-from ..common.arith import add2, and2, delay_line, mul_round, saturate
+from ..common.arith import add2, and2, assign, delay_line, mul_round, saturate
 
 __all__ = ["gae_pe", "coef_powers", "PE_LATENCY"]
 
@@ -184,7 +184,7 @@ def _mul_round_add(product_rounded, a, b, addend, shift: int):
         if addend is not None:
             # a signed copy: with an unsigned operand, Verilog would evaluate the signed product unsigned
             addend_term = _ranged(-1, c_max)
-            insts.append(_assign_signal(addend_term, c_lo))
+            insts.append(assign(addend_term, c_lo))
 
         @always_comb
         def multiply():
@@ -196,15 +196,6 @@ def _mul_round_add(product_rounded, a, b, addend, shift: int):
 
         insts += [multiply, round_shift]
     return insts
-
-
-@block
-def _assign_signal(y, a):
-    @always_comb
-    def logic():
-        y.next = a
-
-    return logic
 
 
 @block
@@ -335,7 +326,7 @@ def gae_pe(adv, ret, out_valid, saturated,
         rv_top2.next = rv_top
         valid2.next = valid1
         clear2.next = clear1
-        if clear1:  # the bootstrap row's V and flags are dead past stage 1 (see _pass_value)
+        if clear1:  # the bootstrap row only loads v_next (V_T, stage 1): its own V and done pass on as 0
             v2.next = 0
             dead2.next = 0
         else:

@@ -229,10 +229,8 @@ def _median_of_repeats(repeats: list[dict]) -> dict:
 
 
 def _git(*cmd: str) -> str:
-    try:
-        return subprocess.run(["git", *cmd], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    from pynq_rl.overlay.build.provenance import git
+    return git(*cmd) or "unknown"
 
 
 def to_markdown(results: list[dict], meta: dict) -> str:

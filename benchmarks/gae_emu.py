@@ -33,13 +33,9 @@ Writes ``gae_emu.json`` and ``gae_emu.md`` under ``--out`` and prints the table.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import traceback
@@ -49,6 +45,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import environment, fmt_rate  # noqa: E402
 
 GAMMA = 0.99
 LAM = 0.95
@@ -432,32 +431,6 @@ def measure_size(impls: list[Impl], n_envs: int, n_steps: int, repeats: int, min
 # Reporting
 # ---------------------------------------------------------------------------------------------------------------
 
-def environment() -> dict:
-    import numba
-    import torch
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": git("rev-parse", "HEAD"), "git_describe": git("describe", "--tags", "--always", "--dirty"),
-            "python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "torch": torch.__version__, "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "torch_threads": torch.get_num_threads(), "numba_threads": numba.get_num_threads()}
-
-
-def _fmt_rate(x: float) -> str:
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if x >= div:
-            return f"{x / div:.3g} {unit}"
-    return f"{x:.3g}"
-
-
 def markdown(result: dict) -> str:
     env, args = result["environment"], result["arguments"]
     lines = [
@@ -484,9 +457,9 @@ def markdown(result: dict) -> str:
             continue
         ratio = row.get("ratio_vs_cleanrl_numpy")
         err = f"{row['max_abs_error']:.2e}" + ("" if row["check_passed"] else " **FAIL**")
-        lines.append(f"| {name} | {row['size']} | {_fmt_rate(row['median[elements/s]'])} | "
+        lines.append(f"| {name} | {row['size']} | {fmt_rate(row['median[elements/s]'])} | "
                      f"{'' if ratio is None else f'{ratio:.3g}x'} | {err} | {row['tolerance']:.2e} | "
-                     f"{_fmt_rate(min(row['samples[elements/s]']))}-{_fmt_rate(max(row['samples[elements/s]']))} |")
+                     f"{fmt_rate(min(row['samples[elements/s]']))}-{fmt_rate(max(row['samples[elements/s]']))} |")
     goal = result["goal"]
     lines += ["", "## Goal", "", goal["text"], "", "## Notes", ""]
     seen = set()
@@ -542,7 +515,7 @@ def main(argv: list[str] | None = None) -> dict:
     for n_envs, n_steps in args.sizes:
         rows += measure_size(impls, n_envs, n_steps, args.repeats, args.min_time, args.seed)
     result = {"benchmark": "gae_emu", "unit": "elements/s (T x N per call)", "baseline": BASELINE,
-              "environment": environment(), "info": info,
+              "environment": environment(torch=True), "info": info,
               "arguments": {"sizes": [f"{n}x{t}" for n, t in args.sizes], "repeats": args.repeats,
                             "min_time": args.min_time, "python_max_elements": args.python_max_elements,
                             "seed": args.seed, "gamma": GAMMA, "lambda": LAM, "done_prob": DONE_PROB},

@@ -38,14 +38,10 @@ Writes ``parsa_emu.json`` and ``parsa_emu.md`` under ``--out`` and prints the ta
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 import traceback
@@ -55,6 +51,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import environment  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "tiles3_python"
@@ -337,21 +336,6 @@ def run(shapes: list[str], batch: int, keys: int, repeats: int, min_time: float,
             if r["shape"] == name and r["status"] == "ok":
                 r[f"ratio_vs_{BASELINE}"] = r["median[steps/s]"] / base["median[steps/s]"] if base else None
     return rows
-
-
-def environment() -> dict:
-    import numba
-
-    def git(*argv):
-        try:
-            return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": git("rev-parse", "HEAD") or "unknown", "git_describe": git("describe", "--always", "--dirty"),
-            "python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "numba_threads": numba.get_num_threads(), "cpu_count": os.cpu_count(), "machine": platform.machine(),
-            "loadavg_1min_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
 
 
 LABELS = {"model_numba": "bit-exact model, compiled act loop", "driver_act_batch": "driver act_batch (emu, 1 DMA)",

@@ -50,11 +50,9 @@ Writes ``replay_emu.json`` and ``replay_emu.md`` under ``--out`` and prints the 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -67,6 +65,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
+from _common import environment, fmt_rate  # noqa: E402
 
 ALPHA = 0.6
 BETA = 0.4
@@ -599,39 +600,6 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
 # Reporting
 # ---------------------------------------------------------------------------------------------------------------
 
-def environment() -> dict:
-    import numba
-    import torch
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": git("rev-parse", "HEAD"), "git_describe": git("describe", "--tags", "--always", "--dirty"),
-            "python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "torch": torch.__version__, "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "processor": cpu, "torch_threads": torch.get_num_threads(), "numba_threads": numba.get_num_threads()}
-
-
-def _fmt_rate(x: float) -> str:
-    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if x >= div:
-            return f"{x / div:.3g} {unit}"
-    return f"{x:.3g}"
-
-
 def goal_text(rows: list[dict]) -> dict:
     by_key = {row["key"]: row for row in rows}
     model, base = by_key.get(GOAL["key"], {}), by_key.get(BASELINE, {})
@@ -690,7 +658,7 @@ def markdown(result: dict) -> str:
             lines.append(f"| {name} | {status}{' (cause: see the notes)' if cause else ''} |"
                          + " |" * (2 * len(OPS) - 1))
             continue
-        rates = " | ".join(_fmt_rate(row[f"median[{UNITS[op]}]"]) for op in OPS)
+        rates = " | ".join(fmt_rate(row[f"median[{UNITS[op]}]"]) for op in OPS)
         ratios = " | ".join(f"{row[f'ratio_vs_{BASELINE}[{op}]']:.3g}x" if f"ratio_vs_{BASELINE}[{op}]" in row
                             else "" for op in OPS)
         lines.append(f"| {name} | {rates} | {ratios} |")
@@ -699,8 +667,8 @@ def markdown(result: dict) -> str:
               "|---|---:|---:|---:|---:|"]
     for row in result["rows"]:
         if row["status"] == "ok":
-            spread = " | ".join(f"{_fmt_rate(min(row[f'samples[{UNITS[op]}]']))}-"
-                                f"{_fmt_rate(max(row[f'samples[{UNITS[op]}]']))}" for op in OPS)
+            spread = " | ".join(f"{fmt_rate(min(row[f'samples[{UNITS[op]}]']))}-"
+                                f"{fmt_rate(max(row[f'samples[{UNITS[op]}]']))}" for op in OPS)
             lines.append(f"| `{row['key']}` | {spread} |")
     lines += ["", "## Checks and notes", ""]
     for row in result["rows"]:
@@ -761,7 +729,7 @@ def main(argv: list[str] | None = None) -> dict:
     data = make_data(capacity, args.batch, args.pool, args.seed)
     rows = measure(impls, data, args.repeats, args.min_time)
     result = {"benchmark": "replay_emu", "unit": "transitions/s (batch per call)", "baseline": BASELINE,
-              "environment": environment(), "info": info,
+              "environment": environment(torch=True), "info": info,
               "arguments": {"k": args.k, "levels": args.levels, "capacity": capacity, "batch": args.batch,
                             "repeats": args.repeats, "min_time": args.min_time, "pool": args.pool,
                             "seed": args.seed, "alpha": ALPHA, "beta": BETA, "priority_range": [P_MIN, P_MAX]},

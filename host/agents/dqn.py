@@ -47,22 +47,20 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
 from . import run as R
-from .numpy_nets import NumpyQLearner
+from .learners import QLearner, make_q_learner
 from .priorities import PRIORITY_BACKENDS, PriorityBackend
 from .replay_buffer import PrioritizedReplayBuffer
 
 __all__ = [
     "Args",
-    "QLearner",
     "REPLAY_BACKENDS",
-    "make_q_learner",
     "linear_schedule",
     "save_checkpoint",
     "load_checkpoint",
@@ -155,47 +153,6 @@ class Args:
     # to be filled in runtime
     num_iterations: int = 0
     """the number of vector-environment steps (computed in runtime)"""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The agent: Q-networks with a TD step, on either network backend
-# ---------------------------------------------------------------------------------------------------------------------
-class QLearner(Protocol):
-    """What the loop needs from the networks (:class:`~.torch_nets.TorchQLearner` or
-    :class:`~.numpy_nets.NumpyQLearner`): numpy arrays in and out."""
-
-    learning_rate: float
-
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
-        """Q(obs, .) of the online network."""
-        ...
-
-    def learn(self, observations: np.ndarray, actions: np.ndarray, next_observations: np.ndarray,
-              rewards: np.ndarray, dones: np.ndarray, weights: np.ndarray, **options: Any) -> dict[str, Any]:
-        """One TD step; ``td_errors``, ``loss``, ``q_values``."""
-        ...
-
-    def update_target(self, tau: float) -> None:
-        """Move the target network towards the online one."""
-        ...
-
-    def state_dict(self) -> dict[str, Any]:
-        """Networks and optimizer as numpy arrays."""
-        ...
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` output."""
-        ...
-
-
-def make_q_learner(nn: str, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], learning_rate: float,
-                   rng: np.random.Generator) -> QLearner:
-    """The Q-learner on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it."""
-    if nn == "torch":
-        from .torch_nets import TorchQLearner
-
-        return TorchQLearner(obs_dim, n_actions, hidden_sizes, learning_rate)
-    return NumpyQLearner(obs_dim, n_actions, hidden_sizes, learning_rate, rng)
 
 
 def linear_schedule(start: float, end: float, duration: float, t: float) -> float:

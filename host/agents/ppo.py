@@ -63,24 +63,23 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
 from . import run as R
-from .numpy_nets import NumpyActorCritic
+from .advantages import GaeCompute, compute_gae, offloaded_gae
+from .learners import ActorCritic, make_actor_critic
 from .standardize import RewardStandardizer
 
 __all__ = [
     "Args",
-    "ActorCritic",
     "GaeCompute",
     "Rollout",
     "GAE_BACKENDS",
     "REWARD_NORMS",
-    "make_actor_critic",
     "collect_rollout",
     "compute_gae",
     "save_checkpoint",
@@ -172,47 +171,6 @@ class Args:
     """the mini-batch size (computed in runtime)"""
     num_iterations: int = 0
     """the number of iterations (computed in runtime)"""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The agent: an actor-critic with a PPO update, on either network backend
-# ---------------------------------------------------------------------------------------------------------------------
-class ActorCritic(Protocol):
-    """What the loop needs from the networks (:class:`~.torch_nets.TorchActorCritic` or
-    :class:`~.numpy_nets.NumpyActorCritic`): numpy arrays in and out."""
-
-    learning_rate: float
-
-    def act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample actions: ``(actions, log_probs, values)``."""
-        ...
-
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        """V(obs), shape ``(batch,)``."""
-        ...
-
-    def learn(self, obs: np.ndarray, actions: np.ndarray, old_log_probs: np.ndarray, advantages: np.ndarray,
-              returns: np.ndarray, old_values: np.ndarray, **coefficients: Any) -> dict[str, float]:
-        """One clipped-surrogate gradient step on a minibatch; the minibatch's losses."""
-        ...
-
-    def state_dict(self) -> dict[str, Any]:
-        """Networks and optimizer as numpy arrays."""
-        ...
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` output."""
-        ...
-
-
-def make_actor_critic(nn: str, obs_dim: int, n_actions: int, learning_rate: float,
-                      rng: np.random.Generator) -> ActorCritic:
-    """The actor-critic on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it."""
-    if nn == "torch":
-        from .torch_nets import TorchActorCritic
-
-        return TorchActorCritic(obs_dim, n_actions, learning_rate)
-    return NumpyActorCritic(obs_dim, n_actions, learning_rate, rng)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -323,88 +281,6 @@ def collect_rollout(
     values[num_steps] = agent.value(next_obs)
     rollout = Rollout(obs, actions, logprobs, rewards, dones, values, bootstraps, episodes)
     return rollout, next_obs, global_step
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# GAE
-# ---------------------------------------------------------------------------------------------------------------------
-class GaeCompute(Protocol):
-    """What the agent needs from a GAE core: the driver's ``compute()`` (``RLOverlay(...).gae`` or a test fake)."""
-
-    def compute(
-        self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, *, gamma: float, lam: float, quantize: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """GAE of float32 ``rewards[T, N]``, ``values[T + 1, N]``, ``dones[T, N]``: float32 (advantages, returns)."""
-        ...
-
-
-def compute_gae(
-    rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float, lam: float
-) -> tuple[np.ndarray, np.ndarray]:
-    r"""Generalized advantage estimation, CleanRL's backward loop in numpy.
-
-    .. math::
-
-        \delta_t = r_t + \gamma (1 - d_t) V_{t+1} - V_t, \qquad
-        A_t = \delta_t + \gamma\lambda (1 - d_t) A_{t+1}, \qquad A_T = 0, \qquad R_t = A_t + V_t
-
-    (Schulman et al., 2016). ``lam = 1``: bootstrapped discounted return minus V; ``lam = 0``: one-step TD error.
-
-    Parameters
-    ----------
-    rewards : numpy.ndarray
-        ``r_t``, shape ``(T, N)`` (truncation bootstrap already folded in).
-    values : numpy.ndarray
-        ``V_t``, shape ``(T + 1, N)``; row ``T`` bootstraps the tail.
-    dones : numpy.ndarray
-        ``d_t`` = 1 where the episode ended at step ``t``, shape ``(T, N)``.
-    gamma : float
-        Discount factor.
-    lam : float
-        GAE lambda.
-
-    Returns
-    -------
-    advantages : numpy.ndarray
-        ``A_t``, shape ``(T, N)``, dtype of ``rewards``.
-    returns : numpy.ndarray
-        ``R_t = A_t + V_t``, shape ``(T, N)``.
-
-    Raises
-    ------
-    ValueError
-        If the shapes do not agree.
-    """
-    rewards, values, dones = np.asarray(rewards), np.asarray(values), np.asarray(dones)
-    if rewards.ndim != 2 or dones.shape != rewards.shape or values.shape != (rewards.shape[0] + 1, rewards.shape[1]):
-        raise ValueError(
-            f"expected rewards (T, N), values (T + 1, N), dones (T, N), not rewards {tuple(rewards.shape)}, "
-            f"values {tuple(values.shape)}, dones {tuple(dones.shape)}"
-        )
-    dtype = rewards.dtype.type
-    gamma, gamma_lam = dtype(gamma), dtype(gamma * lam)
-    advantages = np.zeros_like(rewards)
-    lastgaelam = np.zeros_like(rewards[0])
-    for t in reversed(range(rewards.shape[0])):
-        nextnonterminal = 1.0 - dones[t]
-        delta = rewards[t] + gamma * values[t + 1] * nextnonterminal - values[t]
-        advantages[t] = lastgaelam = delta + gamma_lam * nextnonterminal * lastgaelam
-    returns = advantages + values[:-1]
-    return advantages, returns
-
-
-def _offloaded_gae(
-    gae: GaeCompute, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, args: Args
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``gae.compute`` on float32 arrays and check what comes back."""
-    r, v, d = (np.ascontiguousarray(x, dtype=np.float32) for x in (rewards, values, dones))
-    advantages, returns = gae.compute(r, v, d, gamma=args.gamma, lam=args.gae_lambda, quantize=args.quantize)
-    advantages, returns = np.asarray(advantages, np.float32), np.asarray(returns, np.float32)
-    if advantages.shape != r.shape or returns.shape != r.shape:
-        raise RuntimeError(
-            f"GAE backend returned advantages {advantages.shape} and returns {returns.shape}, expected {r.shape}"
-        )
-    return advantages, returns
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -633,7 +509,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                     gae_rewards, rollout.values, rollout.dones, args.gamma, args.gae_lambda
                 )
             else:
-                advantages, returns = _offloaded_gae(gae, gae_rewards, rollout.values, rollout.dones, args)
+                advantages, returns = offloaded_gae(gae, gae_rewards, rollout.values, rollout.dones, gamma=args.gamma,
+                                                    lam=args.gae_lambda, quantize=args.quantize)
             t2 = time.perf_counter()
 
             # flatten the batch

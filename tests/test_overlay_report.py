@@ -5,7 +5,7 @@ import pytest
 from pynq_rl.overlay.build import overlay_report as O
 from pynq_rl.overlay.build.yosys import DEVICES, synthesize
 
-from tests.conftest import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, RTL_TEST_BOARD
+from tests.common.boards import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, RTL_TEST_BOARD
 
 #: One small build of each core: what a board's overlay holds, at sizes yosys maps in seconds.
 SMALL_SLOTS = (*RTL_TEST_BOARD.cores, *RTL_REPLAY_TEST_BOARD.cores, *RTL_PARSA_TEST_BOARD.cores)

@@ -71,7 +71,7 @@ def test_emulated_pl_clock_follows_the_hwh_dividers(name):
     """pynq 3.x sets the PL clocks by divider, 4.0 by frequency: the emulated clock must agree with the .hwh."""
     from pynq.ps import Clocks
 
-    from tests.conftest import make_overlay
+    from tests.common.boards import make_overlay
 
     board = S.board(name)
     make_overlay("emu", board=name)

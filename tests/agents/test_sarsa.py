@@ -23,7 +23,7 @@ from pynq_rl.host.agents import sarsa
 from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as model
-from tests.conftest import make_overlay
+from tests.common.boards import make_overlay
 
 MC_TILING = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
 MC_LOW, MC_HIGH = np.array([-1.2, -0.07]), np.array([0.6, 0.07])

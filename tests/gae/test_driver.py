@@ -10,7 +10,7 @@ from pynq_rl.host.drivers.identity import BitstreamMismatchError
 from pynq_rl.overlay import fixed
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
-from tests.conftest import make_overlay
+from tests.common.boards import make_overlay
 
 
 def rollout(seed, n_steps, n_envs, done_prob=0.05):

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from hypothesis import given, HealthCheck, settings, strategies as st
 
+from pynq_rl import RLOverlay
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
-from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
+from pynq_rl.host.backends.rtl import RtlCoreIP, SimulationEnded
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
+from tests.common.boards import RTL_TEST_BOARD
 
 
 def small_board(k: int, lanes: int = 3, t_max: int = 24) -> S.BoardSpec:
@@ -70,7 +72,7 @@ def operation(spec, mode, rng, n_steps, n_lanes, gamma, lam, scale):
 @pytest.mark.parametrize("k", [1, 2, 3])
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_rtl_equals_model_bit_for_bit(k, data):
+def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     board = small_board(k)
     spec = board.cores[0].spec
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
@@ -82,12 +84,7 @@ def test_rtl_equals_model_bit_for_bit(k, data):
     scale = data.draw(st.sampled_from([1.0, 64.0, 4096.0]), label="magnitude")  # large ones saturate
     regs, stream = operation(spec, mode, np.random.default_rng(seed), n_steps, n_lanes, gamma, lam, scale)
 
-    sim = RtlSimulation(board)
-    try:
-        rtl = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
-        got = run_operation(rtl, regs, stream)
-    finally:
-        sim.end("test finished")
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
     assert got[0] == expected[0], "output stream differs from the model"
     assert got[1] == expected[1], f"STATUS {S.Status(got[1])!r} != model {S.Status(expected[1])!r}"
@@ -98,54 +95,39 @@ def test_rtl_equals_model_bit_for_bit(k, data):
                                                ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG)])
-def test_rtl_refuses_bad_configuration_like_the_model(regs_update, flag):
+def test_rtl_refuses_bad_configuration_like_the_model(regs_update, flag, rtl_simulation):
     board = small_board(2)
     spec = board.cores[0].spec
     regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(0), 5, 2, 0.9, 0.9, 1.0)
     regs |= regs_update
-    sim = RtlSimulation(board)
-    try:
-        got = run_operation(RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS), regs, stream[:0])
-    finally:
-        sim.end("test finished")
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream[:0])
     expected = run_operation(GaeCoreIP(spec), regs, stream[:0])
     assert got[1] == expected[1] == S.Status.DONE | flag
 
 
 @pytest.mark.parametrize("cut", [-1, +1])
-def test_rtl_flags_misplaced_tlast_like_the_model(cut):
+def test_rtl_flags_misplaced_tlast_like_the_model(cut, rtl_simulation):
     """A stream one beat short ends early (TLAST too soon); one beat long runs past the last record."""
     board = small_board(2)
     spec = board.cores[0].spec
     regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(1), 6, 3, 0.9, 0.9, 1.0)
     beat = spec.stream_bytes
     stream = stream[:-beat] if cut < 0 else np.concatenate([stream, np.zeros(beat, np.uint8)])
-    sim = RtlSimulation(board)
-    try:
-        got = run_operation(RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS), regs, stream)
-    finally:
-        sim.end("test finished")
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
 
 
 @pytest.mark.parametrize("lanes", [1, 8])
-def test_compute_phase_is_t_plus_pipeline_depth_regardless_of_lanes(lanes):
+def test_compute_phase_is_t_plus_pipeline_depth_regardless_of_lanes(lanes, rtl_simulation):
     board = small_board(2, lanes=lanes, t_max=16)
     spec = board.cores[0].spec
     regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(lanes), 16, lanes, 0.99, 0.95, 1.0)
-    sim = RtlSimulation(board)
-    try:
-        out, status, cycles = run_operation(RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS), regs, stream)
-    finally:
-        sim.end("test finished")
+    out, status, cycles = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     assert status == S.Status.DONE and cycles == 16 + spec.pipeline_depth
 
 
 def test_rtl_overlay_dumps_a_waveform(tmp_path):
-    from tests.conftest import RTL_TEST_BOARD
-    from pynq_rl import RLOverlay
-
     overlay = RLOverlay(backend="rtl", board=RTL_TEST_BOARD, vcd=str(tmp_path / "gae"))
     overlay.gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))
     overlay.device.simulation.end("test finished")
@@ -154,10 +136,6 @@ def test_rtl_overlay_dumps_a_waveform(tmp_path):
 
 
 def test_second_rtl_overlay_ends_the_first():
-    from tests.conftest import RTL_TEST_BOARD
-    from pynq_rl import RLOverlay
-    from pynq_rl.host.backends.rtl import SimulationEnded
-
     first = RLOverlay(backend="rtl", board=RTL_TEST_BOARD)
     gae = first.gae
     RLOverlay(backend="rtl", board=RTL_TEST_BOARD)
@@ -165,18 +143,14 @@ def test_second_rtl_overlay_ends_the_first():
         gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))
 
 
-def test_start_clears_cycles_like_the_model():
+def test_start_clears_cycles_like_the_model(rtl_simulation):
     """CYCLES belongs to the last operation: a refused START reads 0, not the previous count (found by cocotb)."""
     board = small_board(2)
     spec = board.cores[0].spec
     good_regs, good_stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(3), 6, 2, 0.9, 0.9, 1.0)
     bad_regs = dict(good_regs, T=0)
-    sim = RtlSimulation(board)
-    try:
-        rtl = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
-        got = [run_operation(rtl, good_regs, good_stream)[2], run_operation(rtl, bad_regs, good_stream[:0])[2]]
-    finally:
-        sim.end("test finished")
+    rtl = RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS)
+    got = [run_operation(rtl, good_regs, good_stream)[2], run_operation(rtl, bad_regs, good_stream[:0])[2]]
     model_ip = GaeCoreIP(spec)
     expected = [run_operation(model_ip, good_regs, good_stream)[2], run_operation(model_ip, bad_regs, good_stream[:0])[2]]
     assert got == expected == [6 + spec.pipeline_depth, 0]

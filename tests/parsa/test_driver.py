@@ -11,7 +11,7 @@ from pynq_rl.host.drivers.tiling_config import (
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as P
 
-from tests.conftest import RTL_PARSA_TEST_BOARD, make_overlay
+from tests.common.boards import RTL_PARSA_TEST_BOARD, make_overlay
 
 PARSA_BACKENDS = ["emu", "rtl", "board"]
 LAYOUT = {"tilings_per_set": 2, "tiles_per_dim": 3, "tilings": [{"dims": []}, {"dims": [0]}, {"dims": [1, 2]}]}

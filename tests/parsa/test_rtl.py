@@ -15,7 +15,7 @@ from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as M
-from tests.conftest import RTL_PARSA_TEST_BOARD
+from tests.common.boards import RTL_PARSA_TEST_BOARD
 from tests.parsa.harness import R, act_stream, config_stream, random_layout, run_operation, scenario
 
 

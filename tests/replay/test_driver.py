@@ -11,7 +11,7 @@ from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import replay as model
 
-from tests.conftest import RTL_REPLAY_TEST_BOARD, make_overlay
+from tests.common.boards import RTL_REPLAY_TEST_BOARD, make_overlay
 
 REPLAY_BACKENDS = ["emu", "rtl", "board"]
 

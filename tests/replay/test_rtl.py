@@ -360,7 +360,7 @@ def test_soft_reset_aborts_and_keeps_the_tree():
         bench.close()
 
 
-def test_one_simulation_holds_gae_and_replay_cores():
+def test_one_simulation_holds_gae_and_replay_cores(rtl_simulation):
     """A board with both cores: one MyHDL simulation, each core behind its own ports, both answer correctly."""
     from pynq_rl.host.backends.gae_ip import GaeCoreIP
     from tests.gae.test_rtl import operation, run_operation
@@ -368,25 +368,22 @@ def test_one_simulation_holds_gae_and_replay_cores():
     gae_spec, spec = S.GaeSpec(lanes=2, t_max=8), SPECS["k2"]
     board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("gae", gae_spec, 0x0_0000, 0x1_0000),
                                                       S.CoreSlot("replay", spec, 0x2_0000, 0x3_0000)))
-    sim = RtlSimulation(board)
-    try:
-        gae = RtlCoreIP(sim, "gae", gae_spec, S.GAE_REGISTERS)
-        replay = RtlCoreIP(sim, "replay", spec, R)
-        assert replay.read(R["ID"]["address_offset"]) >> 16 == S.REPLAY_MAGIC
-        assert gae.read(S.GAE_REGISTERS["ID"]["address_offset"]) >> 16 == S.GAE_MAGIC
-        for name, value in spec.parameter_registers().items():
-            assert replay.read(R[name]["address_offset"]) == value, name
-        regs, stream = operation(gae_spec, S.GaeMode.RAW, np.random.default_rng(5), 5, 2, 0.9, 0.8, 1.0)
-        assert run_operation(gae, regs, stream) == run_operation(GaeCoreIP(gae_spec), regs, stream)
-        tree = model.SumTree(spec)
-        tree.set([1, 6], [40, 2])
-        replay.write(R["CTRL"]["address_offset"], int(S.ReplayMode.SET) << MODE_SHIFT | S.Ctrl.START)
-        assert replay.stream_in(np.frombuffer(set_op([1, 6], [40, 2]).stream, np.uint8), last=True) == 16
-        replay.master.sim.tick(spec.set_depth + 2)
-        assert replay.read(R["TOTAL"]["address_offset"]) == tree.total == 42
-        assert replay.read(R["STATUS"]["address_offset"]) == S.Status.DONE
-    finally:
-        sim.end("test finished")
+    sim = rtl_simulation(board)
+    gae = RtlCoreIP(sim, "gae", gae_spec, S.GAE_REGISTERS)
+    replay = RtlCoreIP(sim, "replay", spec, R)
+    assert replay.read(R["ID"]["address_offset"]) >> 16 == S.REPLAY_MAGIC
+    assert gae.read(S.GAE_REGISTERS["ID"]["address_offset"]) >> 16 == S.GAE_MAGIC
+    for name, value in spec.parameter_registers().items():
+        assert replay.read(R[name]["address_offset"]) == value, name
+    regs, stream = operation(gae_spec, S.GaeMode.RAW, np.random.default_rng(5), 5, 2, 0.9, 0.8, 1.0)
+    assert run_operation(gae, regs, stream) == run_operation(GaeCoreIP(gae_spec), regs, stream)
+    tree = model.SumTree(spec)
+    tree.set([1, 6], [40, 2])
+    replay.write(R["CTRL"]["address_offset"], int(S.ReplayMode.SET) << MODE_SHIFT | S.Ctrl.START)
+    assert replay.stream_in(np.frombuffer(set_op([1, 6], [40, 2]).stream, np.uint8), last=True) == 16
+    replay.master.sim.tick(spec.set_depth + 2)
+    assert replay.read(R["TOTAL"]["address_offset"]) == tree.total == 42
+    assert replay.read(R["STATUS"]["address_offset"]) == S.Status.DONE
 
 
 def test_soft_reset_during_set_keeps_the_tree_consistent():

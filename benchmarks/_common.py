@@ -5,7 +5,10 @@ own directory is first on ``sys.path``).
 """
 from __future__ import annotations
 
-__all__ = ["environment", "fmt_rate"]
+import json
+from pathlib import Path
+
+__all__ = ["environment", "fmt_rate", "write_results", "failed_rows"]
 
 
 def environment(torch: bool = False) -> dict:
@@ -26,3 +29,20 @@ def fmt_rate(x: float) -> str:
         if x >= div:
             return f"{x / div:.3g} {unit}"
     return f"{x:.3g}"
+
+
+def write_results(out_dir: Path, name: str, result: dict, text: str) -> None:
+    """Write ``<name>.json`` (``result``) and ``<name>.md`` (``text``) into ``out_dir``; print the table and where
+    they went."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out_dir / f"{name}.md").write_text(text)
+    print(text)
+    print(f"wrote {out_dir / f'{name}.json'} and {out_dir / f'{name}.md'} in {result['wall[s]']} s")
+
+
+def failed_rows(result: dict) -> str | int:
+    """The exit status of a benchmark: 0, or a message naming the rows that failed (an optional peer that does not
+    import is ``unavailable``, not failed)."""
+    failed = [r["key"] for r in result["rows"] if r["status"] != "ok" and not r["status"].startswith("unavailable")]
+    return f"failed: {failed}" if failed else 0

@@ -33,7 +33,6 @@ Writes ``gae_emu.json`` and ``gae_emu.md`` under ``--out`` and prints the table.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -47,7 +46,7 @@ from typing import Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, fmt_rate  # noqa: E402
+from _common import environment, failed_rows, fmt_rate, write_results  # noqa: E402
 
 GAMMA = 0.99
 LAM = 0.95
@@ -521,16 +520,9 @@ def main(argv: list[str] | None = None) -> dict:
                             "seed": args.seed, "gamma": GAMMA, "lambda": LAM, "done_prob": DONE_PROB},
               "rows": rows, "goal": goal_text(rows), "wall[s]": None}
     result["wall[s]"] = round(time.perf_counter() - started, 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gae_emu.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = markdown(result)
-    (args.out / "gae_emu.md").write_text(text)
-    print(text)
-    print(f"wrote {args.out / 'gae_emu.json'} and {args.out / 'gae_emu.md'} in {result['wall[s]']} s")
+    write_results(args.out, "gae_emu", result, markdown(result))
     return result
 
 
 if __name__ == "__main__":
-    result = main()
-    failed = [r["key"] for r in result["rows"] if r["status"] != "ok" and not r["status"].startswith("unavailable")]
-    sys.exit(f"failed: {failed}" if failed else 0)
+    sys.exit(failed_rows(main()))

@@ -50,7 +50,6 @@ Writes ``replay_emu.json`` and ``replay_emu.md`` under ``--out`` and prints the 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
@@ -67,7 +66,7 @@ from typing import Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, fmt_rate  # noqa: E402
+from _common import environment, failed_rows, fmt_rate, write_results  # noqa: E402
 
 ALPHA = 0.6
 BETA = 0.4
@@ -736,16 +735,9 @@ def main(argv: list[str] | None = None) -> dict:
               "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
               "rows": rows, "goal": goal_text(rows), "wall[s]": None}
     result["wall[s]"] = round(time.perf_counter() - started, 2)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "replay_emu.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = markdown(result)
-    (args.out / "replay_emu.md").write_text(text)
-    print(text)
-    print(f"wrote {args.out / 'replay_emu.json'} and {args.out / 'replay_emu.md'} in {result['wall[s]']} s")
+    write_results(args.out, "replay_emu", result, markdown(result))
     return result
 
 
 if __name__ == "__main__":
-    result = main()
-    failed = [r["key"] for r in result["rows"] if r["status"] != "ok" and not r["status"].startswith("unavailable")]
-    sys.exit(f"failed: {failed}" if failed else 0)
+    sys.exit(failed_rows(main()))

@@ -127,7 +127,7 @@ class _TrainStep:
 
 
 def _start_server(port: int, backend: str, capacity: int, wal_dir: str) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.server", "--address",
+    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
                                 f"127.0.0.1:{port}", "--backend", backend, "--capacity", str(capacity),
                                 "--checkpoint-dir", wal_dir, "--seed", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -271,7 +271,7 @@ def _join(obj: Any, arrays: Any) -> Any:
     return obj
 
 
-def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any]) -> None:
+def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any], *, sync: bool = False) -> None:
     """Write ``state`` (nested dicts/lists of numpy arrays, numbers, strings) as an ``.npz`` with a JSON header.
 
     Parameters
@@ -283,6 +283,8 @@ def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any]) 
         The agent's name (``"ppo"``, ``"dqn"``, ...), checked by :func:`load_checkpoint`.
     state : dict
         What to save; dict keys must be strings without ``/``.
+    sync : bool
+        fsync the file before the rename (a checkpoint that must survive a power cut).
 
     Raises
     ------
@@ -298,6 +300,9 @@ def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any]) 
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
         np.savez(f, **{_HEADER: np.array(json.dumps(header))}, **arrays)
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

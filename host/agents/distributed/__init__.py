@@ -1,14 +1,18 @@
 """Distributed Ape-X: many actors, one prioritized replay *between* them and the learner, one learner.
 
 * :mod:`.server` — :class:`ReplayServer`: transition storage + the replay core (any backend), an insertion thread,
-  back-pressure, a write-ahead log and checkpoints, served over gRPC (numpy + grpcio only: it runs on a PYNQ board);
+  back-pressure and checkpoints (numpy only: it runs on a PYNQ board);
+* :mod:`.wal` — the server's write-ahead log (checksummed records, torn tails cut);
+* :mod:`.service` — the gRPC service over a server, :func:`serve` and the command line
+  (``python -m pynq_rl.host.agents.distributed.service``; grpcio + protobuf);
 * :mod:`.client` — :class:`ReplayClient`: push / sample / update_priorities / stats with retries and reconnection;
 * :mod:`.apex` — the Ape-X actors, the Double-DQN learner and the replay server as Ray actors, and :func:`apex.train`
   (``pynq-rl train apex``);
 * :mod:`.redis_baseline` — the baseline layout: actors push to Redis, the learner-side replay pulls from it;
-* :mod:`.codec` — numpy arrays <-> ``replay.proto`` messages, with the checks the server applies.
+* :mod:`.codec` — numpy arrays <-> ``replay.proto`` messages, with the checks the server applies, and the gRPC
+  options both ends share.
 
 Nothing is imported here eagerly: the server side needs no torch or Ray (``from pynq_rl.host.agents.distributed
 import server``), the Ray side is imported only where it is used.
 """
-__all__ = ["codec", "server", "client", "apex", "redis_baseline"]
+__all__ = ["codec", "server", "wal", "service", "client", "apex", "redis_baseline"]

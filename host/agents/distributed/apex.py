@@ -5,7 +5,7 @@ server, the node the traffic passes through (:mod:`.server`: the replay core + s
 batches travel on to the learner, which sends new priorities back. The replay server is a Ray actor when it runs on a
 Ray node (:class:`ReplayServerActor`, restarted by Ray from its checkpoint directory), or an external gRPC address
 when it runs on a PYNQ board (``replay_address``; start it there with
-``python -m pynq_rl.host.agents.distributed.server``).
+``python -m pynq_rl.host.agents.distributed.service``).
 
 * **Actors** (:class:`ApexActor`, Ray actors restarted by Ray if they die): actor ``i`` of ``N`` explores with
   ``epsilon_i = epsilon_base ** (1 + epsilon_alpha * i / (N - 1))`` (Ape-X's schedule: 0.4 ** 1 ... 0.4 ** 8), builds
@@ -58,7 +58,9 @@ import torch.optim as optim
 from ..dqn import linear_schedule
 from ..torch_nets import QNetwork
 from .client import NotReady, PrefetchingSampler, ReplayClient
-from .server import PRIORITY_BACKENDS, ReplayServer, serve
+from ..priorities import PRIORITY_BACKENDS
+from .server import ReplayServer
+from .service import serve
 
 __all__ = ["Args", "ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
            "train"]

@@ -24,7 +24,6 @@ import numpy as np
 from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
-from .server import GRPC_OPTIONS
 
 __all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady"]
 
@@ -67,7 +66,7 @@ class ReplayClient:
         self.retry_s = float(retry_s)
         self.retries = 0
         self._sequence = itertools.count(1)
-        self._channel = grpc.insecure_channel(address, options=GRPC_OPTIONS)
+        self._channel = grpc.insecure_channel(address, options=codec.GRPC_OPTIONS)
         self._stub = pb_grpc.ReplayStub(self._channel)
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""numpy arrays <-> the ``Tensor`` / ``Transitions`` messages of ``replay.proto``, with the checks the server relies on.
+"""The wire format of the replay service: numpy arrays <-> the ``Tensor`` / ``Transitions`` messages of
+``replay.proto``, with the checks the server relies on, and the gRPC options client and server share.
 
 An array travels as its numpy dtype name, its shape and its C-order little-endian bytes. Decoding never trusts the
 message: an unknown dtype, a shape that disagrees with the byte count, or a missing field raises ``ValueError`` with
@@ -17,8 +18,13 @@ import numpy as np
 
 from . import replay_pb2 as pb
 
-__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "to_tensor", "from_tensor", "encode_transitions",
+__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "to_tensor", "from_tensor", "encode_transitions",
            "decode_transitions", "check_batch"]
+
+GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20),
+                ("grpc.so_reuseport", 0)]
+"""channel and server options both ends use: message size limits (64 MiB: a sample of 4096 Atari frames) and no
+port sharing (a second server on a port must fail)"""
 
 TRANSITION_FIELDS = ("observations", "actions", "rewards", "next_observations", "discounts")
 """the fields of a transition batch, in message order"""

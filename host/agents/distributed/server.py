@@ -40,37 +40,26 @@ overwritten, Ape-X's FIFO eviction.
 """
 from __future__ import annotations
 
-import argparse
 import collections
-import json
 import os
-import pickle
-import signal
-import struct
-import sys
 import threading
 import time
 import warnings
-import zlib
-from concurrent import futures
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..priorities import PRIORITY_BACKENDS, make_priority_backend
+from .. import run as R
+from ..priorities import make_priority_backend
 from . import codec
 from . import replay_pb2 as pb
-from . import replay_pb2_grpc as pb_grpc
+from .wal import PUSH, UPDATE, WriteAheadLog
 
-__all__ = ["ReplayServer", "Backpressure", "EmptyReplayError", "ReplayServicer", "serve", "main",
-           "PRIORITY_BACKENDS"]
+__all__ = ["ReplayServer", "Backpressure", "EmptyReplayError"]
 
-_WAL_HEADER = struct.Struct("<4sIQI")  # magic, payload bytes, log sequence, crc32 of payload
-_WAL_MAGIC = b"PRWL"          # a push: a PushRequest, sequence = the push's log sequence
-_WAL_UPDATE_MAGIC = b"PRUP"   # a priority update: an UpdateRequest with versions, sequence = update sequence
-CHECKPOINT_FORMAT = 1
-"""version of the dictionary in ``replay.ckpt``"""
+CHECKPOINT_AGENT = "replay_server"
+"""the ``agent`` name in ``replay.ckpt`` (:func:`~pynq_rl.host.agents.run.save_checkpoint`: arrays + JSON, no pickle)"""
 
 
 class Backpressure(RuntimeError):
@@ -173,8 +162,13 @@ class ReplayServer:
         self._wal = None
         if self.checkpoint_dir is not None:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            self._restore()
-            self._wal = open(self.checkpoint_dir / "replay.wal", "ab")
+            wal = WriteAheadLog(self.checkpoint_dir / "replay.wal", sync=self.sync_wal)
+            try:
+                self._restore(wal)  # before self._wal is set: re-applied updates must not be logged a second time
+            except BaseException:
+                wal.close()
+                raise
+            self._wal = wal
         self._adder = threading.Thread(target=self._adding_thread, name="replay-adder", daemon=True)
         self._adder.start()
         self._checkpointer = None
@@ -453,21 +447,18 @@ class ReplayServer:
             self.flush(timeout_s)
             with self._store_lock, self._wal_lock:
                 n = self.size()
-                state = {"format": CHECKPOINT_FORMAT, "capacity": self.capacity, "obs_shape": self.obs_shape,
+                actors = sorted(self._last_actor_sequence)
+                state = {"capacity": self.capacity, "obs_shape": list(self.obs_shape),
                          "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
                          "update_sequence": self._update_sequence,
-                         "last_actor_sequence": dict(self._last_actor_sequence),
+                         "actor_ids": actors, "actor_sequences": [self._last_actor_sequence[a] for a in actors],
                          "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
                          **{name: getattr(self, name)[:n].copy() for name in codec.TRANSITION_FIELDS}}
                 covered = self._wal.tell()  # the log up to here is in the checkpoint
             path = self.checkpoint_dir / "replay.ckpt"
-            tmp = path.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
-                pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            self._compact_wal(covered)
+            R.save_checkpoint(path, CHECKPOINT_AGENT, state, sync=True)
+            with self._wal_lock:
+                self._wal.compact(covered)
         self._counters["checkpoints"] += 1
         return {"path": str(path), "log_sequence": state["log_sequence"]}
 
@@ -488,7 +479,7 @@ class ReplayServer:
             codec.encode_transitions(batch, request.transitions)
             codec.to_tensor(batch["priorities"], request.priorities)
             payload = request.SerializeToString()
-        self._append(_WAL_MAGIC, log_sequence, payload)
+        self._append(PUSH, log_sequence, payload)
 
     def _log_update(self, indices: np.ndarray, priorities: np.ndarray, versions: np.ndarray) -> None:
         """Log a priority update (under the storage lock, so the log holds updates in the order they apply)."""
@@ -497,44 +488,21 @@ class ReplayServer:
         codec.to_tensor(priorities, request.priorities)
         codec.to_tensor(versions, request.versions)
         self._update_sequence += 1
-        self._append(_WAL_UPDATE_MAGIC, self._update_sequence, request.SerializeToString())
+        self._append(UPDATE, self._update_sequence, request.SerializeToString())
 
-    def _append(self, magic: bytes, sequence: int, payload: bytes) -> None:
+    def _append(self, kind: bytes, sequence: int, payload: bytes) -> None:
         with self._wal_lock:
-            self._wal.write(_WAL_HEADER.pack(magic, len(payload), sequence, zlib.crc32(payload)) + payload)
-            self._wal.flush()
-            if self.sync_wal:
-                os.fsync(self._wal.fileno())
+            self._wal.append(kind, sequence, payload)
 
-    def _compact_wal(self, covered: int) -> None:
-        """Drop the first ``covered`` bytes of the log (now in the checkpoint), keeping what was logged since (priority
-        updates made while the checkpoint was written); the new log replaces the old one atomically."""
-        path = self.checkpoint_dir / "replay.wal"
-        with self._wal_lock:
-            self._wal.flush()
-            with open(path, "rb") as f:
-                f.seek(covered)
-                tail = f.read()
-            tmp = path.with_suffix(".wal.tmp")
-            with open(tmp, "wb") as f:
-                f.write(tail)
-                f.flush()
-                os.fsync(f.fileno())
-            self._wal.close()
-            os.replace(tmp, path)
-            self._wal = open(path, "ab")
-
-    def _restore(self) -> None:
+    def _restore(self, wal: WriteAheadLog) -> None:
         """Load ``replay.ckpt`` (if any), then re-apply every complete log record after it; cut a torn tail."""
         path = self.checkpoint_dir / "replay.ckpt"
         if path.exists():
-            with open(path, "rb") as f:
-                state = pickle.load(f)
-            expected = (CHECKPOINT_FORMAT, self.capacity, self.obs_shape)
-            found = (state.get("format"), state.get("capacity"), tuple(state.get("obs_shape", ())))
+            state = R.load_checkpoint(path, CHECKPOINT_AGENT)  # a corrupt file fails its zip CRCs: ValueError
+            expected = (self.capacity, self.obs_shape)
+            found = (state.get("capacity"), tuple(state.get("obs_shape", ())))
             if found != expected:
-                raise ValueError(f"checkpoint {path} is (format, capacity, obs_shape) = {found}, this server is "
-                                 f"{expected}")
+                raise ValueError(f"checkpoint {path} is (capacity, obs_shape) = {found}, this server is {expected}")
             n = self.capacity if state["full"] else state["pos"]
             for name in codec.TRANSITION_FIELDS:
                 getattr(self, name)[:n] = state[name]
@@ -542,21 +510,11 @@ class ReplayServer:
             self.pos, self.full = int(state["pos"]), bool(state["full"])
             self.priorities.load_state_dict(state["priorities"])
             self._log_sequence = self._applied_sequence = int(state["log_sequence"])
-            self._update_sequence = int(state.get("update_sequence", 0))
-            self._last_actor_sequence = dict(state["last_actor_sequence"])
+            self._update_sequence = int(state["update_sequence"])
+            self._last_actor_sequence = dict(zip(state["actor_ids"], (int(q) for q in state["actor_sequences"])))
             self.restored["checkpoint"] = True
-        wal = self.checkpoint_dir / "replay.wal"
-        if not wal.exists():
-            return
-        data = wal.read_bytes()
-        offset = 0
-        while offset + _WAL_HEADER.size <= len(data):
-            magic, length, log_sequence, crc = _WAL_HEADER.unpack_from(data, offset)
-            payload = data[offset + _WAL_HEADER.size: offset + _WAL_HEADER.size + length]
-            if magic not in (_WAL_MAGIC, _WAL_UPDATE_MAGIC) or len(payload) != length or zlib.crc32(payload) != crc:
-                break
-            offset += _WAL_HEADER.size + length
-            if magic == _WAL_UPDATE_MAGIC:
+        for kind, log_sequence, payload in wal.records():
+            if kind == UPDATE:
                 if log_sequence > self._update_sequence:
                     update = pb.UpdateRequest.FromString(payload)
                     self.update_priorities(codec.from_tensor(update.indices, "indices"),
@@ -575,11 +533,11 @@ class ReplayServer:
             if request.actor_id and request.sequence:
                 self._last_actor_sequence[request.actor_id] = int(request.sequence)
             self.restored["log_records"] += 1
-        if offset != len(data):
-            warnings.warn(f"replay log {wal}: cut a torn or corrupt tail of {len(data) - offset} bytes "
-                          f"(never acknowledged)", RuntimeWarning)
-            with open(wal, "r+b") as f:
-                f.truncate(offset)
+        size = wal.path.stat().st_size
+        if wal.valid_bytes != size:
+            warnings.warn(f"replay log {wal.path}: cut a torn or corrupt tail of {size - wal.valid_bytes} "
+                          f"bytes (never acknowledged)", RuntimeWarning)
+            wal.truncate(wal.valid_bytes)
 
     # -- life cycle ---------------------------------------------------------------------------------------------------
     def _check_open(self, closed_ok: bool = False) -> None:
@@ -600,149 +558,3 @@ class ReplayServer:
         self._adder.join(timeout=30.0)
         if self._wal is not None:
             self._wal.close()
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# gRPC
-# ---------------------------------------------------------------------------------------------------------------------
-class ReplayServicer(pb_grpc.ReplayServicer):
-    """The gRPC face of a :class:`ReplayServer`: decodes requests, maps errors to status codes with clear messages.
-
-    ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure` ->
-    ``RESOURCE_EXHAUSTED``; :class:`EmptyReplayError` -> ``FAILED_PRECONDITION``; a closed server -> ``UNAVAILABLE``.
-    """
-
-    def __init__(self, replay: ReplayServer, push_timeout_s: float = 0.5) -> None:
-        self.replay = replay
-        self.push_timeout_s = float(push_timeout_s)
-
-    def _call(self, context, function, *args, **kwargs):
-        import grpc
-        try:
-            return function(*args, **kwargs)
-        except (ValueError, TypeError, KeyError) as error:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except Backpressure as error:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
-        except EmptyReplayError as error:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
-        except RuntimeError as error:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
-
-    def Push(self, request, context):  # noqa: N802 (gRPC method names)
-        """Decode, check and queue one batch; reply with the acknowledgement."""
-        def push():
-            if not request.HasField("transitions"):
-                raise ValueError("transitions is missing")
-            if not request.HasField("priorities"):
-                raise ValueError("priorities is missing")
-            batch = codec.decode_transitions(request.transitions)
-            priorities = codec.from_tensor(request.priorities, "priorities")
-            return self.replay.push(batch, priorities, request.actor_id, request.sequence, self.push_timeout_s,
-                                    request.SerializeToString())
-        ack = self._call(context, push)
-        return pb.PushReply(accepted=ack["accepted"], duplicate=ack["duplicate"], log_sequence=ack["log_sequence"],
-                            queued=ack["queued"])
-
-    def Sample(self, request, context):  # noqa: N802
-        """Sample on the core and send the batch with indices, weights and slot versions."""
-        batch = self._call(context, self.replay.sample, request.batch_size, request.beta)
-        reply = pb.SampleReply()
-        codec.encode_transitions(batch, reply.transitions)
-        codec.to_tensor(batch["indices"], reply.indices)
-        codec.to_tensor(batch["weights"], reply.weights)
-        codec.to_tensor(batch["versions"], reply.versions)
-        return reply
-
-    def UpdatePriorities(self, request, context):  # noqa: N802
-        """Write the learner's new priorities."""
-        def update():
-            for name in ("indices", "priorities"):
-                if not request.HasField(name):
-                    raise ValueError(f"{name} is missing")
-            versions = codec.from_tensor(request.versions, "versions") if request.HasField("versions") else None
-            return self.replay.update_priorities(codec.from_tensor(request.indices, "indices"),
-                                                 codec.from_tensor(request.priorities, "priorities"), versions)
-        result = self._call(context, update)
-        return pb.UpdateReply(updated=result["updated"], stale=result["stale"])
-
-    def Stats(self, request, context):  # noqa: N802
-        """The server's :meth:`ReplayServer.stats` as JSON."""
-        return pb.StatsReply(json=json.dumps(self._call(context, self.replay.stats), default=str))
-
-    def Checkpoint(self, request, context):  # noqa: N802
-        """Checkpoint now."""
-        result = self._call(context, self.replay.checkpoint)
-        return pb.CheckpointReply(path=result["path"], log_sequence=result["log_sequence"])
-
-
-GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20),
-                ("grpc.so_reuseport", 0)]
-"""message size limits (64 MiB: a sample of 4096 Atari frames) and no port sharing (a second server must fail)"""
-
-
-def serve(replay: ReplayServer, address: str = "[::]:50051", max_workers: int = 8,
-          push_timeout_s: float = 0.5) -> tuple[Any, int]:
-    """Start a gRPC server for ``replay`` on ``address`` (port 0 picks a free one).
-
-    Returns
-    -------
-    server : grpc.Server
-        Started; stop it with ``server.stop(grace)``.
-    port : int
-        The bound port.
-
-    Raises
-    ------
-    RuntimeError
-        The address could not be bound.
-    """
-    import grpc
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
-                         options=GRPC_OPTIONS)
-    pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
-    try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as error:
-        raise RuntimeError(f"cannot bind the replay server to {address}: {error}") from error
-    if port == 0:
-        raise RuntimeError(f"cannot bind the replay server to {address}")
-    server.start()
-    return server, port
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m pynq_rl.host.agents.distributed.server``: run a replay server until SIGINT/SIGTERM.
-
-    Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
-    """
-    parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
-    parser.add_argument("--address", default="[::]:50051", help="host:port to listen on (port 0: any free port)")
-    parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
-    parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
-    parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")
-    parser.add_argument("--board", default=None, help="the overlay's board (Pynq-Z2, ZCU106)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="priority exponent")
-    parser.add_argument("--queue-batches", type=int, default=64, help="insertion queue depth (back-pressure)")
-    parser.add_argument("--checkpoint-dir", default=None, help="write-ahead log and checkpoints here; restore on start")
-    parser.add_argument("--checkpoint-every-s", type=float, default=None, help="background checkpoint period")
-    parser.add_argument("--sync-wal", action="store_true", help="fsync the log before each acknowledgement")
-    parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
-    parser.add_argument("--seed", type=int, default=None, help="sampler seed")
-    args = parser.parse_args(argv)
-    replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
-                          args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed)
-    server, port = serve(replay, args.address, args.workers)
-    host = args.address.rsplit(":", 1)[0]
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    print(f"listening on {host}:{port} restored={json.dumps(replay.restored)}", flush=True)
-    stop.wait()
-    server.stop(grace=2.0).wait()
-    replay.close(checkpoint=args.checkpoint_dir is not None)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,7 +16,8 @@ ray = pytest.importorskip("ray")
 
 from pynq_rl.host.agents.distributed import apex  # noqa: E402
 from pynq_rl.host.agents.distributed.client import ReplayClient  # noqa: E402
-from pynq_rl.host.agents.distributed.server import ReplayServer, serve  # noqa: E402
+from pynq_rl.host.agents.distributed.server import ReplayServer  # noqa: E402
+from pynq_rl.host.agents.distributed.service import serve  # noqa: E402
 from pynq_rl.cli import build_parser, main  # noqa: E402
 
 

@@ -1,14 +1,16 @@
 """The Ape-X replay server: gRPC round trips, back-pressure, malformed requests, de-duplication, checkpoint + log.
 
-No Ray here: the server is in-process (``serve``) or a ``python -m ...server`` subprocess that the tests SIGKILL.
+No Ray here: the server is in-process (``serve``) or a ``python -m ...service`` subprocess that the tests SIGKILL.
 """
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 
 import grpc
 import numpy as np
@@ -18,7 +20,8 @@ from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.client import NotReady, ReplayClient, ReplayUnavailable
-from pynq_rl.host.agents.distributed.server import Backpressure, ReplayServer, serve
+from pynq_rl.host.agents.distributed.server import Backpressure, ReplayServer
+from pynq_rl.host.agents.distributed.service import serve
 from pynq_rl.host.agents.replay_buffer import NumpySumTree
 
 OBS = (4,)
@@ -226,7 +229,7 @@ def test_malformed_sample_and_update_are_rejected(served):
 # restart from checkpoint + log, in a separate process killed with SIGKILL
 # ---------------------------------------------------------------------------------------------------------------------
 def _start(port: int, directory, backend: str = "emu") -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.server", "--address",
+    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
                                 f"127.0.0.1:{port}", "--capacity", "4096", "--backend", backend, "--checkpoint-dir",
                                 str(directory), "--seed", "5"], stdout=subprocess.PIPE, text=True)
     line = process.stdout.readline()
@@ -352,9 +355,29 @@ def test_checkpoint_for_another_layout_is_refused(tmp_path):
     replay.push(make_batch(0, 4), np.ones(4))
     replay.checkpoint()
     replay.close()
-    with pytest.raises(ValueError, match=r"\(format, capacity, obs_shape\) = \(1, 64, \(4,\)\), this server is "
-                                         r"\(1, 64, \(3,\)\)"):
+    with pytest.raises(ValueError, match=r"\(capacity, obs_shape\) = \(64, \(4,\)\), this server is "
+                                         r"\(64, \(3,\)\)"):
         ReplayServer(64, (3,), "numpy", checkpoint_dir=tmp_path)
+
+
+def test_checkpoint_is_no_pickle_and_a_corrupt_one_is_refused(tmp_path):
+    """replay.ckpt is arrays + a JSON header (loading it runs no code); a flipped byte fails the zip's CRCs."""
+    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay.push(make_batch(0, 4), np.ones(4))
+    replay.checkpoint()
+    replay.close()
+    path = tmp_path / "replay.ckpt"
+    with np.load(path, allow_pickle=False) as archive:
+        assert "observations" in archive.files and "__header__" in archive.files
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo("observations.npy")
+    data = bytearray(path.read_bytes())
+    name_length, extra_length = struct.unpack_from("<HH", data, member.header_offset + 26)  # local file header
+    payload = member.header_offset + 30 + name_length + extra_length
+    data[payload + member.file_size - 1] ^= 0xFF  # the last byte of the stored array: data, not metadata
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"is not a pynq-rl replay_server checkpoint of format 2"):
+        ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
 
 
 def test_concurrent_pushes_and_samples_stay_consistent(served):

@@ -2,9 +2,27 @@
 
 The boards themselves live in :mod:`tests.common.boards`; test modules import them from there.
 """
+from pathlib import Path
+
 import pytest
 
 from tests.common.boards import BACKENDS, make_overlay
+
+BOARD_SMOKE_FILES = ("gae/test_driver.py", "replay/test_driver.py", "parsa/test_driver.py")
+"""the driver tests whose emu cases must pass on the board's ARM (``pytest -m board_smoke``, which
+tools/armhf_check.sh runs in a 32-bit ARM userland): they need pytest and the base install only, no torch, numba,
+scipy or hypothesis"""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``board_smoke`` the cases of :data:`BOARD_SMOKE_FILES` on ``emu`` and those without a backend."""
+    here = Path(__file__).parent
+    files = {here / name for name in BOARD_SMOKE_FILES}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("overlay") if callspec is not None else None
+        if item.path in files and backend in (None, "emu"):
+            item.add_marker(pytest.mark.board_smoke)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -19,12 +19,12 @@ trap 'rm -rf "$work"' EXIT
 tar -C "$repo" -cf - --exclude='./.git' --exclude='./.venv*' --exclude='./.cache' --exclude='./build' \
     --exclude='./dist' --exclude='*.egg-info' --exclude='__pycache__' --exclude='./runs' \
     --exclude='.pytest_cache' --exclude='.hypothesis' . | tar -C "$work" -xf -
-if ! "$python" -c "import build" 2>/dev/null; then
+if ! "$python" -I -c "import build" 2>/dev/null; then  # -I: a build/ directory here must not count
     "$python" -m venv "$work/.build-venv"
     "$work/.build-venv/bin/pip" install -q build
     python="$work/.build-venv/bin/python"
 fi
 rm -f "$outdir"/pynq_rl-*.whl
-(cd "$work" && "$python" -m build --wheel --outdir "$outdir" >"$work/build.log" 2>&1) || {
+(cd "$work" && "$python" -I -m build --wheel --outdir "$outdir" >"$work/build.log" 2>&1) || {
     cat "$work/build.log" >&2; echo "error: python -m build --wheel failed (log above)" >&2; exit 1; }
 ls "$outdir"/pynq_rl-*.whl

@@ -1,6 +1,11 @@
 """The ParSa core (OPaL's parallel tile-coded Sarsa) behind its streams: the controller FSM and its datapath around
 the positions unit, WORKERS workers (map), the sum and argmax trees (reduce) and the record emitter.
 
+The FSM (``control``) owns the state, STATUS, the cycle counters and the act timing; what each state does with the
+stream and the memories is a sub-block: :func:`~.streams.config_loader` (CFG words), :func:`~.streams.record_receiver`
+(RECV words), :func:`~.streams.policy_port` (LOAD, CLEAR, DUMP rows) and :func:`~.update.sarsa_update` (the UPD
+arithmetic), as the replay core is split into tree, updater, sampler and select.
+
 Operation (the contract is the model :class:`~pynq_rl.overlay.models.parsa.ParsaModel` and the emulated IP)::
 
     IDLE --START refused (see ParsaModel.start_error)--> IDLE with DONE|ERR_CONFIG
@@ -46,6 +51,8 @@ from .config_check import parsa_config_check
 from .emitter import parsa_emitter
 from .params import ParsaWidths, WorkerBus
 from .positions import parsa_positions
+from .streams import config_loader, policy_port, record_receiver
+from .update import sarsa_update
 from .reduce import argmax_tree, q_saturate, sum_tree
 from .worker import parsa_worker
 
@@ -204,9 +211,8 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     W, MA, MD, MT, TPW, K, VW = (spec.workers, spec.max_actions, spec.max_dims, spec.max_tilings,
                                  spec.tiles_per_worker, spec.keys, spec.value_w)
     RWW = (MA + 1) // 2                        # stream words per policy row
-    KB, AB, RB = wd.key_bits, wd.action_bits, wd.row_bits
+    KB, AB = wd.key_bits, wd.action_bits
     one = 1 << spec.coef.frac
-    half = 1 << (spec.coef.frac - 1)
     cf = spec.coef.frac
     vlo, vhi = -(1 << (VW - 1)), (1 << (VW - 1)) - 1
     value = dict(min=vlo, max=vhi + 1)
@@ -341,7 +347,9 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     t_last = Signal(intbv(0, min=0, max=MD + MT + ACT_DEPTH + 2))
     t_choose = Signal(intbv(0, min=0, max=MD + MT + ACT_DEPTH + 2))
     t_go = Signal(intbv(0, min=0, max=MD + ACT_GO_AFTER_DIMS + 2))
-    DB = wd.dim_bits
+    # the FSM's state as the sub-blocks see it (SOFT_RESET wins over every state's work)
+    idle, in_cfg, in_load, in_clear = Signal(bool(1)), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    in_dump_read, in_dump_load, in_recv, in_upd = Signal(bool(0)), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
 
     # # #
     insts = []
@@ -390,6 +398,21 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                                em_words, em_release_now, em_last, em_release, em_release_last, em_values,
                                cfg.soft_reset, clock, reset))
 
+    loader = config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, desc_phase, bus,
+                           in_cfg, s_tvalid, s_tdata, word_count, n_dims, dim_bank, clock, reset, wd)
+    loader.name = "config_loader"
+    receiver = record_receiver(hdr_key, hdr_flags, hdr_reward, state_we, state_waddr, state_wdata,
+                               in_recv, s_tvalid, s_tdata, word_count, clock, reset)
+    receiver.name = "record_receiver"
+    port = policy_port(bus, bus_pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r, dump_worker,
+                       idle, in_load, in_clear, in_dump_read, in_dump_load, s_tvalid, load_sat_now, em_idle,
+                       clock, reset, wd)
+    port.name = "policy_port"
+    update = sarsa_update(g_prod, raw_delta, m_prod, bus, in_upd, t_upd, gamma, chosen_q_r, reward, prev_q,
+                          terminal, alpha, delta, clock, reset, spec)
+    update.name = "sarsa_update"
+    insts += [loader, receiver, port, update]
+
     key_mem = ram_sdp_rf(key_q, key_wdata, hdr_key_lo, key_we, key_raddr, key_ren, clock, 1 << KB)
     pend_mem = ram_sdp_rf(pend_q, pend_wdata, pend_waddr, pend_we, key_raddr, key_ren, clock, 1 << KB)
     insts += [key_mem, pend_mem]
@@ -408,6 +431,17 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
             pend_sat.next = pend_raw
             reward_flag.next = 0
         insts.append(no_saturation)
+
+    @always_comb
+    def state_decode():
+        idle.next = state == t_state.IDLE
+        in_cfg.next = state == t_state.CFG and not cfg.soft_reset
+        in_load.next = state == t_state.LOAD and not cfg.soft_reset
+        in_clear.next = state == t_state.CLEAR and not cfg.soft_reset
+        in_dump_read.next = state == t_state.DUMP_READ and not cfg.soft_reset
+        in_dump_load.next = state == t_state.DUMP_LOAD and not cfg.soft_reset
+        in_recv.next = state == t_state.RECV and not cfg.soft_reset
+        in_upd.next = state == t_state.UPD and not cfg.soft_reset
 
     @always_comb
     def wide_passthrough():
@@ -480,16 +514,9 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     def control():
         pos_go.next = 0
         bus.act_go.next = 0
-        bus.upd_go.next = 0
         bus.cfg_begin.next = 0
-        bus.desc_we.next = 0
         bus.cfg_commit.next = 0
-        bus.pol_we.next = 0
-        bus.pol_ren.next = 0
         em_release.next = 0
-        dim_we.next = 0
-        state_we.next = 0
-        desc_strobe.next = 0
         check_clear.next = 0
         busiest.next = busiest_now
         if pend_we:
@@ -548,20 +575,12 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                         expected.next = cfg.n_dims + 2 * cfg.n_tilings
                         bus.cfg_begin.next = 1
                         check_clear.next = 1
-                        desc_phase.next = 0
                         state.next = t_state.CFG
                     elif cfg.mode == MODE_LOAD:
-                        load_k.next = 0
-                        load_r.next = 0
-                        load_w.next = 0
-                        load_sat.next = 0
                         state.next = t_state.LOAD
                     elif cfg.mode == MODE_DUMP:
-                        dump_worker.next = 0
-                        dump_r.next = 0
                         state.next = t_state.DUMP_READ
                     elif cfg.mode == MODE_CLEAR:
-                        clear_r.next = 0
                         key_valid.next = 0
                         pend_valid.next = 0
                         state.next = t_state.CLEAR
@@ -576,28 +595,9 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                         t_go.next = cfg.n_dims[len(n_dims):] + (ACT_GO_AFTER_DIMS - 1)
                         state.next = t_state.RECV
 
-        elif state == t_state.CFG:
+        elif state == t_state.CFG:                      # the words: config_loader
             if s_tvalid:
                 word_count.next = word_count + 1
-                if word_count < n_dims:
-                    dim_we.next = 1
-                    if dim_bank:
-                        dim_waddr.next = word_count[len(n_dims):]
-                    else:
-                        dim_waddr.next = MD + word_count[len(n_dims):]
-                    dim_wdata.next = s_tdata
-                else:
-                    desc_phase.next = not desc_phase
-                    if not desc_phase:
-                        desc_w0.next = s_tdata
-                    else:
-                        desc_w1.next = s_tdata[32:]
-                        desc_strobe.next = 1
-                        bus.desc_we.next = 1
-                        bus.desc_worker.next = desc_w0[8:]
-                        bus.desc_word.next = concat(s_tdata[24 + DB:24], s_tdata[16 + DB:16], s_tdata[8 + DB:8],
-                                                    s_tdata[DB:0], desc_w0[11:8], desc_w0[24:16],
-                                                    desc_w0[32:24], s_tdata[48:32], desc_w0[32 + RB:32])
                 if s_tlast:
                     if word_count + 1 != expected:
                         cfg.err_stream.next = 1
@@ -625,26 +625,9 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                     key_valid.next = 0
                     pend_valid.next = 0
 
-        elif state == t_state.LOAD:
+        elif state == t_state.LOAD:                     # the rows: policy_port
             if s_tvalid:
                 word_count.next = word_count + 1
-                if load_w < W:
-                    if load_sat_now:
-                        load_sat.next = 1
-                    if load_k == RWW - 1:
-                        load_k.next = 0
-                        bus.pol_we.next = 1
-                        bus_pol_zero.next = 0
-                        bus.pol_all.next = 0
-                        bus.pol_addr.next = load_r[RB:]
-                        bus.pol_worker.next = load_w[len(bus.pol_worker):]
-                        if load_r == TPW - 1:
-                            load_r.next = 0
-                            load_w.next = load_w + 1
-                        else:
-                            load_r.next = load_r + 1
-                    else:
-                        load_k.next = load_k + 1
                 if s_tlast:
                     cfg.done.next = 1
                     cfg.busy.next = 0
@@ -655,49 +638,27 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                     else:
                         cfg.err_stream.next = 1
 
-        elif state == t_state.CLEAR:
-            bus.pol_we.next = 1
-            bus_pol_zero.next = 1
-            bus.pol_all.next = 1
-            bus.pol_addr.next = clear_r[RB:]
+        elif state == t_state.CLEAR:                    # the writes: policy_port
             if clear_r == TPW - 1:
                 cfg.cycles.next = TPW
                 cfg.done.next = 1
                 cfg.busy.next = 0
                 state.next = t_state.IDLE
-            else:
-                clear_r.next = clear_r + 1
 
-        elif state == t_state.DUMP_READ:
-            bus.pol_ren.next = 1
-            bus.pol_raddr.next = dump_r[RB:]
+        elif state == t_state.DUMP_READ:                # the read: policy_port
             state.next = t_state.DUMP_WAIT
         elif state == t_state.DUMP_WAIT:
             state.next = t_state.DUMP_LOAD
         elif state == t_state.DUMP_LOAD:
-            if em_idle:
+            if em_idle:                                 # the row counters: policy_port
                 cfg.cycles.next = cfg.cycles + RWW
-                if dump_r == TPW - 1:
-                    dump_r.next = 0
-                    if dump_worker == W - 1:
-                        state.next = t_state.FINISH
-                    else:
-                        dump_worker.next = dump_worker + 1
-                        state.next = t_state.DUMP_READ
+                if dump_r == TPW - 1 and dump_worker == W - 1:
+                    state.next = t_state.FINISH
                 else:
-                    dump_r.next = dump_r + 1
                     state.next = t_state.DUMP_READ
 
-        elif state == t_state.RECV:
+        elif state == t_state.RECV:                     # the words: record_receiver
             if s_tvalid:
-                if word_count == 0:
-                    hdr_key.next = s_tdata[16:]
-                    hdr_flags.next = s_tdata[18:16]
-                    hdr_reward.next = s_tdata[64:32].signed()
-                else:
-                    state_we.next = 1
-                    state_waddr.next = word_count - 1
-                    state_wdata.next = s_tdata
                 if word_count + 1 == rec_words:
                     word_count.next = 0
                     cfg.cycles.next = cfg.cycles + rec_words
@@ -781,23 +742,11 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                         else:
                             state.next = t_state.RECV
 
-        elif state == t_state.UPD:
+        elif state == t_state.UPD:                      # the arithmetic: sarsa_update
             t_upd.next = t_upd + 1
             cfg.cycles.next = cfg.cycles + 1
-            if t_upd == 0:
-                g_prod.next = gamma * chosen_q_r + half
-            if t_upd == 1:
-                if terminal:
-                    raw_delta.next = reward - prev_q
-                else:
-                    raw_delta.next = reward + (g_prod >> cf) - prev_q
-            if t_upd == 2:
-                m_prod.next = alpha * delta + half
-                if delta_flag:
-                    cfg.saturated.next = 1
-            if t_upd == 3:
-                bus.increment.next = m_prod >> cf
-                bus.upd_go.next = 1
+            if t_upd == 2 and delta_flag:
+                cfg.saturated.next = 1
             if t_upd == busiest + (UPDATE_DEPTH - 1):
                 if upd_sat_any:
                     cfg.saturated.next = 1
@@ -828,7 +777,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
         cfg.epsilon_live.next = eps
         cfg.seed_live.next = prng
 
-    insts += [wide_passthrough, streams_and_memories, choice, chosen_action, emitter_inputs, control,
+    insts += [state_decode, wide_passthrough, streams_and_memories, choice, chosen_action, emitter_inputs, control,
               live_registers]
     return insts
 

@@ -1,0 +1,183 @@
+"""The input side of the ParSa core: what each operation does with the words of ``s_axis``, and the policy port.
+
+The control FSM (:func:`pynq_rl.overlay.hdl.parsa.core.parsa_core`) decides the state and counts the words
+(``word_count``); these blocks act on the word of the current cycle in their state, one edge later, exactly as the
+FSM would:
+
+* :func:`config_loader` (CFG): the first N_DIMS words are dimension records, written to the positions unit's
+  inactive bank; then the tiling descriptors, two words each, go to the workers and the configuration check;
+* :func:`record_receiver` (RECV): a state record's header word (key, flags, reward), then its state words, written to
+  the positions unit;
+* :func:`policy_port` (LOAD_POLICY, CLEAR, DUMP_POLICY): the workers' policy-bank port. It writes a row per
+  ``ceil(MAX_ACTIONS / 2)`` input words (LOAD), every row of every bank at once, one row per cycle (CLEAR), or
+  reads the row the emitter sends next (DUMP). Its counters restart whenever the core is idle.
+
+``active`` inputs are the FSM's state decoded with SOFT_RESET taken out (a soft reset wins over any state's work).
+"""
+from myhdl import always_seq, block, concat
+
+from .params import ParsaWidths
+
+__all__ = ["config_loader", "record_receiver", "policy_port"]
+
+
+@block
+def config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, desc_phase, bus,
+                  active, s_tvalid, s_tdata, word_count, n_dims, dim_bank, clock, reset, wd: ParsaWidths):
+    """CONFIG words: dimension records, then tiling descriptors.
+
+    dim_we, dim_waddr, dim_wdata : Signal, out -- write of dimension record ``word_count`` into the positions unit's
+                                   inactive bank (``dim_bank`` = 0: rows MAX_DIMS.., else 0..)
+    desc_w0, desc_w1             : Signal(64), Signal(32), out -- the descriptor being assembled
+    desc_strobe                  : Signal(bool), out -- a whole descriptor is in desc_w0/desc_w1 (configuration check)
+    desc_phase                   : Signal(bool), out -- the next descriptor word is word 1 (restarts outside CFG)
+    bus                          : WorkerBus, out    -- ``desc_we``, ``desc_worker``, ``desc_word`` to the workers
+    active                       : Signal(bool), in  -- the FSM is in CFG (and no SOFT_RESET)
+    s_tvalid, s_tdata            : Signal, in        -- the input stream (TREADY is high in CFG)
+    word_count                   : Signal, in        -- words of this stream before this one
+    n_dims                       : Signal, in        -- dimension records ahead of the descriptors
+    dim_bank                     : Signal(bool), in  -- the positions unit's active bank
+    clock, reset                 : in
+    wd                           : ParsaWidths
+    """
+    md, db, rb = wd.spec.max_dims, wd.dim_bits, wd.row_bits
+
+    @always_seq(clock.posedge, reset=reset)
+    def load():
+        dim_we.next = 0
+        desc_strobe.next = 0
+        bus.desc_we.next = 0
+        if not active:
+            desc_phase.next = 0
+        elif s_tvalid:
+            if word_count < n_dims:
+                dim_we.next = 1
+                if dim_bank:
+                    dim_waddr.next = word_count[len(n_dims):]
+                else:
+                    dim_waddr.next = md + word_count[len(n_dims):]
+                dim_wdata.next = s_tdata
+            else:
+                desc_phase.next = not desc_phase
+                if not desc_phase:
+                    desc_w0.next = s_tdata
+                else:
+                    desc_w1.next = s_tdata[32:]
+                    desc_strobe.next = 1
+                    bus.desc_we.next = 1
+                    bus.desc_worker.next = desc_w0[8:]
+                    bus.desc_word.next = concat(s_tdata[24 + db:24], s_tdata[16 + db:16], s_tdata[8 + db:8],
+                                                s_tdata[db:0], desc_w0[11:8], desc_w0[24:16],
+                                                desc_w0[32:24], s_tdata[48:32], desc_w0[32 + rb:32])
+
+    return load
+
+
+@block
+def record_receiver(hdr_key, hdr_flags, hdr_reward, state_we, state_waddr, state_wdata,
+                    active, s_tvalid, s_tdata, word_count, clock, reset):
+    """ACT words: a state record's header, then its state words.
+
+    hdr_key, hdr_flags, hdr_reward        : Signal, out -- header word 0: bits [15:0], [17:16], [63:32] (signed)
+    state_we, state_waddr, state_wdata    : Signal, out -- write of state word ``word_count - 1`` (two dims each)
+                                            into the positions unit
+    active                                : Signal(bool), in -- the FSM is in RECV (and no SOFT_RESET)
+    s_tvalid, s_tdata                     : Signal, in
+    word_count                            : Signal, in -- words of this record before this one
+    clock, reset                          : in
+    """
+
+    @always_seq(clock.posedge, reset=reset)
+    def receive():
+        state_we.next = 0
+        if active and s_tvalid:
+            if word_count == 0:
+                hdr_key.next = s_tdata[16:]
+                hdr_flags.next = s_tdata[18:16]
+                hdr_reward.next = s_tdata[64:32].signed()
+            else:
+                state_we.next = 1
+                state_waddr.next = word_count - 1
+                state_wdata.next = s_tdata
+
+    return receive
+
+
+@block
+def policy_port(bus, pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r, dump_worker,
+                idle, loading, clearing, dump_reading, dump_loading, s_tvalid, load_sat_now, em_idle,
+                clock, reset, wd: ParsaWidths):
+    """The policy banks' write and read port, and the row counters of LOAD_POLICY, CLEAR and DUMP_POLICY.
+
+    bus          : WorkerBus, out -- ``pol_we``, ``pol_all``, ``pol_addr``, ``pol_worker``, ``pol_ren``, ``pol_raddr``
+    pol_zero     : Signal(bool), out -- the row written is zeros (CLEAR), not the assembled input row
+    load_k       : Signal, out -- LOAD: input word within the row being assembled
+    load_r       : Signal, out -- LOAD: row within the bank
+    load_w       : Signal, out -- LOAD: worker (bank); WORKERS once every bank is loaded
+    load_sat     : Signal(bool), out -- LOAD: a loaded value saturated (before this word)
+    clear_r      : Signal, out -- CLEAR: the row being zeroed in every bank
+    dump_r       : Signal, out -- DUMP: row to read
+    dump_worker  : Signal, out -- DUMP: bank to read
+    idle         : Signal(bool), in -- the FSM is in IDLE: every counter restarts
+    loading      : Signal(bool), in -- LOAD_POLICY (and no SOFT_RESET)
+    clearing     : Signal(bool), in -- CLEAR (and no SOFT_RESET)
+    dump_reading : Signal(bool), in -- DUMP_READ: read row ``dump_r`` of bank ``dump_worker``
+    dump_loading : Signal(bool), in -- DUMP_LOAD (and no SOFT_RESET): the emitter takes the row when ``em_idle``
+    s_tvalid     : Signal(bool), in
+    load_sat_now : Signal(bool), in -- a column of the current input word saturated
+    em_idle      : Signal(bool), in
+    clock, reset : in
+    wd           : ParsaWidths
+    """
+    spec = wd.spec
+    w, tpw, rww, rb = spec.workers, spec.tiles_per_worker, (spec.max_actions + 1) // 2, wd.row_bits
+
+    @always_seq(clock.posedge, reset=reset)
+    def port():
+        bus.pol_we.next = 0
+        bus.pol_ren.next = 0
+        if idle:
+            load_k.next = 0
+            load_r.next = 0
+            load_w.next = 0
+            load_sat.next = 0
+            clear_r.next = 0
+            dump_r.next = 0
+            dump_worker.next = 0
+        elif loading:
+            if s_tvalid and load_w < w:
+                if load_sat_now:
+                    load_sat.next = 1
+                if load_k == rww - 1:
+                    load_k.next = 0
+                    bus.pol_we.next = 1
+                    pol_zero.next = 0
+                    bus.pol_all.next = 0
+                    bus.pol_addr.next = load_r[rb:]
+                    bus.pol_worker.next = load_w[len(bus.pol_worker):]
+                    if load_r == tpw - 1:
+                        load_r.next = 0
+                        load_w.next = load_w + 1
+                    else:
+                        load_r.next = load_r + 1
+                else:
+                    load_k.next = load_k + 1
+        elif clearing:
+            bus.pol_we.next = 1
+            pol_zero.next = 1
+            bus.pol_all.next = 1
+            bus.pol_addr.next = clear_r[rb:]
+            if clear_r != tpw - 1:
+                clear_r.next = clear_r + 1
+        elif dump_reading:
+            bus.pol_ren.next = 1
+            bus.pol_raddr.next = dump_r[rb:]
+        elif dump_loading and em_idle:
+            if dump_r == tpw - 1:
+                dump_r.next = 0
+                if dump_worker != w - 1:
+                    dump_worker.next = dump_worker + 1
+            else:
+                dump_r.next = dump_r + 1
+
+    return port

@@ -32,7 +32,7 @@ declare -A PINS=(
 
 phase_start=$SECONDS
 phase() {  # phase NAME: print the time the previous phase took, then announce NAME
-    echo "[pynq-compat] ${phase_name:-start} took $((SECONDS - phase_start)) s"
+    [ -z "${phase_name:-}" ] || echo "[pynq-compat] $phase_name took $((SECONDS - phase_start)) s"
     phase_name=$1 phase_start=$SECONDS
     echo "[pynq-compat] == $1"
 }

@@ -53,6 +53,8 @@ setup(
         # the agents' torch networks (PPO, DQN default to them where torch imports; numpy networks otherwise)
         "torch": [TORCH],
         "fast": ["numba>=0.58"],
+        # TensorBoard event files from the agents (--tensorboard); tensorboardX is pure Python, so a board can log too
+        "tensorboard": ["tensorboardX>=2.6"],
         "test": [
             TORCH,
             "build>=1.0",  # tests/test_packaging.py builds the wheel users install
@@ -62,6 +64,7 @@ setup(
             "nbmake>=1.4",
             "ipykernel",
             "matplotlib",
+            "tensorboardX>=2.6",
             "numba>=0.58",
             "scipy>=1.10",
             "cocotb>=2.0",

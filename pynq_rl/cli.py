@@ -12,6 +12,7 @@
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
+    pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
     pynq-rl doctor [--backend emu --backend rtl] [--board B]  self-test every core against its model
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _train_ppo(args: argparse.Namespace) -> int:
     from .host.agents import ppo
     config = ppo.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, gae_backend=args.backend,
                       board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
-                      nn=args.nn, resume=args.resume, progress=not args.no_progress)
+                      nn=args.nn, resume=args.resume, tensorboard=args.tensorboard, progress=not args.no_progress)
     summary = ppo.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -46,7 +47,7 @@ def _train_dqn(args: argparse.Namespace) -> int:
     from .host.agents import dqn
     config = dqn.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, replay_backend=args.backend,
                       board=args.board, out_dir=args.out, resume=args.resume, nn=args.nn,
-                      progress=not args.no_progress)
+                      tensorboard=args.tensorboard, progress=not args.no_progress)
     summary = dqn.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -57,7 +58,8 @@ def _train_sarsa(args: argparse.Namespace) -> int:
     from .host.agents import sarsa
     config = sarsa.Args(env_id=args.env, seed=args.seed, episodes=args.episodes, backend=args.backend,
                         board=args.board, alpha=args.alpha, epsilon=args.epsilon, frac_bits=args.frac_bits,
-                        tiling=args.tiling, out_dir=args.out, resume=args.resume, progress=not args.no_progress)
+                        tiling=args.tiling, out_dir=args.out, resume=args.resume, tensorboard=args.tensorboard,
+                        progress=not args.no_progress)
     summary = sarsa.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -111,6 +113,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return doctor.main(backends=args.backend, board=args.board)
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from .host.agents.plot import plot_runs
+    print(plot_runs(args.runs, args.out, smooth=args.smooth, title=args.title))
+    return 0
+
+
 def _add_nn_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nn", choices=("auto", "torch", "numpy"), default="auto",
                         help="network backend: torch, numpy (no torch needed, e.g. on a PYNQ-Z2), or auto (torch "
@@ -142,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(ppo)
     ppo.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ppo.add_argument("--tensorboard", action="store_true",
+                     help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     ppo.set_defaults(func=_train_ppo)
     dqn = agents.add_parser("dqn", help="Double DQN with prioritized replay, priorities on the replay core")
     dqn.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
@@ -154,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(dqn)
     dqn.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dqn.add_argument("--tensorboard", action="store_true",
+                     help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     dqn.set_defaults(func=_train_dqn)
     sarsa = agents.add_parser("sarsa", help="tile-coded Sarsa learning inside the ParSa core")
     sarsa.add_argument("--env", default="MountainCar-v0", help="gymnasium environment id")
@@ -169,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     sarsa.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
     sarsa.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sarsa.add_argument("--tensorboard", action="store_true",
+                       help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     sarsa.set_defaults(func=_train_sarsa)
     apex = agents.add_parser("apex", help="distributed Ape-X on Ray, prioritized replay on the replay server's core")
     apex.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
@@ -222,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
         vivado_step.add_argument("--vivado", default="vivado", help="Vivado executable")
         vivado_step.add_argument("--url", default=None, help="link: URL of the published .bit")
         vivado_step.set_defaults(func=_build_vivado_step)
+
+    plot = commands.add_parser("plot", help="learning curves of run directories (seeds of one setting as mean + band)")
+    plot.add_argument("runs", nargs="+", help="run directories (out_dir/<env>__<exp>__<seed>__<time>)")
+    plot.add_argument("--out", default="curves.png", help="image to write (.png, .svg, .pdf)")
+    plot.add_argument("--smooth", type=int, default=20, help="episodes in the running mean")
+    plot.add_argument("--title", default=None, help="plot title (default: the environments)")
+    plot.set_defaults(func=_plot)
 
     doctor = commands.add_parser("doctor", help="self-test every core against its bit-exact model")
     doctor.add_argument("--backend", action="append", choices=BACKENDS, default=None,

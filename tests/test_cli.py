@@ -1,5 +1,6 @@
 """The ``pynq-rl`` command line: every sub-command that runs without a board."""
 import json
+import os
 import shutil
 
 import pytest
@@ -53,3 +54,16 @@ def test_train_dqn_rejects_an_unknown_backend(capsys):
     with pytest.raises(SystemExit):
         main(["train", "dqn", "--backend", "torch"])
     assert "invalid choice: 'torch'" in capsys.readouterr().err
+
+
+def test_train_with_tensorboard_and_plot_the_runs(tmp_path, capsys):
+    pytest.importorskip("tensorboardX")
+    runs = []
+    for seed in (0, 1):
+        assert main(["train", "ppo", "--backend", "host", "--nn", "numpy", "--steps", "1024", "--seed", str(seed),
+                     "--out", str(tmp_path), "--tensorboard", "--no-progress"]) == 0
+        runs.append(json.loads(capsys.readouterr().out)["run_dir"])
+        assert any(name.startswith("events.out.tfevents") for name in os.listdir(runs[-1]))
+    out = tmp_path / "curves.png"
+    assert main(["plot", *runs, "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out) and out.stat().st_size > 10_000

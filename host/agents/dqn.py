@@ -85,6 +85,8 @@ class Args:
     """number of torch intra-op threads (1 on the board's ARM cores and on shared machines)"""
     progress: bool = True
     """if toggled, show a tqdm progress bar"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
@@ -241,6 +243,7 @@ _METRIC_KEYS = (
 
 def _check_args(args: Args) -> None:
     """Reject argument values before any environment or overlay is built."""
+    R.check_tensorboard(args.tensorboard)
     if args.replay_backend not in REPLAY_BACKENDS:
         raise ValueError(f"replay_backend must be one of {REPLAY_BACKENDS}, not {args.replay_backend!r}")
     R.resolve_nn(args.nn)
@@ -342,7 +345,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                                  f"replay backend {rb.backend_name}: {exc}") from exc
             gradient_steps = int(resume_state["gradient_steps"])
 
-        run = R.Run(args, _METRIC_KEYS)
+        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
         stack.callback(run.close)
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 

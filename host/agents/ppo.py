@@ -107,6 +107,8 @@ class Args:
     """number of torch intra-op threads (1 on the board's ARM cores and on shared machines)"""
     progress: bool = True
     """if toggled, show a tqdm progress bar"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
@@ -356,6 +358,7 @@ _METRIC_KEYS = (
 
 def _check_args(args: Args) -> None:
     """Reject argument combinations before any environment or overlay is built."""
+    R.check_tensorboard(args.tensorboard)
     if args.gae_backend not in GAE_BACKENDS:
         raise ValueError(f"gae_backend must be one of {GAE_BACKENDS}, not {args.gae_backend!r}")
     if args.reward_norm not in REWARD_NORMS:
@@ -458,7 +461,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             elif standardizer is not None:
                 warnings.warn(f"checkpoint {args.resume!r} has no reward statistics; they start at zero", stacklevel=2)
 
-        run = R.Run(args, _METRIC_KEYS)
+        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
         stack.callback(run.close)
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 

@@ -12,7 +12,10 @@ A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__
 ``summary.json``
     the run's result (without the per-episode lists);
 ``checkpoint.npz``
-    everything needed to resume (see :func:`save_checkpoint`).
+    everything needed to resume (see :func:`save_checkpoint`);
+``events.out.tfevents.*``
+    with ``tensorboard=True``: every metrics row as TensorBoard scalars (``tensorboard --logdir out_dir``), written by
+    tensorboardX (``pip install 'pynq-rl[tensorboard]'``; pure Python, so it works on a board too).
 
 Checkpoints are ``.npz`` archives read with ``allow_pickle=False``: every array of the (nested) state under its path
 (``model/actor/0.weight``) and one JSON header (``__header__``) holding the rest of the structure, the scalars and
@@ -43,6 +46,7 @@ __all__ = [
     "resolve_nn",
     "seed_everything",
     "json_safe",
+    "check_tensorboard",
     "save_checkpoint",
     "load_checkpoint",
 ]
@@ -131,6 +135,18 @@ def make_envs(env_fns: list, seed: int | None = None) -> gym.vector.VectorEnv:
     return envs
 
 
+def check_tensorboard(enabled: bool) -> None:
+    """Raise before any run directory exists if TensorBoard logging is asked for and tensorboardX is missing.
+
+    Raises
+    ------
+    ValueError
+        ``enabled`` and no tensorboardX.
+    """
+    if enabled and importlib.util.find_spec("tensorboardX") is None:
+        raise ValueError("tensorboard=True needs tensorboardX (pip install 'pynq-rl[tensorboard]')")
+
+
 def finished_episodes(infos: dict) -> Iterable[tuple[int, float, int]]:
     """``(env index, return, length)`` of every episode ``RecordEpisodeStatistics`` reports in ``infos``."""
     if "_episode" in infos:
@@ -160,6 +176,9 @@ class Run:
         The agent's filled-in ``Args``; needs ``env_id``, ``exp_name``, ``seed`` and ``out_dir``.
     metric_keys : tuple of str
         Columns of ``metrics.csv`` (every row written must use exactly these keys).
+    tensorboard : bool
+        Also write every row as TensorBoard scalars (x axis: the row's ``global_step``) and every episode's return
+        and length (``charts/episodic_return``, ``charts/episodic_length``).
 
     Attributes
     ----------
@@ -171,7 +190,8 @@ class Run:
 
     EPISODE_COLUMNS = ("global_step", "charts/episodic_return", "charts/episodic_length")
 
-    def __init__(self, args: Any, metric_keys: tuple[str, ...]) -> None:
+    def __init__(self, args: Any, metric_keys: tuple[str, ...], tensorboard: bool = False) -> None:
+        check_tensorboard(tensorboard)
         self.name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
         self.dir = os.path.join(args.out_dir, self.name)
         os.makedirs(self.dir, exist_ok=True)
@@ -187,6 +207,12 @@ class Run:
         self._metrics.writeheader()
         self._episodes = csv.writer(self._episodes_csv)
         self._episodes.writerow(self.EPISODE_COLUMNS)
+        self._tensorboard = None
+        if tensorboard:
+            from tensorboardX import SummaryWriter
+
+            self._tensorboard = SummaryWriter(self.dir)
+            self._tensorboard.add_text("args", "\n".join(f"{k}: {v}" for k, v in asdict(args).items()))
 
     def path(self, name: str) -> str:
         """``name`` inside the run directory."""
@@ -197,11 +223,22 @@ class Run:
         self.episode_returns.append(float(episode_return))
         self.episode_lengths.append(int(episode_length))
         self._episodes.writerow([int(global_step), float(episode_return), int(episode_length)])
+        if self._tensorboard is not None:
+            self._tensorboard.add_scalar("charts/episodic_return", float(episode_return), int(global_step))
+            self._tensorboard.add_scalar("charts/episodic_length", int(episode_length), int(global_step))
 
     def log(self, row: dict[str, Any]) -> None:
         """Write one metrics row to ``metrics.csv`` and ``metrics.jsonl`` and flush every file."""
         self._metrics.writerow(row)
         self._metrics_jsonl.write(json.dumps(json_safe(row)) + "\n")
+        if self._tensorboard is not None:
+            step = int(row.get("global_step", 0))
+            for key, value in row.items():
+                # per-episode values go in with their own steps (episode()); NaN means "nothing this row"
+                if key not in ("global_step", "charts/episodic_return", "charts/episodic_length") \
+                        and isinstance(value, (int, float, np.number)) and math.isfinite(value):
+                    self._tensorboard.add_scalar(key, float(value), step)
+            self._tensorboard.flush()
         for f in (self._metrics_csv, self._metrics_jsonl, self._episodes_csv):
             f.flush()
 
@@ -235,6 +272,8 @@ class Run:
         """Close the metrics files (idempotent; :meth:`finish` calls it)."""
         for f in (self._metrics_csv, self._metrics_jsonl, self._episodes_csv):
             f.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -96,6 +96,8 @@ class Args:
     """seed of the experiment (environment resets, the learner's random stream)"""
     progress: bool = True
     """if toggled, show a tqdm progress bar"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
@@ -456,6 +458,7 @@ _METRIC_KEYS = (
 
 def _check_args(args: Args) -> None:
     """Reject argument values before any environment or overlay is built."""
+    R.check_tensorboard(args.tensorboard)
     if args.backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {args.backend!r}")
     if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
@@ -523,7 +526,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                                  f"a float and a core policy are not interchangeable")
             learner.load_state_dict(resume_state["learner"])
 
-        run = R.Run(args, _METRIC_KEYS)
+        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
         episode_returns: list[float] = list(resume_state["episode_returns"]) if resume_state else []
         global_step = start_step

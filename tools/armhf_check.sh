@@ -44,8 +44,8 @@ DEB_PACKAGES=(python3 python3-venv python3-pip python3-setuptools python3-wheel 
               python3-ipython python3-pytest python3-packaging ca-certificates)
 # Pure-Python wheels and sdists, pinned: pynq 3.1 as on the Z2's v3.1 image with pynqmetadata 0.1.9 (the release for
 # pydantic 1.x, which Debian has; pip on x86 takes 0.2.0 + pydantic 2, checked by tools/pynq_compat_check.sh), and
-# pynq-rl's base requirements with theirs. Not installed: grpcio/grpcio-tools (pynq imports them only for remote
-# devices; no armv7l wheels) and torch, Ray, numba (extras).
+# pynq-rl's base requirements with theirs. Not installed: pynq's grpcio/grpcio-tools (compiled; pynq imports them
+# only for remote devices, PYNQ_REMOTE_DEVICES) and torch, Ray, numba (extras: no armv7l wheels).
 PIP_PACKAGES=(pynq==3.1.2 pynqmetadata==0.1.9 pynqutils==0.1.3 nest_asyncio==1.6.0 myhdl==0.11.52 gymnasium==1.4.0
               cloudpickle==3.1.2 farama-notifications==0.0.6 typing_extensions==4.16.0 tqdm==4.70.1)
 SMOKE_TESTS=(tests/gae/test_driver.py tests/replay/test_driver.py tests/parsa/test_driver.py tests/test_32bit.py)

@@ -73,7 +73,8 @@ def _train_apex(args: argparse.Namespace) -> int:
                        max_updates=args.max_updates, max_seconds=args.max_seconds, out_dir=args.out,
                        sample_prefetch=args.sample_prefetch, progress=not args.no_progress)
     summary = apex.train(config)
-    print(json.dumps({k: v for k, v in summary.items() if k != "eval_returns"}, indent=2, default=str))
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("eval_returns", "episode_returns",
+                                                                     "episode_lengths")}, indent=2, default=str))
     return 0
 
 

@@ -30,18 +30,19 @@ when it runs on a PYNQ board (``replay_address``; start it there with
   ``max_updates`` or at ``max_seconds``.
 
 The workers (n-step builder, Ray actors, evaluator) live in :mod:`.apex_workers`; this module holds the
-arguments and the driver. Outputs go to ``out_dir/run_name/``: ``args.json``, ``learner.csv`` (one row per learner chunk), ``episodes.csv``
-(actor and evaluation episodes) and ``summary.json``.
+arguments and the driver. Outputs go to ``out_dir/run_name/`` (:class:`~pynq_rl.host.agents.run.Run`): ``args.json``,
+``metrics.csv`` / ``metrics.jsonl`` (one row per learner chunk, :data:`METRIC_KEYS`), ``episodes.csv`` (the greedy
+evaluation episodes: the learning curve ``pynq-rl plot`` draws), ``actor_episodes.csv`` (every actor and evaluation
+episode with its actor, epsilon and time) and ``summary.json``.
 """
 from __future__ import annotations
 
 import collections
 import csv
-import json
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,16 @@ import numpy as np
 import ray
 import torch
 
+from .. import run as R
 from ..priorities import PRIORITY_BACKENDS
 from .apex_workers import (ApexActor, Evaluator, Learner, NStepBuilder, ParameterServer, ReplayServerActor,
                            actor_epsilon, env_spaces)
 from .client import ReplayClient
+
+METRIC_KEYS = ("global_step", "updates", "chunk_updates", "time_s", "actor_steps", "eval/mean_return",
+               "losses/td_loss", "losses/q_values", "charts/updates_per_s", "latency/sample_ms", "latency/update_ms",
+               "replay/stale_priorities", "replay/client_retries", "replay/prefetch_fallbacks", "resumed", "pid")
+"""columns of ``metrics.csv``: one row per learner chunk (``global_step`` = actor environment steps so far)"""
 
 __all__ = ["Args", "ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
            "train"]
@@ -68,6 +75,8 @@ class Args:
     """directory under which the run directory `run_name` is created"""
     progress: bool = True
     """if toggled, print one line per learner chunk to stderr"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
     env_id: str = "CartPole-v1"
     """the id of the environment"""
 
@@ -173,6 +182,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _check_args(args: Args) -> None:
+    R.check_tensorboard(args.tensorboard)
     if args.num_actors < 1:
         raise ValueError(f"num_actors must be >= 1, not {args.num_actors!r}")
     if args.replay_address is None and args.replay_backend not in PRIORITY_BACKENDS:
@@ -207,11 +217,9 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     """
     _check_args(args)
     torch.set_num_threads(args.torch_threads)
-    run_name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = Path(args.out_dir) / run_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "args.json").write_text(json.dumps(asdict(args), indent=2, default=str))
     obs_shape, _ = env_spaces(args.env_id)
+    run = R.Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
+    run_dir = Path(run.dir)
 
     started_ray = False
     if not ray.is_initialized():
@@ -250,7 +258,6 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
         actor_episodes: list[dict] = []
         eval_returns: list[float] = []
-        learner_rows: list[dict] = []
         actor_steps = collections.Counter()
         actor_pids: dict[int, int] = {}
         lost_tasks = lost_learner_chunks = 0
@@ -286,10 +293,12 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                     episode = evaluator.episode()
                     eval_returns.append(episode["return"])
                     actor_episodes.append(dict(episode, actor="eval", epsilon=0.0, time_s=elapsed))
+                    run.episode(sum(actor_steps.values()), episode["return"], episode["length"])
                 window = eval_returns[-args.eval_window:]
                 result.update({"time_s": elapsed, "eval/mean_return": float(np.mean(window)),
                                "actor_steps": sum(actor_steps.values())})
-                learner_rows.append(result)
+                run.log({key: result.get(key, float("nan")) for key in METRIC_KEYS}
+                        | {"global_step": result["actor_steps"]})
                 if args.progress:
                     print(f"[apex {elapsed:6.1f} s] updates {updates} ({result['charts/updates_per_s']:.0f}/s), "
                           f"actor steps {result['actor_steps']}, loss {result['losses/td_loss']:.3f}, "
@@ -311,6 +320,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         wall_time = time.perf_counter() - start
         replay_stats = ReplayClient(address).stats(retry_s=10.0)
     finally:
+        run.close()
         for handle in handles:
             try:
                 ray.kill(handle, no_restart=True)
@@ -320,19 +330,17 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
             ray.shutdown()
 
     window = eval_returns[-args.eval_window:]
-    summary = {"solved": solved, "stop_reason": stop_reason, "updates": updates,
-               "actor_steps": int(sum(actor_steps.values())), "wall_time_s": wall_time,
-               "eval_mean_return": float(np.mean(window)) if window else float("nan"),
-               "eval_episodes": len(eval_returns), "eval_returns": eval_returns,
-               "actor_episodes": sum(1 for e in actor_episodes if e["actor"] != "eval"),
-               "actor_restarts": lost_tasks, "learner_restarts": lost_learner_chunks,
-               "actor_incarnations": len(actor_steps), "replay_address": address,
-               "replay_backend": args.replay_backend if args.replay_address is None else "external",
-               "replay_stats": replay_stats, "run_dir": str(run_dir)}
-    _write_csv(run_dir / "learner.csv", learner_rows)
-    _write_csv(run_dir / "episodes.csv", actor_episodes)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
+    _write_csv(run_dir / "actor_episodes.csv", actor_episodes)
+    return run.finish(
+        solved=solved, stop_reason=stop_reason, updates=updates, actor_steps=int(sum(actor_steps.values())),
+        wall_time_s=wall_time, eval_mean_return=float(np.mean(window)) if window else float("nan"),
+        eval_episodes=len(eval_returns), eval_returns=eval_returns,
+        actor_episodes=sum(1 for e in actor_episodes if e["actor"] != "eval"),
+        actor_restarts=lost_tasks, learner_restarts=lost_learner_chunks, actor_incarnations=len(actor_steps),
+        replay_address=address,
+        replay_backend=args.replay_backend if args.replay_address is None else "external",
+        replay_stats=replay_stats,
+    )
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:

@@ -107,7 +107,7 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300  # training went on
     assert summary["actor_restarts"] >= 1  # the task lost with the actor, resubmitted to its new incarnation
     assert summary["learner_restarts"] == 1  # the lost chunk was resubmitted; the learner resumed from its state
-    rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "learner.csv")))
+    rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "metrics.csv")))
     resumed = [int(row["updates"]) for row in rows if row["resumed"] == "True"]
     assert resumed and resumed[0] > 200  # counting on from the saved chunk, not from 0
     stats = summary["replay_stats"]

@@ -3,8 +3,9 @@ the positions unit, WORKERS workers (map), the sum and argmax trees (reduce) and
 
 The FSM (``control``) owns the state, STATUS, the cycle counters and the act timing; what each state does with the
 stream and the memories is a sub-block: :func:`~.streams.config_loader` (CFG words), :func:`~.streams.record_receiver`
-(RECV words), :func:`~.streams.policy_port` (LOAD, CLEAR, DUMP rows) and :func:`~.update.sarsa_update` (the UPD
-arithmetic), as the replay core is split into tree, updater, sampler and select.
+(RECV words), :func:`~.streams.policy_port` (LOAD, CLEAR, DUMP rows), :func:`~.update.sarsa_update` (the UPD
+arithmetic), and :func:`~.start.start_check` / :func:`~.start.run_parameters` (what START refuses and latches), as the
+replay core is split into tree, updater, sampler and select.
 
 Operation (the contract is the model :class:`~pynq_rl.overlay.models.parsa.ParsaModel` and the emulated IP)::
 
@@ -51,6 +52,7 @@ from .config_check import parsa_config_check
 from .emitter import parsa_emitter
 from .params import ParsaWidths, WorkerBus
 from .positions import parsa_positions
+from .start import run_parameters, start_check
 from .streams import config_loader, policy_port, record_receiver
 from .update import sarsa_update
 from .reduce import argmax_tree, q_saturate, sum_tree
@@ -69,9 +71,8 @@ ACT_DEPTH = ACT_GO_AFTER_DIMS + _wk.ACT_LATENCY + _red.SUM_STAGES + 1 + _red.ARG
 #: CYCLES_UPDATE - busiest: 4 arithmetic stages, the go pulse, the workers' pass, saturation collection
 UPDATE_DEPTH = 4 + _wk.UPDATE_LATENCY + 1
 
-MODE_ACT, MODE_CONFIG, MODE_LOAD = int(ParsaMode.ACT), int(ParsaMode.CONFIG), int(ParsaMode.LOAD_POLICY)
+MODE_CONFIG, MODE_LOAD = int(ParsaMode.CONFIG), int(ParsaMode.LOAD_POLICY)
 MODE_DUMP, MODE_CLEAR = int(ParsaMode.DUMP_POLICY), int(ParsaMode.CLEAR)
-MODE_LAST = max(int(m) for m in ParsaMode)
 
 
 def act_go_cycle(n_dims: int) -> int:
@@ -349,6 +350,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     t_go = Signal(intbv(0, min=0, max=MD + ACT_GO_AFTER_DIMS + 2))
     # the FSM's state as the sub-blocks see it (SOFT_RESET wins over every state's work)
     idle, in_cfg, in_load, in_clear = Signal(bool(1)), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    starting, refuse = Signal(bool(0)), Signal(bool(0))
     in_dump_read, in_dump_load, in_recv, in_upd = Signal(bool(0)), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
 
     # # #
@@ -411,7 +413,12 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     update = sarsa_update(g_prod, raw_delta, m_prod, bus, in_upd, t_upd, gamma, chosen_q_r, reward, prev_q,
                           terminal, alpha, delta, clock, reset, spec)
     update.name = "sarsa_update"
-    insts += [loader, receiver, port, update]
+    checker = start_check(refuse, cfg, eps, configured, configured_dims, spec)
+    checker.name = "start_check"
+    latch = run_parameters(n_dims, rec_words, n_actions, out_words, alpha, gamma, decay, online,
+                           starting, cfg, clock, reset, spec)
+    latch.name = "run_parameters"
+    insts += [loader, receiver, port, update, checker, latch]
 
     key_mem = ram_sdp_rf(key_q, key_wdata, hdr_key_lo, key_we, key_raddr, key_ren, clock, 1 << KB)
     pend_mem = ram_sdp_rf(pend_q, pend_wdata, pend_waddr, pend_we, key_raddr, key_ren, clock, 1 << KB)
@@ -435,6 +442,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     @always_comb
     def state_decode():
         idle.next = state == t_state.IDLE
+        starting.next = state == t_state.IDLE and cfg.start and not cfg.soft_reset
         in_cfg.next = state == t_state.CFG and not cfg.soft_reset
         in_load.next = state == t_state.LOAD and not cfg.soft_reset
         in_clear.next = state == t_state.CLEAR and not cfg.soft_reset
@@ -539,34 +547,8 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                 cfg.err_stream.next = 0
                 cfg.saturated.next = 0
                 cfg.cycles.next = 0
-                refuse = cfg.mode > MODE_LAST
-                if cfg.mode == MODE_CONFIG and (cfg.n_dims == 0 or cfg.n_dims > MD):
-                    refuse = True
-                if cfg.mode == MODE_ACT:
-                    if cfg.n_actions == 0 or cfg.n_actions > MA:
-                        refuse = True
-                    if cfg.alpha > one or cfg.gamma > one or eps > one or cfg.epsilon_decay > one:
-                        refuse = True
-                    if not configured or cfg.n_dims != configured_dims:
-                        refuse = True
-                if cfg.n_dims <= MD:
-                    n_dims.next = cfg.n_dims[len(n_dims):]
-                    rec_words.next = 1 + ((cfg.n_dims[len(n_dims):] + 1) >> 1)
-                if cfg.n_actions <= MA:
-                    n_actions.next = cfg.n_actions[len(n_actions):]
-                    if cfg.options[1]:
-                        out_words.next = 1 + ((cfg.n_actions[len(n_actions):] + 1) >> 1)
-                    else:
-                        out_words.next = 1
-                if cfg.alpha <= one:
-                    alpha.next = cfg.alpha[cf + 1:]
-                if cfg.gamma <= one:
-                    gamma.next = cfg.gamma[cf + 1:]
-                if cfg.epsilon_decay <= one:
-                    decay.next = cfg.epsilon_decay[cf + 1:]
-                online.next = cfg.options[0]
-                word_count.next = 0
-                if refuse:
+                word_count.next = 0                     # run-time registers: run_parameters
+                if refuse:                              # start_check
                     cfg.done.next = 1
                     cfg.err_config.next = 1
                 else:

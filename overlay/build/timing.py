@@ -865,7 +865,7 @@ def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: 
     combined = run_dir / f"{routed_v.stem}.sim.v"
     combined.write_text(routed_v.read_text() + "\n" + cells.read_text())
     cases = gae_bench.random_cases(spec, gae_bench.SEEDS[spec.lookahead])
-    cases = cases[:4 + max(0, operations - 4)]
+    cases = cases[:max(4, operations)]
     vectors = gae_bench.make_vectors(spec, cases)
     work = run_dir / "cocotb"
     if work.exists():
@@ -1134,7 +1134,7 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
                  freq_mhz: float = 100.0, seed: int = 1, log: Callable[[str], None] = print,
                  builds: list[TimingBuild] | None = None) -> dict:
     """Route, time and simulate the builds of :func:`plan` (or ``builds``), one at a time; write ``timing.json``
-    and ``timing.md`` under ``out`` (the JSON after every build, so a long run leaves its rows); return the report.
+    and ``timing.md`` under ``out`` (after every build, so a long run leaves its rows); return the report.
 
     Raises
     ------
@@ -1158,7 +1158,7 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
         rows += run_build(build, work, freq_mhz, seed, log)
         report = make_report(rows, env, arguments, time.perf_counter() - t0)
         (out / "timing.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-    (out / "timing.md").write_text(markdown(report))
+        (out / "timing.md").write_text(markdown(report))
     return report
 
 

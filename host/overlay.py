@@ -105,7 +105,11 @@ class RLOverlay(pynq.Overlay):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
         if backend == "board":
-            device = pynq.Device.active_device
+            try:
+                device = pynq.Device.active_device
+            except RuntimeError as error:  # pynq: "No Devices Found" off a board
+                raise RuntimeError(f"backend 'board' needs a PYNQ board with its PL ({error}); off a board use "
+                                   "backend 'emu' (bit-exact models) or 'rtl' (the MyHDL cores)") from error
             name = board or board_name(device)
             if name is None:
                 raise ValueError("cannot tell which board this is (no /proc/device-tree/chosen/pynq_board, no "

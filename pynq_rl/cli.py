@@ -55,12 +55,24 @@ def _train_dqn(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bounds(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """``"LOW,LOW,...:HIGH,HIGH,..."`` -> ``(lows, highs)`` (argparse type of ``train sarsa --bounds``)."""
+    try:
+        lows, highs = (tuple(float(x) for x in part.split(",")) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW,LOW,...:HIGH,HIGH,... (one per observation dimension), "
+                                         f"not {text!r}") from None
+    if len(lows) != len(highs):
+        raise argparse.ArgumentTypeError(f"{len(lows)} lows but {len(highs)} highs in {text!r}")
+    return lows, highs
+
+
 def _train_sarsa(args: argparse.Namespace) -> int:
     from .host.agents import sarsa
     config = sarsa.Args(env_id=args.env, seed=args.seed, episodes=args.episodes, backend=args.backend,
                         board=args.board, alpha=args.alpha, epsilon=args.epsilon, frac_bits=args.frac_bits,
-                        tiling=args.tiling, out_dir=args.out, resume=args.resume, tensorboard=args.tensorboard,
-                        progress=not args.no_progress)
+                        tiling=args.tiling, bounds=args.bounds, out_dir=args.out, resume=args.resume,
+                        tensorboard=args.tensorboard, progress=not args.no_progress)
     summary = sarsa.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -82,7 +94,10 @@ def _train_apex(args: argparse.Namespace) -> int:
 def _build_hwh(args: argparse.Namespace) -> int:
     from .overlay import spec
     from .overlay.build.hwh import write_overlay_files
-    print(write_overlay_files(spec.board(args.board), args.out).with_suffix(".hwh"))
+    bit = write_overlay_files(spec.board(args.board), args.out)
+    print(bit.with_suffix(".hwh"))
+    print(f"(beside it an empty {bit.name}: pynq.Overlay needs a .bit of the same stem, and the emulated backends "
+          "program nothing; a real bitstream comes from the Vivado flow, `pynq-rl build bitstream`)", file=sys.stderr)
     return 0
 
 
@@ -135,6 +150,7 @@ def _add_nn_option(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``)."""
     parser = argparse.ArgumentParser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="show backend, board, cores and their ID/build registers")
@@ -185,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     sarsa.add_argument("--epsilon", type=float, default=0.0, help="exploration probability")
     sarsa.add_argument("--frac-bits", type=int, default=6, help="fractional bits of the core's values")
     sarsa.add_argument("--tiling", default=None, help="tiling layout: JSON file or string (default: 8 x 8^d)")
+    sarsa.add_argument("--bounds", type=_bounds, default=None, metavar="LOWS:HIGHS",
+                       help="tile-coding bounds per observation dimension, e.g. --bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3 "
+                            "(default: the observation space's, which must be finite)")
     sarsa.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
     sarsa.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -266,9 +285,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``pynq-rl`` command line; returns the exit status."""
+    """Run the ``pynq-rl`` command line; returns the exit status.
+
+    A mistake costs the user one line, as with git or pip: argparse answers a malformed command line with usage and
+    exit status 2; anything a command raises (a bad value, an unknown environment, no board, a timeout) becomes
+    ``error: <message>`` on stderr and exit status 1. ``--debug`` lets the exception through, traceback and all.
+    Ctrl-C exits with 130.
+    """
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    if args.debug:
+        return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # the one place that turns any failure into one line
+        print(f"error: {_one_line(error)} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _one_line(error: BaseException) -> str:
+    """The exception's message on one line, with its type where the message alone would be unclear."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, (FileNotFoundError, NotADirectoryError, FileExistsError, PermissionError)) \
+            and error.filename is not None:
+        text = f"{error.strerror}: {error.filename}"
+    elif not isinstance(error, (ValueError, RuntimeError, TimeoutError, OSError)):
+        text = f"{type(error).__name__}: {text}"
+    return text
 
 
 if __name__ == "__main__":

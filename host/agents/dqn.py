@@ -345,8 +345,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                                  f"replay backend {rb.backend_name}: {exc}") from exc
             gradient_steps = int(resume_state["gradient_steps"])
 
-        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
-        stack.callback(run.close)
+        run = stack.enter_context(R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 
         # TRY NOT TO MODIFY: start the game

@@ -461,8 +461,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             elif standardizer is not None:
                 warnings.warn(f"checkpoint {args.resume!r} has no reward statistics; they start at zero", stacklevel=2)
 
-        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
-        stack.callback(run.close)
+        run = stack.enter_context(R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 
         # TRY NOT TO MODIFY: start the game

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import random
+import shutil
 import time
 import zipfile
 from dataclasses import asdict
@@ -186,6 +187,12 @@ class Run:
         ``run_name``.
     dir : str
         ``out_dir/run_name``.
+
+    Notes
+    -----
+    A run is a context manager: leaving it closes the files, and leaving it with an exception before any metrics
+    row or episode was recorded removes the directory (:meth:`abandon`), so a run that failed at its start leaves
+    no directory holding only ``args.json`` behind.
     """
 
     EPISODE_COLUMNS = ("global_step", "charts/episodic_return", "charts/episodic_length")
@@ -198,6 +205,7 @@ class Run:
         with open(self.path("args.json"), "w", encoding="utf-8") as f:
             json.dump(asdict(args), f, indent=2)
         self.start_time = time.time()
+        self.rows_logged = 0
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
         self._metrics_csv = open(self.path("metrics.csv"), "w", newline="", encoding="utf-8")
@@ -230,6 +238,7 @@ class Run:
     def log(self, row: dict[str, Any]) -> None:
         """Write one metrics row to ``metrics.csv`` and ``metrics.jsonl`` and flush every file."""
         self._metrics.writerow(row)
+        self.rows_logged += 1
         self._metrics_jsonl.write(json.dumps(json_safe(row)) + "\n")
         if self._tensorboard is not None:
             step = int(row.get("global_step", 0))
@@ -267,6 +276,21 @@ class Run:
         with open(self.path("summary.json"), "w", encoding="utf-8") as f:
             json.dump(json_safe(short), f, indent=2)
         return summary
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Close the files; remove the run directory if nothing was recorded in it yet (a run that failed at once)."""
+        self.close()
+        if not self.rows_logged and not self.episode_returns:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def close(self) -> None:
         """Close the metrics files (idempotent; :meth:`finish` calls it)."""

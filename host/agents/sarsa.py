@@ -341,13 +341,19 @@ def env_bounds(env: gym.Env, bounds=None) -> tuple[np.ndarray, np.ndarray]:
     """``(lows, highs)`` for tile coding: ``bounds`` if given, else the (finite) observation space's."""
     if bounds is not None:
         lows, highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
+        shape = getattr(env.observation_space, "shape", None)
+        n_dims = int(np.prod(shape)) if shape else None
+        if n_dims is not None and not len(lows) == len(highs) == n_dims:
+            raise ValueError(f"bounds give {len(lows)} lows and {len(highs)} highs; the observation has {n_dims} "
+                             "dimensions")
     else:
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(f"Sarsa needs a Box observation space, not {space!r}")
         lows, highs = space.low.astype(np.float64).ravel(), space.high.astype(np.float64).ravel()
     if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
-        raise ValueError(f"observation bounds must be finite for tile coding (give `bounds`), not {lows}, {highs}")
+        raise ValueError(f"observation bounds must be finite for tile coding (give `bounds`; on the command line "
+                         f"--bounds=LOWS:HIGHS), not {lows}, {highs}")
     return lows, highs
 
 
@@ -532,7 +538,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         global_step = start_step
         saturations = 0
         with contextlib.ExitStack() as stack:
-            stack.callback(run.close)
+            stack.enter_context(run)
             progress = stack.enter_context(tqdm(total=args.episodes, initial=start_episode,
                                                 disable=not args.progress, unit="ep", desc=run.name,
                                                 dynamic_ncols=True))

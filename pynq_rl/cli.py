@@ -84,7 +84,8 @@ def _train_apex(args: argparse.Namespace) -> int:
     config = apex.Args(env_id=args.env, seed=args.seed, num_actors=args.actors, replay_backend=args.replay_backend,
                        board=args.board, replay_address=args.replay_address, ray_address=args.ray_address,
                        max_updates=args.max_updates, max_seconds=args.max_seconds, out_dir=args.out,
-                       sample_prefetch=args.sample_prefetch, progress=not args.no_progress)
+                       sample_prefetch=args.sample_prefetch, tensorboard=args.tensorboard,
+                       progress=not args.no_progress)
     summary = apex.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("eval_returns", "episode_returns",
                                                                      "episode_lengths")}, indent=2, default=str))
@@ -141,6 +142,19 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _agent_parser(agents, name: str, text: str, env: str) -> argparse.ArgumentParser:
+    """A ``train <name>`` parser with the options every agent shares (what :class:`~.host.agents.run.Run` needs)."""
+    parser = agents.add_parser(name, help=text)
+    parser.add_argument("--env", default=env, help="gymnasium environment id")
+    parser.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    parser.add_argument("--out", default="runs", help="directory under which the run directory is created")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--tensorboard", action="store_true",
+                        help="also write TensorBoard event files into the run directory (needs tensorboardX)")
+    return parser
+
+
 def _add_nn_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nn", choices=("auto", "torch", "numpy"), default="auto",
                         help="network backend: torch, numpy (no torch needed, e.g. on a PYNQ-Z2), or auto (torch "
@@ -160,43 +174,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train an agent with its kernel offloaded")
     agents = train.add_subparsers(dest="agent", required=True)
-    ppo = agents.add_parser("ppo", help="PPO with GAE on the GAE core")
-    ppo.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
+    ppo = _agent_parser(agents, "ppo", "PPO with GAE on the GAE core", "CartPole-v1")
     ppo.add_argument("--backend", choices=("host",) + BACKENDS, default="emu",
                      help="where GAE runs: host (numpy reference loop) or the GAE core on board/emu/rtl")
-    ppo.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
-    ppo.add_argument("--steps", type=int, default=300_000, help="total environment steps")
-    ppo.add_argument("--seed", type=int, default=0, help="random seed")
-    ppo.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
+    ppo.add_argument("--steps", type=int, default=300_000, help="total environment steps (whole rollouts)")
     ppo.add_argument("--reward-norm", choices=("dynamic",), default=None, help="HEPPO dynamic reward standardization")
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
     ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(ppo)
-    ppo.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ppo.add_argument("--tensorboard", action="store_true",
-                     help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     ppo.set_defaults(func=_train_ppo)
-    dqn = agents.add_parser("dqn", help="Double DQN with prioritized replay, priorities on the replay core")
-    dqn.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
+
+    dqn = _agent_parser(agents, "dqn", "Double DQN with prioritized replay, priorities on the replay core",
+                        "CartPole-v1")
     dqn.add_argument("--backend", choices=("numpy",) + BACKENDS, default="emu",
                      help="where the priorities live: numpy (host sum tree) or the replay core on board/emu/rtl")
-    dqn.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     dqn.add_argument("--steps", type=int, default=150_000, help="total environment steps")
-    dqn.add_argument("--seed", type=int, default=0, help="random seed")
-    dqn.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(dqn)
-    dqn.add_argument("--no-progress", action="store_true", help="no progress bar")
-    dqn.add_argument("--tensorboard", action="store_true",
-                     help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     dqn.set_defaults(func=_train_dqn)
-    sarsa = agents.add_parser("sarsa", help="tile-coded Sarsa learning inside the ParSa core")
-    sarsa.add_argument("--env", default="MountainCar-v0", help="gymnasium environment id")
+
+    sarsa = _agent_parser(agents, "sarsa", "tile-coded Sarsa learning inside the ParSa core", "MountainCar-v0")
     sarsa.add_argument("--backend", choices=("float",) + BACKENDS, default="emu",
                        help="where Sarsa runs: float (float64 host reference) or the ParSa core on board/emu/rtl")
-    sarsa.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     sarsa.add_argument("--episodes", type=int, default=500, help="episodes to run")
-    sarsa.add_argument("--seed", type=int, default=0, help="random seed")
     sarsa.add_argument("--alpha", type=float, default=0.3, help="step size (divided by the number of tilings)")
     sarsa.add_argument("--epsilon", type=float, default=0.0, help="exploration probability")
     sarsa.add_argument("--frac-bits", type=int, default=6, help="fractional bits of the core's values")
@@ -204,28 +204,21 @@ def build_parser() -> argparse.ArgumentParser:
     sarsa.add_argument("--bounds", type=_bounds, default=None, metavar="LOWS:HIGHS",
                        help="tile-coding bounds per observation dimension, e.g. --bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3 "
                             "(default: the observation space's, which must be finite)")
-    sarsa.add_argument("--out", default="runs", help="directory for metrics and checkpoints")
     sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
-    sarsa.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sarsa.add_argument("--tensorboard", action="store_true",
-                       help="also write TensorBoard event files into the run directory (needs tensorboardX)")
     sarsa.set_defaults(func=_train_sarsa)
-    apex = agents.add_parser("apex", help="distributed Ape-X on Ray, prioritized replay on the replay server's core")
-    apex.add_argument("--env", default="CartPole-v1", help="gymnasium environment id")
+
+    apex = _agent_parser(agents, "apex", "distributed Ape-X on Ray, prioritized replay on the replay server's core",
+                         "CartPole-v1")
     apex.add_argument("--actors", type=int, default=2, help="number of Ape-X actors")
     apex.add_argument("--replay-backend", choices=("numpy",) + BACKENDS, default="emu",
                       help="where the Ray-hosted replay server keeps the priorities")
     apex.add_argument("--replay-address", default=None,
                       help="host:port of an external replay server (e.g. on a board) instead of a Ray-hosted one")
     apex.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start Ray locally)")
-    apex.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
     apex.add_argument("--max-updates", type=int, default=30_000, help="learner gradient steps at most")
     apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
     apex.add_argument("--sample-prefetch", type=int, default=0,
                       help="batches the learner keeps in flight while it trains (0: sample synchronously)")
-    apex.add_argument("--seed", type=int, default=0, help="random seed")
-    apex.add_argument("--out", default="runs", help="directory for metrics")
-    apex.add_argument("--no-progress", action="store_true", help="no progress lines")
     apex.set_defaults(func=_train_apex)
 
     build = commands.add_parser("build", help="build steps that need no Vivado")

@@ -90,3 +90,31 @@ def test_rllib_ppo_trains_with_the_core_in_its_learner_pipeline():
         algo.stop()
     finally:
         ray.shutdown()
+
+
+@pytest.mark.slow
+def test_rllib_ppo_with_q8_gae_on_the_emulated_core_solves_cartpole_seed0():
+    """RLlib's PPO (lr 3e-4, 6 epochs, vf_loss_coeff 0.01, 4000-step batches), q8 GAE on emu, seed 0: measured
+    episode_return_mean 485.5 after 56k steps, 464 s on this shared 2-core machine (load ~6)."""
+    import ray
+    from pynq_rl.host.integrations.rllib import GaeCorePPOTorchLearner
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        config = (PPOConfig().environment("CartPole-v1")
+                  .env_runners(num_env_runners=0)
+                  .learners(num_learners=0)
+                  .training(learner_class=GaeCorePPOTorchLearner, lr=3e-4, num_epochs=6, vf_loss_coeff=0.01,
+                            learner_config_dict={"pynq_rl_gae": {"backend": "emu", "quantize": True}})
+                  .debugging(seed=0))
+        algo = config.build_algo()
+        best = 0.0
+        for _ in range(25):  # 100k steps
+            best = max(best, algo.train()["env_runners"]["episode_return_mean"])
+            if best >= 450:
+                break
+        algo.stop()
+        assert best >= 450
+    finally:
+        ray.shutdown()

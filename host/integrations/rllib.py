@@ -53,9 +53,11 @@ try:
     from ray.rllib.utils.numpy import convert_to_numpy
     from ray.rllib.utils.postprocessing.zero_padding import unpad_data_if_necessary
 except ImportError as error:  # pragma: no cover - exercised only without RLlib
-    raise ImportError(
+    # a ModuleNotFoundError naming the missing module, so tools/check_install.py reports it as an absent extra
+    raise ModuleNotFoundError(
         "pynq_rl.host.integrations.rllib needs RLlib: pip install 'ray[rllib]==2.60.0' 'pyarrow==20.0.0' "
-        f"(it pins gymnasium==1.2.2) ({error})"
+        f"(it pins gymnasium==1.2.2) ({error})",
+        name=error.name,
     ) from error
 
 from ..agents.advantages import GaeCompute

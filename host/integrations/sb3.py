@@ -54,8 +54,10 @@ import numpy as np
 try:
     from stable_baselines3.common.buffers import DictRolloutBuffer, RolloutBuffer
 except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "pynq_rl.host.integrations.sb3 needs Stable-Baselines3 and torch: pip install 'pynq-rl[sb3]'"
+    # a ModuleNotFoundError naming the missing module, so tools/check_install.py reports it as an absent extra
+    raise ModuleNotFoundError(
+        f"pynq_rl.host.integrations.sb3 needs Stable-Baselines3 and torch: pip install 'pynq-rl[sb3]' ({error})",
+        name=error.name,
     ) from error
 
 from ..agents.advantages import GaeCompute

@@ -28,7 +28,7 @@ ROOTS = {"pynq_rl": REPO / "pynq_rl", "pynq_rl.overlay": REPO / "overlay", "pynq
          "pynq_rl.notebooks": REPO / "notebooks"}
 BOARD_ONLY_MISSING = ("torch", "ray", "numba", "llvmlite")
 """what a PYNQ-Z2 (armv7l, Python 3.10) cannot install from PyPI"""
-OPTIONAL_IMPORTS = {"torch", "ray", "grpc", "google", "redis", "numba"}
+OPTIONAL_IMPORTS = {"torch", "ray", "grpc", "google", "redis", "numba", "stable_baselines3", "tree"}
 """top-level modules of the extras: a module of the wheel may need one of them, nothing else"""
 
 

@@ -26,7 +26,8 @@ DISTRIBUTION = "pynq-rl"
 
 OPTIONAL = {"torch": "extra [torch]", "ray": "extra [distributed]", "grpc": "extra [distributed]",
             "google": "extra [distributed] (protobuf)", "redis": "extra [distributed]", "numba": "extra [fast]",
-            "cocotb": "extra [test]", "cocotb_test": "extra [test]", "cocotbext": "extra [test]"}
+            "cocotb": "extra [test]", "cocotb_test": "extra [test]", "cocotbext": "extra [test]",
+            "stable_baselines3": "extra [sb3]", "tree": "ray[rllib]==2.60.0 (in no extra: README, RLlib)"}
 """top-level modules a board may lack -> the pynq-rl extra that brings them"""
 
 

@@ -11,8 +11,9 @@
 # reported as SKIP with pip's reason; a test failure fails the script.
 #
 # Environment: PYNQ_COMPAT_DIR (default <repo>/.cache/pynq-compat), PYTHON (default python3),
-#              PYNQ_COMPAT_RTL=1 adds the rtl-backend cases (several minutes; the rtl backend reaches pynq through
-#              the same emulated device as emu, so they add simulation time, not pynq coverage).
+#              PYNQ_COMPAT_RTL=1 adds the drivers' rtl-backend cases (several minutes; the rtl backend reaches
+#              pynq through the same emulated device as emu, so they add simulation time, not pynq coverage; the
+#              doctor's quick rtl self-test always runs).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PYNQ_COMPAT_DIR:-$repo/.cache/pynq-compat}
@@ -79,9 +80,9 @@ for version in "${versions[@]}"; do
         exit 1
     fi
     phase "pynq $version: tests"
-    select=(-m "not slow" -k "not rtl")
+    select=(-m "not slow" -k "not rtl or doctor")  # the doctor's rtl self-test is quick (small builds)
     [ "${PYNQ_COMPAT_RTL:-0}" = 0 ] || select=(-m "not slow")
-    (cd "$cache/suite" && "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts=-ra "${select[@]}" \
+    (cd "$cache/suite" && "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts=-rfE "${select[@]}" \
         "${TESTS[@]}")
     RESULT[$version]=PASS
 done

@@ -626,22 +626,32 @@ def parse_sta(log: str) -> dict:
     if start < 0:
         raise ValueError("no 'Latest arrival time' in the yosys log (did sta run?)")
     arrival = int(re.match(r"Latest arrival time in '[^']*' is (\d+):", log[start:]).group(1))
-    listing = log[start:].split("\nWarning", 1)[0].splitlines()[1:]
-    steps = []     # (cell type, arc, input net), endpoint first
+    listing = []
+    for line in log[start:].splitlines()[1:]:
+        if not line.strip() or line.startswith("Arrival histogram"):
+            break
+        if not line.startswith("Warning:"):
+            listing.append(line)
+    steps = []     # (cell type, arc, input net), endpoint first; type None: a cell without timing arcs
     for index, line in enumerate(listing):
-        match = re.match(r"^\s+\d+ \S+ \((\w+)\.(\S+)\)\s*$", line)
-        if match and not match.group(1).startswith("BUFG"):
+        cell = re.match(r"^\s+\d+ \S+ \((\w+)\.(\S+)\)\s*$", line)
+        unknown = re.match(r"^\s+\d+ \(<unknown>\)\s*$", line)
+        if (cell and not cell.group(1).startswith("BUFG")) or unknown:
             net = listing[index + 1].strip() if index + 1 < len(listing) else ""
-            steps.append((match.group(1), match.group(2), re.sub(r"^\\|\s+", "", net)))
+            kind, arc = (cell.group(1), cell.group(2)) if cell else (None, None)
+            steps.append((kind, arc, re.sub(r"^\\|\s+", "", net)))
     steps.reverse()
     if not steps:
         raise ValueError("the sta report lists no cells")
     launched = steps[1][2] if len(steps) > 1 else "?"    # the net the first cell drives
+    end_kind, end_arc, end_net = steps[-1]
     no_arrival = len(set(re.findall(r"Endpoint (.+?) has no \(\* sta_arrival \*\) value", log[start:])))
     no_arcs = sorted(set(re.findall(r"Module '(\w+)' has no timing arcs", log)))
     return {"arrival[ns]": arrival / 1000, "from": f"{launched} ({steps[0][0]}.{steps[0][1]})",
-            "to": f"{steps[-1][2]} ({steps[-1][0]}.{steps[-1][1]})",
-            "cells": _compress([kind for kind, _, _ in steps]), "logic_levels": max(0, len(steps) - 2),
+            "to": f"{end_net} ({end_kind}.{end_arc})" if end_kind else
+                  f"{end_net} (a cell without timing arcs: the path stops there)",
+            "ends_at_untimed_cell": end_kind is None,
+            "cells": _compress([kind or "?" for kind, _, _ in steps]), "logic_levels": max(0, len(steps) - 2),
             "endpoints_without_arrival": no_arrival, "cells_without_timing_arcs": no_arcs}
 
 
@@ -1097,9 +1107,12 @@ def markdown(report: dict) -> str:
             out.append(f"| `{r['module']}` | {r['xc7_status']} ||||||||||")
             continue
         x = r["xc7"]
-        out.append(f"| `{r['module']}` | {x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | {x['logic_levels']} | "
+        bound = ">= " if x.get("ends_at_untimed_cell") else ""
+        out.append(f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | {x['logic_levels']} | "
                    f"{x['cells']} | {x['endpoints_without_arrival']} | {x['lut']:,} | {x['ff']:,} | {x['dsp']} | "
                    f"{x['dsp_with_mreg_or_preg']} | {x['carry']} |")
+    out += ["", "`>=`: the latest path stops at a cell without timing arcs (a CARRY4 input), so its arrival is a lower "
+            "bound. Endpoints without arrival: registers whose every path passes a CARRY4 (not timed at all)."]
     out += ["", "## Post-route simulation (routed netlist -> Verilog, Icarus, yosys ECP5 cell models)", ""]
     if not report["post_route_simulation"]:
         out.append("None in this run.")

@@ -6,9 +6,11 @@ own directory is first on ``sys.path``).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Callable
 
-__all__ = ["environment", "fmt_rate", "write_results", "failed_rows"]
+__all__ = ["environment", "fmt_rate", "write_results", "failed_rows", "seconds_per_call"]
 
 
 def environment(torch: bool = False) -> dict:
@@ -46,3 +48,15 @@ def failed_rows(result: dict) -> str | int:
     import is ``unavailable``, not failed)."""
     failed = [r["key"] for r in result["rows"] if r["status"] != "ok" and not r["status"].startswith("unavailable")]
     return f"failed: {failed}" if failed else 0
+
+
+def seconds_per_call(call: Callable[[], object], budget_s: float) -> float:
+    """Seconds per call, averaged over back-to-back calls for ``budget_s`` seconds (at least one call): one call
+    alone is too easily caught by a preemption on a shared machine."""
+    calls, start = 0, time.perf_counter()
+    while True:
+        call()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget_s:
+            return elapsed / calls

@@ -26,14 +26,13 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment  # noqa: E402
+from _common import environment, seconds_per_call  # noqa: E402
 
 from pynq_rl.host.agents import dqn, ppo  # noqa: E402
 from pynq_rl.host.agents.learners import make_actor_critic, make_q_learner  # noqa: E402
@@ -60,18 +59,6 @@ def step_costs(nn: str, rng: np.random.Generator) -> dict[str, Callable[[], obje
     }
 
 
-def time_call(fn: Callable[[], object], min_time_s: float) -> float:
-    """Microseconds per call, over back-to-back calls lasting at least ``min_time_s``."""
-    fn()
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time_s:
-            return 1e6 * elapsed / calls
-
-
 def measure_step_costs(backends: list[str], repeats: int, min_time_s: float) -> dict[str, dict[str, float]]:
     """Median microseconds per operation and backend, repetitions interleaved across backends."""
     ops = {nn: step_costs(nn, np.random.default_rng(0)) for nn in backends}
@@ -79,7 +66,8 @@ def measure_step_costs(backends: list[str], repeats: int, min_time_s: float) -> 
     for _ in range(repeats):
         for nn in backends:
             for key, fn in ops[nn].items():
-                samples[nn][key].append(time_call(fn, min_time_s))
+                fn()  # warm
+                samples[nn][key].append(1e6 * seconds_per_call(fn, min_time_s))
     return {nn: {k: statistics.median(v) for k, v in per.items()} for nn, per in samples.items()}
 
 

@@ -66,7 +66,7 @@ from typing import Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, failed_rows, fmt_rate, write_results  # noqa: E402
+from _common import environment, failed_rows, fmt_rate, seconds_per_call, write_results  # noqa: E402
 
 ALPHA = 0.6
 BETA = 0.4
@@ -517,18 +517,6 @@ def _numpy_impl(data: Data) -> Prepared:
 # Measurement
 # ---------------------------------------------------------------------------------------------------------------
 
-def _calibrate(call: Callable[[], object], budget: float) -> float:
-    """Seconds per call, averaged over back-to-back calls for ``budget`` seconds (at least one call): one call
-    alone is too easily caught by a preemption on a shared machine, which would make its blocks far too short."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        call()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= budget:
-            return elapsed / calls
-
-
 def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> list[dict]:
     """Fill, check, calibrate and time every implementation; return one row per implementation."""
     rows, live = [], []
@@ -548,7 +536,7 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
                 per_call = {}
                 for op, call in prep.ops.items():
                     call()  # warm-up (compilation, buffers)
-                    per_call[op] = _calibrate(call, min_time / 4)
+                    per_call[op] = seconds_per_call(call, min_time / 4)
         except AssertionError as err:
             row.update(status=f"check failed: {err}", traceback=traceback.format_exc(limit=5))
             continue

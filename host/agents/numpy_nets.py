@@ -36,7 +36,22 @@ def _adam_state(optimizer: Adam) -> dict[str, Any]:
     return {"step": state["step"], "exp_avg": state["exp_avg"], "exp_avg_sq": state["exp_avg_sq"]}
 
 
-class NumpyActorCritic:
+class _NumpyLearner:
+    """What both numpy learners share: Adam's learning rate as a property. Not constructed directly."""
+
+    optimizer: Adam
+
+    @property
+    def learning_rate(self) -> float:
+        """Adam's current learning rate (the agent anneals it)."""
+        return self.optimizer.lr
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        self.optimizer.lr = float(value)
+
+
+class NumpyActorCritic(_NumpyLearner):
     """PPO's separate actor and critic MLPs (64-64 tanh, CleanRL's ``layer_init``), Adam and the PPO update.
 
     Parameters
@@ -59,15 +74,6 @@ class NumpyActorCritic:
         self.actor = MLP((obs_dim, hidden, hidden, n_actions), "tanh", rng, out_gain=0.01)
         self.critic = MLP((obs_dim, hidden, hidden, 1), "tanh", rng, out_gain=1.0)
         self.optimizer = Adam(self.actor.params + self.critic.params, lr=learning_rate, eps=1e-5)
-
-    @property
-    def learning_rate(self) -> float:
-        """Adam's current learning rate (the agent anneals it)."""
-        return self.optimizer.lr
-
-    @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        self.optimizer.lr = float(value)
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         """V(obs), float32, shape ``(batch,)``."""
@@ -155,7 +161,7 @@ class NumpyActorCritic:
         self.optimizer.load_state_dict({**state["optimizer"], "lr": self.optimizer.lr})
 
 
-class NumpyQLearner:
+class NumpyQLearner(_NumpyLearner):
     """DQN's online and target Q-networks (ReLU MLPs, ``nn.Linear``'s default init), Adam and the TD step.
 
     Parameters
@@ -179,15 +185,6 @@ class NumpyQLearner:
         self.target_network = MLP(sizes, "relu", rng, init="torch_default")
         self.target_network.copy_from(self.q_network)
         self.optimizer = Adam(self.q_network.params, lr=learning_rate)
-
-    @property
-    def learning_rate(self) -> float:
-        """Adam's current learning rate (the agent anneals it)."""
-        return self.optimizer.lr
-
-    @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        self.optimizer.lr = float(value)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """Q(obs, .) of the online network, float32, shape ``(batch, n_actions)``."""

@@ -153,7 +153,22 @@ def _tensor(x: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------------------------
 # Learners
 # ---------------------------------------------------------------------------------------------------------------------
-class TorchActorCritic:
+class _TorchLearner:
+    """What both torch learners share: Adam's learning rate as a property. Not constructed directly."""
+
+    optimizer: optim.Adam
+
+    @property
+    def learning_rate(self) -> float:
+        """Adam's current learning rate (the agent anneals it)."""
+        return self.optimizer.param_groups[0]["lr"]
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        self.optimizer.param_groups[0]["lr"] = float(value)
+
+
+class TorchActorCritic(_TorchLearner):
     """PPO's :class:`Agent`, Adam (eps 1e-5) and the clipped-surrogate update, behind numpy arrays.
 
     Parameters
@@ -170,15 +185,6 @@ class TorchActorCritic:
         self.agent = Agent(obs_dim, n_actions, hidden)
         self.params = list(self.agent.actor.parameters()) + list(self.agent.critic.parameters())
         self.optimizer = optim.Adam(self.params, lr=learning_rate, eps=1e-5)
-
-    @property
-    def learning_rate(self) -> float:
-        """Adam's current learning rate (the agent anneals it)."""
-        return self.optimizer.param_groups[0]["lr"]
-
-    @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        self.optimizer.param_groups[0]["lr"] = float(value)
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         """V(obs), float32, shape ``(batch,)``."""
@@ -254,7 +260,7 @@ class TorchActorCritic:
         _load_adam_state(self.optimizer, self.params, state["optimizer"])
 
 
-class TorchQLearner:
+class TorchQLearner(_TorchLearner):
     """DQN's online and target :class:`QNetwork`, Adam and the importance-weighted Huber TD step.
 
     Parameters
@@ -273,15 +279,6 @@ class TorchQLearner:
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.params = list(self.q_network.parameters())
         self.optimizer = optim.Adam(self.params, lr=learning_rate)
-
-    @property
-    def learning_rate(self) -> float:
-        """Adam's current learning rate (the agent anneals it)."""
-        return self.optimizer.param_groups[0]["lr"]
-
-    @learning_rate.setter
-    def learning_rate(self, value: float) -> None:
-        self.optimizer.param_groups[0]["lr"] = float(value)
 
     def q_values(self, obs: np.ndarray) -> np.ndarray:
         """Q(obs, .) of the online network, float32, shape ``(batch, n_actions)``."""

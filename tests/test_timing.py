@@ -173,3 +173,10 @@ def test_mult18x18d_model_declares_every_port_of_the_black_box(tmp_path):
     text = cells.read_text()
     assert text.count("module MULT18X18D(") == 1 and "module TRELLIS_RAMW(" in text
     assert 'parameter SD = "1";' in text and "assign FCO = " in text
+
+
+def test_cli_offers_build_timing(capsys):
+    from pynq_rl.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["build", "timing", "--help"])
+    assert exc.value.code == 0 and "--quick" in capsys.readouterr().out

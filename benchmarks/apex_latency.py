@@ -108,7 +108,7 @@ class _TrainStep:
 
     def __init__(self, seed: int) -> None:
         import torch
-        from pynq_rl.host.agents.dqn import QNetwork
+        from pynq_rl.host.agents.torch_nets import QNetwork
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         self.torch = torch
@@ -116,8 +116,8 @@ class _TrainStep:
         self.optimizer = torch.optim.Adam(self.q.parameters(), lr=5e-4)
 
     def __call__(self, batch: dict) -> np.ndarray:
-        from pynq_rl.host.agents.distributed.apex import _td_errors
-        delta, _ = _td_errors(self.q, self.target, batch)
+        from pynq_rl.host.agents.distributed.apex_workers import td_errors
+        delta, _ = td_errors(self.q, self.target, batch)
         weights = self.torch.as_tensor(np.asarray(batch["weights"]))
         loss = (weights * delta.pow(2)).mean()
         self.optimizer.zero_grad()

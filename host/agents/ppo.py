@@ -1,9 +1,10 @@
 r"""PPO for discrete actions in the CleanRL ``ppo.py`` style, with the GAE step offloadable to the GAE core.
 
-Read top to bottom: :class:`Args`, the network (:class:`Agent`), the environments (:func:`make_env`,
-:func:`make_envs`), the rollout (:func:`collect_rollout`), the GAE step (:func:`compute_gae`, :class:`GaeCompute`),
-checkpoints, and :func:`train`, which follows CleanRL's loop: anneal the learning rate, collect ``num_steps`` steps in
-``num_envs`` environments, compute advantages, ``update_epochs`` passes of clipped-surrogate minibatch updates, log.
+Read top to bottom: :class:`Args`, the rollout (:func:`collect_rollout`), checkpoints, and :func:`train`; the
+networks come from :func:`~.learners.make_actor_critic` (torch or numpy), the environments and the run directory from
+:mod:`.run`, the host GAE loop from :mod:`.advantages`. :func:`train` follows CleanRL's loop: anneal the learning
+rate, collect ``num_steps`` steps in ``num_envs`` environments, compute advantages, ``update_epochs`` passes of
+clipped-surrogate minibatch updates, log.
 
 Conventions of the rollout arrays (``T = num_steps``, ``N = num_envs``)
 -----------------------------------------------------------------------

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .apex import Args
 
 __all__ = ["ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
-           "Evaluator", "env_spaces"]
+           "Evaluator", "env_spaces", "td_errors"]
 
 
 def actor_epsilon(index: int, num_actors: int, base: float = 0.4, alpha: float = 7.0) -> float:
@@ -78,7 +78,7 @@ class NStepBuilder:
         return obs, action, ret, next_obs, discount
 
 
-def _td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np.ndarray],
+def td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np.ndarray],
                double_q: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """``(delta, q(s, a))`` of a batch: Double DQN target with the batch's per-transition discounts."""
     observations, next_observations, actions, rewards, discounts = (
@@ -215,7 +215,7 @@ class _ApexActor:
                  "rewards": rewards.astype(np.float32), "next_observations": next_obs.astype(np.float32),
                  "discounts": discounts.astype(np.float32)}
         with torch.no_grad():  # the actor's own copy is both networks: Ape-X's initial priorities
-            delta, _ = _td_errors(self.q_network, self.q_network, batch)
+            delta, _ = td_errors(self.q_network, self.q_network, batch)
         self.client.push(batch, np.abs(delta.numpy()).astype(np.float64) + self.args.per_eps)
         self.pushes += 1
         self.local = []
@@ -350,7 +350,7 @@ class _Learner:
                 time.sleep(0.05)
                 continue
             sample_s += time.perf_counter() - t0
-            delta, q_values = _td_errors(self.q_network, self.target_network, batch)
+            delta, q_values = td_errors(self.q_network, self.target_network, batch)
             weights = torch.tensor(np.asarray(batch["weights"]))
             loss = (weights * F.smooth_l1_loss(delta, torch.zeros_like(delta), reduction="none")).mean()
             self.optimizer.zero_grad()

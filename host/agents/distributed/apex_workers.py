@@ -79,7 +79,7 @@ class NStepBuilder:
 
 
 def td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np.ndarray],
-               double_q: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+              double_q: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """``(delta, q(s, a))`` of a batch: Double DQN target with the batch's per-transition discounts."""
     observations, next_observations, actions, rewards, discounts = (
         torch.tensor(np.asarray(batch[name])) for name in  # copies: arrays decoded from messages are read-only

@@ -36,13 +36,13 @@ import os
 import re
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 from .. import spec as S
 from .hwh import OVERLAY_STEM
+from .hwh_check import HwhMismatch, check_hwh, dma_config, ps_names
 
 __all__ = [
     "SUPPORTED_VIVADO", "BUILD_DIR", "DEFAULT_OUT", "BITSTREAM_DIR", "PROCS_TCL", "BD_NAME", "STEPS",
@@ -151,21 +151,6 @@ def _header(board: S.BoardSpec, what: str) -> list[str]:
     ]
 
 
-def ps_names(board: S.BoardSpec) -> dict[str, str]:
-    """The PS instance and the names of its pins and address space used by the block design."""
-    if board.arch == "zynq":
-        return {"instance": "processing_system7_0", "rule": "xilinx.com:bd_rule:processing_system7",
-                "clk": "FCLK_CLK0", "resetn": "FCLK_RESET0_N", "master_clk": f"{board.master_port}_ACLK",
-                "slave_clk": f"{board.dma_port}_ACLK", "space": "processing_system7_0/Data"}
-    if board.arch == "zynq_ultrascale":
-        master = board.master_port.replace("M_AXI_", "").lower()      # hpm0_fpd
-        slave = board.dma_port.replace("S_AXI_", "").lower()          # hp0_fpd
-        return {"instance": "zynq_ultra_ps_e_0", "rule": "xilinx.com:bd_rule:zynq_ultra_ps_e",
-                "clk": "pl_clk0", "resetn": "pl_resetn0", "master_clk": f"maxi{master}_aclk",
-                "slave_clk": f"saxi{slave}_aclk", "space": "zynq_ultra_ps_e_0/Data"}
-    raise ValueError(f"unsupported arch {board.arch!r} of board {board.name}")
-
-
 def _ps_config(board: S.BoardSpec, hp_width: int) -> dict[str, object]:
     """PS properties: the master port for AXI-Lite, the HP port for the DMAs, PL clock 0 at ``fclk_mhz``."""
     if board.arch == "zynq":
@@ -186,20 +171,6 @@ def _ps_config(board: S.BoardSpec, hp_width: int) -> dict[str, object]:
 
 def _mhz(value: float) -> str:
     return f"{value:g}"
-
-
-def dma_config(board: S.BoardSpec, slot: S.CoreSlot) -> dict[str, object]:
-    """The AXI DMA's configuration for ``slot``: simple mode, both channels, widths from the core's stream.
-
-    The names are the IP's own (lower case), the ones the ``.hwh`` reports and :mod:`.hwh` emulates.
-    """
-    bits = 8 * slot.spec.stream_bytes
-    return {"c_include_sg": 0, "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH, "c_micro_dma": 0,
-            "c_include_mm2s": 1, "c_include_s2mm": 1, "c_include_mm2s_dre": 0, "c_include_s2mm_dre": 0,
-            "c_m_axi_mm2s_data_width": bits, "c_m_axis_mm2s_tdata_width": bits,
-            "c_m_axi_s2mm_data_width": bits, "c_s_axis_s2mm_tdata_width": bits,
-            "c_mm2s_burst_size": 16, "c_s2mm_burst_size": 16,
-            "c_addr_width": 32 if board.arch == "zynq" else 64}
 
 
 def _config_list(config: Mapping[str, object]) -> str:
@@ -538,101 +509,3 @@ def write_link(board: S.BoardSpec, url: str, bit: str | os.PathLike,
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps({"url": url, "md5sum": digest}, indent=2) + "\n", encoding="utf-8")
     return target
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Checking a .hwh against spec.py
-# ---------------------------------------------------------------------------------------------------------------
-
-class HwhMismatch(ValueError):
-    """A ``.hwh`` (Vivado's or the emulated one) disagrees with spec.py."""
-
-
-def _params(module: ET.Element) -> dict[str, str]:
-    return {p.get("NAME"): p.get("VALUE") for p in module.iter("PARAMETER")}
-
-
-def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
-    """Check that the ``.hwh`` at ``path`` describes ``board``'s overlay as spec.py does.
-
-    Checked: the PS (by name, not version), per core the instance ``/<core>/core`` with its VLNV, register window
-    base and size on the master port, every spec register at its offset with its fields, and its DMA
-    ``/<core>/dma`` with its window and stream widths. Vivado's file holds much more; extra content is ignored.
-
-    Raises
-    ------
-    HwhMismatch
-        Listing every disagreement.
-    """
-    root = ET.parse(path).getroot()
-    problems: list[str] = []
-    modules = {m.get("FULLNAME"): m for m in root.iter("MODULE")}
-    ps_type = board.ps_vlnv.split(":")[2]
-    ps = [m for m in modules.values() if m.get("MODTYPE") == ps_type]
-    if len(ps) != 1:
-        raise HwhMismatch(f"{path}: expected one {ps_type} module, found {len(ps)}")
-    ranges = {r.get("INSTANCE"): r for r in ps[0].iter("MEMRANGE")}
-    for slot in board.cores:
-        for cell, vlnv, offset in (("core", S.CORE_VLNVS[slot.name], slot.core_offset),
-                                   ("dma", S.AXI_DMA_VLNV, slot.dma_offset)):
-            fullname = f"/{slot.name}/{cell}"
-            module = modules.get(fullname)
-            if module is None:
-                problems.append(f"no module {fullname}")
-                continue
-            got_vlnv = module.get("VLNV", "")
-            if (got_vlnv.rsplit(":", 1)[0] != vlnv.rsplit(":", 1)[0]
-                    or (cell == "core" and got_vlnv != vlnv)):
-                problems.append(f"{fullname}: VLNV {got_vlnv}, spec.py {vlnv}")
-            memrange = ranges.get(module.get("INSTANCE"))
-            if memrange is None:
-                problems.append(f"{fullname}: not in the PS's address map")
-            else:
-                base, high = int(memrange.get("BASEVALUE"), 16), int(memrange.get("HIGHVALUE"), 16)
-                want = board.gp_base + offset
-                if (base, high) != (want, want + slot.window - 1):
-                    problems.append(f"{fullname}: window {base:#x}-{high:#x}, spec.py {want:#x}-"
-                                    f"{want + slot.window - 1:#x}")
-                if memrange.get("MASTERBUSINTERFACE") != board.master_port:
-                    problems.append(f"{fullname}: behind {memrange.get('MASTERBUSINTERFACE')}, spec.py "
-                                    f"{board.master_port}")
-            if cell == "core":
-                problems += _check_registers(fullname, module, S.CORE_REGISTERS[slot.name])
-            else:
-                params = _params(module)
-                for name, value in dma_config(board, slot).items():
-                    if name == "c_addr_width":
-                        continue  # Vivado may narrow it to the address space it sees
-                    if params.get(name) != str(value):
-                        problems.append(f"{fullname}: {name} = {params.get(name)}, spec.py {value}")
-    if problems:
-        raise HwhMismatch(f"{path} disagrees with spec.py for {board.name}:\n  " + "\n  ".join(problems))
-
-
-def _check_registers(fullname: str, module: ET.Element, table: Mapping[str, dict]) -> list[str]:
-    problems = []
-    found: dict[str, ET.Element] = {}
-    for reg in module.iter("REGISTER"):
-        found[reg.get("NAME")] = reg
-    for name, reg in table.items():
-        node = found.get(name)
-        if node is None:
-            problems.append(f"{fullname}: register {name} not declared")
-            continue
-        props = {p.get("NAME"): p.get("VALUE") for p in node.findall("PROPERTY")}
-        if int(props.get("ADDRESS_OFFSET", "-1"), 0) != reg["address_offset"]:
-            problems.append(f"{fullname}.{name}: offset {props.get('ADDRESS_OFFSET')}, spec.py "
-                            f"{reg['address_offset']:#x}")
-        if int(props.get("SIZE", "0")) != reg["size"]:
-            problems.append(f"{fullname}.{name}: size {props.get('SIZE')}, spec.py {reg['size']}")
-        fields = {f.get("NAME"): {p.get("NAME"): p.get("VALUE") for p in f.findall("PROPERTY")}
-                  for f in node.iter("FIELD")}
-        for field_name, fld in reg["fields"].items():
-            got = fields.get(field_name)
-            if got is None:
-                problems.append(f"{fullname}.{name}: field {field_name} not declared")
-            elif (int(got.get("BIT_OFFSET", -1)), int(got.get("BIT_WIDTH", -1))) != (fld["bit_offset"],
-                                                                                        fld["bit_width"]):
-                problems.append(f"{fullname}.{name}.{field_name}: bits {got.get('BIT_OFFSET')}+"
-                                f"{got.get('BIT_WIDTH')}, spec.py {fld['bit_offset']}+{fld['bit_width']}")
-    return problems

@@ -1128,6 +1128,8 @@ def markdown(report: dict) -> str:
     out += ["", "MULT18X18D is simulated with a combinational model written in `timing.py` (yosys ships only a "
             "black box); it stops the simulation on any registered mode, so a pass also says no multiplier uses "
             "its registers."]
+    if report.get("notes"):
+        out += ["", "## Notes", ""] + [f"- {note}" for note in report["notes"]]
     reduced_rows = [r for r in report["rows"] if r.get("reduced_from")]
     if reduced_rows:
         out += ["", "Reduced builds: " + "; ".join(f"`{r['module']}` stands in for `{r['reduced_from']}`, which "

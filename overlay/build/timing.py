@@ -26,7 +26,7 @@ registered configuration), and runs it in Icarus:
 * the GAE PE with its coefficient chain (``pe+powers``, k = 2): randomized episodes with bubbles, dones and
   saturating magnitudes, every A_t, R_t and per-episode saturation compared with :func:`gae_fixed`, and the same
   bench on the converted RTL (:func:`simulate_pe_routed`). The test bench is written here: the resource report's
-  netlist bench (:mod:`.report`) is private to that module, and this one applies its lesson (constant configuration
+  netlist bench (:mod:`.gae_report`) is private to that module, and this one applies its lesson (constant configuration
   inputs set at ``#1``, DESIGN.md section 5);
 * whole GAE cores -- the small build of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2) and quick
   mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for byte with the model, STATUS and CYCLES included) on
@@ -60,7 +60,7 @@ import numpy as np
 from .. import spec as S
 from ..models.gae import gae_fixed
 from . import provenance
-from .report import convert_pe, loop_registers, pe_module_name
+from .gae_report import convert_pe, loop_registers, pe_module_name
 from .verilog import convert, module_name
 from .yosys import REPO, parse_stat, summarize_cells, synthesis_source, yosys_binary
 
@@ -114,7 +114,8 @@ class TimingBuild:
     core: str
     """``gae``, ``replay`` or ``parsa``"""
     kind: str
-    """``pe`` (:func:`.report.pe_unit`), ``pe+powers`` (:func:`.report.pe_with_powers`) or ``core`` (the AXI top)"""
+    """``pe`` (:func:`.gae_report.pe_unit`), ``pe+powers`` (:func:`.gae_report.pe_with_powers`) or ``core``
+    (the AXI top)"""
     spec: object
     """the core's spec dataclass"""
     label: str
@@ -800,7 +801,7 @@ def simulate_pe_routed(spec: S.GaeSpec, routed_v: Path, rtl_v: Path, cells: Path
     spec : GaeSpec
         The PE's build (k, formats).
     routed_v, rtl_v : Path
-        The routed netlist as Verilog (:func:`routed_verilog`) and the converted RTL, module :func:`.report.
+        The routed netlist as Verilog (:func:`routed_verilog`) and the converted RTL, module :func:`.gae_report.
         pe_module_name` with its coefficient chain.
     cells : Path
         :func:`ecp5_cell_models`.

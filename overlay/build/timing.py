@@ -26,11 +26,11 @@ registered configuration), and runs it in Icarus:
 * the GAE PE with its coefficient chain (``pe+powers``, k = 2): randomized episodes with bubbles, dones and
   saturating magnitudes, every A_t, R_t and per-episode saturation compared with :func:`gae_fixed`, and the same
   bench on the converted RTL (:func:`simulate_pe_routed`). The test bench is written here: the resource report's
-  netlist bench (:mod:`.gae_report`) is private to that module, and this one applies its lesson (constant configuration
-  inputs set at ``#1``, DESIGN.md section 5);
+  netlist bench (:mod:`.gae_report`) is private to that module, and this one applies its lesson (constant
+  configuration inputs set at ``#1``, DESIGN.md section 5);
 * whole GAE cores -- the small build of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2) and quick
-  mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for byte with the model, STATUS and CYCLES included) on
-  the routed netlist (:func:`simulate_core_routed`). It needs the checkout's ``tests/`` package and cocotb; where
+  mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for
+  byte with the model, STATUS and CYCLES included) on the routed netlist (:func:`simulate_core_routed`). It needs the checkout's ``tests/`` package and cocotb; where
   they are absent the row says so.
 
 Output: ``timing.json`` and ``timing.md`` under ``--out``, with provenance (:func:`.provenance.environment`) and the
@@ -1109,7 +1109,8 @@ def markdown(report: dict) -> str:
             continue
         x = r["xc7"]
         bound = ">= " if x.get("ends_at_untimed_cell") else ""
-        out.append(f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | {x['logic_levels']} | "
+        out.append(f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | "
+                   f"{x['logic_levels']} | "
                    f"{x['cells']} | {x['endpoints_without_arrival']} | {x['lut']:,} | {x['ff']:,} | {x['dsp']} | "
                    f"{x['dsp_with_mreg_or_preg']} | {x['carry']} |")
     out += ["", "`>=`: the latest path stops at a cell without timing arcs (a CARRY4 input), so its arrival is a lower "

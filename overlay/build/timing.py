@@ -30,8 +30,8 @@ registered configuration), and runs it in Icarus:
   configuration inputs set at ``#1``, DESIGN.md section 5);
 * whole GAE cores -- the small build of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2) and quick
   mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for
-  byte with the model, STATUS and CYCLES included) on the routed netlist (:func:`simulate_core_routed`). It needs the checkout's ``tests/`` package and cocotb; where
-  they are absent the row says so.
+  byte with the model, STATUS and CYCLES included) on the routed netlist (:func:`simulate_core_routed`). It needs
+  the checkout's ``tests/`` package and cocotb; where they are absent the row says so.
 
 Output: ``timing.json`` and ``timing.md`` under ``--out``, with provenance (:func:`.provenance.environment`) and the
 goals of issue 15 marked met or not. ECP5 is a stand-in (its multipliers are 18x18 and its fabric slower than

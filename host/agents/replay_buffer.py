@@ -150,10 +150,7 @@ class PrioritizedReplayBuffer:
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.action_shape = tuple(int(d) for d in action_shape)
         self.priority_eps = float(priority_eps)
-        if isinstance(priorities, str):
-            if priorities not in PRIORITY_BACKENDS:
-                raise ValueError(f"priorities must be one of {PRIORITY_BACKENDS} or a priority backend object, "
-                                 f"not {priorities!r}")
+        if isinstance(priorities, str):  # make_priority_backend rejects an unknown name
             backend = make_priority_backend(priorities, self.capacity, board)
             self.backend_name = priorities
         else:

@@ -52,6 +52,7 @@ import torch
 
 from .. import run as R
 from ..priorities import PRIORITY_BACKENDS
+from . import codec
 from .apex_workers import (ApexActor, Evaluator, Learner, NStepBuilder, ParameterServer, ReplayServerActor,
                            actor_epsilon, env_spaces)
 from .client import ReplayClient
@@ -90,7 +91,8 @@ class Args:
     replay_address: str | None = None
     """host:port of an external replay server (e.g. on a PYNQ board); None: run it as a Ray actor"""
     replay_bind: str = "127.0.0.1"
-    """interface the Ray-hosted replay server listens on (0.0.0.0 for actors on other nodes)"""
+    """interface the Ray-hosted replay server listens on (0.0.0.0 for actors on other nodes: exposes it, so set
+    $PYNQ_RL_REPLAY_TOKEN, which train passes to every Ray worker)"""
     checkpoint_dir: str | None = None
     """replay server write-ahead log + checkpoints (Ray-hosted server; None: `out_dir/run_name/replay`)"""
     checkpoint_every_s: float = 30.0
@@ -223,11 +225,14 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
 
     started_ray = False
     if not ray.is_initialized():
+        # the replay token reaches the replay server actor, the actors and the learner on every node
+        token = codec.resolve_token(None)
+        runtime_env = {"env_vars": {codec.TOKEN_ENV: token}} if token else None
         if args.ray_address:
-            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False)
+            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
         else:
             ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False,
-                     object_store_memory=100 * 1024 * 1024)
+                     object_store_memory=100 * 1024 * 1024, runtime_env=runtime_env)
         started_ray = True
     handles: list[Any] = []
     start = time.perf_counter()

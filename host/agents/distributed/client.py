@@ -1,6 +1,7 @@
 """``ReplayClient``: the actors' and the learner's handle on a replay server, over gRPC, with retries.
 
-Retries (all bounded by ``retry_s``, exponential back-off from 10 ms to 1 s):
+Retries (all bounded by ``retry_s``, exponential back-off from 10 ms, capped at :data:`MAX_BACKOFF_S`, starting
+over at 10 ms for every call):
 
 * ``UNAVAILABLE`` (server restarting, connection lost) on every call: gRPC reconnects the channel by itself, the
   client just tries again, so a learner or actor survives a replay-server restart;
@@ -8,14 +9,23 @@ Retries (all bounded by ``retry_s``, exponential back-off from 10 ms to 1 s):
 * ``DEADLINE_EXCEEDED`` on pushes: safe because pushes carry ``(actor_id, sequence)`` and the server acknowledges a
   duplicate without storing it twice.
 
-``INVALID_ARGUMENT`` becomes ``ValueError`` with the server's message; anything else, or a retry budget used up,
-raises :class:`ReplayUnavailable`.
+``INVALID_ARGUMENT`` becomes ``ValueError`` with the server's message, ``UNAUTHENTICATED`` ``PermissionError``;
+anything else, or a retry budget used up, raises :class:`ReplayUnavailable`.
+
+Reconnecting: gRPC's own channel back-off (1 s growing to 120 s by default) would leave a client idle for seconds
+after a restarted server listens again. :data:`CHANNEL_OPTIONS` cap it at :data:`MAX_BACKOFF_S`, and a call that
+fails with ``UNAVAILABLE`` reopens the channel before its next attempt, so with the capped retry delay a client's
+next attempt comes within :data:`MAX_BACKOFF_S` of the server listening.
+
+Access: ``token`` (or ``$PYNQ_RL_REPLAY_TOKEN``) is sent as ``authorization: Bearer <token>`` metadata on every
+call; ``tls_ca`` (a PEM certificate: the server's own, self-signed, or its CA) makes the channel TLS.
 """
 from __future__ import annotations
 
 import collections
 import itertools
 import json
+import os
 import time
 from typing import Any, Mapping
 
@@ -25,7 +35,15 @@ from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
 
-__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady"]
+__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady", "MAX_BACKOFF_S",
+           "CHANNEL_OPTIONS"]
+
+MAX_BACKOFF_S = 0.25
+"""longest wait between two attempts, of a call's retries and of the channel's reconnection"""
+CHANNEL_OPTIONS = codec.GRPC_OPTIONS + [("grpc.initial_reconnect_backoff_ms", 50),
+                                        ("grpc.min_reconnect_backoff_ms", 50),
+                                        ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000))]
+"""the client channel's options: the shared ones plus reconnection back-off capped at :data:`MAX_BACKOFF_S`"""
 
 
 class ReplayUnavailable(RuntimeError):
@@ -50,6 +68,12 @@ class ReplayClient:
         Deadline of one call.
     retry_s : float
         How long a call keeps retrying on the retryable codes before raising :class:`ReplayUnavailable`.
+    token : str, optional
+        Shared token sent with every call; None: ``$PYNQ_RL_REPLAY_TOKEN`` if set; ``""``: none.
+    tls_ca : str or os.PathLike, optional
+        PEM file of the certificate(s) to trust: connect with TLS. None: plaintext.
+    tls_server_name : str, optional
+        Host name to check the server's certificate against when it differs from ``address``'s host.
 
     Attributes
     ----------
@@ -57,7 +81,9 @@ class ReplayClient:
         Retries made so far (all calls).
     """
 
-    def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0) -> None:
+    def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0,
+                 token: str | None = None, tls_ca: str | os.PathLike | None = None,
+                 tls_server_name: str | None = None) -> None:
         import grpc
         self._grpc = grpc
         self.address = address
@@ -66,8 +92,27 @@ class ReplayClient:
         self.retry_s = float(retry_s)
         self.retries = 0
         self._sequence = itertools.count(1)
-        self._channel = grpc.insecure_channel(address, options=codec.GRPC_OPTIONS)
+        token = codec.resolve_token(token)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self._options = list(CHANNEL_OPTIONS)
+        self._credentials = None
+        if tls_ca is not None:
+            with open(tls_ca, "rb") as f:
+                self._credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+            if tls_server_name is not None:
+                self._options.append(("grpc.ssl_target_name_override", tls_server_name))
+        self._channel = None
+        self._connect()
+
+    def _connect(self) -> None:
+        """(Re)open the channel: a fresh one connects at its first call, without the old one's back-off state."""
+        grpc = self._grpc
+        old = self._channel
+        self._channel = grpc.insecure_channel(self.address, options=self._options) if self._credentials is None \
+            else grpc.secure_channel(self.address, self._credentials, options=self._options)
         self._stub = pb_grpc.ReplayStub(self._channel)
+        if old is not None:
+            old.close()
 
     def close(self) -> None:
         """Close the channel."""
@@ -85,7 +130,8 @@ class ReplayClient:
         delay = 0.01
         while True:
             try:
-                return getattr(self._stub, method)(request, timeout=self.timeout_s, wait_for_ready=False)
+                return getattr(self._stub, method)(request, timeout=self.timeout_s, wait_for_ready=False,
+                                                   metadata=self._metadata)
             except grpc.RpcError as error:
                 code, details = error.code(), error.details()
                 refusal = self._refusal(method, error)
@@ -95,8 +141,12 @@ class ReplayClient:
                     raise ReplayUnavailable(f"replay server {self.address} {method} failed: {code.name}: "
                                             f"{details}") from None
                 self.retries += 1
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    # a channel that lost its server waits out its own reconnection back-off, measured at 0.6-1.2 s
+                    # after a SIGKILLed server came back even with it capped at 250 ms; a new one connects at once
+                    self._connect()
                 time.sleep(delay)
-                delay = min(1.0, delay * 2)
+                delay = min(MAX_BACKOFF_S, delay * 2)
 
     def _refusal(self, method: str, error: Any) -> Exception | None:
         """The exception for a call the server refused (no retry helps), or None for any other failure."""
@@ -105,6 +155,8 @@ class ReplayClient:
             return ValueError(f"replay server {self.address} refused {method}: {details}")
         if code == self._grpc.StatusCode.FAILED_PRECONDITION:
             return NotReady(f"replay server {self.address}: {details}")
+        if code == self._grpc.StatusCode.UNAUTHENTICATED:
+            return PermissionError(f"replay server {self.address} refused {method}: {details}")
         return None
 
     # -- calls --------------------------------------------------------------------------------------------------------
@@ -119,7 +171,9 @@ class ReplayClient:
         Raises
         ------
         ValueError
-            The server refused the batch as malformed.
+            The server refused the batch as malformed (or its sequence as too far ahead).
+        PermissionError
+            The server wants another token (``UNAUTHENTICATED``).
         ReplayUnavailable
             No acknowledgement within ``retry_s``.
         """
@@ -150,7 +204,7 @@ class ReplayClient:
         """Request a batch without waiting: a gRPC future whose ``result()`` is the raw reply (for
         :class:`PrefetchingSampler`; no retries)."""
         return self._stub.Sample.future(pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
-                                        timeout=self.timeout_s)
+                                        timeout=self.timeout_s, metadata=self._metadata)
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
                           versions: np.ndarray | None = None) -> dict[str, int]:

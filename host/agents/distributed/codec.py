@@ -12,19 +12,67 @@ bootstraps, 0 where ``next_observations`` is terminal).
 """
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
 import numpy as np
 
 from . import replay_pb2 as pb
 
-__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "to_tensor", "from_tensor", "encode_transitions",
-           "decode_transitions", "check_batch"]
+__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "max_sample_rows",
+           "resolve_token", "to_tensor", "from_tensor", "encode_transitions", "decode_transitions", "check_batch"]
 
-GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20),
+MAX_MESSAGE_BYTES = 64 << 20
+"""the largest message either end sends or accepts (gRPC refuses a larger one with ``RESOURCE_EXHAUSTED`` before
+decoding it)"""
+_SAMPLE_ROW_BYTES = 8 + 4 + 4 + 8 + 4 + 8
+"""bytes of one sampled row besides its two float32 observations: action int64, reward and discount float32, index
+int64, weight float32, version uint64"""
+_MESSAGE_OVERHEAD_BYTES = 64 << 10
+"""room left in a message for field tags, dtype names and shapes"""
+
+
+def max_sample_rows(obs_shape: tuple[int, ...]) -> int:
+    """How many sampled transitions of observations shaped ``obs_shape`` fit in one ``SampleReply``.
+
+    Parameters
+    ----------
+    obs_shape : tuple of int
+        Shape of one observation (float32 on the wire, twice per row: ``observations`` and ``next_observations``).
+
+    Returns
+    -------
+    int
+        ``(MAX_MESSAGE_BYTES - 64 KiB) // row_bytes``, at least 1.
+    """
+    row_bytes = 2 * 4 * int(np.prod(obs_shape, dtype=np.int64)) + _SAMPLE_ROW_BYTES
+    return max(1, (MAX_MESSAGE_BYTES - _MESSAGE_OVERHEAD_BYTES) // row_bytes)
+
+
+GRPC_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0)]
 """channel and server options both ends use: message size limits (64 MiB: a sample of 4096 Atari frames) and no
 port sharing (a second server on a port must fail)"""
+
+TOKEN_ENV = "PYNQ_RL_REPLAY_TOKEN"
+"""environment variable holding the shared token (server and clients read it when given no ``token``)"""
+
+
+def resolve_token(token: str | None) -> str:
+    """The token to use: ``token`` itself, or ``$PYNQ_RL_REPLAY_TOKEN`` when it is None; ``""`` means no token.
+
+    Raises
+    ------
+    TypeError
+        ``token`` is neither None nor a string.
+    """
+    if token is None:
+        return os.environ.get(TOKEN_ENV, "")
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a string or None, not {type(token).__name__}")
+    return token
+
 
 TRANSITION_FIELDS = ("observations", "actions", "rewards", "next_observations", "discounts")
 """the fields of a transition batch, in message order"""

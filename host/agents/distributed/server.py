@@ -11,7 +11,8 @@ Threads and paths
 -----------------
 * **Insertion path** (the seed design's "adding thread"): :meth:`ReplayServer.push` checks the batch, appends it to
   the write-ahead log, queues it and returns the acknowledgement; one adding thread moves queued batches into the
-  storage and the core (whatever is queued when it wakes goes in as one write: one core update for many pushes). A push never waits for the core, so pushes never block sampling; sampling waits at most for
+  storage and the core (whatever is queued when it wakes goes in as one write: one core update for many pushes). A
+  push never waits for the core, so pushes never block sampling; sampling waits at most for
   the one batch being inserted (one short lock).
 * **Back-pressure**: at most ``queue_batches`` batches wait for the adding thread. A push that finds the queue full
   waits up to its ``timeout_s`` and is then refused with :class:`Backpressure` (gRPC ``RESOURCE_EXHAUSTED``); the
@@ -35,7 +36,8 @@ thread grouped batches, so a re-applied update sees the versions it saw live. ``
 remembered, so an actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
 
 A checkpoint holds the priority backend's own ``state_dict`` (the core's leaf codes and PRNG state, or the numpy
-tree's leaves): restore it with the same backend kind and build. Storage is a ring of ``capacity`` slots (at most the core's ``K**LEVELS``); once full, the oldest transitions are
+tree's leaves): restore it with the same backend kind and build. Storage is a ring of ``capacity`` slots (at most the
+core's ``K**LEVELS``); once full, the oldest transitions are
 overwritten, Ape-X's FIFO eviction.
 """
 from __future__ import annotations
@@ -82,7 +84,8 @@ class ReplayServer:
     obs_shape : tuple of int
         Shape of one observation (stored as float32).
     backend : str or object
-        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`~..priorities.make_priority_backend`), or a priority object with the
+        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`~..priorities.make_priority_backend`), or a priority
+        object with the
         ``ReplayCore`` methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
         ``alpha``/``capacity``/``nonzero``.
     alpha : float
@@ -100,6 +103,13 @@ class ReplayServer:
         The overlay's board for a core backend.
     seed : int, optional
         Seed of the sampler.
+    sequence_window : int
+        How far past an actor's last acknowledged sequence a push may jump (the first push of an actor counts from
+        0); a push beyond is refused, so one bogus ``sequence=2**64-1`` cannot make every later push of that actor a
+        "duplicate". Gaps come only from pushes whose retries ran out, so a small window is plenty.
+    max_sample : int, optional
+        Largest ``batch_size`` a :meth:`sample` may ask for; None: ``capacity``, and never more rows than fit in one
+        gRPC reply (:data:`codec.GRPC_OPTIONS`). Checked before any work.
 
     Attributes
     ----------
@@ -111,9 +121,13 @@ class ReplayServer:
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu", alpha: float = 0.6,
                  queue_batches: int = 64, checkpoint_dir: str | os.PathLike | None = None,
                  checkpoint_every_s: float | None = None, sync_wal: bool = False, board: Any = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, sequence_window: int = 1024, max_sample: int | None = None) -> None:
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
+        if not isinstance(sequence_window, (int, np.integer)) or int(sequence_window) < 1:
+            raise ValueError(f"sequence_window must be an integer >= 1, not {sequence_window!r}")
+        if max_sample is not None and (not isinstance(max_sample, (int, np.integer)) or int(max_sample) < 1):
+            raise ValueError(f"max_sample must be None or an integer >= 1, not {max_sample!r}")
         if not isinstance(queue_batches, (int, np.integer)) or int(queue_batches) < 1:
             raise ValueError(f"queue_batches must be an integer >= 1, not {queue_batches!r}")
         if checkpoint_every_s is not None and checkpoint_dir is None:
@@ -122,6 +136,9 @@ class ReplayServer:
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.queue_batches = int(queue_batches)
         self.sync_wal = bool(sync_wal)
+        self.sequence_window = int(sequence_window)
+        fits = codec.max_sample_rows(self.obs_shape)
+        self.max_sample = min(fits, self.capacity if max_sample is None else int(max_sample))
         if isinstance(backend, str):
             self.backend_name = backend
             self.priorities = make_priority_backend(backend, self.capacity, board, seed)
@@ -209,7 +226,8 @@ class ReplayServer:
             Initial priority of each transition (the actor's ``|TD error| + eps``), finite and >= 0.
         actor_id, sequence : str, int
             With a non-empty ``actor_id`` and ``sequence >= 1``: a sequence at or below the last one acknowledged
-            for this actor is a duplicate (a retry) and is acknowledged without being stored again.
+            for this actor is a duplicate (a retry) and is acknowledged without being stored again; one more than
+            ``sequence_window`` past it is refused (``ValueError``).
         timeout_s : float
             How long to wait for room in the insertion queue.
         payload : bytes, optional
@@ -241,7 +259,12 @@ class ReplayServer:
                                f"{timeout_s} s")
         try:
             self._check_open()
-            if actor_id and sequence and sequence <= self._last_actor_sequence.get(actor_id, 0):
+            last = self._last_actor_sequence.get(actor_id, 0)
+            if actor_id and sequence > last + self.sequence_window:
+                self._counters["push_rejected"] += 1
+                raise ValueError(f"sequence {sequence} of actor {actor_id!r} jumps more than sequence_window = "
+                                 f"{self.sequence_window} past its last acknowledged sequence {last}")
+            if actor_id and sequence and sequence <= last:
                 self._counters["push_duplicates"] += 1
                 return {"accepted": 0, "duplicate": True, "log_sequence": self._log_sequence,
                         "queued": len(self._pending)}
@@ -348,13 +371,16 @@ class ReplayServer:
         Raises
         ------
         ValueError
-            ``batch_size`` below 1 or above the core's largest sample, ``beta`` outside [0, 1].
+            ``batch_size`` below 1 or above :attr:`max_sample` (checked before any work), ``beta`` outside [0, 1].
         EmptyReplayError
             Nothing stored yet (or every priority is 0).
         """
         start = time.perf_counter()
         if not isinstance(batch_size, (int, np.integer)) or int(batch_size) < 1:
             raise ValueError(f"batch_size must be an integer >= 1, not {batch_size!r}")
+        if int(batch_size) > self.max_sample:
+            raise ValueError(f"batch_size must be at most {self.max_sample} (max_sample: the capacity, or the rows "
+                             f"one reply holds), not {batch_size!r}")
         if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= float(beta) <= 1.0):
             raise ValueError(f"beta must be a number in [0, 1], not {beta!r}")
         self._check_open()

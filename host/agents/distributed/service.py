@@ -2,6 +2,13 @@
 :func:`serve` to start it and :func:`main`, the command line that runs one (on a board:
 ``python -m pynq_rl.host.agents.distributed.service --address 127.0.0.1:50051 --backend board``).
 
+Access: the server listens on ``127.0.0.1`` unless given another address (``0.0.0.0`` or a LAN address exposes it to
+the network: do that only with a token, and with TLS off a trusted network). With a shared token (``token=`` or the
+``PYNQ_RL_REPLAY_TOKEN`` environment variable) every call must carry ``authorization: Bearer <token>`` metadata, checked
+by a server interceptor before the request is decoded; a missing or wrong one gets ``UNAUTHENTICATED``. With
+``tls=(cert_path, key_path)`` the port speaks TLS (``grpc.ssl_server_credentials``) and clients need the certificate
+(or its CA) as ``tls_ca``.
+
 Errors map to status codes with the server's message: bad requests (``ValueError``, ``TypeError``, ``KeyError``) to
 ``INVALID_ARGUMENT``, :class:`~.server.Backpressure` to ``RESOURCE_EXHAUSTED``, :class:`~.server.EmptyReplayError`
 to ``FAILED_PRECONDITION``, a closed server to ``UNAVAILABLE`` (the clients retry that one).
@@ -9,12 +16,16 @@ to ``FAILED_PRECONDITION``, a closed server to ``UNAVAILABLE`` (the clients retr
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
+import os
 import signal
 import sys
 import threading
 from concurrent import futures
 from typing import Any
+
+import grpc
 
 from ..priorities import PRIORITY_BACKENDS
 from . import codec
@@ -22,7 +33,41 @@ from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
 from .server import Backpressure, EmptyReplayError, ReplayServer
 
-__all__ = ["ReplayServicer", "serve", "main"]
+__all__ = ["ReplayServicer", "TokenInterceptor", "serve", "main", "DEFAULT_ADDRESS"]
+
+DEFAULT_ADDRESS = "127.0.0.1:50051"
+"""where a replay server listens unless told otherwise: loopback only"""
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """A gRPC server interceptor that lets a call through only with ``authorization: Bearer <token>`` metadata.
+
+    The comparison takes constant time (``hmac.compare_digest``); a refused call gets ``UNAUTHENTICATED`` before its
+    request is decoded or reaches the replay server.
+
+    Parameters
+    ----------
+    token : str
+        The shared secret (non-empty).
+    """
+
+    def __init__(self, token: str) -> None:
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"token must be a non-empty string, not {token!r}")
+        self._expected = f"Bearer {token}".encode()
+
+        def refuse(request, context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong replay token (authorization metadata)")
+        self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
+
+    def intercept_service(self, continuation, handler_call_details):
+        """Continue to the method's handler if the call carries the token, else to a handler that refuses it."""
+        for key, value in handler_call_details.invocation_metadata or ():
+            if key == "authorization":
+                given = value.encode() if isinstance(value, str) else bytes(value)
+                if hmac.compare_digest(given, self._expected):
+                    return continuation(handler_call_details)
+        return self._refusal
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -38,7 +83,6 @@ class ReplayServicer(pb_grpc.ReplayServicer):
         self.push_timeout_s = float(push_timeout_s)
 
     def _call(self, context, function, *args, **kwargs):
-        import grpc
         try:
             return function(*args, **kwargs)
         except (ValueError, TypeError, KeyError) as error:
@@ -97,9 +141,27 @@ class ReplayServicer(pb_grpc.ReplayServicer):
         return pb.CheckpointReply(path=result["path"], log_sequence=result["log_sequence"])
 
 
-def serve(replay: ReplayServer, address: str = "[::]:50051", max_workers: int = 8,
-          push_timeout_s: float = 0.5) -> tuple[Any, int]:
+def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int = 8,
+          push_timeout_s: float = 0.5, token: str | None = None,
+          tls: tuple[str | os.PathLike, str | os.PathLike] | None = None) -> tuple[Any, int]:
     """Start a gRPC server for ``replay`` on ``address`` (port 0 picks a free one).
+
+    Parameters
+    ----------
+    replay : ReplayServer
+        What to serve.
+    address : str
+        ``host:port``; the default listens on loopback only. ``0.0.0.0:port`` exposes the server to every network
+        the machine is on: give it a token (and TLS off a trusted network).
+    max_workers : int
+        gRPC worker threads.
+    push_timeout_s : float
+        How long a push waits for room in the insertion queue before ``RESOURCE_EXHAUSTED``.
+    token : str, optional
+        Shared token every call must carry (:class:`TokenInterceptor`); None: ``$PYNQ_RL_REPLAY_TOKEN`` if set,
+        ``""``: no authentication.
+    tls : (str, str), optional
+        PEM certificate chain and private key paths: serve TLS instead of plaintext.
 
     Returns
     -------
@@ -112,13 +174,25 @@ def serve(replay: ReplayServer, address: str = "[::]:50051", max_workers: int = 
     ------
     RuntimeError
         The address could not be bound.
+    OSError
+        A TLS file could not be read.
     """
-    import grpc
+    token = codec.resolve_token(token)
+    credentials = None
+    if tls is not None:
+        cert_path, key_path = tls
+        with open(cert_path, "rb") as f:
+            cert = f.read()
+        with open(key_path, "rb") as f:
+            key = f.read()
+        credentials = grpc.ssl_server_credentials([(key, cert)])
+    interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
-                         options=codec.GRPC_OPTIONS)
+                         options=codec.GRPC_OPTIONS, interceptors=interceptors)
     pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
     try:
-        port = server.add_insecure_port(address)
+        port = server.add_insecure_port(address) if credentials is None else \
+            server.add_secure_port(address, credentials)
     except RuntimeError as error:
         raise RuntimeError(f"cannot bind the replay server to {address}: {error}") from error
     if port == 0:
@@ -133,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
     """
     parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
-    parser.add_argument("--address", default="[::]:50051", help="host:port to listen on (port 0: any free port)")
+    parser.add_argument("--address", default=DEFAULT_ADDRESS,
+                        help="host:port to listen on (port 0: any free port); the default is loopback only, "
+                             "0.0.0.0:PORT exposes the server to the network (set a token: $" + codec.TOKEN_ENV + ")")
+    parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS (with --tls-key)")
+    parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
     parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
     parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")
@@ -146,9 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
     parser.add_argument("--seed", type=int, default=None, help="sampler seed")
     args = parser.parse_args(argv)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
     replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
                           args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed)
-    server, port = serve(replay, args.address, args.workers)
+    tls = None if args.tls_cert is None else (args.tls_cert, args.tls_key)
+    server, port = serve(replay, args.address, args.workers, tls=tls)
     host = args.address.rsplit(":", 1)[0]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

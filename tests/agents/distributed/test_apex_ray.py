@@ -151,6 +151,29 @@ def test_bad_arguments_are_refused(tmp_path):
         apex.train(small_args(tmp_path, replay_backend="fpga"))
 
 
+def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch):
+    """With $PYNQ_RL_REPLAY_TOKEN set, the Ray that train() starts (or joins) gets it in its runtime_env, so the
+    Ray-hosted replay server, actors and learner all use it; without it, no runtime_env."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_init(**kwargs):
+        seen.append(kwargs.get("runtime_env"))
+        raise Stop
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", fake_init)
+    monkeypatch.setenv("PYNQ_RL_REPLAY_TOKEN", "tok")
+    for ray_address in (None, "auto"):
+        with pytest.raises(Stop):
+            apex.train(small_args(tmp_path, ray_address=ray_address))
+    monkeypatch.delenv("PYNQ_RL_REPLAY_TOKEN")
+    with pytest.raises(Stop):
+        apex.train(small_args(tmp_path))
+    assert seen == [{"env_vars": {"PYNQ_RL_REPLAY_TOKEN": "tok"}}] * 2 + [None]
+
+
 @pytest.mark.slow
 def test_apex_learns_cartpole_on_emu(tmp_path):
     """2 actors, replay core on emu, Ray started by train() itself: mean of the last 20 greedy episodes >= 450."""

@@ -399,5 +399,6 @@ def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
             return _join(header["state"], archive)
     except FileNotFoundError:
         raise
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
+        # a damaged zip can also claim an unknown compression (NotImplementedError) or encryption (RuntimeError)
         raise ValueError(f"{path!r} is not a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}: {exc}") from exc

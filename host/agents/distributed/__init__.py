@@ -2,7 +2,7 @@
 
 * :mod:`.server` — :class:`ReplayServer`: transition storage + the replay core (any backend), an insertion thread,
   back-pressure and checkpoints (numpy only: it runs on a PYNQ board);
-* :mod:`.wal` — the server's write-ahead log (checksummed records, torn tails cut);
+* :mod:`.wal` — the server's write-ahead log (versioned, checksummed records; bad tails set aside, losses counted);
 * :mod:`.service` — the gRPC service over a server, :func:`serve` and the command line
   (``python -m pynq_rl.host.agents.distributed.service``; grpcio + protobuf);
 * :mod:`.client` — :class:`ReplayClient`: push / sample / update_priorities / stats with retries and reconnection;

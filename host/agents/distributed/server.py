@@ -23,17 +23,29 @@ Threads and paths
 
 Durability
 ----------
-An acknowledged push is already in the write-ahead log (``replay.wal``: length, log sequence and CRC-32 per record,
-flushed to the OS before the reply; ``sync_wal=True`` also fsyncs, which survives a power cut and not only a killed
-process). :meth:`ReplayServer.checkpoint` drains the queue, writes storage + core state (``ReplayCore.state_dict``)
-atomically to ``replay.ckpt`` and drops the log records it covers. A server started on the same ``checkpoint_dir``
-loads the checkpoint and re-applies the log in order, so every acknowledged transition is back in the slot it had; a
-torn last record (a crash mid-write, never acknowledged) is cut off. Priority updates made after the last checkpoint
-are logged too (``PRUP`` records, written under the storage lock before they apply, with the slot versions they
-applied to), so a restart restores the priorities the learner had set, not only the actors' initial ones; a checkpoint
-keeps the log records written while it was being saved. Slot versions count every row written, however the adding
-thread grouped batches, so a re-applied update sees the versions it saw live. ``(actor_id, sequence)`` pairs are
-remembered, so an actor retrying a push whose reply it lost is acknowledged without storing the batch twice.
+An acknowledged push is already in the write-ahead log (``replay.wal``, :mod:`.wal`: a versioned header naming the
+checkpoint it continues, then records with a log sequence and a CRC-32 each). What the acknowledgement guarantees:
+
+* default (``sync_wal=False``): the record was written to the operating system before the reply, so it survives the
+  server process crashing or being killed (SIGKILL included), not a power cut or kernel crash, which can drop the
+  last few seconds of acknowledgements (whatever the OS had not yet written back);
+* ``sync_wal=True``: the record was also fsynced, so it survives a power cut too (on a disk that honours fsync).
+
+Checkpoints and log compaction are always fsynced. :meth:`ReplayServer.checkpoint` drains the queue, writes storage +
+core state (``ReplayCore.state_dict``) atomically to ``replay.ckpt`` (``.npz`` arrays + a JSON header, format
+:data:`CHECKPOINT_VERSION`, every member protected by its zip CRC-32; never a pickle) and drops the log records it
+covers. A server started on the same ``checkpoint_dir`` loads the checkpoint and re-applies the log in order, so every
+acknowledged transition is back in the slot it had. Recovery never loses acknowledged data silently: a torn last record
+(a crash mid-write: never acknowledged) is moved to a side file with a warning; a bad checksum, a sequence gap or a
+log cut mid-record refuses the start with the number of acknowledged records that would be lost, unless
+``accept_loss``, which keeps the bad tail in a side file and counts the loss in a warning and in
+:attr:`ReplayServer.recovery`; a log that continues a checkpoint that is missing (or older) is refused. Priority
+updates made after the last checkpoint are logged too (``PRUP`` records, written under the storage lock before they
+apply, with the slot versions they applied to), so a restart restores the priorities the learner had set, not only
+the actors' initial ones; a checkpoint keeps the log records written while it was being saved. Slot versions count
+every row written, however the adding thread grouped batches, so a re-applied update sees the versions it saw live.
+``(actor_id, sequence)`` pairs are remembered, so an actor retrying a push whose reply it lost is acknowledged without
+storing the batch twice.
 
 A checkpoint holds the priority backend's own ``state_dict`` (the core's leaf codes and PRNG state, or the numpy
 tree's leaves): restore it with the same backend kind and build. Storage is a ring of ``capacity`` slots (at most the
@@ -56,10 +68,12 @@ from .. import run as R
 from ..priorities import make_priority_backend
 from . import codec
 from . import replay_pb2 as pb
-from .wal import PUSH, UPDATE, WriteAheadLog
+from .wal import PAGE_BYTES, PUSH, UPDATE, LogScan, WriteAheadLog
 
 __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError"]
 
+CHECKPOINT_VERSION = 2
+"""``replay_format`` in ``replay.ckpt``: the server's state layout (1 was a pickle)"""
 CHECKPOINT_AGENT = "replay_server"
 """the ``agent`` name in ``replay.ckpt`` (:func:`~pynq_rl.host.agents.run.save_checkpoint`: arrays + JSON, no pickle)"""
 
@@ -110,18 +124,26 @@ class ReplayServer:
     max_sample : int, optional
         Largest ``batch_size`` a :meth:`sample` may ask for; None: ``capacity``, and never more rows than fit in one
         gRPC reply (:data:`codec.GRPC_OPTIONS`). Checked before any work.
+    accept_loss : bool
+        Start even if the log is damaged in a way that loses acknowledged records (they are counted in a warning
+        and in :attr:`recovery`, and the bad tail is moved to a side file); False: refuse to start (``ValueError``).
 
     Attributes
     ----------
     restored : dict
         What was restored on start: ``{"checkpoint": bool, "log_records": int, "update_records": int}`` (pushed
         batches and priority updates re-applied from the log).
+    recovery : dict
+        What recovery set aside: ``set_aside`` (the side file holding a bad log tail), ``torn_bytes`` (a torn last
+        record, never acknowledged) or ``lost`` (counts of acknowledged records lost, with ``accept_loss``); empty
+        if the log was intact.
     """
 
     def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu", alpha: float = 0.6,
                  queue_batches: int = 64, checkpoint_dir: str | os.PathLike | None = None,
                  checkpoint_every_s: float | None = None, sync_wal: bool = False, board: Any = None,
-                 seed: int | None = None, sequence_window: int = 1024, max_sample: int | None = None) -> None:
+                 seed: int | None = None, sequence_window: int = 1024, max_sample: int | None = None,
+                 accept_loss: bool = False) -> None:
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
         if not isinstance(sequence_window, (int, np.integer)) or int(sequence_window) < 1:
@@ -174,6 +196,8 @@ class ReplayServer:
         self._adder_error: BaseException | None = None
         self._started = time.monotonic()
         self.restored = {"checkpoint": False, "log_records": 0, "update_records": 0}
+        self.recovery: dict[str, Any] = {}
+        self.accept_loss = bool(accept_loss)
 
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self._wal = None
@@ -210,6 +234,7 @@ class ReplayServer:
                 "size": self.size(), "queued_batches": queued, "queue_batches": self.queue_batches,
                 "log_sequence": self._log_sequence, "applied_sequence": self._applied_sequence,
                 "uptime_s": time.monotonic() - self._started, "restored": dict(self.restored),
+                "recovery": dict(self.recovery),
                 "adder_error": None if self._adder_error is None else repr(self._adder_error),
                 **counters, **means}
 
@@ -474,17 +499,19 @@ class ReplayServer:
             with self._store_lock, self._wal_lock:
                 n = self.size()
                 actors = sorted(self._last_actor_sequence)
-                state = {"capacity": self.capacity, "obs_shape": list(self.obs_shape),
+                state = {"replay_format": CHECKPOINT_VERSION, "capacity": self.capacity,
+                         "obs_shape": list(self.obs_shape),
                          "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
                          "update_sequence": self._update_sequence,
                          "actor_ids": actors, "actor_sequences": [self._last_actor_sequence[a] for a in actors],
                          "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
                          **{name: getattr(self, name)[:n].copy() for name in codec.TRANSITION_FIELDS}}
                 covered = self._wal.tell()  # the log up to here is in the checkpoint
+                base = (self._applied_sequence, self._update_sequence)
             path = self.checkpoint_dir / "replay.ckpt"
             R.save_checkpoint(path, CHECKPOINT_AGENT, state, sync=True)
             with self._wal_lock:
-                self._wal.compact(covered)
+                self._wal.compact(covered, base)
         self._counters["checkpoints"] += 1
         return {"path": str(path), "log_sequence": state["log_sequence"]}
 
@@ -521,49 +548,112 @@ class ReplayServer:
             self._wal.append(kind, sequence, payload)
 
     def _restore(self, wal: WriteAheadLog) -> None:
-        """Load ``replay.ckpt`` (if any), then re-apply every complete log record after it; cut a torn tail."""
+        """Load ``replay.ckpt`` (if any), then re-apply the log's records after it, up to the first bad one.
+
+        A torn last record (a crash mid-write, never acknowledged) is moved to a side file with a warning. Damage
+        that loses acknowledged records (a bad checksum, a sequence gap, a file cut mid-record) refuses the start
+        unless ``accept_loss``; then the bad tail is moved to a side file and the loss is counted in a warning and
+        in :attr:`recovery`. A log that continues a checkpoint this directory does not hold is always refused.
+        """
         path = self.checkpoint_dir / "replay.ckpt"
+        scan = wal.scan()  # LogFormatError (a ValueError) for a damaged or foreign header
         if path.exists():
-            state = R.load_checkpoint(path, CHECKPOINT_AGENT)  # a corrupt file fails its zip CRCs: ValueError
-            expected = (self.capacity, self.obs_shape)
-            found = (state.get("capacity"), tuple(state.get("obs_shape", ())))
-            if found != expected:
-                raise ValueError(f"checkpoint {path} is (capacity, obs_shape) = {found}, this server is {expected}")
-            n = self.capacity if state["full"] else state["pos"]
-            for name in codec.TRANSITION_FIELDS:
-                getattr(self, name)[:n] = state[name]
-            self.versions[:] = state["versions"]
-            self.pos, self.full = int(state["pos"]), bool(state["full"])
-            self.priorities.load_state_dict(state["priorities"])
-            self._log_sequence = self._applied_sequence = int(state["log_sequence"])
-            self._update_sequence = int(state["update_sequence"])
-            self._last_actor_sequence = dict(zip(state["actor_ids"], (int(q) for q in state["actor_sequences"])))
-            self.restored["checkpoint"] = True
-        for kind, log_sequence, payload in wal.records():
-            if kind == UPDATE:
-                if log_sequence > self._update_sequence:
-                    update = pb.UpdateRequest.FromString(payload)
-                    self.update_priorities(codec.from_tensor(update.indices, "indices"),
-                                           codec.from_tensor(update.priorities, "priorities"),
-                                           codec.from_tensor(update.versions, "versions"))
-                    self._update_sequence = log_sequence
-                    self.restored["update_records"] += 1
-                continue
-            if log_sequence <= self._applied_sequence:
-                continue
-            request = pb.PushRequest.FromString(payload)
-            batch = codec.check_batch(codec.decode_transitions(request.transitions), self.obs_shape,
-                                      codec.from_tensor(request.priorities, "priorities"))
-            self._insert(batch)
-            self._log_sequence = self._applied_sequence = log_sequence
-            if request.actor_id and request.sequence:
-                self._last_actor_sequence[request.actor_id] = int(request.sequence)
-            self.restored["log_records"] += 1
-        size = wal.path.stat().st_size
-        if wal.valid_bytes != size:
-            warnings.warn(f"replay log {wal.path}: cut a torn or corrupt tail of {size - wal.valid_bytes} "
-                          f"bytes (never acknowledged)", RuntimeWarning)
-            wal.truncate(wal.valid_bytes)
+            self._load_checkpoint(path)
+        elif scan.base != (0, 0):
+            raise ValueError(f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and priority "
+                             f"updates up to {scan.base[1]}, but {path} is missing: refusing to start with those "
+                             f"transitions gone or in other slots (restore the checkpoint, or move both files away "
+                             f"to start empty)")
+        if scan.base[0] > self._applied_sequence or scan.base[1] > self._update_sequence:
+            raise ValueError(f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and updates up "
+                             f"to {scan.base[1]}, but {path} holds only {self._applied_sequence} and "
+                             f"{self._update_sequence}: it is an older checkpoint")
+        for index, (kind, sequence, payload, offset) in enumerate(scan.records):
+            applied = self._update_sequence if kind == UPDATE else self._applied_sequence
+            if sequence <= applied:
+                continue  # already in the checkpoint
+            if sequence != applied + 1:
+                scan.reason = (f"a sequence gap: {'update' if kind == UPDATE else 'push'} {sequence} follows "
+                               f"{applied}")
+                scan.truncate_records(index)
+                break
+            self._apply_record(kind, sequence, payload)
+        if scan.reason is not None:
+            self._handle_bad_tail(wal, scan)
+
+    def _load_checkpoint(self, path: Path) -> None:
+        """Restore storage, priorities and sequences from ``replay.ckpt``.
+
+        Raises
+        ------
+        ValueError
+            Not a replay checkpoint of :data:`CHECKPOINT_VERSION`, damaged (a zip CRC-32 fails), or for another
+            layout.
+        """
+        state = R.load_checkpoint(path, CHECKPOINT_AGENT)  # a damaged file fails its zip CRC-32s: ValueError
+        if state.get("replay_format") != CHECKPOINT_VERSION:
+            raise ValueError(f"checkpoint {path} has replay_format {state.get('replay_format')!r}, this server reads "
+                             f"{CHECKPOINT_VERSION}")
+        expected = (self.capacity, self.obs_shape)
+        found = (state.get("capacity"), tuple(state.get("obs_shape", ())))
+        if found != expected:
+            raise ValueError(f"checkpoint {path} is (capacity, obs_shape) = {found}, this server is {expected}")
+        n = self.capacity if state["full"] else state["pos"]
+        for name in codec.TRANSITION_FIELDS:
+            getattr(self, name)[:n] = state[name]
+        self.versions[:] = state["versions"]
+        self.pos, self.full = int(state["pos"]), bool(state["full"])
+        self.priorities.load_state_dict(state["priorities"])
+        self._log_sequence = self._applied_sequence = int(state["log_sequence"])
+        self._update_sequence = int(state["update_sequence"])
+        self._last_actor_sequence = dict(zip(state["actor_ids"], (int(q) for q in state["actor_sequences"])))
+        self.restored["checkpoint"] = True
+
+    def _apply_record(self, kind: bytes, sequence: int, payload: bytes) -> None:
+        """Re-apply one logged push or priority update (the next in its sequence)."""
+        if kind == UPDATE:
+            update = pb.UpdateRequest.FromString(payload)
+            self.update_priorities(codec.from_tensor(update.indices, "indices"),
+                                   codec.from_tensor(update.priorities, "priorities"),
+                                   codec.from_tensor(update.versions, "versions"))
+            self._update_sequence = sequence
+            self.restored["update_records"] += 1
+            return
+        request = pb.PushRequest.FromString(payload)
+        batch = codec.check_batch(codec.decode_transitions(request.transitions), self.obs_shape,
+                                  codec.from_tensor(request.priorities, "priorities"))
+        self._insert(batch)
+        self._log_sequence = self._applied_sequence = sequence
+        if request.actor_id and request.sequence:
+            self._last_actor_sequence[request.actor_id] = int(request.sequence)
+        self.restored["log_records"] += 1
+
+    def _handle_bad_tail(self, wal: WriteAheadLog, scan: LogScan) -> None:
+        """Set a bad log tail aside (torn: with a warning; damaged: only with ``accept_loss``, else refuse)."""
+        where = f"replay log {wal.path}: {scan.tail_bytes} bytes from offset {scan.valid_bytes} start with " \
+                f"{scan.reason}"
+        if scan.torn:
+            side = wal.set_aside(scan.valid_bytes)
+            self.recovery.update(set_aside=str(side), torn_bytes=scan.tail_bytes)
+            warnings.warn(f"{where}, ending on a page boundary: a write cut by a crash, never acknowledged; moved "
+                          f"to {side}", RuntimeWarning)
+            return
+        pushes = [payload for kind, _, payload, _ in scan.intact_after if kind == PUSH]
+        transitions = sum(int((pb.PushRequest.FromString(p).transitions.actions.shape or [0])[0]) for p in pushes)
+        lost = {"damaged_records": 1, "intact_records_after": len(scan.intact_after), "pushes_after": len(pushes),
+                "transitions_after": transitions, "updates_after": len(scan.intact_after) - len(pushes)}
+        summary = (f"{where}; lost if dropped: that record and the {lost['intact_records_after']} intact records "
+                   f"after it ({lost['pushes_after']} pushes holding {transitions} transitions, "
+                   f"{lost['updates_after']} priority updates), all acknowledged")
+        if scan.reason.startswith("an incomplete"):
+            summary += (f"; the file ends mid-record off a {PAGE_BYTES}-byte page boundary, so it was cut, not torn "
+                        f"by a crash, and records that were after the cut cannot be counted")
+        if not self.accept_loss:
+            raise ValueError(f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
+                             f"without them (the tail is then moved to a side file)")
+        side = wal.set_aside(scan.valid_bytes)
+        self.recovery.update(set_aside=str(side), lost=lost)
+        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary}; moved to {side} (accept_loss)", RuntimeWarning)
 
     # -- life cycle ---------------------------------------------------------------------------------------------------
     def _check_open(self, closed_ok: bool = False) -> None:

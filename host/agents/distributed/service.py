@@ -205,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m pynq_rl.host.agents.distributed.service``: run a replay server until SIGINT/SIGTERM.
 
     Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
+    Returns 1 with ``error: ...`` on stderr if the server refuses to start (a damaged checkpoint or log).
     """
     parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
     parser.add_argument("--address", default=DEFAULT_ADDRESS,
@@ -221,13 +222,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-dir", default=None, help="write-ahead log and checkpoints here; restore on start")
     parser.add_argument("--checkpoint-every-s", type=float, default=None, help="background checkpoint period")
     parser.add_argument("--sync-wal", action="store_true", help="fsync the log before each acknowledgement")
+    parser.add_argument("--accept-loss", action="store_true",
+                        help="start even if the log is damaged so that acknowledged records are lost (counted, and "
+                             "the bad tail kept in a side file); default: refuse to start")
     parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
     parser.add_argument("--seed", type=int, default=None, help="sampler seed")
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
-    replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
-                          args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed)
+    try:
+        replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
+                              args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed,
+                              accept_loss=args.accept_loss)
+    except ValueError as error:  # a refused recovery or a bad argument: one line, not a traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     tls = None if args.tls_cert is None else (args.tls_cert, args.tls_key)
     server, port = serve(replay, args.address, args.workers, tls=tls)
     host = args.address.rsplit(":", 1)[0]

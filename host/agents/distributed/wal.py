@@ -1,31 +1,129 @@
-"""The replay server's write-ahead log: an append-only file of checksummed records, cut at the first bad one.
+"""The replay server's write-ahead log: an append-only file of checksummed records behind a versioned header.
 
-Record layout (little-endian): a 20-byte header ``kind (4 bytes) | payload length (uint32) | sequence (uint64) |
-CRC-32 of the payload (uint32)``, then the payload. The server writes two kinds: :data:`PUSH` (a serialized
-``PushRequest``; sequence = the push's log sequence) and :data:`UPDATE` (a serialized ``UpdateRequest`` with slot
-versions; sequence = the update's sequence). A record is acknowledged only after :meth:`WriteAheadLog.append`
-returned (flushed to the OS; ``sync=True`` also fsyncs, which survives a power cut and not only a killed process).
+Layout (little-endian), format :data:`FORMAT`:
 
-Reading (:meth:`WriteAheadLog.records`) stops at the first record whose kind is unknown, whose payload is short or
-whose CRC does not match: a crash mid-write leaves a torn tail that was never acknowledged, and that tail is cut
-(:meth:`WriteAheadLog.truncate`), so the next append does not follow garbage.
+* a 32-byte file header: ``magic "PYNQRLWL" | format (uint32) | base push sequence (uint64) | base update sequence
+  (uint64) | CRC-32 of the 28 bytes before it``. The base sequences say which checkpoint the log continues: after a
+  compaction the log holds only pushes ``> base push`` and updates ``> base update``, and a server that finds a
+  base above its checkpoint's (or no checkpoint at all) knows records are missing;
+* records: a 20-byte header ``kind (4 bytes) | payload length (uint32) | sequence (uint64) | CRC-32 of the first 16
+  header bytes and the payload (uint32)``, then the payload. The server writes two kinds: :data:`PUSH` (a serialized
+  ``PushRequest``; sequence = the push's log sequence) and :data:`UPDATE` (a serialized ``UpdateRequest`` with slot
+  versions; sequence = the update's sequence).
+
+A record is acknowledged only after :meth:`WriteAheadLog.append` returned (written to the OS; ``sync=True`` also
+fsyncs, which survives a power cut and not only a killed process).
+
+Reading (:meth:`WriteAheadLog.scan`) returns the intact records up to the first bad one and describes the rest: where
+it starts, why it is bad, and the intact records found after it (by searching for record headers whose checksum
+matches), which were acknowledged and are lost if the tail is dropped. A tail that is only an incomplete last record
+ending on a page boundary (:data:`PAGE_BYTES`) is what a crash during a write leaves (the kernel copies a write page
+by page and stops between pages when the process is killed), and that record was never acknowledged; anything else
+(a checksum mismatch, an unknown kind, a file that ends mid-page inside a record) is damage.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
+import time
 import zlib
 from pathlib import Path
-from typing import Iterator
 
-__all__ = ["PUSH", "UPDATE", "WriteAheadLog"]
+__all__ = ["PUSH", "UPDATE", "FORMAT", "PAGE_BYTES", "WriteAheadLog", "LogScan", "LogFormatError"]
 
 PUSH = b"PRWL"
 """a pushed batch of transitions"""
 UPDATE = b"PRUP"
 """a priority update (with the slot versions it applied to)"""
+FORMAT = 2
+"""version of the log layout (1: no file header, record CRCs over the payload only)"""
+PAGE_BYTES = 4096
+"""the granularity at which a write interrupted by a crash stops"""
+_MAGIC = b"PYNQRLWL"
+_FILE_HEADER = struct.Struct("<8sIQQI")
 _HEADER = struct.Struct("<4sIQI")
 _KINDS = (PUSH, UPDATE)
+
+
+class LogFormatError(ValueError):
+    """The log's file header is missing, damaged or of another format: none of its records can be trusted."""
+
+
+@dataclasses.dataclass
+class LogScan:
+    """What :meth:`WriteAheadLog.scan` found.
+
+    Attributes
+    ----------
+    base : tuple of int
+        ``(push, update)`` sequences of the checkpoint the log continues.
+    records : list of (bytes, int, bytes, int)
+        ``(kind, sequence, payload, offset)`` of the intact records before the first bad one, in order.
+    valid_bytes : int
+        Where the intact part ends (the file header included).
+    size : int
+        The file's size.
+    reason : str or None
+        Why the record at ``valid_bytes`` is bad; None if the whole file is intact.
+    torn : bool
+        The tail is one incomplete record ending on a page boundary: a write cut by a crash, never acknowledged.
+    intact_after : list of (bytes, int, bytes, int)
+        Intact records found after the bad one (acknowledged: they were written after it).
+    """
+
+    base: tuple[int, int]
+    records: list
+    valid_bytes: int
+    size: int
+    reason: str | None = None
+    torn: bool = False
+    intact_after: list = dataclasses.field(default_factory=list)
+
+    @property
+    def tail_bytes(self) -> int:
+        """Bytes from the first bad record to the end of the file."""
+        return self.size - self.valid_bytes
+
+    def truncate_records(self, count: int) -> None:
+        """Treat the intact records from index ``count`` on as part of the bad tail, for ``reason`` (a caller that
+        found them inconsistent, e.g. a sequence gap, sets it)."""
+        self.intact_after = self.records[count + 1:] + self.intact_after
+        self.valid_bytes = self.records[count][3]
+        del self.records[count:]
+        self.torn = False
+
+
+def _record_at(data: bytes, offset: int) -> tuple[bytes, int, bytes, int] | str:
+    """The intact record at ``offset``, or why there is none there."""
+    if offset + _HEADER.size > len(data):
+        return f"an incomplete record header ({len(data) - offset} of {_HEADER.size} bytes)"
+    kind, length, sequence, crc = _HEADER.unpack_from(data, offset)
+    if kind not in _KINDS:
+        return f"an unknown record kind {kind!r}"
+    end = offset + _HEADER.size + length
+    if end > len(data):
+        return f"an incomplete record ({len(data) - offset} of {_HEADER.size + length} bytes)"
+    payload = data[offset + _HEADER.size:end]
+    if zlib.crc32(payload, zlib.crc32(data[offset:offset + 16])) != crc:
+        return "a record whose CRC-32 does not match"
+    return kind, sequence, payload, offset
+
+
+def _intact_records_after(data: bytes, start: int) -> list:
+    """Every intact record that begins at or after ``start`` (found by searching for the record kinds)."""
+    found, offset = [], start
+    while True:
+        candidates = [i for i in (data.find(kind, offset) for kind in _KINDS) if i >= 0]
+        if not candidates:
+            return found
+        offset = min(candidates)
+        record = _record_at(data, offset)
+        if isinstance(record, tuple):
+            found.append(record)
+            offset += _HEADER.size + len(record[2])
+        else:
+            offset += 1
 
 
 class WriteAheadLog:
@@ -34,7 +132,7 @@ class WriteAheadLog:
     Parameters
     ----------
     path : str or Path
-        The log file (created if missing).
+        The log file (created, with a header for base ``(0, 0)``, if missing or empty).
     sync : bool
         fsync after every append.
 
@@ -44,7 +142,18 @@ class WriteAheadLog:
     def __init__(self, path: str | os.PathLike, sync: bool = False) -> None:
         self.path = Path(path)
         self.sync = bool(sync)
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            self._write_new(self.path, (0, 0), b"")
         self._file = open(self.path, "ab")
+
+    @staticmethod
+    def _write_new(path: Path, base: tuple[int, int], records: bytes) -> None:
+        """Write a whole log (header + ``records``) to ``path`` and fsync it."""
+        head = _FILE_HEADER.pack(_MAGIC, FORMAT, base[0], base[1], 0)[:-4]
+        with open(path, "wb") as f:
+            f.write(head + struct.pack("<I", zlib.crc32(head)) + records)
+            f.flush()
+            os.fsync(f.fileno())
 
     def append(self, kind: bytes, sequence: int, payload: bytes) -> None:
         """Write one record and flush it to the OS (and to the disk with ``sync``).
@@ -59,7 +168,8 @@ class WriteAheadLog:
         if len(payload) >= 1 << 32 or not 0 <= sequence < 1 << 64:
             raise ValueError(f"a record holds < 4 GiB and a sequence in [0, 2**64), not {len(payload)} bytes, "
                              f"sequence {sequence}")
-        self._file.write(_HEADER.pack(kind, len(payload), sequence, zlib.crc32(payload)) + payload)
+        head = _HEADER.pack(kind, len(payload), sequence, 0)[:16]
+        self._file.write(head + struct.pack("<I", zlib.crc32(payload, zlib.crc32(head))) + payload)
         self._file.flush()
         if self.sync:
             os.fsync(self._file.fileno())
@@ -69,41 +179,75 @@ class WriteAheadLog:
         self._file.flush()
         return self._file.tell()
 
-    def records(self) -> Iterator[tuple[bytes, int, bytes]]:
-        """``(kind, sequence, payload)`` of every complete, intact record from the start of the file, in order.
+    def scan(self) -> LogScan:
+        """Read the whole file: the intact records up to the first bad one, and what follows it.
 
-        Stops at the first torn or corrupt record; :attr:`valid_bytes` then holds where the intact part ends.
+        Raises
+        ------
+        LogFormatError
+            The file header is missing, damaged, or of another format.
         """
         self._file.flush()
         data = self.path.read_bytes()
-        offset = 0
-        self.valid_bytes = 0
-        while offset + _HEADER.size <= len(data):
-            kind, length, sequence, crc = _HEADER.unpack_from(data, offset)
-            payload = data[offset + _HEADER.size: offset + _HEADER.size + length]
-            if kind not in _KINDS or len(payload) != length or zlib.crc32(payload) != crc:
+        if len(data) < _FILE_HEADER.size:
+            raise LogFormatError(f"{self.path}: {len(data)} bytes, shorter than the {_FILE_HEADER.size}-byte header")
+        magic, version, base_push, base_update, crc = _FILE_HEADER.unpack_from(data)
+        if magic != _MAGIC or zlib.crc32(data[:_FILE_HEADER.size - 4]) != crc:
+            raise LogFormatError(f"{self.path}: the file header is damaged or this is not a replay log of format "
+                                 f"{FORMAT} (an older server wrote logs without a header)")
+        if version != FORMAT:
+            raise LogFormatError(f"{self.path}: log format {version}, this server reads format {FORMAT}")
+        scan = LogScan((base_push, base_update), [], _FILE_HEADER.size, len(data))
+        offset = _FILE_HEADER.size
+        while offset < len(data):
+            record = _record_at(data, offset)
+            if isinstance(record, str):
+                scan.reason = record
+                scan.intact_after = _intact_records_after(data, offset + 1)
+                scan.torn = record.startswith("an incomplete") and not scan.intact_after and \
+                    len(data) % PAGE_BYTES == 0
                 break
-            offset += _HEADER.size + length
-            self.valid_bytes = offset
-            yield kind, sequence, payload
+            scan.records.append(record)
+            offset += _HEADER.size + len(record[2])
+            scan.valid_bytes = offset
+        return scan
 
-    def truncate(self, size: int) -> None:
-        """Cut the file to ``size`` bytes (drop a torn tail)."""
-        self._file.flush()
-        self._file.truncate(size)
+    def set_aside(self, offset: int) -> Path:
+        """Move the bytes from ``offset`` to the end into a side file next to the log (fsynced) and cut the log there.
 
-    def compact(self, covered: int) -> None:
-        """Drop the first ``covered`` bytes (now in a checkpoint), keeping what was appended since; the new file
-        replaces the old one atomically (written aside, fsynced, renamed)."""
+        Returns
+        -------
+        Path
+            The side file, ``<log>.bad-<UTC time>`` (a counter appended if that exists).
+        """
         self._file.flush()
         with open(self.path, "rb") as f:
-            f.seek(covered)
+            f.seek(offset)
             tail = f.read()
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        with open(tmp, "wb") as f:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        side = self.path.with_name(f"{self.path.name}.bad-{stamp}")
+        count = 1
+        while side.exists():
+            side, count = self.path.with_name(f"{self.path.name}.bad-{stamp}-{count}"), count + 1
+        with open(side, "xb") as f:
             f.write(tail)
             f.flush()
             os.fsync(f.fileno())
+        self._file.truncate(offset)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        return side
+
+    def compact(self, covered: int, base: tuple[int, int]) -> None:
+        """Drop the records before byte ``covered`` (now in a checkpoint holding pushes up to ``base[0]`` and
+        updates up to ``base[1]``), keeping what was appended since; the new file replaces the old one atomically
+        (written aside, fsynced, renamed)."""
+        self._file.flush()
+        with open(self.path, "rb") as f:
+            f.seek(max(covered, _FILE_HEADER.size))
+            tail = f.read()
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        self._write_new(tmp, base, tail)
         self._file.close()
         os.replace(tmp, self.path)
         self._file = open(self.path, "ab")

@@ -2,7 +2,6 @@
 
 No Ray here: the server is in-process (``serve``) or a ``python -m ...service`` subprocess that the tests SIGKILL.
 """
-import os
 import re
 import signal
 import struct
@@ -286,22 +285,37 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
         restored.close()
 
 
-def test_torn_log_tail_is_cut_and_earlier_records_kept(tmp_path):
+def test_torn_log_tail_is_set_aside_and_earlier_records_kept(tmp_path):
+    """A crash in the middle of writing a record leaves a prefix of it ending on a page boundary: never
+    acknowledged, so it is moved to a side file with a warning and the server starts."""
     replay = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
     replay.push(make_batch(0, 10), np.ones(10))
     replay.push(make_batch(10, 10), np.ones(10))
     replay.flush()
     replay.close()
-    with open(tmp_path / "replay.wal", "ab") as f:  # a crash in the middle of writing a third record
-        f.write(b"PRWL\x40\x00\x00\x00garbage")
-    with pytest.warns(RuntimeWarning, match=r"cut a torn or corrupt tail of 15 bytes"):
+    log = tmp_path / "replay.wal"
+    size = log.stat().st_size
+    torn = struct.pack("<4sIQ", b"PRWL", 9000, 3).ljust(4096 - size % 4096, b"\x07")  # 9000 bytes announced
+    with open(log, "ab") as f:
+        f.write(torn)
+    with pytest.warns(RuntimeWarning, match=rf"{len(torn)} bytes from offset {size} start with an incomplete record "
+                                            rf"\({len(torn)} of 9020 bytes\), ending on a page boundary: a write cut "
+                                            rf"by a crash, never acknowledged; moved to .*replay\.wal\.bad-"):
         again = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
     try:
         assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2, "update_records": 0}
         check_rows(again.sample(20, 0.4))
+        side = again.recovery["set_aside"]
+        assert again.recovery == {"set_aside": side, "torn_bytes": len(torn)}
+        assert open(side, "rb").read() == torn and log.stat().st_size == size
+        again.push(make_batch(20, 5), np.ones(5))  # the log goes on after its intact part
     finally:
         again.close()
-    assert os.path.getsize(tmp_path / "replay.wal") > 0
+    third = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+    try:
+        assert third.restored["log_records"] == 3 and third.recovery == {}
+    finally:
+        third.close()
 
 
 @pytest.mark.parametrize("backend", ["numpy", "emu"])

@@ -1,0 +1,238 @@
+"""The replay server's files when something went wrong (issue 16): a damaged checkpoint or log ends in a clear
+refusal or a loud, counted loss, never a silent one; nothing in them is unpickled; acknowledgements are fsynced with
+``sync_wal``.
+"""
+import os
+import pickle
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pynq_rl.host.agents.distributed import codec
+from pynq_rl.host.agents.distributed import wal as wal_module
+from pynq_rl.host.agents.distributed.server import ReplayServer
+from pynq_rl.host.agents.distributed.wal import LogFormatError, WriteAheadLog
+from tests.agents.distributed.test_apex_server import check_rows, make_batch
+
+OBS = (4,)
+
+
+def _populated(directory: Path) -> list[tuple]:
+    """3 pushes in a checkpoint, then pushes 4 and 5, a priority update, pushes 6 and 7 only in the log (a crash:
+    no close). Returns the log's records ``(kind, sequence, payload, offset)``."""
+    replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=directory, seed=0)
+    for k in range(3):
+        replay.push(make_batch(10 * k, 10), np.ones(10))
+    replay.checkpoint()
+    replay.push(make_batch(30, 10), np.ones(10))
+    replay.push(make_batch(40, 10), np.ones(10))
+    replay.flush()
+    replay.update_priorities(np.array([1, 2]), np.array([3.0, 4.0]))
+    replay.push(make_batch(50, 10), np.ones(10))
+    replay.push(make_batch(60, 10), np.ones(10))
+    replay.flush()
+    replay.close()
+    log = WriteAheadLog(directory / "replay.wal")
+    try:
+        scan = log.scan()
+    finally:
+        log.close()
+    assert scan.base == (3, 0) and [(r[0], r[1]) for r in scan.records] == \
+        [(b"PRWL", 4), (b"PRWL", 5), (b"PRUP", 1), (b"PRWL", 6), (b"PRWL", 7)]
+    return scan.records
+
+
+def _flip(path: Path, offset: int) -> bytes:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("which, rows_kept, after, pushes, transitions, updates", [
+    (0, 30, 4, 3, 30, 1),  # first record after the checkpoint
+    (2, 50, 2, 2, 20, 0),  # the priority update in the middle
+    (4, 60, 0, 0, 0, 0),  # the last record
+])
+def test_a_flipped_byte_in_a_log_record_refuses_or_loses_loudly(tmp_path, which, rows_kept, after, pushes,
+                                                               transitions, updates):
+    records = _populated(tmp_path)
+    log = tmp_path / "replay.wal"
+    offset = records[which][3]
+    damaged = _flip(log, offset + 20 + len(records[which][2]) // 2)  # a payload byte
+    counts = (rf"lost if dropped: that record and the {after} intact records after it \({pushes} pushes holding "
+              rf"{transitions} transitions, {updates} priority updates\), all acknowledged")
+    with pytest.raises(ValueError, match=rf"^refusing to start: replay log .*replay\.wal: \d+ bytes from offset "
+                                         rf"{offset} start with a record whose CRC-32 does not match; {counts}\. "
+                                         rf"Restart with accept_loss=True \(--accept-loss\)"):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+    assert log.read_bytes() == damaged  # a refusal touches nothing
+    with pytest.warns(RuntimeWarning, match=rf"^ACKNOWLEDGED DATA LOST: .*{counts}; moved to .*replay\.wal\.bad-"):
+        replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=True)
+    try:
+        assert replay.size() == rows_kept
+        check_rows(replay.sample(64, 0.4))
+        lost = replay.recovery["lost"]
+        assert lost == {"damaged_records": 1, "intact_records_after": after, "pushes_after": pushes,
+                        "transitions_after": transitions, "updates_after": updates}
+        assert replay.stats()["recovery"]["lost"] == lost
+        assert Path(replay.recovery["set_aside"]).read_bytes() == damaged[offset:]  # kept, not deleted
+        assert log.read_bytes() == damaged[:offset]
+    finally:
+        replay.close()
+
+
+def test_a_damaged_record_length_still_finds_and_counts_the_records_after_it(tmp_path):
+    records = _populated(tmp_path)
+    _flip(tmp_path / "replay.wal", records[0][3] + 6)  # the length field of the first record: now far past the end
+    with pytest.raises(ValueError, match=r"start with an incomplete record .*the 4 intact records after it \(3 pushes "
+                                         r"holding 30 transitions, 1 priority updates\)"):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+
+
+def test_a_log_cut_in_half_is_refused(tmp_path):
+    records = _populated(tmp_path)
+    log = tmp_path / "replay.wal"
+    cut = records[2][3] + 30
+    assert cut % wal_module.PAGE_BYTES
+    os.truncate(log, cut)
+    with pytest.raises(ValueError, match=rf"^refusing to start: .* {cut - records[2][3]} bytes from offset "
+                                         rf"{records[2][3]} start with an incomplete record .*; the file ends "
+                                         rf"mid-record off a 4096-byte page boundary, so it was cut, not torn by a "
+                                         rf"crash, and records that were after the cut cannot be counted\."):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+    with pytest.warns(RuntimeWarning, match="ACKNOWLEDGED DATA LOST"):
+        replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=True)
+    try:
+        assert replay.size() == 50 and replay.recovery["lost"]["damaged_records"] == 1
+    finally:
+        replay.close()
+
+
+def test_a_sequence_gap_is_damage(tmp_path):
+    """A record missing from the middle (its bytes cut out whole) breaks the push sequence: refused, counted."""
+    records = _populated(tmp_path)
+    log = tmp_path / "replay.wal"
+    data = log.read_bytes()
+    log.write_bytes(data[:records[1][3]] + data[records[2][3]:])  # push 5 gone
+    with pytest.raises(ValueError, match=r"start with a sequence gap: push 6 follows 4; lost if dropped: that record "
+                                         r"and the 1 intact records after it \(1 pushes holding 10 transitions, 0 "
+                                         r"priority updates\)"):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+
+
+def test_a_missing_checkpoint_is_refused(tmp_path):
+    _populated(tmp_path)
+    (tmp_path / "replay.ckpt").unlink()
+    for accept_loss in (False, True):
+        with pytest.raises(ValueError, match=r"replay\.wal continues a checkpoint holding pushes up to 3 and priority "
+                                             r"updates up to 0, but .*replay\.ckpt is missing: refusing to start"):
+            ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=accept_loss)
+
+
+def test_a_log_without_a_valid_header_is_refused(tmp_path):
+    _populated(tmp_path)
+    log = tmp_path / "replay.wal"
+    data = log.read_bytes()
+    _flip(log, 20)  # the header's base update sequence
+    with pytest.raises(LogFormatError, match=r"the file header is damaged or this is not a replay log of format 2"):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+    log.write_bytes(data[:8] + struct.pack("<I", 3) + data[12:])
+    with pytest.raises(LogFormatError, match="the file header is damaged"):  # its CRC covers the version too
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+
+
+def test_every_flipped_checkpoint_byte_is_refused_or_harmless(tmp_path):
+    """One flipped bit anywhere in replay.ckpt: a ValueError naming the file, or exactly the saved state (zip
+    metadata such as timestamps is not checked; every array and the JSON header are, by their zip CRC-32s)."""
+    replay = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path, seed=0)
+    replay.push(make_batch(0, 12), np.linspace(1, 2, 12))
+    replay.checkpoint()
+    replay.close()
+    path = tmp_path / "replay.ckpt"
+    good = path.read_bytes()
+    reference = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+    reference.close()
+    refused = harmless = 0
+    for offset in range(0, len(good), 3):
+        data = bytearray(good)
+        data[offset] ^= 0x01
+        path.write_bytes(bytes(data))
+        try:
+            restored = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+        except ValueError as error:
+            assert re.search(r"replay\.ckpt", str(error)), str(error)
+            refused += 1
+            continue
+        restored.close()
+        for name in codec.TRANSITION_FIELDS + ("versions",):
+            np.testing.assert_array_equal(getattr(restored, name), getattr(reference, name), err_msg=f"{offset}")
+        np.testing.assert_array_equal(restored.priorities.priorities(), reference.priorities.priorities())
+        assert (restored.pos, restored.full) == (reference.pos, reference.full)
+        harmless += 1
+    assert refused > 0.9 * (refused + harmless)
+
+
+class _Exploit:
+    def __reduce__(self):
+        return (os.system, (f"touch {_Exploit.marker}",))
+
+
+def test_a_crafted_pickle_checkpoint_runs_nothing(tmp_path):
+    _Exploit.marker = tmp_path / "pwned"
+    (tmp_path / "replay.ckpt").write_bytes(pickle.dumps({"state": _Exploit()}))
+    with pytest.raises(ValueError, match=r"replay\.ckpt' is not a pynq-rl replay_server checkpoint of format 2"):
+        ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+    assert not _Exploit.marker.exists()
+
+
+def test_no_pickle_in_persistence():
+    here = Path(wal_module.__file__).parent
+    for source in [*here.glob("*.py"), here.parent / "run.py"]:
+        text = source.read_text()
+        assert not re.search(r"import pickle|pickle\.loads?\(|allow_pickle=True", text), source
+
+
+def test_sync_wal_fsyncs_before_the_acknowledgement(tmp_path, monkeypatch):
+    """The documented guarantee: with sync_wal every acknowledged push (and priority update) was fsynced first;
+    without it the record was only written to the OS (a killed process keeps it, a power cut may not)."""
+    calls = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd)))
+    for sync, expected in ((True, 2), (False, 0)):
+        directory = tmp_path / str(sync)
+        replay = ReplayServer(16, OBS, "numpy", checkpoint_dir=directory, sync_wal=sync)
+        try:
+            calls.clear()
+            replay.push(make_batch(0, 4), np.ones(4))
+            replay.flush()
+            replay.update_priorities(np.array([0]), np.array([2.0]))
+            assert len(calls) == expected
+        finally:
+            replay.close()
+
+
+def test_command_line_refuses_a_damaged_log_in_one_line_and_accepts_loss_when_told(tmp_path):
+    records = _populated(tmp_path)
+    _flip(tmp_path / "replay.wal", records[1][3] + 25)
+    base = [sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address", "127.0.0.1:0",
+            "--capacity", "256", "--backend", "numpy", "--checkpoint-dir", str(tmp_path)]
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert re.match(r"^error: refusing to start: replay log .* 3 intact records after it .*--accept-loss",
+                    refused.stderr)
+    assert len(refused.stderr.strip().splitlines()) == 1
+    process = subprocess.Popen(base + ["--accept-loss"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), line
+        assert '"log_records": 1' in line
+    finally:
+        process.kill()
+        _, stderr = process.communicate(timeout=10)
+    assert "ACKNOWLEDGED DATA LOST" in stderr

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import os
 import socket
 import sys
 import time
@@ -92,7 +93,7 @@ class Args:
     """host:port of an external replay server (e.g. on a PYNQ board); None: run it as a Ray actor"""
     replay_bind: str = "127.0.0.1"
     """interface the Ray-hosted replay server listens on (0.0.0.0 for actors on other nodes: exposes it, so set
-    $PYNQ_RL_REPLAY_TOKEN, which train passes to every Ray worker)"""
+    $PYNQ_RL_REPLAY_TOKEN, which train passes to every Ray worker with $PYNQ_RL_REPLAY_TLS_CA)"""
     checkpoint_dir: str | None = None
     """replay server write-ahead log + checkpoints (Ray-hosted server; None: `out_dir/run_name/replay`)"""
     checkpoint_every_s: float = 30.0
@@ -225,9 +226,9 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
 
     started_ray = False
     if not ray.is_initialized():
-        # the replay token reaches the replay server actor, the actors and the learner on every node
-        token = codec.resolve_token(None)
-        runtime_env = {"env_vars": {codec.TOKEN_ENV: token}} if token else None
+        # the replay token and TLS certificate reach the replay server actor, the actors and the learner on every node
+        access = {name: os.environ[name] for name in codec.ACCESS_ENV if os.environ.get(name)}
+        runtime_env = {"env_vars": access} if access else None
         if args.ray_address:
             ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
         else:

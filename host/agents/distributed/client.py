@@ -18,7 +18,11 @@ fails with ``UNAVAILABLE`` reopens the channel before its next attempt, so with 
 next attempt comes within :data:`MAX_BACKOFF_S` of the server listening.
 
 Access: ``token`` (or ``$PYNQ_RL_REPLAY_TOKEN``) is sent as ``authorization: Bearer <token>`` metadata on every
-call; ``tls_ca`` (a PEM certificate: the server's own, self-signed, or its CA) makes the channel TLS.
+call; ``tls_ca`` (or ``$PYNQ_RL_REPLAY_TLS_CA``: a PEM certificate, the server's own self-signed one or its CA)
+makes the channel TLS.
+
+A client is for one thread at a time (the learner's prefetched samples arrive on gRPC's threads, which is fine); give
+each pushing thread its own.
 """
 from __future__ import annotations
 
@@ -71,7 +75,8 @@ class ReplayClient:
     token : str, optional
         Shared token sent with every call; None: ``$PYNQ_RL_REPLAY_TOKEN`` if set; ``""``: none.
     tls_ca : str or os.PathLike, optional
-        PEM file of the certificate(s) to trust: connect with TLS. None: plaintext.
+        PEM file of the certificate(s) to trust: connect with TLS. None: ``$PYNQ_RL_REPLAY_TLS_CA`` if set, else
+        plaintext; ``""``: plaintext.
     tls_server_name : str, optional
         Host name to check the server's certificate against when it differs from ``address``'s host.
 
@@ -96,7 +101,9 @@ class ReplayClient:
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._options = list(CHANNEL_OPTIONS)
         self._credentials = None
-        if tls_ca is not None:
+        if tls_ca is None:
+            tls_ca = os.environ.get(codec.TLS_CA_ENV, "")
+        if tls_ca:
             with open(tls_ca, "rb") as f:
                 self._credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
             if tls_server_name is not None:

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import replay_pb2 as pb
 
-__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "max_sample_rows",
+__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "TLS_CA_ENV",
+           "ACCESS_ENV", "max_sample_rows",
            "resolve_token", "to_tensor", "from_tensor", "encode_transitions", "decode_transitions", "check_batch"]
 
 MAX_MESSAGE_BYTES = 64 << 20
@@ -72,6 +73,13 @@ def resolve_token(token: str | None) -> str:
     if not isinstance(token, str):
         raise TypeError(f"token must be a string or None, not {type(token).__name__}")
     return token
+
+
+TLS_CA_ENV = "PYNQ_RL_REPLAY_TLS_CA"
+"""environment variable naming the PEM certificate clients trust (and then connect with TLS) when given no
+``tls_ca``"""
+ACCESS_ENV = (TOKEN_ENV, TLS_CA_ENV)
+"""the variables that configure access to a replay server (``pynq-rl train apex`` passes them to every Ray worker)"""
 
 
 TRANSITION_FIELDS = ("observations", "actions", "rewards", "next_observations", "discounts")

@@ -152,8 +152,8 @@ def test_bad_arguments_are_refused(tmp_path):
 
 
 def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch):
-    """With $PYNQ_RL_REPLAY_TOKEN set, the Ray that train() starts (or joins) gets it in its runtime_env, so the
-    Ray-hosted replay server, actors and learner all use it; without it, no runtime_env."""
+    """With $PYNQ_RL_REPLAY_TOKEN (and $PYNQ_RL_REPLAY_TLS_CA) set, the Ray that train() starts (or joins) gets them
+    in its runtime_env, so the Ray-hosted replay server, actors and learner all use them; without, no runtime_env."""
     seen = []
 
     class Stop(Exception):
@@ -165,13 +165,18 @@ def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", fake_init)
     monkeypatch.setenv("PYNQ_RL_REPLAY_TOKEN", "tok")
+    monkeypatch.setenv("PYNQ_RL_REPLAY_TLS_CA", "/certs/replay.pem")
     for ray_address in (None, "auto"):
         with pytest.raises(Stop):
             apex.train(small_args(tmp_path, ray_address=ray_address))
+    monkeypatch.delenv("PYNQ_RL_REPLAY_TLS_CA")
+    with pytest.raises(Stop):
+        apex.train(small_args(tmp_path))
     monkeypatch.delenv("PYNQ_RL_REPLAY_TOKEN")
     with pytest.raises(Stop):
         apex.train(small_args(tmp_path))
-    assert seen == [{"env_vars": {"PYNQ_RL_REPLAY_TOKEN": "tok"}}] * 2 + [None]
+    both = {"PYNQ_RL_REPLAY_TOKEN": "tok", "PYNQ_RL_REPLAY_TLS_CA": "/certs/replay.pem"}
+    assert seen == [{"env_vars": both}] * 2 + [{"env_vars": {"PYNQ_RL_REPLAY_TOKEN": "tok"}}, None]
 
 
 @pytest.mark.slow

@@ -128,7 +128,7 @@ def _self_signed(directory) -> tuple[str, str]:
     return cert, key
 
 
-def test_tls_and_token_round_trip(tmp_path):
+def test_tls_and_token_round_trip(tmp_path, monkeypatch):
     cert, key = _self_signed(tmp_path)
     replay = ReplayServer(64, OBS, "numpy", seed=0)
     server, port = serve(replay, "127.0.0.1:0", token="t", tls=(cert, key))
@@ -139,7 +139,11 @@ def test_tls_and_token_round_trip(tmp_path):
             check_rows(client.sample(16, 0.4))
         with ReplayClient(f"localhost:{port}", token="t", tls_ca=cert, retry_s=5.0) as client:
             assert client.stats()["size"] == 20
-        with ReplayClient(f"127.0.0.1:{port}", token="t", retry_s=0.5) as plaintext, \
+        monkeypatch.setenv(codec.TLS_CA_ENV, cert)  # the board setup: certificate and token from the environment
+        monkeypatch.setenv(codec.TOKEN_ENV, "t")
+        with ReplayClient(f"127.0.0.1:{port}", retry_s=5.0) as client:
+            assert client.stats()["size"] == 20
+        with ReplayClient(f"127.0.0.1:{port}", token="t", tls_ca="", retry_s=0.5) as plaintext, \
                 pytest.raises(ReplayUnavailable, match="UNAVAILABLE"):
             plaintext.stats()  # a plaintext client cannot talk to the TLS port
         with ReplayClient(f"127.0.0.1:{port}", token="", tls_ca=cert, retry_s=1.0) as anonymous, \

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 from concurrent import futures
-from typing import Any
+from typing import Any, Callable
 
 import grpc
 
@@ -60,7 +60,8 @@ class TokenInterceptor(grpc.ServerInterceptor):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong replay token (authorization metadata)")
         self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
 
-    def intercept_service(self, continuation, handler_call_details):
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         """Continue to the method's handler if the call carries the token, else to a handler that refuses it."""
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization":

@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -287,6 +288,26 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
         assert resume_s < 1.0
         assert client.wait_ready(timeout_s=10, min_size=16)["size"] == 16
         client.close()
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_command_line_serves_tls_with_a_token_from_the_environment(tmp_path):
+    """The board setup: ``--tls-cert/--tls-key`` and ``$PYNQ_RL_REPLAY_TOKEN`` on the server, the same on clients."""
+    cert, key = _self_signed(tmp_path)
+    port = _free_port()
+    env = {**os.environ, codec.TOKEN_ENV: "board-token"}
+    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
+                                f"127.0.0.1:{port}", "--backend", "numpy", "--capacity", "64", "--tls-cert", cert,
+                                "--tls-key", key], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert process.stdout.readline().startswith(f"listening on 127.0.0.1:{port}")
+        with ReplayClient(f"127.0.0.1:{port}", token="board-token", tls_ca=cert, retry_s=5.0) as client:
+            assert client.push(make_batch(0, 8), np.ones(8))["accepted"] == 8
+        with ReplayClient(f"127.0.0.1:{port}", token="guess", tls_ca=cert, retry_s=5.0) as intruder, \
+                pytest.raises(PermissionError, match="missing or wrong replay token"):
+            intruder.stats()
     finally:
         process.kill()
         process.wait()

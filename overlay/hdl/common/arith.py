@@ -5,7 +5,7 @@ adder cascades) are built from instances with plain Signals and convert to clean
 """
 from myhdl import always, always_comb, block, intbv, Signal
 
-__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "add2"]
+__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2"]
 
 
 @block
@@ -137,7 +137,7 @@ def saturate(y, flag, x, lo: int, hi: int):
     signed compare against one silently becomes unsigned (found by the cocotb run of the converted Verilog).
 
     y    : Signal(intbv[lo..hi]), out
-    flag : Signal(bool), out
+    flag : Signal(bool) or None, out -- None: a clamp nobody reports (no flag logic, so no unread signal)
     x    : Signal(intbv), in (wider, signed)
     """
     n, width = len(y), len(x)
@@ -145,6 +145,18 @@ def saturate(y, flag, x, lo: int, hi: int):
         raise ValueError(f"saturate: [lo, hi] must be the full signed range of y and x wider than y; got "
                          f"[{lo}, {hi}] for {n} bits from {width} bits")
     ones = (1 << (width - n + 1)) - 1
+
+    if flag is None:
+        @always_comb
+        def clamp_only():
+            if x[width:n - 1] == 0 or x[width:n - 1] == ones:
+                y.next = x[n:].signed()
+            elif x[width - 1]:
+                y.next = lo
+            else:
+                y.next = hi
+
+        return clamp_only
 
     @always_comb
     def clamp():
@@ -179,6 +191,17 @@ def and2(y, a, b):
     @always_comb
     def logic():
         y.next = a and b
+
+    return logic
+
+
+@block
+def or2(y, a, b):
+    """``y = a or b`` (combinational)."""
+
+    @always_comb
+    def logic():
+        y.next = a or b
 
     return logic
 

@@ -1,14 +1,15 @@
-"""Widths derived from a :class:`~pynq_rl.overlay.spec.ParsaSpec`, and the signal bundle the controller broadcasts to
-the workers. Defined once here so the controller, the workers and the reduction agree on every field."""
+"""Widths derived from a :class:`~pynq_rl.overlay.spec.ParsaSpec`, the signal bundle the controller broadcasts to
+the workers, and the core's register-side signals. Defined once here so the controller, its sub-blocks, the workers
+and the reduction agree on every field."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from myhdl import intbv, Signal
 
-from ...spec import ParsaSpec
+from ...spec import PRNG_ZERO_SEED, ParsaSpec
 
-__all__ = ["ParsaWidths", "WorkerBus", "DESC_FIELDS"]
+__all__ = ["ParsaWidths", "WorkerBus", "ParsaConfig", "DESC_FIELDS"]
 
 
 def _bits(n: int) -> int:
@@ -122,3 +123,32 @@ class WorkerBus:
         self.pol_addr = Signal(intbv(0)[widths.row_bits:])
         self.pol_raddr = Signal(intbv(0)[widths.row_bits:])
         self.pol_wdata = Signal(intbv(0)[widths.row_w:])
+
+
+class ParsaConfig:
+    """Register-side signals of the core (one instance per core).
+
+    Inputs: ``mode``, ``start`` / ``soft_reset`` (pulses), ``n_dims``, ``n_actions``, ``n_tilings``, ``alpha``,
+    ``gamma``, ``epsilon`` (written value) and ``epsilon_written`` (pulse), ``epsilon_decay``, ``options``,
+    ``seed`` and ``seed_written``, ``reward_key``, ``reward`` and ``reward_written``: the 32-bit registers.
+    Outputs: ``busy``, ``done``, ``err_config``, ``err_stream``, ``saturated``, ``cycles``, ``cycles_act``,
+    ``cycles_update``, ``epsilon_live`` (EPSILON read), ``seed_live`` (SEED read: the PRNG state).
+    """
+
+    def __init__(self, spec: ParsaSpec) -> None:
+        r32 = lambda: Signal(intbv(0)[32:])  # noqa: E731 - one line per register below
+        self.mode = Signal(intbv(0)[4:])
+        self.start, self.soft_reset = Signal(bool(0)), Signal(bool(0))
+        self.n_dims, self.n_actions, self.n_tilings = r32(), r32(), r32()
+        self.alpha, self.gamma, self.epsilon = r32(), r32(), r32()
+        self.epsilon_decay = Signal(intbv(1 << spec.coef.frac)[32:])   # the register's reset value
+        self.options = Signal(intbv(0)[2:])
+        self.seed = Signal(intbv(PRNG_ZERO_SEED)[32:])
+        self.reward_key, self.reward = r32(), r32()
+        self.epsilon_written, self.seed_written, self.reward_written = (Signal(bool(0)), Signal(bool(0)),
+                                                                        Signal(bool(0)))
+        self.busy, self.done = Signal(bool(0)), Signal(bool(0))
+        self.err_config, self.err_stream, self.saturated = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+        self.cycles, self.cycles_act, self.cycles_update = r32(), r32(), r32()
+        self.epsilon_live = r32()
+        self.seed_live = Signal(intbv(PRNG_ZERO_SEED)[32:])

@@ -1,5 +1,6 @@
 """The reduce half of ParSa: the workers' preference vectors summed and saturated to q(s, .), and the lowest-index
-argmax over the actions in use.
+argmax over the actions in use (:func:`q_reduce` wires them for the core), plus the combinational OR / max chains
+the core runs over the workers' and the actions' flags.
 
 Both trees have a fixed number of register stages (:data:`SUM_STAGES`, :data:`ARGMAX_STAGES`) whatever the worker
 and action counts: the registers are spread over the tree's levels (at most 6, for 64 inputs), and a small tree is
@@ -7,9 +8,11 @@ padded with registers. So the ACT pipeline depth is one number for every build (
 """
 from myhdl import always, always_comb, block, intbv, Signal
 
-from ..common.arith import saturate
+from ..common.arith import assign, or2, saturate
+from .params import ParsaWidths
 
-__all__ = ["sum_tree", "argmax_tree", "q_saturate", "SUM_STAGES", "ARGMAX_STAGES"]
+__all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max_chain", "SUM_STAGES",
+           "ARGMAX_STAGES"]
 
 #: register stages of the worker-sum tree
 SUM_STAGES = 3
@@ -210,3 +213,96 @@ def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
         index = out
     insts.append(_delay_comb(best, index))
     return insts
+
+
+@block
+def _in_use(flag, n_actions, index: int):
+    """``flag`` = action ``index`` < N_ACTIONS"""
+
+    @always_comb
+    def logic():
+        flag.next = n_actions > index
+
+    return logic
+
+
+@block
+def q_reduce(qs, in_use, best, q_any_sat, accs, n_actions, clock, wd: ParsaWidths):
+    """q(s, .) of the workers' preference vectors, and its argmax: per action a :func:`sum_tree` over the workers and
+    :func:`q_saturate`, then :func:`argmax_tree` (SUM_STAGES + 1 + ARGMAX_STAGES edges from ``accs`` to ``best``).
+
+    qs        : Python list of Signal(signed VALUE_W), out -- q(s, a), SUM_STAGES + 1 edges after ``accs``
+    in_use    : Python list of Signal(bool), out -- a < N_ACTIONS (combinational)
+    best      : Signal(intbv), out -- the lowest index of the largest q among the actions in use
+    q_any_sat : Signal(bool), out -- some q in use saturated (with ``qs``)
+    accs      : Python list (per worker) of Python lists (per action) of Signal(signed), in
+    n_actions : Signal, in -- N_ACTIONS latched at START
+    clock     : Signal(bool), in
+    wd        : ParsaWidths
+    """
+    half = 1 << (wd.sum_w - 1)
+    totals = [Signal(intbv(0, min=-half, max=half)) for _ in qs]
+    q_flags = [Signal(bool(0)) for _ in qs]
+
+    # # #
+    insts = []
+    for a, q in enumerate(qs):
+        insts.append(_in_use(in_use[a], n_actions, a))
+        insts.append(sum_tree(totals[a], [acc[a] for acc in accs], clock))
+        insts.append(q_saturate(q, q_flags[a], totals[a], in_use[a], clock))
+    insts.append(argmax_tree(best, qs, in_use, clock))
+    insts.append(or_chain(q_any_sat, q_flags))
+    return insts
+
+
+@block
+def _max2(y, a, b):
+    """``y = max(a, b)`` (combinational)."""
+
+    @always_comb
+    def logic():
+        if a > b:
+            y.next = a
+        else:
+            y.next = b
+
+    return logic
+
+
+@block
+def _chain(y, inputs, pair):
+    """``y = pair(...pair(pair(inputs[0], inputs[1]), inputs[2])..., inputs[-1])``: one two-input block per further
+    input, first to last (combinational)."""
+    if len(inputs) == 1:
+        return assign(y, inputs[0])
+    insts, acc = [], inputs[0]
+    for j, sig in enumerate(inputs[1:], start=2):
+        if j == len(inputs):
+            out = y
+        elif isinstance(y.val, bool):
+            out = Signal(bool(0))
+        else:
+            out = Signal(intbv(0, min=y.min, max=y.max))
+        insts.append(pair(out, acc, sig))
+        acc = out
+    return insts
+
+
+@block
+def or_chain(y, inputs):
+    """``y = inputs[0] or inputs[1] or ...`` (combinational; a cascade of two-input ORs, first to last).
+
+    y      : Signal(bool), out
+    inputs : Python list of Signal(bool), in
+    """
+    return _chain(y, inputs, or2)
+
+
+@block
+def max_chain(y, inputs):
+    """``y = max(inputs)`` (combinational; a cascade of two-input maxima, first to last).
+
+    y      : Signal(intbv), out -- the range of the inputs
+    inputs : Python list of Signal(intbv), in
+    """
+    return _chain(y, inputs, _max2)

@@ -10,15 +10,20 @@ FSM would:
   the positions unit;
 * :func:`policy_port` (LOAD_POLICY, CLEAR, DUMP_POLICY): the workers' policy-bank port. It writes a row per
   ``ceil(MAX_ACTIONS / 2)`` input words (LOAD), every row of every bank at once, one row per cycle (CLEAR), or
-  reads the row the emitter sends next (DUMP). Its counters restart whenever the core is idle.
+  reads the row the emitter sends next (DUMP). Its counters restart whenever the core is idle;
+* :func:`row_assembler` (LOAD_POLICY): the row the policy port writes, one column per value of the input words,
+  each saturated to VALUE_W bits (the saturation flags feed STATUS.SATURATED).
 
 ``active`` inputs are the FSM's state decoded with SOFT_RESET taken out (a soft reset wins over any state's work).
 """
-from myhdl import always_seq, block, concat
+from myhdl import always_comb, always_seq, block, concat, ConcatSignal, intbv, Signal
 
+from ..common.arith import saturate
+from ..common.mux import field_signed
 from .params import ParsaWidths
+from .reduce import or_chain
 
-__all__ = ["config_loader", "record_receiver", "policy_port"]
+__all__ = ["config_loader", "record_receiver", "policy_port", "row_assembler"]
 
 
 @block
@@ -181,3 +186,73 @@ def policy_port(bus, pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r
                 dump_r.next = dump_r + 1
 
     return port
+
+
+@block
+def _load_column(col, flag, tdata, strobe, word_index, clock, column: int, vw: int):
+    """Policy LOAD: column ``column`` of the row being assembled takes its stream value, saturated to ``vw`` bits.
+
+    col  : Signal(intbv[vw]), out (the value's bits, registered)
+    flag : Signal(bool), out -- the value on the stream now saturates (combinational)
+    """
+    lo, hi = -(1 << (vw - 1)), (1 << (vw - 1)) - 1
+    raw = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    clamped = Signal(intbv(0, min=lo, max=hi + 1))
+    sat = Signal(bool(0))
+    word = column // 2
+    insts = [field_signed(raw, tdata, 32 * (column % 2))]
+    if vw < 32:
+        insts.append(saturate(clamped, sat, raw, lo, hi))
+    else:
+        @always_comb
+        def passthrough():
+            clamped.next = raw
+        insts.append(passthrough)
+
+    @always_comb
+    def saturation():
+        flag.next = sat and strobe and word_index == word
+
+    @always_seq(clock.posedge, reset=None)
+    def register():
+        if strobe and word_index == word:
+            col.next = clamped[vw:]
+
+    insts += [saturation, register]
+    return insts
+
+
+@block
+def row_assembler(bus, load_sat_now, pol_zero, s_tdata, load_strobe, load_k, clock, wd: ParsaWidths):
+    """LOAD_POLICY: a policy row from ``ceil(MAX_ACTIONS / 2)`` input words (two signed 32-bit values per word, column
+    ``a`` from word ``a // 2``), the data :func:`policy_port` writes.
+
+    bus          : WorkerBus, out -- ``pol_wdata``: the assembled row, or zeros when ``pol_zero`` (CLEAR)
+    load_sat_now : Signal(bool), out -- a value of the current input word saturates (combinational)
+    pol_zero     : Signal(bool), in -- from :func:`policy_port`
+    s_tdata      : Signal(64), in
+    load_strobe  : Signal(bool), in -- the FSM takes an input word in LOAD (every bank not yet loaded)
+    load_k       : Signal, in -- the input word's index within the row (:func:`policy_port`)
+    clock        : Signal(bool), in
+    wd           : ParsaWidths
+    """
+    vw, ma = wd.vw, wd.ma
+    cols = [Signal(intbv(0)[vw:]) for _ in range(ma)]
+    flags = [Signal(bool(0)) for _ in range(ma)]
+    row = ConcatSignal(*reversed(cols)) if ma > 1 else cols[0]
+
+    # # #
+    insts = []
+    for a in range(ma):
+        insts.append(_load_column(cols[a], flags[a], s_tdata, load_strobe, load_k, clock, a, vw))
+    insts.append(or_chain(load_sat_now, flags))
+
+    @always_comb
+    def row_data():
+        if pol_zero:
+            bus.pol_wdata.next = 0
+        else:
+            bus.pol_wdata.next = row
+
+    insts.append(row_data)
+    return insts

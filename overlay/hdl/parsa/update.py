@@ -3,43 +3,49 @@ increment every hit tile of the previous state gets (OPaL's update; the model is
 
     t_upd 0   g = GAMMA * q(s', a') + 2**(COEF_FRAC-1)                       (rounding constant folded in)
     t_upd 1   raw_delta = r + (g >> COEF_FRAC) - q(s, a)      (TERMINAL: r - q(s, a))
-    t_upd 2   m = ALPHA * sat(raw_delta) + 2**(COEF_FRAC-1)                   (sat: the core's delta_clamp)
+    t_upd 2   m = ALPHA * sat(raw_delta) + 2**(COEF_FRAC-1)                   (sat to VALUE_W: delta_clamp)
     t_upd 3   increment = m >> COEF_FRAC, upd_go: the workers add it to the rows of the previous (s, a)
 
 Each product is held at full width before its shift (DESIGN.md section 5: a shifted product expression converts to
 Verilog that truncates it first).
 """
-from myhdl import always_seq, block
+from myhdl import always_seq, block, intbv, Signal
 
 from ...spec import ParsaSpec
+from ..common.arith import saturate
 
 __all__ = ["sarsa_update"]
 
 
 @block
-def sarsa_update(g_prod, raw_delta, m_prod, bus, active, t_upd, gamma, chosen_q, reward, prev_q, terminal, alpha,
-                 delta, clock, reset, spec: ParsaSpec):
+def sarsa_update(delta_flag, bus, active, t_upd, gamma, chosen_q, reward, prev_q, terminal, alpha, clock, reset,
+                 spec: ParsaSpec):
     """Steps 0-3 of the Sarsa update pass (the FSM's UPD state, ``t_upd`` cycles in).
 
-    g_prod    : Signal(signed), out -- GAMMA * q(s', a') + half an LSB
-    raw_delta : Signal(signed), out -- the TD error before saturation
-    m_prod    : Signal(signed), out -- ALPHA * delta + half an LSB
-    bus       : WorkerBus, out      -- ``increment`` and the ``upd_go`` pulse to the workers
-    active    : Signal(bool), in    -- the FSM is in UPD (and no SOFT_RESET)
-    t_upd     : Signal, in          -- cycles since UPD began
-    gamma     : Signal(signed), in  -- GAMMA latched at START (UQ1.COEF_FRAC in a signed operand)
-    chosen_q  : Signal(signed), in  -- q(s', a') of the action just chosen (registered when it was decided)
-    reward    : Signal(signed), in  -- r of the key's previous action
-    prev_q    : Signal(signed), in  -- q(s, a) the key kept from its previous step
-    terminal  : Signal(bool), in    -- the record ended the key's episode: no bootstrap
-    alpha     : Signal(signed), in  -- ALPHA latched at START
-    delta     : Signal(signed), in  -- sat(raw_delta), VALUE_W bits
-    clock     : Signal(bool), in
-    reset     : ResetSignal, in
-    spec      : ParsaSpec
+    delta_flag : Signal(bool), out     -- the TD error saturated (valid at ``t_upd`` 2)
+    bus        : WorkerBus, out        -- ``increment`` and the ``upd_go`` pulse to the workers
+    active     : Signal(bool), in      -- the FSM is in UPD (and no SOFT_RESET)
+    t_upd      : Signal, in            -- cycles since UPD began
+    gamma      : Signal(signed), in    -- GAMMA latched at START (UQ1.COEF_FRAC in a signed operand)
+    chosen_q   : Signal(signed), in    -- q(s', a') of the action just chosen (registered when it was decided)
+    reward     : Signal(signed), in    -- r of the key's previous action
+    prev_q     : Signal(signed), in    -- q(s, a) the key kept from its previous step
+    terminal   : Signal(bool), in      -- the record ended the key's episode: no bootstrap
+    alpha      : Signal(signed), in    -- ALPHA latched at START
+    clock      : Signal(bool), in
+    reset      : ResetSignal, in
+    spec       : ParsaSpec
     """
-    cf = spec.coef.frac
+    vw, cf = spec.value_w, spec.coef.frac
     half = 1 << (cf - 1)
+    vlo, vhi = -(1 << (vw - 1)), (1 << (vw - 1)) - 1
+    g_prod = Signal(intbv(0, min=-(1 << (vw + cf + 3)), max=1 << (vw + cf + 3)))  # GAMMA * q(s', a') + half an LSB
+    raw_delta = Signal(intbv(0, min=-(1 << (vw + 2)), max=1 << (vw + 2)))         # the TD error before saturation
+    delta = Signal(intbv(0, min=vlo, max=vhi + 1))
+    m_prod = Signal(intbv(0, min=-(1 << (vw + cf + 3)), max=1 << (vw + cf + 3)))  # ALPHA * delta + half an LSB
+
+    # # #
+    delta_clamp = saturate(delta, delta_flag, raw_delta, vlo, vhi)
 
     @always_seq(clock.posedge, reset=reset)
     def steps():
@@ -58,4 +64,4 @@ def sarsa_update(g_prod, raw_delta, m_prod, bus, active, t_upd, gamma, chosen_q,
                 bus.increment.next = m_prod >> cf
                 bus.upd_go.next = 1
 
-    return steps
+    return delta_clamp, steps

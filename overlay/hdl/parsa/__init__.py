@@ -2,15 +2,22 @@
 
 One module per job:
 
-* :mod:`.core` -- controller FSM: stream parsing, START checks, CONFIG validation and commit, ACT sequencing, Sarsa
-  delta and increment (UQ1.16 coefficients), epsilon-greedy choice from the xorshift32 PRNG and epsilon decay, key
-  memory (valid / previous action / previous q) and pending rewards, LOAD / DUMP / CLEAR, the CYCLES counters;
+* :mod:`.core` -- controller FSM: the state and its decode, STATUS, the CYCLES counters, ACT sequencing (when the
+  positions, workers, choice, record and update run), CONFIG commit, LOAD / DUMP / CLEAR bookkeeping, the key and
+  pending-reward valid bits; the instantiation of everything below;
+* :mod:`.streams` -- what each state does with the words of ``s_axis`` (CONFIG, state records, policy rows) and the
+  policy-bank port;
+* :mod:`.start` -- what START refuses (``ParsaModel.start_error``) and the run-time registers it latches;
 * :mod:`.positions` -- u_d of every state dimension, one per cycle (31 x 32-bit multiply);
 * :mod:`.worker` -- WORKERS of them: descriptor banks, tile-index pipeline (one tiling per cycle), policy bank (one
   row of MAX_ACTIONS values per word, block RAM), preference accumulators, key-row memory, update pass;
-* :mod:`.reduce` -- sum tree over the workers, saturation to q(s, .), lowest-index argmax;
+* :mod:`.reduce` -- sum tree over the workers, saturation to q(s, .), lowest-index argmax; OR / max chains;
+* :mod:`.choice` -- epsilon-greedy choice from the xorshift32 PRNG, epsilon decay;
+* :mod:`.keys` -- key memory (previous action / previous q) and pending rewards (block RAMs);
+* :mod:`.update` -- Sarsa delta and increment (UQ1.COEF_FRAC coefficients);
 * :mod:`.config_check` -- the descriptor checks of ``ParsaModel.configure``;
-* :mod:`.emitter` -- action records and policy rows out of ``m_axis``.
+* :mod:`.record_out`, :mod:`.emitter` -- action records and policy rows out of ``m_axis``;
+* :mod:`.params` -- derived widths and the bus the controller broadcasts to the workers.
 
 Pipeline depths (``ParsaSpec.act_depth`` = 20, ``update_depth`` = 8, checked at elaboration): CYCLES_ACT =
 n_dims + busiest + 20, CYCLES_UPDATE = busiest + 8, where busiest = tilings of the busiest worker.

@@ -39,7 +39,8 @@ acknowledged transition is back in the slot it had. Recovery never loses acknowl
 (a crash mid-write: never acknowledged) is moved to a side file with a warning; a bad checksum, a sequence gap or a
 log cut mid-record refuses the start with the number of acknowledged records that would be lost, unless
 ``accept_loss``, which keeps the bad tail in a side file and counts the loss in a warning and in
-:attr:`ReplayServer.recovery`; a log that continues a checkpoint that is missing (or older) is refused. Priority
+:attr:`ReplayServer.recovery`; a log that continues a checkpoint that is missing (or older) is refused, and so
+(unless ``accept_loss``) is a checkpoint whose log is missing. Priority
 updates made after the last checkpoint are logged too (``PRUP`` records, written under the storage lock before they
 apply, with the slot versions they applied to), so a restart restores the priorities the learner had set, not only
 the actors' initial ones; a checkpoint keeps the log records written while it was being saved. Slot versions count
@@ -203,7 +204,10 @@ class ReplayServer:
         self._wal = None
         if self.checkpoint_dir is not None:
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            wal = WriteAheadLog(self.checkpoint_dir / "replay.wal", sync=self.sync_wal)
+            log_path = self.checkpoint_dir / "replay.wal"
+            if not log_path.exists() and (self.checkpoint_dir / "replay.ckpt").exists():
+                self._missing_log(log_path)
+            wal = WriteAheadLog(log_path, sync=self.sync_wal)
             try:
                 self._restore(wal)  # before self._wal is set: re-applied updates must not be logged a second time
             except BaseException:
@@ -580,6 +584,16 @@ class ReplayServer:
             self._apply_record(kind, sequence, payload)
         if scan.reason is not None:
             self._handle_bad_tail(wal, scan)
+
+    def _missing_log(self, log_path: Path) -> None:
+        """A checkpoint without its log (every checkpoint leaves one behind): refuse, or warn with ``accept_loss``."""
+        summary = (f"{log_path} is missing but {log_path.with_name('replay.ckpt')} exists: the acknowledged pushes "
+                   f"and priority updates after that checkpoint (an unknown number) are lost")
+        if not self.accept_loss:
+            raise ValueError(f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
+                             f"from the checkpoint alone")
+        self.recovery["lost"] = {"missing_log": True}
+        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary} (accept_loss)", RuntimeWarning)
 
     def _load_checkpoint(self, path: Path) -> None:
         """Restore storage, priorities and sequences from ``replay.ckpt``.

@@ -132,7 +132,7 @@ class WriteAheadLog:
     Parameters
     ----------
     path : str or Path
-        The log file (created, with a header for base ``(0, 0)``, if missing or empty).
+        The log file (created atomically, with a header for base ``(0, 0)``, if missing).
     sync : bool
         fsync after every append.
 
@@ -142,18 +142,20 @@ class WriteAheadLog:
     def __init__(self, path: str | os.PathLike, sync: bool = False) -> None:
         self.path = Path(path)
         self.sync = bool(sync)
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            self._write_new(self.path, (0, 0), b"")
+        if not self.path.exists():
+            self._replace(self.path, (0, 0), b"")
         self._file = open(self.path, "ab")
 
     @staticmethod
-    def _write_new(path: Path, base: tuple[int, int], records: bytes) -> None:
-        """Write a whole log (header + ``records``) to ``path`` and fsync it."""
+    def _replace(path: Path, base: tuple[int, int], records: bytes) -> None:
+        """Make ``path`` a whole log (header + ``records``) atomically: written aside, fsynced, renamed."""
         head = _FILE_HEADER.pack(_MAGIC, FORMAT, base[0], base[1], 0)[:-4]
-        with open(path, "wb") as f:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with open(tmp, "wb") as f:
             f.write(head + struct.pack("<I", zlib.crc32(head)) + records)
             f.flush()
             os.fsync(f.fileno())
+        os.replace(tmp, path)
 
     def append(self, kind: bytes, sequence: int, payload: bytes) -> None:
         """Write one record and flush it to the OS (and to the disk with ``sync``).
@@ -246,10 +248,8 @@ class WriteAheadLog:
         with open(self.path, "rb") as f:
             f.seek(max(covered, _FILE_HEADER.size))
             tail = f.read()
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        self._write_new(tmp, base, tail)
+        self._replace(self.path, base, tail)  # under the server's lock: nothing is appended to the old file meanwhile
         self._file.close()
-        os.replace(tmp, self.path)
         self._file = open(self.path, "ab")
 
     def close(self) -> None:

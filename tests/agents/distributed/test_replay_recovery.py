@@ -54,6 +54,18 @@ def _flip(path: Path, offset: int) -> bytes:
     return bytes(data)
 
 
+def _refused_then_accepted(directory: Path, refusal: str, warning: str) -> ReplayServer:
+    """The server refuses to start on ``directory`` (a message matching ``refusal``) and leaves the log as it was;
+    with accept_loss it starts, warning (matching ``warning``). Returns that server."""
+    log = directory / "replay.wal"
+    before = log.read_bytes() if log.exists() else None
+    with pytest.raises(ValueError, match=refusal):
+        ReplayServer(256, OBS, "numpy", checkpoint_dir=directory)
+    assert (log.read_bytes() if log.exists() else None) == before  # a refusal touches nothing
+    with pytest.warns(RuntimeWarning, match=warning):
+        return ReplayServer(256, OBS, "numpy", checkpoint_dir=directory, accept_loss=True)
+
+
 @pytest.mark.parametrize("which, rows_kept, after, pushes, transitions, updates", [
     (0, 30, 4, 3, 30, 1),  # first record after the checkpoint
     (2, 50, 2, 2, 20, 0),  # the priority update in the middle
@@ -67,13 +79,10 @@ def test_a_flipped_byte_in_a_log_record_refuses_or_loses_loudly(tmp_path, which,
     damaged = _flip(log, offset + 20 + len(records[which][2]) // 2)  # a payload byte
     counts = (rf"lost if dropped: that record and the {after} intact records after it \({pushes} pushes holding "
               rf"{transitions} transitions, {updates} priority updates\), all acknowledged")
-    with pytest.raises(ValueError, match=rf"^refusing to start: replay log .*replay\.wal: \d+ bytes from offset "
-                                         rf"{offset} start with a record whose CRC-32 does not match; {counts}\. "
-                                         rf"Restart with accept_loss=True \(--accept-loss\)"):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
-    assert log.read_bytes() == damaged  # a refusal touches nothing
-    with pytest.warns(RuntimeWarning, match=rf"^ACKNOWLEDGED DATA LOST: .*{counts}; moved to .*replay\.wal\.bad-"):
-        replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=True)
+    replay = _refused_then_accepted(
+        tmp_path, rf"^refusing to start: replay log .*replay\.wal: \d+ bytes from offset {offset} start with a record "
+                  rf"whose CRC-32 does not match; {counts}\. Restart with accept_loss=True \(--accept-loss\)",
+        rf"^ACKNOWLEDGED DATA LOST: .*{counts}; moved to .*replay\.wal\.bad-")
     try:
         assert replay.size() == rows_kept
         check_rows(replay.sample(64, 0.4))
@@ -101,13 +110,11 @@ def test_a_log_cut_in_half_is_refused(tmp_path):
     cut = records[2][3] + 30
     assert cut % wal_module.PAGE_BYTES
     os.truncate(log, cut)
-    with pytest.raises(ValueError, match=rf"^refusing to start: .* {cut - records[2][3]} bytes from offset "
-                                         rf"{records[2][3]} start with an incomplete record .*; the file ends "
-                                         rf"mid-record off a 4096-byte page boundary, so it was cut, not torn by a "
-                                         rf"crash, and records that were after the cut cannot be counted\."):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
-    with pytest.warns(RuntimeWarning, match="ACKNOWLEDGED DATA LOST"):
-        replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=True)
+    replay = _refused_then_accepted(
+        tmp_path, rf"^refusing to start: .* {cut - records[2][3]} bytes from offset {records[2][3]} start with an "
+                  rf"incomplete record .*; the file ends mid-record off a 4096-byte page boundary, so it was cut, not "
+                  rf"torn by a crash, and records that were after the cut cannot be counted\.",
+        "ACKNOWLEDGED DATA LOST")
     try:
         assert replay.size() == 50 and replay.recovery["lost"]["damaged_records"] == 1
     finally:
@@ -186,6 +193,7 @@ class _Exploit:
 def test_a_crafted_pickle_checkpoint_runs_nothing(tmp_path):
     _Exploit.marker = tmp_path / "pwned"
     (tmp_path / "replay.ckpt").write_bytes(pickle.dumps({"state": _Exploit()}))
+    WriteAheadLog(tmp_path / "replay.wal").close()  # an intact, empty log beside it
     with pytest.raises(ValueError, match=r"replay\.ckpt' is not a pynq-rl replay_server checkpoint of format 2"):
         ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
     assert not _Exploit.marker.exists()
@@ -236,3 +244,37 @@ def test_command_line_refuses_a_damaged_log_in_one_line_and_accepts_loss_when_to
         process.kill()
         _, stderr = process.communicate(timeout=10)
     assert "ACKNOWLEDGED DATA LOST" in stderr
+
+
+def test_a_missing_log_beside_a_checkpoint_is_refused(tmp_path):
+    """Every checkpoint leaves a log behind (at least its header): a checkpoint alone means the log was lost."""
+    _populated(tmp_path)
+    (tmp_path / "replay.wal").unlink()
+    replay = _refused_then_accepted(
+        tmp_path, r"^refusing to start: .*replay\.wal is missing but .*replay\.ckpt exists: the acknowledged pushes "
+                  r"and priority updates after that checkpoint \(an unknown number\) are lost\. Restart with "
+                  r"accept_loss=True", "ACKNOWLEDGED DATA LOST: .*replay.wal is missing")
+    try:
+        assert replay.size() == 30 and replay.recovery == {"lost": {"missing_log": True}}
+    finally:
+        replay.close()
+    again = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)  # the new log makes it whole again
+    again.close()
+
+
+def test_a_checkpoint_leaves_a_log_that_names_it(tmp_path):
+    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    try:
+        replay.push(make_batch(0, 4), np.ones(4))
+        replay.flush()
+        replay.update_priorities(np.array([0]), np.array([2.0]))
+        replay.checkpoint()
+        assert not (tmp_path / "replay.wal.tmp").exists()
+    finally:
+        replay.close()
+    log = WriteAheadLog(tmp_path / "replay.wal")
+    try:
+        scan = log.scan()
+        assert (scan.base, scan.records, scan.reason) == ((1, 1), [], None)
+    finally:
+        log.close()

@@ -14,8 +14,10 @@ Backends (DESIGN.md section 1):
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
+from typing import Sequence
 
 import pynq
 
@@ -30,8 +32,9 @@ from .drivers.gae import GaeCore
 from .drivers.parsa import ParsaCore
 from .drivers.replay import ReplayCore
 from .drivers.identity import check_identity
+from .drivers.polling import check_timeout
 
-__all__ = ["RLOverlay", "BACKENDS", "default_backend"]
+__all__ = ["RLOverlay", "BACKENDS", "default_backend", "load_core"]
 
 BACKENDS = ("board", "emu", "rtl")
 #: Where board bitstreams live: ``<board, lower case>/pynq_rl.bit`` + ``.hwh`` (shipped as package data).
@@ -81,6 +84,14 @@ class RLOverlay(pynq.Overlay):
         Program the PL (emulated or real) on load.
     vcd : str or None
         ``rtl`` backend only: dump the simulation's waveforms to this path.
+    cores : sequence of str or None
+        ``emu`` and ``rtl`` only: build just these cores of the board (e.g. ``("gae",)``); the others are absent
+        from the overlay. The rtl backend simulates every clock of every core it builds, so a program that uses one
+        core runs several times faster on a build of that core alone (the replay core alone: 7x on the Pynq-Z2
+        build). None: every core. On a board the bitstream decides, and ``cores`` is refused.
+    timeout_s : float or None
+        Every core driver's default deadline of one operation, in seconds (None: the drivers' 5 s). It bounds the
+        waits on a board and on ``emu``; on ``rtl`` the drivers count deadlines in simulated cycles instead.
 
     Attributes
     ----------
@@ -100,10 +111,15 @@ class RLOverlay(pynq.Overlay):
     """
 
     def __init__(self, backend: str | None = None, board: "str | S.BoardSpec | None" = None, bitfile: str | None = None,
-                 download: bool = True, vcd: str | None = None, **kwargs) -> None:
+                 download: bool = True, vcd: str | None = None, cores: "Sequence[str] | None" = None,
+                 timeout_s: float | None = None, **kwargs) -> None:
         backend = default_backend() if backend is None else backend
+        if timeout_s is not None:
+            timeout_s = check_timeout(timeout_s)  # before the PL is touched
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+        if backend == "board" and cores is not None:
+            raise ValueError("cores= chooses which cores to emulate or simulate; on a board the bitstream decides")
         if backend == "board":
             try:
                 device = pynq.Device.active_device
@@ -123,14 +139,14 @@ class RLOverlay(pynq.Overlay):
                     f"(overlay/bitstreams/README.md) or use backend='emu'")
         elif backend == "emu":
             from .backends.emu import EmuDevice
-            board_spec = S.board(board)
+            board_spec = _with_cores(S.board(board), cores)
             device = EmuDevice(board_spec)
             device.install_clocks()
             pynq.Device.active_device = device  # so user code's pynq.allocate() lands in the emulated DDR too
             bitfile = str(device.overlay_files())
         else:
             from .backends.rtl import RtlDevice
-            board_spec = S.board(board)
+            board_spec = _with_cores(S.board(board), cores)
             device = RtlDevice(board_spec, vcd=vcd)
             device.install_clocks()
             pynq.Device.active_device = device
@@ -142,21 +158,41 @@ class RLOverlay(pynq.Overlay):
             for slot in board_spec.cores:
                 mmio = pynq.MMIO(board_spec.gp_base + slot.core_offset, slot.window, device=device)
                 check_identity(slot.name, mmio.read(S.CORE_REGISTERS[slot.name]["ID"]["address_offset"]))
+            if timeout_s is not None:
+                for slot in board_spec.cores:
+                    getattr(self, slot.name).timeout_s = timeout_s
 
     @property
     def gae(self) -> GaeCore:
         """The GAE core's driver (hierarchy ``gae``: ``gae/core`` with its DMA ``gae/dma``)."""
-        return self._ip_map.gae.core
+        return self._core("gae")
 
     @property
     def replay(self) -> ReplayCore:
         """The replay core's driver (hierarchy ``replay``: ``replay/core`` with its DMA ``replay/dma``)."""
-        return self._ip_map.replay.core
+        return self._core("replay")
 
     @property
     def parsa(self) -> ParsaCore:
         """The ParSa core's driver (hierarchy ``parsa``: ``parsa/core`` with its DMA ``parsa/dma``)."""
-        return self._ip_map.parsa.core
+        return self._core("parsa")
+
+    def _core(self, name: str):
+        """The driver of core ``name``; an overlay without it raises in :meth:`__getattr__`."""
+        names = [slot.name for slot in self.board_spec.cores]
+        if name not in names:
+            raise AttributeError(name)  # Python retries through __getattr__, which says what is missing
+        return getattr(self._ip_map, name).core
+
+    def __getattr__(self, name: str):
+        # reached for a core property that raised AttributeError too: pynq's own message ("Could not find IP or
+        # hierarchy") would not say that an emu or rtl overlay built with cores= leaves the other cores out
+        board_spec = self.__dict__.get("board_spec")
+        if board_spec is not None and name in S.CORE_REGISTERS:
+            names = [slot.name for slot in board_spec.cores]
+            raise AttributeError(f"this {board_spec.name} overlay has no {name} core (it has {names}; an emu or rtl "
+                                 f"overlay built with cores= holds only those)")
+        return super().__getattr__(name)
 
     def info(self) -> dict:
         """Backend, board, PL clock and, per core, its ID and build parameters as the registers report them."""
@@ -166,3 +202,28 @@ class RLOverlay(pynq.Overlay):
             cores[slot.name] = driver.info()
         return {"backend": self.backend, "board": self.board_spec.name, "fclk_mhz": self.board_spec.fclk_mhz,
                 "bitfile": self.bitfile_name, "cores": cores}
+
+
+def _with_cores(board_spec: S.BoardSpec, cores: "Sequence[str] | None") -> S.BoardSpec:
+    """``board_spec`` with only the core slots named in ``cores`` (None: all of them), in the board's order."""
+    if cores is None:
+        return board_spec
+    names = [slot.name for slot in board_spec.cores]
+    wanted = [cores] if isinstance(cores, str) else list(cores)
+    unknown = [name for name in wanted if name not in names]
+    if unknown or not wanted:
+        raise ValueError(f"cores must name some of {board_spec.name}'s cores {names}, not {cores!r}")
+    return dataclasses.replace(board_spec, cores=tuple(slot for slot in board_spec.cores if slot.name in wanted))
+
+
+def load_core(name: str, backend: str | None = None, board: "str | S.BoardSpec | None" = None,
+              timeout_s: float | None = None):
+    """The driver of core ``name`` (``"gae"``, ``"replay"`` or ``"parsa"``) of a freshly loaded overlay.
+
+    What an agent that offloads to one core calls: on ``emu`` and ``rtl`` the overlay is built with that core alone
+    (``cores=``; on rtl several times faster to simulate), on a board it is the board's overlay. ``timeout_s``
+    sets the driver's deadline per operation (None: its default).
+    """
+    backend = default_backend() if backend is None else backend
+    cores = None if backend == "board" else (name,)
+    return getattr(RLOverlay(backend=backend, board=board, cores=cores, timeout_s=timeout_s), name)

@@ -37,7 +37,8 @@ def _train_ppo(args: argparse.Namespace) -> int:
     from .host.agents import ppo
     config = ppo.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, gae_backend=args.backend,
                       board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
-                      nn=args.nn, resume=args.resume, tensorboard=args.tensorboard, progress=not args.no_progress)
+                      nn=args.nn, resume=args.resume, tensorboard=args.tensorboard, progress=not args.no_progress,
+                      timeout_s=args.timeout)
     summary = ppo.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -48,7 +49,7 @@ def _train_dqn(args: argparse.Namespace) -> int:
     from .host.agents import dqn
     config = dqn.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, replay_backend=args.backend,
                       board=args.board, out_dir=args.out, resume=args.resume, nn=args.nn,
-                      tensorboard=args.tensorboard, progress=not args.no_progress)
+                      tensorboard=args.tensorboard, progress=not args.no_progress, timeout_s=args.timeout)
     summary = dqn.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -72,7 +73,7 @@ def _train_sarsa(args: argparse.Namespace) -> int:
     config = sarsa.Args(env_id=args.env, seed=args.seed, episodes=args.episodes, backend=args.backend,
                         board=args.board, alpha=args.alpha, epsilon=args.epsilon, frac_bits=args.frac_bits,
                         tiling=args.tiling, bounds=args.bounds, out_dir=args.out, resume=args.resume,
-                        tensorboard=args.tensorboard, progress=not args.no_progress)
+                        tensorboard=args.tensorboard, progress=not args.no_progress, timeout_s=args.timeout)
     summary = sarsa.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -155,6 +156,21 @@ def _agent_parser(agents, name: str, text: str, env: str) -> argparse.ArgumentPa
     return parser
 
 
+def _add_timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout", type=_seconds, default=5.0, metavar="SECONDS",
+                        help="deadline of one core operation on a board or emu (rtl counts its deadlines in "
+                             "simulated cycles)")
+
+
+def _seconds(text: str) -> float:
+    """argparse type of ``--timeout``: a finite number of seconds > 0."""
+    from .host.drivers.polling import check_timeout
+    try:
+        return check_timeout(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("timeout_s", "--timeout")) from None
+
+
 def _add_nn_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nn", choices=("auto", "torch", "numpy"), default="auto",
                         help="network backend: torch, numpy (no torch needed, e.g. on a PYNQ-Z2), or auto (torch "
@@ -182,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
     ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(ppo)
+    _add_timeout_option(ppo)
     ppo.set_defaults(func=_train_ppo)
 
     dqn = _agent_parser(agents, "dqn", "Double DQN with prioritized replay, priorities on the replay core",
@@ -191,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     dqn.add_argument("--steps", type=int, default=150_000, help="total environment steps")
     dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(dqn)
+    _add_timeout_option(dqn)
     dqn.set_defaults(func=_train_dqn)
 
     sarsa = _agent_parser(agents, "sarsa", "tile-coded Sarsa learning inside the ParSa core", "MountainCar-v0")
@@ -205,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tile-coding bounds per observation dimension, e.g. --bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3 "
                             "(default: the observation space's, which must be finite)")
     sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
+    _add_timeout_option(sarsa)
     sarsa.set_defaults(func=_train_sarsa)
 
     apex = _agent_parser(agents, "apex", "distributed Ape-X on Ray, prioritized replay on the replay server's core",

@@ -151,6 +151,8 @@ class Args:
     """where the priorities live: `numpy` (float64 sum tree on the host), `emu`, `rtl` or `board` (the replay core)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
+    timeout_s: float = 5.0
+    """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
 
     # to be filled in runtime
     num_iterations: int = 0
@@ -334,6 +336,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             priority_eps=args.per_eps,
             seed=seed,
             board=args.board,
+            timeout_s=args.timeout_s,
         )
         gradient_steps = 0
         if resume_state is not None:

@@ -162,6 +162,8 @@ class Args:
     """where GAE runs: `host` (numpy loop), `emu` (bit-exact model), `rtl` (MyHDL simulation) or `board` (the PL)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
+    timeout_s: float = 5.0
+    """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
     quantize: bool = True
     """if toggled, the GAE core runs in q8 mode (8-bit codes, HEPPO); else in raw mode (full-width fixed point)"""
     reward_norm: str | None = None
@@ -427,9 +429,9 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
 
     # the GAE step: injected, the host loop, or the overlay's GAE core (the only branch on hardware)
     if gae is None and args.gae_backend != "host":
-        from ..overlay import RLOverlay  # imported lazily: pynq is needed only for offload
+        from ..overlay import load_core  # imported lazily: pynq is needed only for offload
 
-        gae = RLOverlay(backend=args.gae_backend, board=args.board).gae
+        gae = load_core("gae", args.gae_backend, args.board, args.timeout_s)
 
     with contextlib.ExitStack() as stack:
         if args.nn == "torch":

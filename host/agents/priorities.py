@@ -231,7 +231,8 @@ class NumpySumTree:
         self.rng.bit_generator.state = state["rng"]
 
 
-def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int | None = None) -> PriorityBackend:
+def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int | None = None,
+                          timeout_s: float | None = None) -> PriorityBackend:
     """The priority store named ``name``: a :class:`NumpySumTree` of ``capacity`` leaves, or an overlay's replay core.
 
     Only the core path imports pynq (``emu``/``rtl``/``board``); nothing here needs torch.
@@ -246,6 +247,8 @@ def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int
         The overlay's board (core backends only).
     seed : int, optional
         Seed of the sampler (the numpy Generator, or the core's PRNG seed register, taken mod 2**32).
+    timeout_s : float, optional
+        The core driver's deadline per operation in seconds (core backends only; None: the driver's default).
 
     Raises
     ------
@@ -256,9 +259,9 @@ def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int
         raise ValueError(f"priorities must be one of {PRIORITY_BACKENDS} or a priority backend object, not {name!r}")
     if name == "numpy":
         return NumpySumTree(capacity, seed=seed)
-    from ..overlay import RLOverlay  # imported lazily: pynq is needed only for the core
+    from ..overlay import load_core  # imported lazily: pynq is needed only for the core
 
-    core = RLOverlay(backend=name, board=board).replay
+    core = load_core("replay", name, board, timeout_s)
     if capacity > core.capacity:
         raise ValueError(f"buffer capacity {capacity} exceeds the priority backend's capacity {core.capacity} "
                          f"({name}); use a buffer of at most {core.capacity} transitions or a larger replay core build")

@@ -106,6 +106,8 @@ class PrioritizedReplayBuffer:
         ``allocator(shape, dtype)`` makes each storage array: ``np.zeros`` by default, ``pynq.allocate`` on a board.
     board : str or BoardSpec, optional
         Board of the overlay when ``priorities`` names a core backend.
+    timeout_s : float, optional
+        Deadline per core operation in seconds when ``priorities`` names a core backend (None: the driver's).
 
     Attributes
     ----------
@@ -139,6 +141,7 @@ class PrioritizedReplayBuffer:
         seed: int | None = None,
         allocator: Allocator = np.zeros,
         board: Any = None,
+        timeout_s: float | None = None,
     ) -> None:
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
@@ -151,7 +154,7 @@ class PrioritizedReplayBuffer:
         self.action_shape = tuple(int(d) for d in action_shape)
         self.priority_eps = float(priority_eps)
         if isinstance(priorities, str):  # make_priority_backend rejects an unknown name
-            backend = make_priority_backend(priorities, self.capacity, board)
+            backend = make_priority_backend(priorities, self.capacity, board, timeout_s=timeout_s)
             self.backend_name = priorities
         else:
             backend = priorities

@@ -137,6 +137,8 @@ class Args:
     """where Sarsa runs: `float` (float64 host reference), `emu` (bit-exact model), `rtl` (MyHDL) or `board`"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
+    timeout_s: float = 5.0
+    """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
     key: int = 0
     """the core key (agent slot) this agent uses"""
 
@@ -359,21 +361,25 @@ def env_bounds(env: gym.Env, bounds=None) -> tuple[np.ndarray, np.ndarray]:
 
 def make_learner(backend: str, tiling, n_actions: int, bounds, alpha: float, gamma: float, epsilon: float,
                  epsilon_decay: float, frac_bits: int, seed: int, board: str | None = None,
-                 overlay=None) -> SarsaLearner:
+                 overlay=None, timeout_s: float | None = None) -> SarsaLearner:
     """The learner: :class:`FloatSarsa` (``"float"``) or the configured ParSa core of an overlay on ``backend``.
 
-    ``alpha`` is the per-tiling step size. ``overlay``: an existing RLOverlay to use instead of loading one. This
-    is the only place that branches on hardware.
+    ``alpha`` is the per-tiling step size. ``overlay``: an existing RLOverlay to use instead of loading one.
+    ``timeout_s``: the core driver's deadline per operation (None: the driver's default). This is the only place
+    that branches on hardware.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if backend == "float":
         return FloatSarsa(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, seed=seed)
     if overlay is None:
-        from ..overlay import RLOverlay  # imported lazily: pynq is needed only for the core
+        from ..overlay import load_core  # imported lazily: pynq is needed only for the core
 
-        overlay = RLOverlay(backend=backend, board=board)
-    core = overlay.parsa
+        core = load_core("parsa", backend, board, timeout_s)
+    else:
+        core = overlay.parsa
+        if timeout_s is not None:
+            core.timeout_s = timeout_s
     core.configure(tiling, n_actions, bounds, alpha=alpha, gamma=gamma, epsilon=epsilon,
                    epsilon_decay=epsilon_decay, frac_bits=frac_bits, seed=seed)
     return core
@@ -525,7 +531,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         args.step_size = args.alpha / tiling.n_tilings
         learner = make_learner(args.backend, tiling, int(env.action_space.n), (lows, highs), args.step_size,
                                args.gamma, args.epsilon, args.epsilon_decay, args.frac_bits, args.seed, args.board,
-                               overlay)
+                               overlay, args.timeout_s)
         if resume_state is not None:
             if (resume_state["backend"] == "float") != (args.backend == "float"):
                 raise ValueError(f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "

@@ -18,6 +18,7 @@ from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, trace
 
 from ...overlay import spec as S
 from ...overlay.hdl.top import CORE_TOPS
+from ..drivers.polling import CycleDeadline
 from .device import EmulatedDevice
 from .regfile import RegisterFile
 
@@ -250,6 +251,11 @@ class RtlDevice(EmulatedDevice):
         super().__init__(board_spec,
                          lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
                          tag=f"rtl{next(_serial)}:{board_spec.name}")
+
+    def cycle_deadline(self, cycles: int) -> CycleDeadline:
+        """A deadline ``cycles`` simulated clock cycles from now: the drivers wait in the simulation's time, which
+        passes only as they poll, so a wait's outcome does not depend on how fast the host runs the simulation."""
+        return CycleDeadline(lambda: self.simulation.cycle, cycles)
 
     def read_registers(self, address: int, length: int) -> bytes:
         """Bus reads; a read of a non-simulated IP costs a few cycles, then the DMAs move what they can."""

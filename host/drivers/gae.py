@@ -18,6 +18,7 @@ import numpy as np
 from ...overlay import fixed
 from ...overlay import spec as S
 from ...overlay.models import gae as model
+from .polling import check_timeout
 from .stream_core import StreamCore
 
 __all__ = ["GaeCore", "GaeSaturationWarning"]
@@ -95,7 +96,8 @@ class GaeCore(StreamCore):
         strict : bool
             Raise instead of warning when a value saturates.
         timeout_s : float or None
-            Deadline of each wait; None uses :attr:`timeout_s`.
+            Deadline of each batch of lanes in seconds (board, ``emu``); None uses :attr:`timeout_s`. On ``rtl`` the
+            deadline is counted in simulated cycles (``StreamCore``).
 
         Returns
         -------
@@ -128,7 +130,7 @@ class GaeCore(StreamCore):
         for name, x in (("gamma", gamma), ("lam", lam)):
             if not (isinstance(x, (int, float, np.floating, np.integer)) and 0.0 <= float(x) <= 1.0):
                 raise ValueError(f"{name} must be a number in [0, 1], not {x!r}")
-        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
+        timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
         dones = dones.astype(np.int64)
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)
         returns = np.empty((n_steps, n_envs), dtype=np.float32)
@@ -183,7 +185,8 @@ class GaeCore(StreamCore):
         for name, value in regs.items():
             self._write(name, value)
         out_bytes = n_steps * spec.output_record_bytes
-        received = self._transfer(mode, records, out_bytes, timeout_s, f"T={n_steps}, lanes={n_lanes}")
+        received = self._transfer(mode, records, out_bytes, timeout_s, f"T={n_steps}, lanes={n_lanes}",
+                                  cycles=n_steps + spec.pipeline_depth)
         adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes)
         scale = spec.data.lsb * unit
         return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),

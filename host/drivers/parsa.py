@@ -14,6 +14,7 @@ Anything out of range saturates in the core and raises a :class:`ParsaSaturation
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,9 +145,9 @@ class ParsaCore(StreamCore):
             self._write(name, code)
         self._write_options(online, False)
         words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
-        self._run(S.ParsaMode.CONFIG, words, 0, timeout_s, "configure")
+        self._run(S.ParsaMode.CONFIG, words, 0, timeout_s, "configure", cycles=len(words))  # + checks, a word each
         if clear:
-            self._run(S.ParsaMode.CLEAR, None, 0, timeout_s, "clear")
+            self._run(S.ParsaMode.CLEAR, None, 0, timeout_s, "clear", cycles=spec.tiles_per_worker)
         self.config = ParsaConfig(layout, int(n_actions), tuple(lows), tuple(highs), float(alpha), float(gamma),
                                   float(epsilon), float(epsilon_decay), int(frac_bits), bool(online),
                                   tuple(descriptors))
@@ -265,7 +266,8 @@ class ParsaCore(StreamCore):
         words = model.pack_states(keys, flags, reward_codes, state_codes, cfg.layout.n_dims).ravel()
         out_words = self.spec.action_record_words(cfg.n_actions, return_values)
         self._write_options(self.online, return_values)
-        out = self._run(S.ParsaMode.ACT, words, n * out_words, timeout_s, f"act on {n} states")
+        out = self._run(S.ParsaMode.ACT, words, n * out_words, timeout_s, f"act on {n} states",
+                        cycles=n * self._record_cycles(cfg))
         actions, _, _, q_values = model.unpack_actions(out.reshape(n, out_words), cfg.n_actions)
         if reward_sat or state_sat or self._last_status & S.Status.SATURATED:
             self._saturated("a state, reward, q value or weight")
@@ -286,7 +288,8 @@ class ParsaCore(StreamCore):
     # -- policy -----------------------------------------------------------------------------------------------------
     def dump_banks(self, timeout_s: float | None = None) -> np.ndarray:
         """The raw policy banks ``(workers, tiles_per_worker, max_actions)`` as value codes."""
-        out = self._run(S.ParsaMode.DUMP_POLICY, None, self.spec.policy_words, timeout_s, "dump policy")
+        out = self._run(S.ParsaMode.DUMP_POLICY, None, self.spec.policy_words, timeout_s, "dump policy",
+                        cycles=self._policy_cycles())
         return model.unpack_policy(out.view(np.uint64), self.spec)
 
     def load_banks(self, banks: np.ndarray, timeout_s: float | None = None) -> None:
@@ -295,7 +298,8 @@ class ParsaCore(StreamCore):
         shape = (self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions)
         if banks.shape != shape or not np.issubdtype(banks.dtype, np.integer):
             raise ValueError(f"banks must be integer codes of shape {shape}, not {banks.dtype} {banks.shape}")
-        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy")
+        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy",
+                  cycles=self._policy_cycles())
         if self._last_status & S.Status.SATURATED:
             self._saturated("a policy weight")
 
@@ -332,7 +336,8 @@ class ParsaCore(StreamCore):
             banks[worker, base:base + rows, :cfg.n_actions] = codes[offset:offset + rows]
         if saturated:
             self._saturated("a policy weight")
-        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy")
+        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy",
+                  cycles=self._policy_cycles())
 
     def state_dict(self) -> dict:
         """Configuration, raw policy banks, epsilon and PRNG state (keys' previous steps are not saved)."""
@@ -354,9 +359,20 @@ class ParsaCore(StreamCore):
 
     # -- transfers --------------------------------------------------------------------------------------------------
     def _run(self, mode: S.ParsaMode, words: np.ndarray | None, recv_words: int, timeout_s: float | None,
-             what: str) -> np.ndarray:
-        """One operation streaming 64-bit ``words`` in and ``recv_words`` words out."""
-        return self._transfer(mode, words, recv_words * _WORD, timeout_s, what).view(np.uint64)
+             what: str, cycles: int) -> np.ndarray:
+        """One operation streaming 64-bit ``words`` in and ``recv_words`` words out; the core's own work takes
+        ``cycles`` beyond a cycle per word (what the ``rtl`` deadline is derived from: ``StreamCore._transfer``)."""
+        return self._transfer(mode, words, recv_words * _WORD, timeout_s, what, cycles).view(np.uint64)
+
+    def _record_cycles(self, cfg: ParsaConfig) -> int:
+        """Cycles one state record can take beyond its stream words: CYCLES_ACT plus CYCLES_UPDATE (spec formulas)."""
+        busiest = max(Counter(d.worker for d in cfg.descriptors).values(), default=0)
+        return cfg.layout.n_dims + 2 * busiest + self.spec.act_depth + self.spec.update_depth
+
+    def _policy_cycles(self) -> int:
+        """A bound on LOAD_POLICY's and DUMP_POLICY's work beyond one cycle per word: a bank read and an emitter
+        load per row (DUMP), a row commit per row (LOAD)."""
+        return 3 * self.spec.workers * self.spec.tiles_per_worker
 
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []

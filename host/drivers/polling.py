@@ -1,25 +1,111 @@
-"""Bounded polling: every wait on the PL has a deadline (the stock PYNQ waits loop forever if the PL hangs)."""
+"""Bounded polling: every wait on the PL has a deadline (the stock PYNQ waits loop forever if the PL hangs).
+
+A deadline is kept in the time the PL runs in. On a board that is the wall clock (:class:`WallClockDeadline`). On the
+``rtl`` backend the PL is a MyHDL simulation that advances only while the driver talks to it, thousands of times
+slower than hardware and at whatever speed the host's load allows, so a wall-clock deadline there either fires on a
+busy machine or has to be so long that a hung core takes minutes to report. The simulation's deadline is counted in
+its own clock cycles instead (:class:`CycleDeadline`): an operation gets a budget derived from the cycles it is known
+to take, fires after the same simulated time whatever the host does, and never sleeps (polling is what advances the
+simulation).
+"""
 from __future__ import annotations
 
+import math
 import time
-from typing import Callable
+from typing import Callable, Protocol, TypeVar
 
-__all__ = ["wait_until", "wait_dma_channel"]
+__all__ = ["CycleDeadline", "Deadline", "WallClockDeadline", "check_timeout", "wait_dma_channel", "wait_until"]
 
 _POLL_S = 20e-6
+T = TypeVar("T")
 
 
-def wait_until(ready: Callable[[], bool], timeout_s: float, describe: Callable[[], str]) -> None:
-    """Poll ``ready()`` until it is true; after ``timeout_s`` raise ``TimeoutError`` with ``describe()``."""
-    deadline = time.monotonic() + timeout_s
-    while not ready():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s} s: {describe()}")
+def check_timeout(timeout_s: float) -> float:
+    """``timeout_s`` as a float, or ``ValueError`` unless it is a finite number > 0 (NaN would never time out)."""
+    try:
+        value = float(timeout_s)
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout_s must be a number of seconds > 0, not {timeout_s!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"timeout_s must be a finite number of seconds > 0, not {timeout_s!r}")
+    return value
+
+
+class Deadline(Protocol):
+    """When a wait gives up, in the PL's own time."""
+
+    def expired(self) -> bool:
+        """True once the deadline has passed."""
+
+    def pause(self) -> None:
+        """Called between two polls (a wall-clock wait yields the CPU; a simulated one has nothing to wait for)."""
+
+    def describe(self) -> str:
+        """How long was waited, for the ``TimeoutError`` message ("5.0 s", "12,288 simulated cycles")."""
+
+
+class WallClockDeadline:
+    """A deadline ``timeout_s`` seconds from now on the host's monotonic clock (the board backend; ``emu``)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = check_timeout(timeout_s)
+        self._end = time.monotonic() + self.timeout_s
+
+    def expired(self) -> bool:
+        return time.monotonic() > self._end
+
+    def pause(self) -> None:
         time.sleep(_POLL_S)
 
+    def describe(self) -> str:
+        return f"{self.timeout_s} s"
 
-def wait_dma_channel(channel, timeout_s: float, name: str) -> int:
-    """Wait for a ``pynq.lib.dma`` simple-mode channel to go idle or fail, within ``timeout_s``.
+
+class CycleDeadline:
+    """A deadline ``cycles`` clock cycles from now on a simulated PL clock.
+
+    Parameters
+    ----------
+    clock : callable
+        Returns the simulation's cycle count (it must advance while the waiting code polls).
+    cycles : int
+        The budget, in cycles of that clock.
+    """
+
+    def __init__(self, clock: Callable[[], int], cycles: int) -> None:
+        if cycles < 1:
+            raise ValueError(f"a cycle budget must be >= 1, not {cycles!r}")
+        self.clock, self.cycles = clock, int(cycles)
+        self._end = clock() + self.cycles
+
+    def expired(self) -> bool:
+        return self.clock() > self._end
+
+    def pause(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{self.cycles:,} simulated cycles"
+
+
+def wait_until(poll: Callable[[], T], done: Callable[[T], bool], deadline: Deadline,
+               describe: Callable[[T], str]) -> T:
+    """Call ``poll()`` until ``done(value)``; return that value, or raise ``TimeoutError`` once ``deadline`` expires.
+
+    The message is ``describe(value)`` of the last value polled, the one that was found not done: reading the
+    hardware again to describe it could report a state the wait never saw (a core that finished in between).
+    """
+    while True:
+        value = poll()
+        if done(value):
+            return value
+        if deadline.expired():
+            raise TimeoutError(f"timed out after {deadline.describe()}: {describe(value)}")
+        deadline.pause()
+
+
+def wait_dma_channel(channel, deadline: Deadline, name: str) -> int:
+    """Wait for a ``pynq.lib.dma`` simple-mode channel to go idle or fail before ``deadline``.
 
     Once the channel is idle (or in error) the stock ``channel.wait()`` returns at once: it decodes the error
     bits into PYNQ's messages, invalidates the receive buffer and records ``transferred``, which is returned.
@@ -27,12 +113,11 @@ def wait_dma_channel(channel, timeout_s: float, name: str) -> int:
     Raises
     ------
     TimeoutError
-        The channel stayed busy for ``timeout_s`` (the PL stopped consuming or producing the stream).
+        The channel stayed busy until the deadline (the PL stopped consuming or producing the stream).
     RuntimeError
         The DMA reported an error (decode, slave or internal error).
     """
-    wait_until(lambda: channel.idle or channel.error, timeout_s,
-               lambda: f"DMA {name} channel still busy (running={channel.running}, idle={channel.idle}, "
-                       f"error={channel.error})")
+    wait_until(lambda: (True, False) if channel.idle else (False, channel.error), any, deadline,
+               lambda seen: f"DMA {name} channel still busy (idle={seen[0]}, error={seen[1]})")
     channel.wait()
     return channel.transferred

@@ -178,7 +178,7 @@ class ReplayCore(StreamCore):
         self._write("COUNT", n)
         self._write("STRIDE", S.ReplaySpec.stride(n))
         send = None if uniforms is None else model.pack_uniforms(uniforms)
-        records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}")
+        records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}", n + self.spec.sample_depth)
         indices, codes = model.unpack_results(records.view(np.uint64))
         probabilities = codes / float(total)
         weights = np.power(self.nonzero * probabilities, -float(beta))
@@ -191,11 +191,12 @@ class ReplayCore(StreamCore):
     def dump_codes(self, timeout_s: float | None = None) -> np.ndarray:
         """Every leaf code (uint32), in index order."""
         nbytes = self.capacity * 4
-        return self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump").view(np.uint32).copy()
+        return self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump",
+                         self.capacity // 2 + 2).view(np.uint32).copy()
 
     def clear(self, timeout_s: float | None = None) -> None:
         """Set every priority to 0 (nothing can be sampled until the next update)."""
-        self._run(S.ReplayMode.CLEAR, None, 0, timeout_s, "clear")
+        self._run(S.ReplayMode.CLEAR, None, 0, timeout_s, "clear", self.spec.k ** (self.spec.levels - 1))
 
     def state_dict(self) -> dict:
         """Everything needed to restore this core exactly: build parameters, alpha, leaf codes, PRNG state."""
@@ -229,11 +230,12 @@ class ReplayCore(StreamCore):
             part = slice(start, start + chunk)
             count = len(indices[part])
             self._run(S.ReplayMode.SET, model.pack_set(indices[part], codes[part]), 0, timeout_s,
-                      f"set of {count} records")
+                      f"set of {count} records", count + self.spec.set_depth)
 
     def _run(self, mode: S.ReplayMode, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
-             what: str) -> np.ndarray:
-        out = self._transfer(mode, send, recv_bytes, timeout_s, what)
+             what: str, cycles: int) -> np.ndarray:
+        """One operation whose core work takes ``cycles`` (the spec's formula; see ``StreamCore._transfer``)."""
+        out = self._transfer(mode, send, recv_bytes, timeout_s, what, cycles)
         if self._last_status & S.Status.SATURATED:  # the driver saturates first, so the core never should
             raise RuntimeError(f"Replay core saturated a leaf during {what}: driver and core disagree on the format")
         return out

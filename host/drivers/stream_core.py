@@ -16,7 +16,7 @@ from pynq.registers import RegisterMap
 
 from ...overlay import spec as S
 from .identity import BitstreamMismatchError, check_identity
-from .polling import wait_dma_channel, wait_until
+from .polling import Deadline, WallClockDeadline, check_timeout, wait_dma_channel, wait_until
 
 __all__ = ["StreamCore"]
 
@@ -31,8 +31,17 @@ class StreamCore(DefaultIP):
     dma : pynq.lib.dma.DMA
         The AXI DMA that streams this core's input and output.
     timeout_s : float
-        Default deadline of each wait (DONE, each DMA channel).
+        Default deadline of one operation (START to DONE and both DMA channels idle), in seconds, on a board and on
+        ``emu``. On ``rtl`` an operation's deadline is counted in simulated cycles instead: ``RTL_MARGIN`` times the
+        cycles the operation is known to take (the core's compute plus one per stream beat) plus
+        ``RTL_SLACK_CYCLES``, so a short run completes however loaded the host is and a hung core still reports
+        after the same simulated time (:mod:`.polling`).
     """
+
+    RTL_MARGIN = 4
+    """factor on an operation's known cycle count in its ``rtl`` deadline"""
+    RTL_SLACK_CYCLES = 4096
+    """cycles added to every ``rtl`` deadline (START checks, bus turnarounds, a DMA serviced only between polls)"""
 
     core_name: str = ""
     title: str = ""
@@ -50,9 +59,18 @@ class StreamCore(DefaultIP):
             raise UnsupportedConfiguration(f"{self.title} core {description['fullpath']} has no DMA at {dma_path}")
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
         self.dma = DMA(self._dma_description)
-        self.timeout_s = 5.0
+        self._timeout_s = 5.0
         self._dma_buffers: dict[str, Any] = {}
         self._last_status = S.Status(0)
+
+    @property
+    def timeout_s(self) -> float:
+        """Default deadline of one operation in seconds (board, ``emu``); a finite number > 0."""
+        return self._timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, value: float) -> None:
+        self._timeout_s = check_timeout(value)
 
     @property
     def stream_bytes(self) -> int:
@@ -150,11 +168,23 @@ class StreamCore(DefaultIP):
         mode_field = self.registers["CTRL"]["fields"]["MODE"]["bit_offset"]
         self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
 
-    def _wait_done(self, timeout_s: float, describe: Callable[[], str]) -> S.Status:
-        """Wait for STATUS.DONE within ``timeout_s``; return STATUS."""
-        wait_until(lambda: self.status & S.Status.DONE, timeout_s,
-                   lambda: f"{self.title} core not DONE (STATUS={self.status!r}, {describe()})")
-        return self.status
+    def _deadline(self, timeout_s: float | None, cycles: int) -> Deadline:
+        """The deadline of an operation known to take ``cycles`` cycles of the PL clock.
+
+        A device that simulates the PL offers ``cycle_deadline(cycles)`` (the ``rtl`` backend): the budget is then
+        ``RTL_MARGIN * cycles + RTL_SLACK_CYCLES`` simulated cycles. Anywhere else it is ``timeout_s`` (None: the
+        driver's :attr:`timeout_s`) of wall-clock time.
+        """
+        timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
+        cycle_deadline = getattr(self.device, "cycle_deadline", None)
+        if cycle_deadline is not None:
+            return cycle_deadline(self.RTL_MARGIN * int(cycles) + self.RTL_SLACK_CYCLES)
+        return WallClockDeadline(timeout_s)
+
+    def _wait_done(self, deadline: Deadline, describe: Callable[[], str]) -> S.Status:
+        """Wait for STATUS.DONE before ``deadline``; return STATUS (the timeout message shows the last one read)."""
+        return wait_until(lambda: self.status, lambda status: bool(status & S.Status.DONE), deadline,
+                          lambda status: f"{self.title} core not DONE (STATUS={status!r}, {describe()})")
 
     # -- one streamed operation -----------------------------------------------------------------------------------
     def _dma_buffer(self, name: str, nbytes: int):
@@ -168,16 +198,19 @@ class StreamCore(DefaultIP):
         return buffer
 
     def _transfer(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
-                  what: str) -> np.ndarray:
+                  what: str, cycles: int) -> np.ndarray:
         """One operation: START in ``mode``, stream ``send`` (any array, sent as bytes) in and ``recv_bytes`` out.
 
-        Arms the receive channel before START and sends after it, waits for DONE and both channels within the
-        deadline, and returns a copy of the received bytes. On an error or a timeout the core and its DMA are
-        reset (the core's memories survive a soft reset) before the exception propagates.
+        ``cycles`` is what the core's own work takes (its spec's formula, or a bound on it); one cycle per stream
+        beat each way is added to make the operation's known cycle count, from which the ``rtl`` deadline is
+        derived (:meth:`_deadline`). Arms the receive channel before START and sends after it, waits for DONE and
+        both channels before the one deadline, and returns a copy of the received bytes. On an error or a timeout
+        the core and its DMA are reset (the core's memories survive a soft reset) before the exception propagates.
         """
-        timeout_s = self.timeout_s if timeout_s is None else float(timeout_s)
-        self._check_idle()
         payload = None if send is None else np.ascontiguousarray(send).view(np.uint8).ravel()
+        beats = -(-(0 if payload is None else len(payload)) // self.stream_bytes) - (-recv_bytes // self.stream_bytes)
+        deadline = self._deadline(timeout_s, cycles + beats)
+        self._check_idle()
         send_buffer = recv_buffer = None
         if payload is not None and len(payload):
             send_buffer = self._dma_buffer("in", len(payload))
@@ -189,12 +222,12 @@ class StreamCore(DefaultIP):
         if send_buffer is not None:
             self.dma.sendchannel.transfer(send_buffer, nbytes=len(payload))
         try:
-            status = self._wait_done(timeout_s, lambda: what)
+            status = self._wait_done(deadline, lambda: what)
             if status.errors:
                 raise RuntimeError(self._describe_errors(status, what))
             if send_buffer is not None:
-                wait_dma_channel(self.dma.sendchannel, timeout_s, f"MM2S (to the {self.title} core)")
-            received = (wait_dma_channel(self.dma.recvchannel, timeout_s, f"S2MM (from the {self.title} core)")
+                wait_dma_channel(self.dma.sendchannel, deadline, f"MM2S (to the {self.title} core)")
+            received = (wait_dma_channel(self.dma.recvchannel, deadline, f"S2MM (from the {self.title} core)")
                         if recv_buffer is not None else 0)
         except (TimeoutError, RuntimeError):
             self.reset()

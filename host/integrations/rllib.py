@@ -122,7 +122,7 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
     gamma, lambda_ : float
         Discount and GAE lambda.
     gae : object, optional
-        Anything with the driver's ``compute``; if None, ``RLOverlay(backend=backend, board=board).gae`` is built
+        Anything with the driver's ``compute``; if None, ``load_core("gae", backend, board)`` is built
         on first use (in the learner's process).
     backend, board : optional
         The overlay to build when ``gae`` is None (None: the overlay's default backend).
@@ -148,9 +148,9 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
     def gae(self) -> GaeCompute:
         """The GAE core's driver (built on first use when none was given)."""
         if self._gae is None:
-            from ..overlay import RLOverlay
+            from ..overlay import load_core
 
-            self._gae = RLOverlay(backend=self.backend, board=self.board).gae
+            self._gae = load_core("gae", self.backend, self.board)
         return self._gae
 
     def __call__(self, *, rl_module, episodes, batch, **kwargs):

@@ -142,9 +142,9 @@ class _GaeOffload:
         """The GAE core's driver (built on first use from ``backend``/``board`` when none was given)."""
         if self._gae is None:
             # imported lazily: building an overlay loads pynq and the backend
-            from ..overlay import RLOverlay
+            from ..overlay import load_core
 
-            self._gae = RLOverlay(backend=self.backend, board=self.board).gae
+            self._gae = load_core("gae", self.backend, self.board)
         return self._gae
 
     def compute_returns_and_advantage(self, last_values: Any, dones: np.ndarray) -> None:
@@ -204,7 +204,7 @@ class GaeRolloutBuffer(_GaeOffload, RolloutBuffer):
         Anything with the driver's ``compute(rewards, values, dones, *, gamma, lam, quantize)`` (a ``GaeCore``, or
         a test double).
     backend : {"board", "emu", "rtl"}, optional
-        Build ``RLOverlay(backend=backend, board=board)`` on the first GAE step. Plain strings pickle, so an SB3
+        Build ``load_core("gae", backend, board)`` on the first GAE step. Plain strings pickle, so an SB3
         model built this way saves with ``model.save`` and loads with ``PPO.load``; SB3 pickles
         ``rollout_buffer_kwargs``, and an ``overlay=`` object there makes ``model.save`` raise ``TypeError``. With none of ``overlay``, ``gae`` and ``backend``, the overlay's default backend is used (``board`` on
         a PYNQ board, ``emu`` elsewhere, or ``$PYNQ_RL_BACKEND``).

@@ -248,18 +248,17 @@ def test_backend_builds_the_overlay_lazily_on_the_first_gae_step(monkeypatch):
 
     built = []
 
-    class FakeOverlay:
-        def __init__(self, backend=None, board=None):
-            built.append((backend, board))
-            self.gae = RecordingGae()
+    def fake_load_core(name, backend=None, board=None, timeout_s=None):
+        built.append((name, backend, board))
+        return RecordingGae()
 
-    monkeypatch.setattr(overlay_module, "RLOverlay", FakeOverlay)
+    monkeypatch.setattr(overlay_module, "load_core", fake_load_core)
     _, dropin = make_buffers(8, 2, 0.99, 0.95, backend="emu", board="Pynq-Z2")
     assert built == []
     fill([dropin], *hand_made(8, 2, seed=2)[:3])
     dropin.compute_returns_and_advantage(th.zeros(2), np.zeros(2, dtype=bool))
     dropin.compute_returns_and_advantage(th.zeros(2), np.zeros(2, dtype=bool))
-    assert built == [("emu", "Pynq-Z2")] and len(dropin.gae.calls) == 2
+    assert built == [("gae", "emu", "Pynq-Z2")] and len(dropin.gae.calls) == 2
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -181,7 +181,7 @@ def test_core_refuses_a_bad_stride_and_the_driver_decodes_it(replay):
     replay._write("COUNT", 4)
     replay._write("STRIDE", 2**31)
     replay._start(S.ReplayMode.SAMPLE)
-    status = replay._wait_done(1.0, lambda: "bad stride")
+    status = replay._wait_done(replay._deadline(1.0, S.ReplaySpec().sample_depth), lambda: "bad stride")
     assert status & S.Status.ERR_CONFIG
     assert "refused" in replay._describe_errors(status, "sample")
     replay.reset()
@@ -192,7 +192,7 @@ def test_out_of_range_index_on_the_stream_is_flagged(replay):
     """The driver validates indices, but the core must not trust the stream: it drops the record, ERR_CONFIG."""
     records = model.pack_set(np.array([1, replay.capacity]), np.array([5, 5]))
     with pytest.raises(RuntimeError, match="refused"):
-        replay._run(S.ReplayMode.SET, records, 0, None, "bad set")
+        replay._run(S.ReplayMode.SET, records, 0, None, "bad set", 2 + replay.spec.set_depth)
     codes = replay.dump_codes()
     assert codes[1] == 5 and codes.sum() == 5
 

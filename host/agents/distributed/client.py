@@ -275,8 +275,8 @@ class PrefetchingSampler:
     the ``depth`` batches before it, and with the ``beta`` of the call that requested it. Slot versions still drop
     updates for slots overwritten since they were sampled.
 
-    Errors: a request that fails with ``UNAVAILABLE`` (server restarting) falls back to :meth:`ReplayClient.sample`
-    and its retries; ``FAILED_PRECONDITION`` raises :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
+    Errors: a request that fails with ``UNAVAILABLE`` (server restarting) or ``CANCELLED`` (the client reopened its
+    channel meanwhile) falls back to :meth:`ReplayClient.sample` and its retries; ``FAILED_PRECONDITION`` raises :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
 
     Parameters
     ----------

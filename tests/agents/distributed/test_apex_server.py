@@ -443,6 +443,36 @@ def test_prefetching_sampler_hands_out_batches_requested_one_call_earlier(served
         PrefetchingSampler(client, 16, depth=0)
 
 
+class SlowSampleTree(NumpySumTree):
+    """A priority backend whose samples take 0.3 s (requests stay in flight)."""
+
+    def sample(self, n, beta):
+        time.sleep(0.3)
+        return super().sample(n, beta)
+
+
+def test_prefetching_sampler_survives_its_client_reopening_the_channel():
+    """A client that lost its server reopens its channel, cancelling the sampler's requests in flight: the sampler
+    serves the next batch through the client instead of failing."""
+    from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+    replay = ReplayServer(64, OBS, SlowSampleTree(64))
+    server, port = serve(replay, "127.0.0.1:0")
+    client = ReplayClient(f"127.0.0.1:{port}", retry_s=5.0)
+    try:
+        client.push(make_batch(0, 64), np.ones(64))
+        replay.flush()
+        sampler = PrefetchingSampler(client, 8, depth=1)
+        check_rows(sampler.sample(0.4))  # and the next one requested: in flight for 0.3 s
+        client._connect()  # what a call failing with UNAVAILABLE does
+        check_rows(sampler.sample(0.4))
+        assert sampler.fallbacks == 1
+        sampler.cancel()
+    finally:
+        client.close()
+        server.stop(0).wait()
+        replay.close()
+
+
 def test_prefetching_sampler_survives_a_server_restart(tmp_path):
     """A batch in flight when the server dies: the sampler falls back to the client's retrying sample."""
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler

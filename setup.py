@@ -86,6 +86,9 @@ setup(
         "distributed": ["ray==2.60.0", "grpcio==1.64.0", "grpcio-tools==1.64.0", "protobuf==5.29.6", "redis==8.1.0",
                         TORCH],
         "bench": ["torchrl==0.14.1", TORCH, "cpprb==11.0.0", "numba>=0.58"],
+        # continuous-control PPO on MuJoCo (Hopper-v5, HalfCheetah-v5; benchmarks/ppo_continuous.py): the mujoco
+        # wheel (4.0.0: mujoco + mujoco-core + mujoco-studio) carries the simulator; gymnasium's renderer needs imageio
+        "mujoco": ["gymnasium[mujoco]", "mujoco>=3.0", "imageio>=2.14.1"],
     },
     entry_points={
         "console_scripts": ["pynq-rl = pynq_rl.cli:main"],

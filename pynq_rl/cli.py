@@ -4,6 +4,7 @@
 
     pynq-rl info [--backend emu] [--board Pynq-Z2]        backend, board, cores, build parameters, ID registers
     pynq-rl train ppo --env CartPole-v1 --backend emu --steps 300000 --seed 0 --out runs [--nn numpy]
+    pynq-rl train ppo --env Pendulum-v1 --backend emu --steps 300000 [--reward-norm dynamic]  (Box: Gaussian policy)
     pynq-rl train dqn --env CartPole-v1 --backend emu --steps 150000 --seed 0 --out runs [--nn numpy]
     pynq-rl train sarsa --env MountainCar-v0 --backend emu --episodes 500 --seed 0 --out runs
     pynq-rl train apex --env CartPole-v1 --actors 4 --replay-backend emu [--replay-address host:port]
@@ -35,10 +36,11 @@ def _info(args: argparse.Namespace) -> int:
 
 def _train_ppo(args: argparse.Namespace) -> int:
     from .host.agents import ppo
-    config = ppo.Args(env_id=args.env, seed=args.seed, total_timesteps=args.steps, gae_backend=args.backend,
-                      board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
-                      nn=args.nn, resume=args.resume, tensorboard=args.tensorboard, progress=not args.no_progress,
-                      timeout_s=args.timeout)
+    # a Box action space gets CleanRL's continuous-control defaults (Gaussian policy, 1 env x 2048 steps, ...)
+    config = ppo.args_for(args.env, seed=args.seed, total_timesteps=args.steps, gae_backend=args.backend,
+                          board=args.board, reward_norm=args.reward_norm, quantize=not args.raw, out_dir=args.out,
+                          nn=args.nn, resume=args.resume, tensorboard=args.tensorboard, progress=not args.no_progress,
+                          timeout_s=args.timeout, norm_obs=args.norm_obs, norm_reward=args.norm_reward)
     summary = ppo.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")},
                      indent=2, default=str))
@@ -197,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     ppo.add_argument("--reward-norm", choices=("dynamic",), default=None, help="HEPPO dynamic reward standardization")
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
     ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
+    ppo.add_argument("--norm-obs", action=argparse.BooleanOptionalAction, default=None,
+                     help="observation normalization wrapper (default: on for Box action spaces)")
+    ppo.add_argument("--norm-reward", action=argparse.BooleanOptionalAction, default=None,
+                     help="reward normalization wrapper (default: on for Box action spaces without --reward-norm)")
     _add_nn_option(ppo)
     _add_timeout_option(ppo)
     ppo.set_defaults(func=_train_ppo)

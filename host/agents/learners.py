@@ -45,13 +45,17 @@ class ActorCritic(Protocol):
 
 
 def make_actor_critic(nn: str, obs_dim: int, n_actions: int, learning_rate: float,
-                      rng: np.random.Generator) -> ActorCritic:
-    """The actor-critic on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it."""
+                      rng: np.random.Generator, continuous: bool = False) -> ActorCritic:
+    """The actor-critic on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it.
+
+    ``continuous`` selects a Gaussian policy over ``n_actions`` action dimensions (a ``Box`` space) instead of a
+    categorical one over ``n_actions`` actions.
+    """
     if nn == "torch":
         from .torch_nets import TorchActorCritic
 
-        return TorchActorCritic(obs_dim, n_actions, learning_rate)
-    return NumpyActorCritic(obs_dim, n_actions, learning_rate, rng)
+        return TorchActorCritic(obs_dim, n_actions, learning_rate, continuous=continuous)
+    return NumpyActorCritic(obs_dim, n_actions, learning_rate, rng, continuous=continuous)
 
 
 class QLearner(Protocol):

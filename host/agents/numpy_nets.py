@@ -16,7 +16,12 @@ PPO's clipped surrogate (Schulman et al., 2017), per minibatch of size :math:`B`
 Its gradient with respect to the logits is :math:`g_\rho \rho_i (e_{a_i} - p_i) + \frac{c_H}{B} p_i
 (\log p_i + H_i)` where :math:`g_\rho` is :math:`-\hat A_i / B` where the unclipped term is the larger,
 :math:`0` where the clipped term is and :math:`\rho` is outside the clip range, and the mean of both at a tie (as
-``torch.max`` splits it). DQN's loss is the importance-weighted Huber loss of the TD error,
+``torch.max`` splits it). For a ``Box`` action space the actor outputs the mean :math:`\mu` of a diagonal Gaussian
+with a state-independent :math:`\log\sigma` (CleanRL's ``ppo_continuous_action.py``); with
+:math:`z = (a - \mu)/\sigma` and :math:`g_i = g_\rho \rho_i` the gradient of the surrogate with respect to
+:math:`\log\pi(a_i|s_i)`, the gradients are :math:`g_i z_i / \sigma` for :math:`\mu` and
+:math:`\sum_i g_i (z_i^2 - 1) - c_H` for :math:`\log\sigma` (the entropy is :math:`\sum_j \log\sigma_j` plus a
+constant). DQN's loss is the importance-weighted Huber loss of the TD error,
 :math:`\frac{1}{B}\sum_i w_i\,\mathrm{Huber}(Q(s_i, a_i) - y_i)`, whose gradient is
 :math:`w_i\,\mathrm{clip}(Q - y, -1, 1) / B`.
 """
@@ -26,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .numpy_nn import MLP, Adam, clip_grad_norm, log_softmax
+from .numpy_nn import MLP, Adam, clip_grad_norm, gaussian_entropy, gaussian_log_prob, log_softmax
 
 __all__ = ["NumpyActorCritic", "NumpyQLearner"]
 
@@ -59,28 +64,44 @@ class NumpyActorCritic(_NumpyLearner):
     obs_dim : int
         Size of the flattened observation.
     n_actions : int
-        Number of discrete actions.
+        Number of discrete actions, or the action dimension when ``continuous``.
     learning_rate : float
         Adam's initial learning rate (eps 1e-5, as CleanRL).
     rng : numpy.random.Generator
         Source of the initial weights and of the sampled actions.
     hidden : int
         Width of the two hidden layers.
+    continuous : bool
+        If True, a Gaussian policy for a ``Box`` action space: the actor outputs the mean, :attr:`log_std`
+        (shape ``(1, n_actions)``, initially 0) is a parameter of its own, optimised after the actor's.
     """
 
     def __init__(self, obs_dim: int, n_actions: int, learning_rate: float, rng: np.random.Generator,
-                 hidden: int = 64) -> None:
+                 hidden: int = 64, continuous: bool = False) -> None:
         self.rng = rng
+        self.continuous = bool(continuous)
         self.actor = MLP((obs_dim, hidden, hidden, n_actions), "tanh", rng, out_gain=0.01)
         self.critic = MLP((obs_dim, hidden, hidden, 1), "tanh", rng, out_gain=1.0)
-        self.optimizer = Adam(self.actor.params + self.critic.params, lr=learning_rate, eps=1e-5)
+        self.log_std = np.zeros((1, n_actions), np.float32)
+        self.log_std_grad = np.zeros_like(self.log_std)
+        policy = self.actor.params + ([self.log_std] if self.continuous else [])
+        self.optimizer = Adam(policy + self.critic.params, lr=learning_rate, eps=1e-5)
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         """V(obs), float32, shape ``(batch,)``."""
         return self.critic(obs)[:, 0]
 
     def act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample ``a ~ pi(.|obs)``: ``(actions int64, log_probs float32, values float32)``, each ``(batch,)``."""
+        """Sample ``a ~ pi(.|obs)``: ``(actions, log_probs float32, values float32)``.
+
+        Actions are int64 of shape ``(batch,)``, or (``continuous``) unclipped float32 of shape
+        ``(batch, n_actions)``; log-probabilities and values have shape ``(batch,)``.
+        """
+        if self.continuous:
+            mean = self.actor(obs)
+            noise = self.rng.standard_normal(mean.shape).astype(np.float32)
+            actions = mean + np.exp(self.log_std) * noise
+            return actions, gaussian_log_prob(actions, mean, self.log_std), self.value(obs)
         logp = log_softmax(self.actor(obs))
         cdf = np.cumsum(np.exp(logp), axis=1)
         u = self.rng.random((len(logp), 1)) * cdf[:, -1:]
@@ -100,12 +121,19 @@ class NumpyActorCritic(_NumpyLearner):
         """
         batch = len(actions)
         rows = np.arange(batch)
-        actions = np.asarray(actions, dtype=np.int64)
-        logits = self.actor.forward(obs, keep=True)
-        logp_all = log_softmax(logits)
-        probs = np.exp(logp_all)
-        entropy = -(probs * logp_all).sum(axis=1)
-        logratio = logp_all[rows, actions] - old_log_probs
+        logits = self.actor.forward(obs, keep=True)  # the Gaussian's mean when continuous
+        if self.continuous:
+            actions = np.asarray(actions, dtype=logits.dtype).reshape(logits.shape)
+            log_std = self.log_std.astype(logits.dtype)
+            logp = gaussian_log_prob(actions, logits, log_std)
+            entropy = gaussian_entropy(log_std, batch)
+        else:
+            actions = np.asarray(actions, dtype=np.int64)
+            logp_all = log_softmax(logits)
+            probs = np.exp(logp_all)
+            entropy = -(probs * logp_all).sum(axis=1)
+            logp = logp_all[rows, actions]
+        logratio = logp - old_log_probs
         ratio = np.exp(logratio)
         old_approx_kl = float(np.mean(-logratio))
         approx_kl = float(np.mean((ratio - 1.0) - logratio))
@@ -120,8 +148,14 @@ class NumpyActorCritic(_NumpyLearner):
         pg_loss = float(np.mean(np.maximum(pg1, pg2)))
         inside = ((ratio >= 1.0 - clip_coef) & (ratio <= 1.0 + clip_coef)).astype(np.float32)
         d_ratio = np.where(pg1 > pg2, -adv, np.where(pg1 < pg2, -adv * inside, -adv * (1.0 + inside) / 2)) / batch
-        d_logits = (d_ratio * ratio)[:, None] * (np.eye(logits.shape[1], dtype=dtype)[actions] - probs)
-        d_logits += (ent_coef / batch) * probs * (logp_all + entropy[:, None])
+        d_logp = (d_ratio * ratio)[:, None]
+        if self.continuous:
+            z = (actions - logits) * np.exp(-log_std)
+            d_logits = d_logp * z * np.exp(-log_std)
+            self.log_std_grad = (d_logp * (z * z - 1.0)).sum(axis=0, keepdims=True) - ent_coef
+        else:
+            d_logits = d_logp * (np.eye(logits.shape[1], dtype=dtype)[actions] - probs)
+            d_logits += (ent_coef / batch) * probs * (logp_all + entropy[:, None])
 
         values = self.critic.forward(obs, keep=True)[:, 0]
         returns = np.asarray(returns, dtype=dtype)
@@ -137,16 +171,19 @@ class NumpyActorCritic(_NumpyLearner):
             d_values = (values - returns) / batch
         self.actor.backward(d_logits)
         self.critic.backward((vf_coef * d_values)[:, None])
-        grads = self.actor.grads + self.critic.grads
+        grads = self.actor.grads + ([self.log_std_grad] if self.continuous else []) + self.critic.grads
         clip_grad_norm(grads, max_grad_norm)
         self.optimizer.step(grads)
         return {"pg_loss": pg_loss, "v_loss": v_loss, "entropy": float(entropy.mean()),
                 "old_approx_kl": old_approx_kl, "approx_kl": approx_kl, "clipfrac": clipfrac}
 
     def state_dict(self) -> dict[str, Any]:
-        """``model`` (``actor``/``critic`` parameters under torch's names) and ``optimizer`` (Adam moments)."""
-        return {"model": {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()},
-                "optimizer": _adam_state(self.optimizer)}
+        """``model`` (``actor``/``critic`` parameters under torch's names, plus ``actor_logstd`` when
+        ``continuous``) and ``optimizer`` (Adam moments)."""
+        model = {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()}
+        if self.continuous:
+            model["actor_logstd"] = self.log_std.copy()
+        return {"model": model, "optimizer": _adam_state(self.optimizer)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` output (from either network backend).
@@ -156,9 +193,26 @@ class NumpyActorCritic(_NumpyLearner):
         ValueError
             If the shapes do not fit this network.
         """
+        log_std = _log_std_from(state["model"], self.continuous, self.log_std.shape)
         self.actor.load_state_dict(state["model"]["actor"])
         self.critic.load_state_dict(state["model"]["critic"])
         self.optimizer.load_state_dict({**state["optimizer"], "lr": self.optimizer.lr})
+        if log_std is not None:
+            self.log_std[...] = log_std  # in place: the optimizer holds this very array
+
+
+def _log_std_from(model: dict[str, Any], continuous: bool, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A checkpoint's ``actor_logstd`` (None for a discrete policy); ValueError if it is missing, extra or misshapen."""
+    if not continuous:
+        if "actor_logstd" in model:
+            raise ValueError("the checkpoint holds a Gaussian policy (actor_logstd), this agent is discrete")
+        return None
+    if "actor_logstd" not in model:
+        raise ValueError("missing parameter 'actor_logstd' (the checkpoint holds a discrete policy)")
+    value = np.asarray(model["actor_logstd"], dtype=np.float32)
+    if value.shape != tuple(shape):
+        raise ValueError(f"'actor_logstd' has shape {value.shape}, expected {tuple(shape)}")
+    return value
 
 
 class NumpyQLearner(_NumpyLearner):

@@ -31,7 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["ACTIVATIONS", "MLP", "Adam", "orthogonal", "torch_default_linear", "clip_grad_norm", "log_softmax"]
+__all__ = ["ACTIVATIONS", "MLP", "Adam", "orthogonal", "torch_default_linear", "clip_grad_norm", "log_softmax",
+           "gaussian_log_prob", "gaussian_entropy"]
 
 ACTIVATIONS = ("tanh", "relu")
 """hidden-layer activations an :class:`MLP` supports"""
@@ -76,6 +77,52 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     """``log softmax`` along the last axis, shifted by the row maximum so it never overflows."""
     shifted = logits - logits.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def gaussian_log_prob(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
+    r"""Log-density of a diagonal Gaussian summed over the action dimensions: ``Normal(mean, std).log_prob(a).sum(1)``.
+
+    .. math::
+
+        \log\pi(a|s) = \sum_j -\tfrac12 z_j^2 - \log\sigma_j - \tfrac12\log 2\pi, \qquad
+        z_j = (a_j - \mu_j) / \sigma_j
+
+    Parameters
+    ----------
+    actions, mean : numpy.ndarray
+        Shape ``(batch, action_dim)``.
+    log_std : numpy.ndarray
+        Shape ``(1, action_dim)`` (state-independent) or ``(batch, action_dim)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(batch,)``, in ``mean``'s dtype.
+    """
+    z = (actions - mean) * np.exp(-log_std)
+    return (-0.5 * z * z - log_std - _LOG_SQRT_2PI).sum(axis=-1).astype(mean.dtype)
+
+
+def gaussian_entropy(log_std: np.ndarray, batch: int) -> np.ndarray:
+    r"""Entropy of a diagonal Gaussian, :math:`\sum_j \tfrac12 + \tfrac12\log 2\pi + \log\sigma_j`, per row.
+
+    Parameters
+    ----------
+    log_std : numpy.ndarray
+        Shape ``(1, action_dim)`` or ``(batch, action_dim)``.
+    batch : int
+        Number of rows to return (the entropy does not depend on the mean).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(batch,)``.
+    """
+    per_row = (0.5 + _LOG_SQRT_2PI + log_std).sum(axis=-1)
+    return np.broadcast_to(per_row, (batch,)).astype(log_std.dtype)
 
 
 class MLP:

@@ -1,4 +1,4 @@
-r"""PPO for discrete actions in the CleanRL ``ppo.py`` style, with the GAE step offloadable to the GAE core.
+r"""PPO in the CleanRL ``ppo.py`` / ``ppo_continuous_action.py`` style, with the GAE step offloadable to the GAE core.
 
 Read top to bottom: :class:`Args`, the rollout (:func:`collect_rollout`), checkpoints, and :func:`train`; the
 networks come from :func:`~.learners.make_actor_critic` (torch or numpy), the environments and the run directory from
@@ -48,6 +48,18 @@ still 310-461 for seeds 0-1): 8 envs x 128 steps, lr 1e-3 annealed to 0, 10 epoc
 bonus, unclipped value loss (CartPole's returns approach 1 / (1 - gamma) = 100, and clipping V's change to +-0.2 per
 update slows the critic badly). About 1 minute on one core.
 
+Continuous actions. For a ``Box`` action space the actor is a diagonal Gaussian (CleanRL's
+``ppo_continuous_action.py``): the network outputs the mean, a state-independent log-std parameter (initially 0)
+gives the spread, log-probabilities and entropies are summed over the action dimensions. The sampled action is stored
+unclipped (its log-probability is the one the update recomputes) and clipped to the space's bounds only when the
+environment is stepped. :func:`args_for` fills CleanRL's MuJoCo defaults (:data:`CONTINUOUS_DEFAULTS`: 1 env x 2048
+steps, 32 minibatches, 10 epochs, lr 3e-4 annealed, gamma 0.99, lambda 0.95, no entropy bonus, clipped value loss)
+for such an environment. With ``norm_obs`` / ``norm_reward`` (by default on for ``Box`` spaces; ``norm_reward``
+off when ``reward_norm="dynamic"`` replaces it) the environments get CleanRL's wrappers: gymnasium's
+``NormalizeObservation`` + clip to ``+-clip_obs`` per sub-environment, and ``NormalizeReward(gamma)`` + clip to
+``+-clip_reward`` (:func:`~.run.normalized_observations`, :func:`~.run.normalized_rewards`); their running statistics
+are saved in checkpoints. Logged episodic returns stay raw.
+
 Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch :class:`~.torch_nets.Agent`;
 ``nn="numpy"`` the same 64-64 tanh actor and critic in numpy (:mod:`.numpy_nets`), which is what runs on a
 PYNQ-Z2's ARM, where torch has no wheel. Both take the same steps of the same algorithm; their checkpoints are
@@ -77,6 +89,8 @@ from .standardize import RewardStandardizer
 
 __all__ = [
     "Args",
+    "CONTINUOUS_DEFAULTS",
+    "args_for",
     "GaeCompute",
     "Rollout",
     "GAE_BACKENDS",
@@ -92,6 +106,10 @@ GAE_BACKENDS = ("host", "emu", "rtl", "board")
 """accepted values of :attr:`Args.gae_backend`: the host loop, or the GAE core on a backend"""
 REWARD_NORMS = (None, "dynamic")
 """accepted values of :attr:`Args.reward_norm`"""
+CONTINUOUS_DEFAULTS = {"num_envs": 1, "num_steps": 2048, "num_minibatches": 32, "update_epochs": 10,
+                       "learning_rate": 3e-4, "anneal_lr": True, "gamma": 0.99, "gae_lambda": 0.95,
+                       "ent_coef": 0.0, "clip_vloss": True}
+"""CleanRL ``ppo_continuous_action.py``'s hyperparameters, which :func:`args_for` uses for ``Box`` action spaces"""
 
 
 @dataclass
@@ -169,6 +187,16 @@ class Args:
     reward_norm: str | None = None
     """reward standardization before GAE: None or `dynamic` (HEPPO's running mean/std over every reward seen)"""
 
+    # Continuous-control wrappers (CleanRL's ppo_continuous_action)
+    norm_obs: bool | None = None
+    """normalize observations (NormalizeObservation + clip); None: on for Box action spaces, off for Discrete"""
+    norm_reward: bool | None = None
+    """normalize rewards (NormalizeReward + clip); None: on for Box action spaces unless `reward_norm` is set"""
+    clip_obs: float = 10.0
+    """bound of the normalized observations"""
+    clip_reward: float = 10.0
+    """bound of the normalized rewards"""
+
     # to be filled in runtime
     batch_size: int = 0
     """the batch size (computed in runtime)"""
@@ -176,6 +204,20 @@ class Args:
     """the mini-batch size (computed in runtime)"""
     num_iterations: int = 0
     """the number of iterations (computed in runtime)"""
+
+
+def args_for(env_id: str, **overrides: Any) -> Args:
+    """:class:`Args` for ``env_id``: CleanRL's continuous-control defaults (:data:`CONTINUOUS_DEFAULTS`) when its action
+    space is a ``Box``, the discrete defaults otherwise; ``overrides`` win over both.
+
+    Raises
+    ------
+    TypeError
+        If an override is not a field of :class:`Args`.
+    """
+    space = R.action_space_of(env_id)
+    defaults = dict(CONTINUOUS_DEFAULTS) if isinstance(space, gym.spaces.Box) else {}
+    return Args(env_id=env_id, **{**defaults, **overrides})
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -187,7 +229,7 @@ class Rollout(NamedTuple):
     observations: np.ndarray
     """obs_t, shape (T, N, *obs_shape), float32"""
     actions: np.ndarray
-    """a_t, shape (T, N, *action_shape), int64"""
+    """a_t, shape (T, N, *action_shape): int64 (Discrete) or float32 as sampled, before clipping (Box)"""
     log_probs: np.ndarray
     """log pi(a_t | obs_t) at collection time, shape (T, N)"""
     rewards: np.ndarray
@@ -217,7 +259,8 @@ def collect_rollout(
     envs : gym.vector.VectorEnv
         Built by :func:`~.run.make_envs` (SAME_STEP autoreset; episode statistics are read if present).
     agent : ActorCritic
-        Anything with ``act(obs) -> (actions, log_probs, values)`` and ``value(obs)``.
+        Anything with ``act(obs) -> (actions, log_probs, values)`` and ``value(obs)``. For a ``Box`` action space
+        the actions are stored as sampled and clipped to the space only for ``envs.step``.
     next_obs : numpy.ndarray
         The current observations, shape ``(N, *obs_shape)``.
     num_steps : int
@@ -249,7 +292,9 @@ def collect_rollout(
     obs_shape = envs.single_observation_space.shape
     act_shape = envs.single_action_space.shape
     obs = np.zeros((num_steps, num_envs) + obs_shape, np.float32)
-    actions = np.zeros((num_steps, num_envs) + act_shape, np.int64)
+    space = envs.single_action_space
+    continuous = isinstance(space, gym.spaces.Box)
+    actions = np.zeros((num_steps, num_envs) + act_shape, np.float32 if continuous else np.int64)
     logprobs = np.zeros((num_steps, num_envs), np.float32)
     rewards = np.zeros((num_steps, num_envs), np.float32)
     dones = np.zeros((num_steps, num_envs), np.float32)
@@ -269,7 +314,8 @@ def collect_rollout(
         logprobs[step] = logprob
 
         # TRY NOT TO MODIFY: execute the game and log data.
-        next_obs, reward, terminations, truncations, infos = envs.step(action)
+        next_obs, reward, terminations, truncations, infos = envs.step(
+            np.clip(action, space.low, space.high) if continuous else action)
         next_obs = np.asarray(next_obs, np.float32)
         rewards[step] = reward
         dones[step] = np.logical_or(terminations, truncations)
@@ -292,7 +338,7 @@ def collect_rollout(
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
 def save_checkpoint(path: str, agent: ActorCritic, standardizer: RewardStandardizer | None, args: Args,
-                    global_step: int) -> None:
+                    global_step: int, env_stats: dict[str, Any] | None = None) -> None:
     """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
@@ -307,8 +353,11 @@ def save_checkpoint(path: str, agent: ActorCritic, standardizer: RewardStandardi
         The run's arguments.
     global_step : int
         Environment steps taken so far.
+    env_stats : dict, optional
+        The normalization wrappers' running statistics (:func:`~.run.normalizer_state`).
     """
     R.save_checkpoint(path, "ppo", {
+        "env_stats": env_stats or {},
         **agent.state_dict(),
         "standardizer": None if standardizer is None else standardizer.state_dict(),
         "args": R.json_safe(vars(args)),
@@ -322,8 +371,8 @@ def load_checkpoint(path: str) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``model`` and ``optimizer`` (numpy state), ``standardizer`` (state dict or None), ``args`` (dict) and
-        ``global_step`` (int).
+        ``model`` and ``optimizer`` (numpy state), ``standardizer`` (state dict or None), ``args`` (dict),
+        ``global_step`` (int) and ``env_stats`` (the normalization wrappers' statistics; absent in older files).
 
     Raises
     ------
@@ -367,6 +416,9 @@ def _check_args(args: Args) -> None:
     if args.reward_norm not in REWARD_NORMS:
         raise ValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}")
     R.resolve_nn(args.nn)
+    for name in ("clip_obs", "clip_reward"):
+        if not float(getattr(args, name)) > 0:
+            raise ValueError(f"{name} must be > 0, not {getattr(args, name)!r}")
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps", "torch_threads"):
         if int(getattr(args, name)) < 1:
             raise ValueError(f"{name} must be >= 1, not {getattr(args, name)!r}")
@@ -390,7 +442,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     ----------
     args : Args
         The hyperparameters; the "to be filled in runtime" fields are computed here (``args`` is not modified; the
-        filled copy is saved in ``args.json`` and in checkpoints, with ``nn`` resolved).
+        filled copy is saved in ``args.json`` and in checkpoints, with ``nn``, ``norm_obs`` and ``norm_reward``
+        resolved). Use :func:`args_for` to get CleanRL's continuous-control defaults for a ``Box`` environment.
     gae : GaeCompute, optional
         An object whose ``compute(rewards, values, dones, *, gamma, lam, quantize)`` does the GAE step. It overrides
         ``args.gae_backend``. If None, ``gae_backend="host"`` uses :func:`compute_gae` and any other backend uses
@@ -407,7 +460,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        If an argument is out of range, or ``args.resume`` is not a compatible checkpoint.
+        If an argument is out of range, the action space is neither ``Discrete`` nor a 1-D ``Box``, or
+        ``args.resume`` is not a compatible checkpoint.
     RuntimeError
         If the GAE backend returns arrays of the wrong shape.
     TimeoutError
@@ -420,7 +474,16 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         the standardized rewards are then all 0 and the agent cannot learn.
     """
     _check_args(args)
-    args = replace(args, nn=R.resolve_nn(args.nn))
+    space = R.action_space_of(args.env_id)
+    if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
+            isinstance(space, gym.spaces.Box) and len(space.shape) != 1):
+        raise ValueError(f"PPO supports Discrete and one-dimensional Box action spaces, not {space!r}")
+    continuous = isinstance(space, gym.spaces.Box)
+    args = replace(
+        args, nn=R.resolve_nn(args.nn),
+        norm_obs=continuous if args.norm_obs is None else bool(args.norm_obs),
+        norm_reward=(continuous and args.reward_norm is None) if args.norm_reward is None else bool(args.norm_reward),
+    )
     args.batch_size = int(args.num_envs * args.num_steps)
     args.minibatch_size = int(args.batch_size // args.num_minibatches)
     args.num_iterations = args.total_timesteps // args.batch_size
@@ -444,21 +507,29 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         seed = args.seed + start_step
         rng = R.seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
 
-        # env setup
-        envs = R.make_envs([R.make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
+        # env setup (CleanRL's normalization wrappers for continuous control)
+        env_fns = [R.make_env(args.env_id) for _ in range(args.num_envs)]
+        if args.norm_obs:
+            env_fns = [R.normalized_observations(fn, args.clip_obs) for fn in env_fns]
+        envs = R.make_envs(env_fns, seed=seed)
         stack.callback(envs.close)
-        if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-            raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
+        if args.norm_reward:
+            envs = R.normalized_rewards(envs, args.gamma, args.clip_reward)
         obs_shape, act_shape = envs.single_observation_space.shape, envs.single_action_space.shape
+        n_actions = int(envs.single_action_space.n) if not continuous else int(np.prod(act_shape))
 
-        agent = make_actor_critic(args.nn, int(np.prod(obs_shape)), int(envs.single_action_space.n),
-                                  args.learning_rate, rng)
+        agent = make_actor_critic(args.nn, int(np.prod(obs_shape)), n_actions, args.learning_rate, rng,
+                                  continuous=continuous)
         standardizer = RewardStandardizer() if args.reward_norm == "dynamic" else None
         if resume_state is not None:
             try:
                 agent.load_state_dict(resume_state)
             except (RuntimeError, ValueError, KeyError) as exc:
                 raise ValueError(f"checkpoint {args.resume!r} does not fit this agent on {args.env_id}: {exc}") from exc
+            try:
+                R.load_normalizer_state(envs, resume_state.get("env_stats") or {})
+            except (ValueError, KeyError) as exc:
+                raise ValueError(f"checkpoint {args.resume!r} does not fit this run's normalization: {exc}") from exc
             if standardizer is not None and resume_state["standardizer"] is not None:
                 standardizer.load_state_dict(resume_state["standardizer"])
             elif standardizer is not None:
@@ -579,11 +650,11 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps, refresh=False)
 
             if args.save_checkpoint and args.checkpoint_every and iteration % args.checkpoint_every == 0:
-                save_checkpoint(checkpoint_path, agent, standardizer, args, global_step)
+                save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
                 saved = checkpoint_path
 
         if args.save_checkpoint:
-            save_checkpoint(checkpoint_path, agent, standardizer, args, global_step)
+            save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
             saved = checkpoint_path
 
         return run.finish(

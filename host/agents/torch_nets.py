@@ -17,6 +17,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torch.distributions.categorical import Categorical
+from torch.distributions.normal import Normal
+
+from .numpy_nets import _log_std_from
 
 __all__ = ["layer_init", "Agent", "QNetwork", "TorchActorCritic", "TorchQLearner"]
 
@@ -31,18 +34,26 @@ def layer_init(layer: nn.Linear, std: float = math.sqrt(2), bias_const: float = 
 class Agent(nn.Module):
     """Separate actor and critic MLPs (64-64 tanh), as CleanRL's ``ppo.py``.
 
+    With ``continuous`` the actor is CleanRL's ``ppo_continuous_action.py`` Gaussian: ``actor`` outputs the mean and
+    ``actor_logstd`` (shape ``(1, n_actions)``, initially 0) is a state-independent log standard deviation.
+
     Parameters
     ----------
     obs_dim : int
         Size of the flattened observation.
     n_actions : int
-        Number of discrete actions.
+        Number of discrete actions, or the action dimension when ``continuous``.
     hidden : int
         Width of the two hidden layers.
+    continuous : bool
+        A Gaussian policy for a ``Box`` action space instead of a categorical one.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 64) -> None:
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 64, continuous: bool = False) -> None:
         super().__init__()
+        self.continuous = bool(continuous)
+        if self.continuous:
+            self.actor_logstd = nn.Parameter(torch.zeros(1, n_actions))
         self.critic = nn.Sequential(
             layer_init(nn.Linear(obs_dim, hidden)),
             nn.Tanh(),
@@ -65,7 +76,17 @@ class Agent(nn.Module):
     def get_action_and_value(
         self, x: torch.Tensor, action: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample (or evaluate) an action: returns ``(action, log_prob, entropy, value)``."""
+        """Sample (or evaluate) an action: returns ``(action, log_prob, entropy, value)``.
+
+        For a Gaussian policy the log-probability and the entropy are summed over the action dimensions and the
+        sampled action is not clipped (the rollout clips it to the action space when it steps the environment).
+        """
+        if self.continuous:
+            mean = self.actor(x)
+            probs = Normal(mean, self.actor_logstd.expand_as(mean).exp())
+            if action is None:
+                action = probs.sample()
+            return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
         logits = self.actor(x)
         probs = Categorical(logits=logits)
         if action is None:
@@ -174,16 +195,21 @@ class TorchActorCritic(_TorchLearner):
     Parameters
     ----------
     obs_dim, n_actions : int
-        Observation size and number of actions.
+        Observation size and number of actions (the action dimension when ``continuous``).
     learning_rate : float
         Adam's initial learning rate.
     hidden : int
         Width of the two hidden layers.
+    continuous : bool
+        A Gaussian policy for a ``Box`` action space (:class:`Agent`); ``actor_logstd`` is optimised after the actor.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, learning_rate: float, hidden: int = 64) -> None:
-        self.agent = Agent(obs_dim, n_actions, hidden)
-        self.params = list(self.agent.actor.parameters()) + list(self.agent.critic.parameters())
+    def __init__(self, obs_dim: int, n_actions: int, learning_rate: float, hidden: int = 64,
+                 continuous: bool = False) -> None:
+        self.agent = Agent(obs_dim, n_actions, hidden, continuous)
+        self.continuous = self.agent.continuous
+        policy = list(self.agent.actor.parameters()) + ([self.agent.actor_logstd] if self.continuous else [])
+        self.params = policy + list(self.agent.critic.parameters())
         self.optimizer = optim.Adam(self.params, lr=learning_rate, eps=1e-5)
 
     def value(self, obs: np.ndarray) -> np.ndarray:
@@ -192,7 +218,11 @@ class TorchActorCritic(_TorchLearner):
             return self.agent.get_value(_tensor(obs)).flatten().numpy()
 
     def act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample ``a ~ pi(.|obs)`` (torch's generator): ``(actions int64, log_probs, values)``, each ``(batch,)``."""
+        """Sample ``a ~ pi(.|obs)`` (torch's generator): ``(actions, log_probs, values)``.
+
+        Actions are int64 of shape ``(batch,)``, or (``continuous``) unclipped float32 of shape
+        ``(batch, n_actions)``; log-probabilities and values have shape ``(batch,)``.
+        """
         with torch.no_grad():
             action, logprob, _, value = self.agent.get_action_and_value(_tensor(obs))
         return action.numpy(), logprob.numpy(), value.flatten().numpy()
@@ -207,7 +237,8 @@ class TorchActorCritic(_TorchLearner):
         dict
             ``pg_loss``, ``v_loss``, ``entropy``, ``old_approx_kl``, ``approx_kl``, ``clipfrac`` (before the step).
         """
-        _, newlogprob, entropy, newvalue = self.agent.get_action_and_value(_tensor(obs), _tensor(actions, torch.long))
+        b_actions = _tensor(actions, torch.float32 if self.continuous else torch.long)
+        _, newlogprob, entropy, newvalue = self.agent.get_action_and_value(_tensor(obs), b_actions)
         logratio = newlogprob - _tensor(old_log_probs)
         ratio = logratio.exp()
         with torch.no_grad():
@@ -243,9 +274,12 @@ class TorchActorCritic(_TorchLearner):
                 "old_approx_kl": old_approx_kl.item(), "approx_kl": approx_kl.item(), "clipfrac": clipfrac.item()}
 
     def state_dict(self) -> dict[str, Any]:
-        """``model`` (``actor``/``critic``, numpy) and ``optimizer`` (Adam moments, numpy)."""
-        return {"model": {"actor": _module_state(self.agent.actor), "critic": _module_state(self.agent.critic)},
-                "optimizer": _adam_state(self.optimizer, self.params)}
+        """``model`` (``actor``/``critic``, plus ``actor_logstd`` when ``continuous``; numpy) and ``optimizer``
+        (Adam moments, numpy)."""
+        model = {"actor": _module_state(self.agent.actor), "critic": _module_state(self.agent.critic)}
+        if self.continuous:
+            model["actor_logstd"] = self.agent.actor_logstd.detach().numpy().copy()
+        return {"model": model, "optimizer": _adam_state(self.optimizer, self.params)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` output (from either network backend).
@@ -255,9 +289,13 @@ class TorchActorCritic(_TorchLearner):
         ValueError
             If the shapes do not fit this network.
         """
+        log_std = _log_std_from(state["model"], self.continuous, (1, self.agent.actor[-1].out_features))
         _load_module_state(self.agent.actor, state["model"]["actor"])
         _load_module_state(self.agent.critic, state["model"]["critic"])
         _load_adam_state(self.optimizer, self.params, state["optimizer"])
+        if log_std is not None:
+            with torch.no_grad():
+                self.agent.actor_logstd.copy_(torch.from_numpy(log_std))
 
 
 class TorchQLearner(_TorchLearner):

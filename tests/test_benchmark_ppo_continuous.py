@@ -1,0 +1,43 @@
+"""The continuous-control PPO experiment runs end to end at a tiny size and writes complete results (no learning or
+timing asserted), and its area under the learning curve is the trapezoid it claims."""
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ppo_continuous.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("ppo_continuous", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_area_under_curve_is_the_mean_height_of_the_trapezoids():
+    auc = _script().area_under_curve
+    assert auc([0, 10, 30], [0.0, 10.0, 10.0]) == pytest.approx((50 + 200) / 30)
+    assert auc([5, 15], [-3.0, -3.0]) == pytest.approx(-3.0)
+    assert math.isnan(auc([5], [1.0]))
+
+
+def test_pendulum_rows_summary_page_and_plot(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048",
+                           "--seeds", "0", "--jobs", "1", "--runs", str(tmp_path / "runs"), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    data = json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
+    assert [(r["setting"], r["seed"], r["steps"]) for r in data["rows"]] == [
+        ("float", 0, 2048), ("raw", 0, 2048), ("q8", 0, 2048)]
+    assert all(r["episodes"] == 10 and r["final_return_last20"] < 0 and r["steps_per_s"] > 0 for r in data["rows"])
+    summary = data["summaries"]["Pendulum-v1"]
+    assert sorted(summary["settings"]) == ["float", "q8", "raw"] and summary["q8_over_float"] is None
+    page = (tmp_path / "out" / "ppo_continuous.md").read_text()
+    assert "## Pendulum-v1 (2,048 steps per run)" in page and "| q8 | 0 |" in page
+    assert (tmp_path / "out" / "ppo_continuous_Pendulum-v1.png").stat().st_size > 1000
+    assert data["environment"]["git_commit"]

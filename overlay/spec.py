@@ -15,7 +15,6 @@ This module imports only the standard library; it runs on the board as well as o
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping

@@ -18,27 +18,18 @@ import numpy as np
 from ...overlay import fixed
 from ...overlay import spec as S
 from ...overlay.models import gae as model
+from .arguments import float_array, number
 from .polling import check_timeout
 from .stream_core import StreamCore
 
 __all__ = ["GaeCore", "GaeSaturationWarning"]
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 class GaeSaturationWarning(UserWarning):
     """A fixed-point value saturated: the result is clipped, not wrapped, but no longer exact GAE."""
-
-
-def _as_float_array(name: str, x, shape_hint: str) -> np.ndarray:
-    array = np.asarray(x)
-    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise TypeError(f"{name} must be a numeric array {shape_hint}, not dtype {array.dtype!r}")
-    if np.issubdtype(array.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be real, not {array.dtype!r}")
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be 2-D {shape_hint}, not shape {array.shape!r}")
-    array = array.astype(np.float64)
-    fixed.check_finite(name, array)
-    return array
 
 
 class GaeCore(StreamCore):
@@ -115,9 +106,9 @@ class GaeCore(StreamCore):
         RuntimeError
             The core or the DMA reported an error.
         """
-        rewards = _as_float_array("rewards", rewards, "(T, N)")
-        values = _as_float_array("values", values, "(T + 1, N)")
-        dones = _as_float_array("dones", dones, "(T, N)")
+        rewards = float_array("rewards", rewards, 2, "(T, N)")
+        values = float_array("values", values, 2, "(T + 1, N)")
+        dones = float_array("dones", dones, 2, "(T, N)")
         n_steps, n_envs = rewards.shape
         if n_steps < 1 or n_envs < 1:
             raise ValueError(f"rewards must have at least one step and one env, not shape {rewards.shape}")
@@ -127,9 +118,11 @@ class GaeCore(StreamCore):
             raise ValueError(f"dones must have shape (T, N) = {(n_steps, n_envs)}, not {dones.shape}")
         if not np.all((dones == 0) | (dones == 1)):
             raise ValueError("dones must be 0 or 1 (or booleans)")
-        for name, x in (("gamma", gamma), ("lam", lam)):
-            if not (isinstance(x, (int, float, np.floating, np.integer)) and 0.0 <= float(x) <= 1.0):
-                raise ValueError(f"{name} must be a number in [0, 1], not {x!r}")
+        gamma, lam = number("gamma", gamma, 0.0, 1.0), number("lam", lam, 0.0, 1.0)
+        absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
+        if quantize and not model.advantage_bound(absmax, gamma, lam) <= _FLOAT32_MAX:
+            raise ValueError(f"rewards and values reach {absmax:g} in magnitude: with gamma={gamma}, lam={lam} the "
+                             f"advantages could exceed {_FLOAT32_MAX:g}, the largest float32 (the results' type)")
         timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
         dones = dones.astype(np.int64)
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import parsa as model
+from .arguments import float_array, number, state_mapping
 from .stream_core import StreamCore
 from .tiling_config import load_tiling, tiling_to_dict
 
@@ -51,9 +52,7 @@ class ParsaConfig:
 
 
 def _coef(name: str, x: float, fmt: S.QFormat) -> int:
-    if not (isinstance(x, (int, float, np.floating, np.integer)) and 0.0 <= float(x) <= 1.0):
-        raise ValueError(f"{name} must be a number in [0, 1], not {x!r}")
-    return int(np.floor(float(x) * (1 << fmt.frac) + 0.5))
+    return int(np.floor(number(name, x, 0.0, 1.0) * (1 << fmt.frac) + 0.5))
 
 
 class ParsaCore(StreamCore):
@@ -120,6 +119,13 @@ class ParsaCore(StreamCore):
             Anything the build cannot hold (dims, actions, tilings per worker, policy rows), bad bounds or
             coefficients — before the core is touched.
         """
+        plan = self._plan_configuration(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits,
+                                        online, seed)
+        return self._apply_configuration(plan, clear, timeout_s)
+
+    def _plan_configuration(self, tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online,
+                            seed) -> dict:
+        """Every check and every code of :meth:`configure`, without touching the core."""
         spec = self.spec
         layout = load_tiling(tiling)
         if not 1 <= layout.n_dims <= spec.max_dims:
@@ -128,29 +134,39 @@ class ParsaCore(StreamCore):
             raise ValueError(f"n_actions must be in [1, {spec.max_actions}], not {n_actions!r}")
         if not isinstance(frac_bits, (int, np.integer)) or not 0 <= frac_bits <= spec.value_w - 2:
             raise ValueError(f"frac_bits must be in [0, {spec.value_w - 2}], not {frac_bits!r}")
-        lows, highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
+        if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+            raise ValueError(f"bounds must be (lows, highs), two sequences of {layout.n_dims} values")
+        lows, highs = (float_array(f"bounds[{i}]", b, 1, f"({layout.n_dims},)") for i, b in enumerate(bounds))
         if lows.shape != (layout.n_dims,) or highs.shape != (layout.n_dims,):
             raise ValueError(f"bounds must be two sequences of {layout.n_dims} values")
         offsets, scales = model.dimension_codes(lows, highs)
         descriptors = model.schedule(layout, spec)
         coefs = {name.upper(): _coef(name, value, spec.coef) for name, value in
                  (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon), ("epsilon_decay", epsilon_decay))}
+        if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) <= 0xFFFF_FFFF):
+            raise ValueError(f"seed must be an integer in [0, 2**32), not {seed!r}")
+        config = ParsaConfig(layout, int(n_actions), tuple(lows), tuple(highs), float(alpha), float(gamma),
+                             float(epsilon), float(epsilon_decay), int(frac_bits), bool(online), tuple(descriptors))
+        words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
+        return {"config": config, "coefs": coefs, "words": words, "seed": seed}
+
+    def _apply_configuration(self, plan: dict, clear: bool, timeout_s: float | None) -> ParsaConfig:
+        """Write a :meth:`_plan_configuration` to the core (CONFIG, then CLEAR if ``clear``)."""
+        spec, config, seed = self.spec, plan["config"], plan["seed"]
+        layout, words = config.layout, plan["words"]
         if seed is not None:
             self.seed = seed
         self._write("N_DIMS", layout.n_dims)
-        self._write("N_ACTIONS", n_actions)
-        self._write("N_TILINGS", len(descriptors))
-        self._write("FRAC_BITS", frac_bits)
-        for name, code in coefs.items():
+        self._write("N_ACTIONS", config.n_actions)
+        self._write("N_TILINGS", len(config.descriptors))
+        self._write("FRAC_BITS", config.frac_bits)
+        for name, code in plan["coefs"].items():
             self._write(name, code)
-        self._write_options(online, False)
-        words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
+        self._write_options(config.online, False)
         self._run(S.ParsaMode.CONFIG, words, 0, timeout_s, "configure", cycles=len(words))  # + checks, a word each
         if clear:
             self._run(S.ParsaMode.CLEAR, None, 0, timeout_s, "clear", cycles=spec.tiles_per_worker)
-        self.config = ParsaConfig(layout, int(n_actions), tuple(lows), tuple(highs), float(alpha), float(gamma),
-                                  float(epsilon), float(epsilon_decay), int(frac_bits), bool(online),
-                                  tuple(descriptors))
+        self.config = config
         return self.config
 
     def _write_options(self, online: bool, emit_values: bool) -> None:
@@ -218,8 +234,10 @@ class ParsaCore(StreamCore):
         With ``terminal``, ``state`` ended the key's episode: the previous action is updated towards ``reward``
         alone, the key forgets it, and -1 is returned (no action).
         """
-        actions, _ = self.act_batch(np.asarray(state, dtype=np.float64)[None, :],
-                                    None if reward is None else [reward], [key], [terminal])
+        state = float_array("state", state, 1, "(n_dims,)")
+        if reward is not None:
+            reward = number("reward", reward)  # NaN is not "no reward" here: None is
+        actions, _ = self.act_batch(state[None, :], None if reward is None else [reward], [key], [terminal])
         return int(actions[0])
 
     def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False,
@@ -241,11 +259,9 @@ class ParsaCore(StreamCore):
         values : np.ndarray of float64 or None
         """
         cfg = self._require_config()
-        states = np.asarray(states, dtype=np.float64)
-        if states.ndim != 2 or states.shape[1] != cfg.layout.n_dims:
+        states = float_array("states", states, 2, f"(n, {cfg.layout.n_dims})")
+        if states.shape[1] != cfg.layout.n_dims:
             raise ValueError(f"states must have shape (n, {cfg.layout.n_dims}), not {states.shape}")
-        if not np.all(np.isfinite(states)):
-            raise ValueError("states must be finite")
         n = states.shape[0]
         keys = np.zeros(n, dtype=np.int64) if keys is None else np.asarray(keys)
         if keys.shape != (n,) or not np.issubdtype(keys.dtype, np.integer) or np.any((keys < 0) |
@@ -254,7 +270,7 @@ class ParsaCore(StreamCore):
         terminals = np.zeros(n, dtype=bool) if terminals is None else np.asarray(terminals, dtype=bool)
         if terminals.shape != (n,):
             raise ValueError(f"terminals must have shape ({n},), not {terminals.shape}")
-        rewards = np.full(n, np.nan) if rewards is None else np.asarray(rewards, dtype=np.float64)
+        rewards = np.full(n, np.nan) if rewards is None else float_array("rewards", rewards, 1, "(n,)", finite=False)
         if rewards.shape != (n,) or np.any(np.isinf(rewards)):
             raise ValueError(f"rewards must be {n} finite floats (NaN for none)")
         has_reward = ~np.isnan(rewards)
@@ -263,6 +279,10 @@ class ParsaCore(StreamCore):
         state_sat = bool(np.any(np.abs(states) >= 2.0 ** 15))
         state_codes = np.clip(state_codes, self.spec.state.min_code, self.spec.state.max_code).astype(np.int64)
         flags = has_reward * int(S.ParsaFlag.REWARD) | terminals * int(S.ParsaFlag.TERMINAL)
+        if self.strict and (reward_sat or state_sat):  # refused before the core learns from a clipped value
+            self._saturated("a state or reward")
+        if n == 0:
+            return np.zeros(0, np.int64), (np.zeros((0, cfg.n_actions)) if return_values else None)
         words = model.pack_states(keys, flags, reward_codes, state_codes, cfg.layout.n_dims).ravel()
         out_words = self.spec.action_record_words(cfg.n_actions, return_values)
         self._write_options(self.online, return_values)
@@ -294,14 +314,19 @@ class ParsaCore(StreamCore):
 
     def load_banks(self, banks: np.ndarray, timeout_s: float | None = None) -> None:
         """Load raw policy banks (value codes) as :meth:`dump_banks` returns them."""
-        banks = np.asarray(banks)
-        shape = (self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions)
-        if banks.shape != shape or not np.issubdtype(banks.dtype, np.integer):
-            raise ValueError(f"banks must be integer codes of shape {shape}, not {banks.dtype} {banks.shape}")
+        banks = self._bank_codes(banks)
         self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy",
                   cycles=self._policy_cycles())
         if self._last_status & S.Status.SATURATED:
             self._saturated("a policy weight")
+
+    def _bank_codes(self, banks) -> np.ndarray:
+        """``banks`` checked as :meth:`dump_banks` returns them: integer value codes of the build's shape."""
+        banks = np.asarray(banks)
+        shape = (self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions)
+        if banks.shape != shape or not np.issubdtype(banks.dtype, np.integer):
+            raise ValueError(f"banks must be integer codes of shape {shape}, not {banks.dtype} {banks.shape}")
+        return banks
 
     def _tile_rows(self) -> list[tuple[int, int, int, int]]:
         """(global tile offset, worker, base row, rows) of every tiling, in layout order."""
@@ -348,14 +373,20 @@ class ParsaCore(StreamCore):
                 "workers": self.spec.workers, "tiles_per_worker": self.spec.tiles_per_worker}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a :meth:`state_dict` (same build: workers and bank size are checked first)."""
-        if (state.get("workers"), state.get("tiles_per_worker")) != (self.spec.workers, self.spec.tiles_per_worker):
-            raise ValueError(f"state_dict is for {state.get('workers')} workers x {state.get('tiles_per_worker')} rows;"
+        """Restore a :meth:`state_dict` (same build). Every field, the banks included, is checked before the core is
+        touched, so a refused state leaves the configuration and the policy as they were."""
+        fields = ("tiling", "n_actions", "bounds", "alpha", "gamma", "epsilon", "epsilon_decay", "frac_bits", "online",
+                  "banks", "seed", "workers", "tiles_per_worker")
+        state = state_mapping("state", state, fields)
+        if (state["workers"], state["tiles_per_worker"]) != (self.spec.workers, self.spec.tiles_per_worker):
+            raise ValueError(f"state_dict is for {state['workers']} workers x {state['tiles_per_worker']} rows;"
                              f" this core has {self.spec.workers} x {self.spec.tiles_per_worker}")
-        self.configure(state["tiling"], state["n_actions"], state["bounds"], state["alpha"], state["gamma"],
-                       state["epsilon"], state["epsilon_decay"], state["frac_bits"], state["online"],
-                       seed=state["seed"], clear=False)
-        self.load_banks(np.asarray(state["banks"], dtype=np.int64))
+        plan = self._plan_configuration(state["tiling"], state["n_actions"], tuple(state["bounds"]), state["alpha"],
+                                        state["gamma"], state["epsilon"], state["epsilon_decay"], state["frac_bits"],
+                                        state["online"], state["seed"])
+        banks = self._bank_codes(state["banks"])
+        self._apply_configuration(plan, clear=False, timeout_s=None)
+        self.load_banks(banks)
 
     # -- transfers --------------------------------------------------------------------------------------------------
     def _run(self, mode: S.ParsaMode, words: np.ndarray | None, recv_words: int, timeout_s: float | None,

@@ -16,12 +16,14 @@ Bad input raises before anything reaches the core (nothing stored is lost on an 
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import replay as model
+from .arguments import float_array, integer_codes, number, state_mapping
 from .stream_core import StreamCore
 
 __all__ = ["ReplayCore", "ReplaySaturationWarning"]
@@ -39,12 +41,11 @@ def _as_indices(indices, capacity: int) -> np.ndarray:
         raise ValueError(f"indices must be 1-D, not shape {array.shape}")
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"indices must be integers, not dtype {array.dtype}")
-    array = array.astype(np.int64)
-    bad = (array < 0) | (array >= capacity)
+    bad = (array < 0) | (array >= capacity)  # before the cast: a uint64 2**64-1 must not be reported as -1
     if np.any(bad):
         i = int(np.flatnonzero(bad)[0])
         raise IndexError(f"indices[{i}] = {array[i]} is outside the core's capacity [0, {capacity})")
-    return array
+    return array.astype(np.int64)
 
 
 class ReplayCore(StreamCore):
@@ -76,8 +77,17 @@ class ReplayCore(StreamCore):
         if self._reg("CAPACITY") != self.spec.capacity:
             raise RuntimeError(f"Replay core reports CAPACITY={self._reg('CAPACITY')} but K**LEVELS = "
                                f"{self.spec.capacity}")
-        self.alpha = 0.6
+        self._alpha = 0.6
         self.strict = False
+
+    @property
+    def alpha(self) -> float:
+        """Priority exponent applied by :meth:`update`: a finite number >= 0 (0 = uniform sampling)."""
+        return self._alpha
+
+    @alpha.setter
+    def alpha(self, value: float) -> None:
+        self._alpha = number("alpha", value, 0.0, math.inf)
 
     # -- read-outs --------------------------------------------------------------------------------------------------
     @property
@@ -121,7 +131,7 @@ class ReplayCore(StreamCore):
             The core or its DMA did not finish in time or reported an error.
         """
         indices = _as_indices(indices, self.capacity)
-        priorities = np.asarray(priorities, dtype=np.float64)
+        priorities = float_array("priorities", priorities, finite=False)  # the model names NaN/inf/negative ones
         if priorities.shape != indices.shape:
             raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
         codes, saturated = model.encode_priorities(model.priority_powers(priorities, self.alpha), self.spec.leaf)
@@ -207,20 +217,19 @@ class ReplayCore(StreamCore):
         """Restore a :meth:`state_dict`; the build parameters must match (checked before the core is touched)."""
         expected = {"k": self.spec.k, "levels": self.spec.levels, "leaf_width": self.spec.leaf.width,
                     "leaf_frac": self.spec.leaf.frac}
+        state = state_mapping("state", state, [*expected, "codes", "seed", "alpha"])
         found = {name: state.get(name) for name in expected}
         if found != expected:
             raise ValueError(f"state_dict is for a replay core with {found}, this core has {expected}")
-        codes = np.asarray(state["codes"])
-        if codes.shape != (self.capacity,) or np.any(codes < 0) or np.any(codes > self.spec.leaf.max_code):
-            raise ValueError(f"state_dict codes must be {self.capacity} leaf codes in [0, {self.spec.leaf.max_code}]")
-        seed = int(state["seed"])
-        if not 0 <= seed <= 0xFFFF_FFFF:
-            raise ValueError(f"state_dict seed must be a 32-bit unsigned integer, not {seed!r}")
+        # every field is checked before the core is touched: a refused state leaves the stored priorities alone
+        codes = integer_codes("state['codes']", state["codes"], (self.capacity,), 0, self.spec.leaf.max_code)
+        seed = int(integer_codes("state['seed']", np.asarray([state["seed"]]), (1,), 0, 0xFFFF_FFFF)[0])
+        alpha = number("state['alpha']", state["alpha"], 0.0, math.inf)
         self.clear()
         stored = np.flatnonzero(codes)
-        self._set_codes(stored, codes[stored].astype(np.int64), None)
+        self._set_codes(stored, codes[stored], None)
         self.seed = seed
-        self.alpha = float(state["alpha"])
+        self.alpha = alpha
 
     # -- transfers --------------------------------------------------------------------------------------------------
     def _set_codes(self, indices: np.ndarray, codes: np.ndarray, timeout_s: float | None) -> None:

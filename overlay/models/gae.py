@@ -46,7 +46,7 @@ try:  # numba is optional: the numpy path gives identical bits where no wheel ex
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["GaeResult", "Q8Block", "gae_fixed", "encode_q8", "choose_unit", "gae_float64", "error_bound",
+__all__ = ["GaeResult", "Q8Block", "gae_fixed", "encode_q8", "choose_unit", "advantage_bound", "gae_float64", "error_bound",
            "input_record_dtype", "output_record_dtype", "pack_input", "unpack_input", "pack_output",
            "unpack_output", "HAVE_NUMBA"]
 
@@ -92,10 +92,20 @@ def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom
         raise ValueError(f"absmax must be finite and >= 0, not {absmax!r}")
     if absmax == 0.0:
         return 1.0
+    bound = advantage_bound(absmax, gamma, lam)
+    if not math.isfinite(bound):
+        raise ValueError(f"absmax {absmax!r} bounds the advantages by {bound!r}: no float64 working unit holds them")
+    ratio = bound / (data.max_value / 2 ** headroom_bits)
+    # a subnormal absmax makes ratio underflow to 0: the smallest normal unit still codes every input (as ~0)
+    return 2.0 ** max(math.ceil(math.log2(ratio)), -1022) if ratio > 0.0 else 2.0 ** -1022
+
+
+def advantage_bound(absmax: float, gamma: float, lam: float) -> float:
+    """The bound :func:`choose_unit` works from: ``|A| + M`` for inputs of magnitude at most ``M = absmax``, with
+    ``|A| <= (2 + gamma) M / (1 - gamma*lambda)`` (a horizon of 1e6 steps when ``gamma*lambda = 1``)."""
     c = gamma * lam
     horizon = 1.0 / (1.0 - c) if c < 1.0 else 1e6
-    bound = (2.0 + gamma) * absmax * horizon + absmax
-    return 2.0 ** math.ceil(math.log2(bound / (data.max_value / 2 ** headroom_bits)))
+    return (2.0 + gamma) * absmax * horizon + absmax
 
 
 def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:

@@ -75,6 +75,27 @@ def test_compute_is_the_model_bit_for_bit(overlay):
     assert np.array_equal(fixed.quantize(ret.astype(np.float64), spec.data)[0], expected.returns)
 
 
+@pytest.mark.parametrize("quantize", [False, True])
+def test_gamma_and_lambda_of_one_are_the_model_bit_for_bit(overlay, quantize):
+    """gamma * lambda = 1.0 exactly sets the top bit of the UQ1.23 coefficient: the split multiply of its powers
+    once read that bit as a sign, and the rtl simulation died on the intbv bound (issue 16)."""
+    rewards, values, dones = rollout(9, 12, 3, done_prob=0.2)
+    got = overlay.gae.compute(rewards, values, dones, gamma=1.0, lam=1.0, quantize=quantize)
+    want = make_overlay("emu").gae.compute(rewards, values, dones, gamma=1.0, lam=1.0, quantize=quantize)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    ref_adv, _ = model.gae_float64(rewards, values, dones, 1.0, 1.0)
+    assert np.abs(got[0] - ref_adv).max() < (1e-3 if not quantize else 0.05 * np.std(ref_adv))
+
+
+def test_magnitudes_past_float32_are_refused_and_subnormal_ones_work(overlay):
+    rewards, values, dones = rollout(10, 4, 2)
+    with pytest.raises(ValueError, match=r"rewards and values reach 1e\+308 in magnitude: .* the largest float32"):
+        overlay.gae.compute(np.full_like(rewards, 1e308, dtype=np.float64), values, dones)
+    adv, ret = overlay.gae.compute(np.full_like(rewards, 5e-324, dtype=np.float64), np.zeros_like(values), dones)
+    assert not adv.any() and not ret.any()
+
+
 def test_chunking_over_envs_is_exact_in_raw_mode(overlay):
     lanes = overlay.gae.spec.lanes
     rewards, values, dones = rollout(2, 50, 2 * lanes + 3)

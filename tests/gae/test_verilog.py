@@ -62,6 +62,7 @@ def random_cases(spec: S.GaeSpec, seeds) -> list:
         case("one lane, T=1, gamma=0", spec, S.GaeMode.Q8, rng, 1, 1, 0.0, 0.0, 1.0),
         case("q8 T_MAX, lambda=0, saturating", spec, S.GaeMode.Q8, rng, spec.t_max, spec.lanes, 1.0, 0.0, 4096.0),
         case("raw T=2, small", spec, S.GaeMode.RAW, rng, 2, spec.lanes, 0.99, 0.95, 1.0),
+        case("gamma = lambda = 1, unsaturated", spec, S.GaeMode.RAW, rng, 9, spec.lanes, 1.0, 1.0, 1.0),
     ]
     for seed in seeds:
         rng = np.random.default_rng(seed)

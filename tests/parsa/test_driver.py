@@ -138,8 +138,10 @@ def test_bad_steps_raise(parsa):
         parsa.act(np.array([np.nan, 0, 0]))
     with pytest.raises(ValueError, match="keys"):
         parsa.act(np.zeros(3), key=parsa.spec.keys)
-    with pytest.raises(ValueError, match="rewards"):
+    with pytest.raises(ValueError, match="reward must be a finite number, not inf"):
         parsa.act(np.zeros(3), reward=np.inf)
+    with pytest.raises(ValueError, match=r"rewards must be 1 finite floats \(NaN for none\)"):
+        parsa.act_batch(np.zeros((1, 3)), rewards=[np.inf])
 
 
 def test_unconfigured_core_refuses(overlay):

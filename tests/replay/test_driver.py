@@ -171,7 +171,7 @@ def test_load_state_dict_for_another_build_changes_nothing(replay):
     before = replay.total_code
     with pytest.raises(ValueError, match="this core has"):
         replay.load_state_dict({**state, "k": replay.spec.k * 2})
-    with pytest.raises(ValueError, match="leaf codes"):
+    with pytest.raises(ValueError, match=r"state\[.codes.\] must have shape"):
         replay.load_state_dict({**state, "codes": state["codes"][:-1]})
     assert replay.total_code == before
 

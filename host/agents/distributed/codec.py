@@ -170,6 +170,11 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
         A field of the wrong shape or kind, an empty batch, non-finite values, discounts outside [0, 1], negative
         actions or priorities.
     """
+    if not isinstance(batch, Mapping):
+        raise TypeError(f"transitions must be a mapping of {TRANSITION_FIELDS}, not {type(batch).__name__}")
+    missing = [name for name in TRANSITION_FIELDS if name not in batch]
+    if missing:
+        raise ValueError(f"transitions lacks the fields {missing}")
     observations = np.asarray(batch["observations"])
     if observations.ndim != 1 + len(obs_shape) or observations.shape[1:] != tuple(obs_shape):
         raise ValueError(f"transitions.observations must have shape (n, {', '.join(map(str, obs_shape))}), "
@@ -199,7 +204,10 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if np.any((out["discounts"] < 0) | (out["discounts"] > 1)):
         raise ValueError("transitions.discounts must lie in [0, 1] (gamma**k, 0 at a terminal state)")
     if priorities is not None:
-        priorities = np.asarray(priorities, dtype=np.float64)
+        try:
+            priorities = np.asarray(priorities, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"priorities must be numbers, one per transition ({error})") from None
         if priorities.shape != (n,):
             raise ValueError(f"priorities must have shape ({n},), one per transition, not {priorities.shape}")
         if not np.all(np.isfinite(priorities)) or np.any(priorities < 0):

@@ -280,6 +280,8 @@ class ReplayServer:
         start = time.perf_counter()
         if not isinstance(sequence, (int, np.integer)) or int(sequence) < 0:
             raise ValueError(f"sequence must be an integer >= 0, not {sequence!r}")
+        if priorities is None:  # the adding thread stores them with the rows: a batch without them would kill it
+            raise ValueError("priorities must be given: one initial priority per transition")
         batch = codec.check_batch(transitions, self.obs_shape, priorities)
         deadline = time.monotonic() + max(0.0, float(timeout_s))
         if not self._push_lock.acquire(timeout=max(0.0, float(timeout_s))):

@@ -72,8 +72,12 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 
     if len(a) > 18 and b_bits <= _DSP_A_BITS:
         width = len(a)
+        a_signed = a.min < 0
         a_lo = Signal(intbv(0)[_SPLIT_BIT:])
-        a_hi = Signal(intbv(0, min=-(1 << (width - _SPLIT_BIT - 1)), max=1 << (width - _SPLIT_BIT - 1)))
+        # the high part of an unsigned ``a`` is unsigned too: read as two's complement, a set top bit (a coefficient
+        # of exactly 1.0, say) would be negative. It gets a sign bit of its own so the product stays signed.
+        hi_bits = width - _SPLIT_BIT if a_signed else width - _SPLIT_BIT + 1
+        a_hi = Signal(intbv(0, min=-(1 << (hi_bits - 1)), max=1 << (hi_bits - 1)))
         lo_corners = [x * y for x in (0, (1 << _SPLIT_BIT) - 1) for y in (b.min, b.max - 1)] + [0]
         hi_corners = [x * y for x in (a_hi.min, a_hi.max - 1) for y in (b.min, b.max - 1)] + [0]
         # declared signed (min < 0) so the sum below stays a signed Verilog expression: one unsigned operand
@@ -81,10 +85,16 @@ def mul_round(product_rounded, a, b, mask, shift: int):
         p_lo = Signal(intbv(0, min=min(lo_corners) - 1, max=max(lo_corners) + 1))
         p_hi = Signal(intbv(0, min=min(hi_corners), max=max(hi_corners) + 1))
 
-        @always_comb
-        def split():
-            a_lo.next = a[_SPLIT_BIT:]
-            a_hi.next = a[width:_SPLIT_BIT].signed()
+        if a_signed:
+            @always_comb
+            def split():
+                a_lo.next = a[_SPLIT_BIT:]
+                a_hi.next = a[width:_SPLIT_BIT].signed()
+        else:
+            @always_comb
+            def split():
+                a_lo.next = a[_SPLIT_BIT:]
+                a_hi.next = a[width:_SPLIT_BIT]
 
         @always_comb
         def partial_products():

@@ -14,10 +14,11 @@ Backends (DESIGN.md section 1):
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pynq
 
@@ -33,6 +34,9 @@ from .drivers.parsa import ParsaCore
 from .drivers.replay import ReplayCore
 from .drivers.identity import check_identity
 from .drivers.polling import check_timeout
+
+if TYPE_CHECKING:
+    from .backends.bus import BusStats
 
 __all__ = ["RLOverlay", "BACKENDS", "default_backend", "load_core"]
 
@@ -193,6 +197,30 @@ class RLOverlay(pynq.Overlay):
             raise AttributeError(f"this {board_spec.name} overlay has no {name} core (it has {names}; an emu or rtl "
                                  f"overlay built with cores= holds only those)")
         return super().__getattr__(name)
+
+    @contextlib.contextmanager
+    def bus_stats(self) -> Iterator["BusStats"]:
+        """Count the bus traffic of the driver calls in a ``with`` block (``emu`` and ``rtl``)::
+
+            with ol.bus_stats() as bus:
+                ol.parsa.act(state, reward)
+            bus.register_reads, bus.register_writes, bus.dma_transfers
+
+        The counts are filled in when the block ends. On a board the bus cannot be watched from Python without
+        instrumenting ``pynq.MMIO``, so the board backend refuses (``RuntimeError``).
+        """
+        counter = getattr(self.device, "bus", None)
+        if counter is None:
+            raise RuntimeError("bus_stats() counts the emulated bus: it needs backend 'emu' or 'rtl', not "
+                               f"{self.backend!r}")
+        from .backends.bus import BusStats
+        start = dataclasses.replace(counter)
+        stats = BusStats()
+        try:
+            yield stats
+        finally:
+            for field, value in dataclasses.asdict(counter - start).items():
+                setattr(stats, field, value)
 
     def info(self) -> dict:
         """Backend, board, PL clock and, per core, its ID and build parameters as the registers report them."""

@@ -23,6 +23,7 @@ from pynq.ps import Clocks
 from ...overlay import spec as S
 from ...overlay.build import hwh as hwh_build
 from .axi_dma import AxiDmaModel
+from .bus import BusStats
 from .memory import DDR_WINDOWS, EmulatedMemory
 from .regfile import RegisterFile
 
@@ -82,6 +83,8 @@ class EmulatedDevice(pynq.Device):
         self.name = board_spec.name
         self.arch = "armv7l" if board_spec.arch == "zynq" else "aarch64"
         self.capabilities = {"REGISTER_RW": True}
+        self.bus = BusStats()
+        """every register access and DMA transfer since the device was made (see :mod:`.bus`)"""
         self.memory = EmulatedMemory(self, *DDR_WINDOWS[board_spec.arch])
         self.timestamp = ""
         self.bitfile_name = None
@@ -150,6 +153,7 @@ class EmulatedDevice(pynq.Device):
         """Bus reads of ``length`` bytes (whole words) at ``address``."""
         base, ip = self._window(address, length)
         words = [ip.read(address - base + 4 * i) for i in range(-(-length // 4))]
+        self.bus.count_read(len(words))
         return b"".join(w.to_bytes(4, "little") for w in words)[:length]
 
     def write_registers(self, address: int, data: bytes) -> None:
@@ -157,8 +161,11 @@ class EmulatedDevice(pynq.Device):
         if len(data) % 4:
             raise MemoryError(f"unaligned register write of {len(data)} bytes at {address:#x}")
         base, ip = self._window(address, len(data))
+        is_dma = isinstance(ip, AxiDmaModel)
         for i in range(0, len(data), 4):
-            ip.write(address - base + i, int.from_bytes(data[i:i + 4], "little"))
+            value = int.from_bytes(data[i:i + 4], "little")
+            ip.write(address - base + i, value)
+            self.bus.count_write(1, address - base + i if is_dma else None, value)
         self.service()
 
     def service(self) -> None:

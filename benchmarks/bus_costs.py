@@ -1,0 +1,96 @@
+"""Bus traffic of each driver call: register words read and written, DMA transfers and bytes, on ``emu`` and ``rtl``.
+
+On a Zynq each Python MMIO access costs about a microsecond or more from the ARM and a DMA transfer a descriptor
+write plus completion polling, so these counts are a driver call's fixed cost on a board, whatever the core does.
+They are counted by the emulated devices (:meth:`RLOverlay.bus_stats`), in steady state: every call is made once
+before it is counted, so parameters unchanged since the last call are not the cost being measured. ``emu`` answers
+at once (the model finishes between two accesses); on ``rtl`` the core takes simulated cycles, so the driver polls
+STATUS and the DMA more often while it works: the difference is the polling a real core would see.
+
+The calls (Pynq-Z2 build, each core alone on rtl):
+
+* ``parsa.act``: one record (MountainCar's shape: 2 dims, 8 tilings x 8x8 tiles, 3 actions) with a reward;
+* ``replay.sample(256)`` and ``replay.update(256)``: a batch of 256 with 4,096 stored priorities;
+* ``gae.compute``: 64 envs x 1,024 steps on ``emu`` (8 lane-batches on this 8-lane build); 8 x 64 on ``rtl``.
+
+Run: ``python benchmarks/bus_costs.py [--out benchmarks/results] [--no-rtl]``. Writes ``bus_costs.json`` and
+``bus_costs.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import environment, write_results
+from pynq_rl import RLOverlay
+
+MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
+COLUMNS = ["register_reads", "register_writes", "register_accesses", "dma_transfers", "dma_bytes_to_pl",
+           "dma_bytes_from_pl"]
+
+
+def calls(backend: str) -> dict:
+    """name -> (core, setup, call) of the driver calls counted on ``backend``."""
+    envs, steps = (64, 1024) if backend == "emu" else (8, 64)
+    rng = np.random.default_rng(0)
+    rewards, values = rng.normal(size=(steps, envs)), rng.normal(size=(steps + 1, envs))
+    dones = rng.random((steps, envs)) < 0.01
+
+    def parsa_setup(core):
+        core.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), alpha=0.3 / 8, epsilon=0.0, frac_bits=6)
+        core.act([-0.5, 0.0])
+
+    def replay_setup(core):
+        core.update(np.arange(4096), rng.random(4096) + 0.01)
+
+    return {
+        "parsa.act (1 record)": ("parsa", parsa_setup, lambda core: core.act([-0.4, 0.01], -1.0)),
+        "replay.sample(256)": ("replay", replay_setup, lambda core: core.sample(256)),
+        "replay.update(256)": ("replay", replay_setup,
+                               lambda core: core.update(np.arange(256), np.full(256, 0.5))),
+        f"gae.compute ({envs} envs x {steps} steps)": ("gae", lambda core: None,
+                                                      lambda core: core.compute(rewards, values, dones)),
+    }
+
+
+def measure(backend: str) -> list[dict]:
+    rows = []
+    for name, (core_name, setup, call) in calls(backend).items():
+        overlay = RLOverlay(backend=backend, cores=(core_name,))
+        core = getattr(overlay, core_name)
+        setup(core)
+        call(core)                                       # steady state: the call once before it is counted
+        start = time.perf_counter()
+        with overlay.bus_stats() as bus:
+            call(core)
+        rows.append({"backend": backend, "call": name, **bus.as_dict(),
+                     "wall[ms]": round(1e3 * (time.perf_counter() - start), 2)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--no-rtl", action="store_true", help="count on emu only")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    rows = measure("emu") + ([] if args.no_rtl else measure("rtl"))
+    env = environment()
+    lines = ["# Bus traffic per driver call", "",
+             f"`benchmarks/bus_costs.py`, {env['date']}, commit `{env['git_describe']}`: counted by the emulated device "
+             "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. Register words are 32-bit AXI-Lite accesses "
+             "(the cores' and the DMAs' registers); `wall` is this machine's time for the counted call, not a board's.",
+             "", "| backend | call | " + " | ".join(COLUMNS) + " | wall [ms] |",
+             "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
+    lines += [f"| {r['backend']} | {r['call']} | " + " | ".join(f"{r[c]:,}" for c in COLUMNS)
+              + f" | {r['wall[ms]']} |" for r in rows]
+    result = {**env, "rows": rows, "wall[s]": round(time.perf_counter() - start, 1)}
+    write_results(Path(args.out), "bus_costs", result, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

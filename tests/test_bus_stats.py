@@ -1,0 +1,81 @@
+"""Bus accounting of the emulated devices: what each driver call costs on the PS-PL bus (issue 13, item 1).
+
+The exact counts on ``emu`` are pinned: they are a driver call's fixed cost on a board (about a microsecond per
+register access from Python), so a change that adds accesses must show up here, and one that removes some updates
+the numbers (and ``benchmarks/results/bus_costs.md``).
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pynq_rl import RLOverlay
+
+MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bus_costs.py"
+
+
+def steady(overlay, call):
+    call()
+    with overlay.bus_stats() as bus:
+        call()
+    return bus
+
+
+def test_each_call_costs_what_it_costs():
+    overlay = RLOverlay(backend="emu")
+    parsa, replay = overlay.parsa, overlay.replay
+    parsa.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), epsilon=0.0)
+    replay.update(np.arange(4096), np.ones(4096))
+    act = steady(overlay, lambda: parsa.act([-0.4, 0.01], -1.0))
+    assert (act.register_reads, act.register_writes, act.dma_transfers) == (18, 7, 2)
+    assert (act.dma_bytes_to_pl, act.dma_bytes_from_pl) == (16, 8)  # one state record in, one action record out
+    sample = steady(overlay, lambda: replay.sample(256))
+    assert (sample.register_reads, sample.register_writes, sample.dma_transfers) == (13, 6, 1)
+    assert sample.dma_bytes_from_pl == 256 * 8 and sample.dma_bytes_to_pl == 0
+    update = steady(overlay, lambda: replay.update(np.arange(256), np.full(256, 0.5)))
+    assert (update.register_reads, update.register_writes, update.dma_transfers) == (10, 4, 1)
+    assert update.register_accesses == 14 and update.as_dict()["register_accesses"] == 14
+
+
+def test_gae_pays_per_lane_batch():
+    """64 envs on the 8-lane build are 8 batches, each its own pair of transfers: what multi-batch streams would
+    remove (issue 13, item 2)."""
+    overlay = RLOverlay(backend="emu")
+    rng = np.random.default_rng(0)
+    bus = steady(overlay, lambda: overlay.gae.compute(rng.normal(size=(16, 64)), rng.normal(size=(17, 64)),
+                                                      np.zeros((16, 64))))
+    assert bus.dma_transfers == 2 * 8 and bus.register_accesses == 8 * 34
+
+
+def test_counts_cover_only_the_block_and_rtl_polls_more():
+    emu = RLOverlay(backend="emu", cores=("replay",))
+    rtl = RLOverlay(backend="rtl", cores=("replay",))
+    counts = []
+    for overlay in (emu, rtl):
+        overlay.replay.update(np.arange(64), np.ones(64))
+        with overlay.bus_stats() as outer:
+            bus = steady(overlay, lambda: overlay.replay.sample(32))
+        assert outer.register_reads >= 2 * bus.register_reads > 0  # the block's own calls only, twice
+        counts.append(bus)
+    assert counts[0].dma_transfers == counts[1].dma_transfers == 1
+    assert counts[1].register_reads > counts[0].register_reads  # the simulated core takes cycles: STATUS polled
+
+
+def test_board_backend_cannot_count():
+    overlay = RLOverlay(backend="emu", cores=("gae",))
+    overlay.backend = "board"
+    overlay.device.bus = None
+    with pytest.raises(RuntimeError, match="needs backend 'emu' or 'rtl', not 'board'"):
+        with overlay.bus_stats():
+            pass
+
+
+def test_benchmark_writes_its_table(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--no-rtl", "--out", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "bus_costs.md").read_text()
+    assert "| emu | parsa.act (1 record) | 18 | 7 | 25 | 2 | 16 | 8 |" in text

@@ -232,16 +232,18 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
     assert os.path.isfile(summary["checkpoint"])
 
 
+PENDULUM_STEPS = 300_000
+PENDULUM_THRESHOLD = -400.0
+"""measured (benchmarks/results/ppo_continuous.md, 300k steps, q8 setting): seed 0 -169.2, seeds 0-2 all above -300;
+the first 20 episodes average about -1230"""
+
+
 @pytest.mark.slow
 def test_pendulum_learns_with_q8_gae_on_the_emulated_core(tmp_path):
     """Pendulum-v1, seed 0, numpy networks, q8 GAE on the emu core with HEPPO's dynamic reward standardization:
-    the mean of the last 20 episodes beats THRESHOLD (random play: about -1200; see benchmarks/results/ppo_continuous.md
-    for the measured curves)."""
+    the mean of the last 20 episodes beats PENDULUM_THRESHOLD after 300k steps (about 2 minutes on one core)."""
     summary = train(args_for("Pendulum-v1", total_timesteps=PENDULUM_STEPS, seed=0, nn="numpy", gae_backend="emu",
                              quantize=True, reward_norm="dynamic", out_dir=str(tmp_path), progress=False))
     assert summary["global_step"] == PENDULUM_STEPS // 2048 * 2048
     assert summary["mean_return_last20"] > PENDULUM_THRESHOLD, summary["episode_returns"][-20:]
 
-
-PENDULUM_STEPS = 300_000
-PENDULUM_THRESHOLD = -600.0

@@ -41,3 +41,21 @@ def test_pendulum_rows_summary_page_and_plot(tmp_path):
     assert "## Pendulum-v1 (2,048 steps per run)" in page and "| q8 | 0 |" in page
     assert (tmp_path / "out" / "ppo_continuous_Pendulum-v1.png").stat().st_size > 1000
     assert data["environment"]["git_commit"]
+
+
+def test_a_control_setting_writes_its_own_files(tmp_path):
+    """``--settings q8-wrapper --name ...``: q8 GAE with CleanRL's reward wrapper, in files of its own."""
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048",
+                           "--seeds", "1", "--jobs", "1", "--settings", "q8-wrapper", "--name", "control",
+                           "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    data = json.loads((tmp_path / "out" / "control.json").read_text())
+    assert [(r["setting"], r["seed"]) for r in data["rows"]] == [("q8-wrapper", 1)]
+    with open(Path(data["rows"][0]["run_dir"]) / "args.json") as f:
+        args = json.load(f)
+    assert (args["gae_backend"], args["quantize"], args["reward_norm"], args["norm_reward"]) == ("emu", True, None, True)
+    assert data["summaries"]["Pendulum-v1"]["q8_over_float"] is None
+    assert "emu core, q8 + reward wrapper" in (tmp_path / "out" / "control.md").read_text()
+    assert (tmp_path / "out" / "control_Pendulum-v1.png").is_file()
+    assert not (tmp_path / "out" / "ppo_continuous.json").exists()

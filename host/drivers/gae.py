@@ -171,12 +171,12 @@ class GaeCore(StreamCore):
         mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
         records = model.pack_input(spec, mode, r_codes, v_codes, dones)
         self._check_idle()
-        self._write("T", n_steps)
-        self._write("LANES_USED", n_lanes)
-        self._write("GAMMA", fixed.quantize(gamma, spec.coef)[0])
-        self._write("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
+        self._write_parameter("T", n_steps)
+        self._write_parameter("LANES_USED", n_lanes)
+        self._write_parameter("GAMMA", fixed.quantize(gamma, spec.coef)[0])
+        self._write_parameter("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
         for name, value in regs.items():
-            self._write(name, value)
+            self._write_parameter(name, value)
         out_bytes = n_steps * spec.output_record_bytes
         received = self._transfer(mode, records, out_bytes, timeout_s, f"T={n_steps}, lanes={n_lanes}",
                                   cycles=n_steps + spec.pipeline_depth)

@@ -14,7 +14,7 @@ import math
 import time
 from typing import Callable, Protocol, TypeVar
 
-__all__ = ["CycleDeadline", "Deadline", "WallClockDeadline", "check_timeout", "wait_dma_channel", "wait_until"]
+__all__ = ["CycleDeadline", "Deadline", "WallClockDeadline", "check_timeout", "wait_until"]
 
 _POLL_S = 20e-6
 T = TypeVar("T")
@@ -102,22 +102,3 @@ def wait_until(poll: Callable[[], T], done: Callable[[T], bool], deadline: Deadl
         if deadline.expired():
             raise TimeoutError(f"timed out after {deadline.describe()}: {describe(value)}")
         deadline.pause()
-
-
-def wait_dma_channel(channel, deadline: Deadline, name: str) -> int:
-    """Wait for a ``pynq.lib.dma`` simple-mode channel to go idle or fail before ``deadline``.
-
-    Once the channel is idle (or in error) the stock ``channel.wait()`` returns at once: it decodes the error
-    bits into PYNQ's messages, invalidates the receive buffer and records ``transferred``, which is returned.
-
-    Raises
-    ------
-    TimeoutError
-        The channel stayed busy until the deadline (the PL stopped consuming or producing the stream).
-    RuntimeError
-        The DMA reported an error (decode, slave or internal error).
-    """
-    wait_until(lambda: (True, False) if channel.idle else (False, channel.error), any, deadline,
-               lambda seen: f"DMA {name} channel still busy (idle={seen[0]}, error={seen[1]})")
-    channel.wait()
-    return channel.transferred

@@ -185,8 +185,8 @@ class ReplayCore(StreamCore):
         total = self.total_code
         if total == 0:
             raise ValueError("cannot sample: every priority in the replay core is 0 (call update() first)")
-        self._write("COUNT", n)
-        self._write("STRIDE", S.ReplaySpec.stride(n))
+        self._write_parameter("COUNT", n)
+        self._write_parameter("STRIDE", S.ReplaySpec.stride(n))
         send = None if uniforms is None else model.pack_uniforms(uniforms)
         records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}", n + self.spec.sample_depth)
         indices, codes = model.unpack_results(records.view(np.uint64))

@@ -16,9 +16,14 @@ from pynq.registers import RegisterMap
 
 from ...overlay import spec as S
 from .identity import BitstreamMismatchError, check_identity
-from .polling import Deadline, WallClockDeadline, check_timeout, wait_dma_channel, wait_until
+from .polling import Deadline, WallClockDeadline, check_timeout, wait_until
 
 __all__ = ["StreamCore"]
+
+#: PG021 DMASR error bits, with PYNQ's own messages for them
+_DMA_ERRORS = {"DMAIntErr": "DMA Internal Error (transfer length 0?)",
+               "DMASlvErr": "DMA Slave Error (cannot access memory map interface)",
+               "DMADecErr": "DMA Decode Error (invalid address)"}
 
 
 class StreamCore(DefaultIP):
@@ -61,6 +66,7 @@ class StreamCore(DefaultIP):
         self.dma = DMA(self._dma_description)
         self._timeout_s = 5.0
         self._dma_buffers: dict[str, Any] = {}
+        self._parameters: dict[str, int] = {}  # parameter registers as this driver last wrote them
         self._last_status = S.Status(0)
 
     @property
@@ -89,6 +95,18 @@ class StreamCore(DefaultIP):
 
     def _write(self, name: str, value: int) -> None:
         self.write(self.registers[name]["address_offset"], int(value) & 0xFFFF_FFFF)
+
+    def _write_parameter(self, name: str, value: int) -> None:
+        """Write parameter register ``name`` only if ``value`` differs from what this driver last wrote there.
+
+        For registers only the driver writes and the core never changes (T, COUNT, the coefficients...): on a board
+        each write is a bus transaction, and steady-state calls repeat most parameters. :meth:`reset` forgets the
+        cache; a register written around the driver (``register_map``) must be followed by ``reset()`` too.
+        """
+        value = int(value) & 0xFFFF_FFFF
+        if self._parameters.get(name) != value:
+            self._write(name, value)
+            self._parameters[name] = value
 
     @property
     def register_map(self) -> RegisterMap:
@@ -155,6 +173,7 @@ class StreamCore(DefaultIP):
         transfer; the stock channel objects assume a fresh DMA afterwards, so the driver object is rebuilt.
         """
         self._write("CTRL", S.Ctrl.SOFT_RESET)
+        self._parameters.clear()
         reset_bit = 1 << S.AXI_DMA_REGISTERS["MM2S_DMACR"]["fields"]["Reset"]["bit_offset"]
         self.dma.write(S.AXI_DMA_REGISTERS["MM2S_DMACR"]["address_offset"], reset_bit)
         self.dma = DMA(self._dma_description)
@@ -226,8 +245,8 @@ class StreamCore(DefaultIP):
             if status.errors:
                 raise RuntimeError(self._describe_errors(status, what))
             if send_buffer is not None:
-                wait_dma_channel(self.dma.sendchannel, deadline, f"MM2S (to the {self.title} core)")
-            received = (wait_dma_channel(self.dma.recvchannel, deadline, f"S2MM (from the {self.title} core)")
+                self._finish_dma("MM2S", deadline)
+            received = (self._finish_dma("S2MM", deadline, recv_buffer)
                         if recv_buffer is not None else 0)
         except (TimeoutError, RuntimeError):
             self.reset()
@@ -236,6 +255,38 @@ class StreamCore(DefaultIP):
             raise RuntimeError(f"{self.title} core returned {received} bytes for {what}, expected {recv_bytes}")
         self._last_status = status
         return np.asarray(recv_buffer[:recv_bytes]).copy() if recv_buffer is not None else np.zeros(0, np.uint8)
+
+    def _finish_dma(self, channel: str, deadline: Deadline, buffer=None) -> int:
+        """Wait for DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) to go idle or fail; return the bytes an S2MM transfer
+        received (after invalidating ``buffer``'s cache lines, so the CPU reads what the PL wrote).
+
+        Reads the channel's DMASR once per poll and S2MM_LENGTH once: the stock ``channel.wait()`` and
+        ``transferred`` cost five reads per channel, on a bus where each read takes a microsecond or more. The
+        error bits are PG021's, decoded as PYNQ does.
+
+        Raises
+        ------
+        TimeoutError
+            The channel stayed busy until the deadline (the PL stopped consuming or producing the stream).
+        RuntimeError
+            The DMA reported an internal, slave or decode error.
+        """
+        status_register = S.AXI_DMA_REGISTERS[f"{channel}_DMASR"]
+        fields = status_register["fields"]
+        idle = 1 << fields["Idle"]["bit_offset"]
+        errors = {1 << fields[name]["bit_offset"]: text for name, text in _DMA_ERRORS.items()}
+        direction = "to" if channel == "MM2S" else "from"
+        status = wait_until(lambda: self.dma.read(status_register["address_offset"]),
+                            lambda value: bool(value & (idle | sum(errors))), deadline,
+                            lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still busy "
+                                          f"(DMASR={value:#x})")
+        for bit, text in errors.items():
+            if status & bit:
+                raise RuntimeError(f"DMA {channel} ({direction} the {self.title} core): {text}")
+        if channel == "MM2S":
+            return 0
+        buffer.invalidate()
+        return self.dma.read(S.AXI_DMA_REGISTERS["S2MM_LENGTH"]["address_offset"])
 
     def _describe_errors(self, status: S.Status, what: str) -> str:
         """The message for STATUS error flags after ``what`` (cores override with their registers' story)."""

@@ -64,6 +64,9 @@ class StreamCore(DefaultIP):
             raise UnsupportedConfiguration(f"{self.title} core {description['fullpath']} has no DMA at {dma_path}")
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
         self.dma = DMA(self._dma_description)
+        dma_parameters = self._dma_description["parameters"]
+        self._dma_address_bits = int(dma_parameters.get("c_addr_width", 32))
+        self._dma_max_bytes = (1 << int(dma_parameters.get("c_sg_length_width", S.AXI_DMA_LENGTH_WIDTH))) - 1
         self._timeout_s = 5.0
         self._dma_buffers: dict[str, Any] = {}
         self._parameters: dict[str, int] = {}  # parameter registers as this driver last wrote them
@@ -236,10 +239,10 @@ class StreamCore(DefaultIP):
             send_buffer[:len(payload)] = payload
         if recv_bytes:
             recv_buffer = self._dma_buffer("out", recv_bytes)
-            self.dma.recvchannel.transfer(recv_buffer, nbytes=recv_bytes)
+            self._start_dma("S2MM", recv_buffer, recv_bytes)
         self._start(mode)
         if send_buffer is not None:
-            self.dma.sendchannel.transfer(send_buffer, nbytes=len(payload))
+            self._start_dma("MM2S", send_buffer, len(payload))
         try:
             status = self._wait_done(deadline, lambda: what)
             if status.errors:
@@ -255,6 +258,25 @@ class StreamCore(DefaultIP):
             raise RuntimeError(f"{self.title} core returned {received} bytes for {what}, expected {recv_bytes}")
         self._last_status = status
         return np.asarray(recv_buffer[:recv_bytes]).copy() if recv_buffer is not None else np.zeros(0, np.uint8)
+
+    def _start_dma(self, channel: str, buffer, nbytes: int) -> None:
+        """Start a simple-mode transfer of ``nbytes`` on DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) from/into
+        ``buffer`` (flushed first for MM2S, so the PL reads what the CPU wrote).
+
+        Three register writes (two on a 32-bit-address DMA): address, upper address, LENGTH. The stock
+        ``channel.transfer()`` adds two status reads to check that the channel is running and idle; here both hold
+        by construction: the DMA is started when it is built, every operation waits for its channels to finish
+        before the next one starts, and an operation that fails resets and rebuilds the DMA.
+        """
+        if nbytes > self._dma_max_bytes:
+            raise ValueError(f"a {self.title} transfer of {nbytes} bytes exceeds the DMA's {self._dma_max_bytes}")
+        if channel == "MM2S":
+            buffer.flush()
+        address = "MM2S_SA" if channel == "MM2S" else "S2MM_DA"
+        self.dma.write(S.AXI_DMA_REGISTERS[address]["address_offset"], buffer.physical_address & 0xFFFF_FFFF)
+        if self._dma_address_bits > 32:
+            self.dma.write(S.AXI_DMA_REGISTERS[f"{address}_MSB"]["address_offset"], buffer.physical_address >> 32)
+        self.dma.write(S.AXI_DMA_REGISTERS[f"{channel}_LENGTH"]["address_offset"], nbytes)
 
     def _finish_dma(self, channel: str, deadline: Deadline, buffer=None) -> int:
         """Wait for DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) to go idle or fail; return the bytes an S2MM transfer

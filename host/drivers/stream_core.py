@@ -65,7 +65,8 @@ class StreamCore(DefaultIP):
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
         self.dma = DMA(self._dma_description)
         dma_parameters = self._dma_description["parameters"]
-        self._dma_address_bits = int(dma_parameters.get("c_addr_width", 32))
+        # unknown width: write the upper address word too, as PYNQ always does (on a ZU+ buffers can lie above 4 GiB)
+        self._dma_address_bits = int(dma_parameters.get("c_addr_width", 64))
         self._dma_max_bytes = (1 << int(dma_parameters.get("c_sg_length_width", S.AXI_DMA_LENGTH_WIDTH))) - 1
         self._timeout_s = 5.0
         self._dma_buffers: dict[str, Any] = {}

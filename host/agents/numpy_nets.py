@@ -33,7 +33,7 @@ import numpy as np
 
 from .numpy_nn import MLP, Adam, clip_grad_norm, gaussian_entropy, gaussian_log_prob, log_softmax
 
-__all__ = ["NumpyActorCritic", "NumpyQLearner"]
+__all__ = ["NumpyActorCritic", "NumpyQLearner", "log_std_from_checkpoint"]
 
 
 def _adam_state(optimizer: Adam) -> dict[str, Any]:
@@ -193,7 +193,7 @@ class NumpyActorCritic(_NumpyLearner):
         ValueError
             If the shapes do not fit this network.
         """
-        log_std = _log_std_from(state["model"], self.continuous, self.log_std.shape)
+        log_std = log_std_from_checkpoint(state["model"], self.continuous, self.log_std.shape)
         self.actor.load_state_dict(state["model"]["actor"])
         self.critic.load_state_dict(state["model"]["critic"])
         self.optimizer.load_state_dict({**state["optimizer"], "lr": self.optimizer.lr})
@@ -201,7 +201,7 @@ class NumpyActorCritic(_NumpyLearner):
             self.log_std[...] = log_std  # in place: the optimizer holds this very array
 
 
-def _log_std_from(model: dict[str, Any], continuous: bool, shape: tuple[int, ...]) -> np.ndarray | None:
+def log_std_from_checkpoint(model: dict[str, Any], continuous: bool, shape: tuple[int, ...]) -> np.ndarray | None:
     """A checkpoint's ``actor_logstd`` (None for a discrete policy); ValueError if it is missing, extra or misshapen."""
     if not continuous:
         if "actor_logstd" in model:

@@ -19,7 +19,7 @@ import torch.optim as optim
 from torch.distributions.categorical import Categorical
 from torch.distributions.normal import Normal
 
-from .numpy_nets import _log_std_from
+from .numpy_nets import log_std_from_checkpoint
 
 __all__ = ["layer_init", "Agent", "QNetwork", "TorchActorCritic", "TorchQLearner"]
 
@@ -289,7 +289,7 @@ class TorchActorCritic(_TorchLearner):
         ValueError
             If the shapes do not fit this network.
         """
-        log_std = _log_std_from(state["model"], self.continuous, (1, self.agent.actor[-1].out_features))
+        log_std = log_std_from_checkpoint(state["model"], self.continuous, (1, self.agent.actor[-1].out_features))
         _load_module_state(self.agent.actor, state["model"]["actor"])
         _load_module_state(self.agent.critic, state["model"]["critic"])
         _load_adam_state(self.optimizer, self.params, state["optimizer"])

@@ -79,6 +79,9 @@ class ReplayClient:
         plaintext; ``""``: plaintext.
     tls_server_name : str, optional
         Host name to check the server's certificate against when it differs from ``address``'s host.
+    compression : str, optional
+        ``"gzip"`` or ``"deflate"``: gRPC compresses every request (pushes: Atari frames shrink 10x or more); None:
+        none. What the server sends back is compressed as the server is configured (:func:`.service.serve`).
 
     Attributes
     ----------
@@ -88,7 +91,7 @@ class ReplayClient:
 
     def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0,
                  token: str | None = None, tls_ca: str | os.PathLike | None = None,
-                 tls_server_name: str | None = None) -> None:
+                 tls_server_name: str | None = None, compression: str | None = None) -> None:
         import grpc
         self._grpc = grpc
         self.address = address
@@ -108,6 +111,7 @@ class ReplayClient:
                 self._credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
             if tls_server_name is not None:
                 self._options.append(("grpc.ssl_target_name_override", tls_server_name))
+        self._compression = codec.grpc_compression(compression)
         self._channel = None
         self._connect()
 
@@ -115,8 +119,10 @@ class ReplayClient:
         """(Re)open the channel: a fresh one connects at its first call, without the old one's back-off state."""
         grpc = self._grpc
         old = self._channel
-        self._channel = grpc.insecure_channel(self.address, options=self._options) if self._credentials is None \
-            else grpc.secure_channel(self.address, self._credentials, options=self._options)
+        self._channel = grpc.insecure_channel(self.address, options=self._options,
+                                              compression=self._compression) if self._credentials is None \
+            else grpc.secure_channel(self.address, self._credentials, options=self._options,
+                                     compression=self._compression)
         self._stub = pb_grpc.ReplayStub(self._channel)
         if old is not None:
             old.close()

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import replay_pb2 as pb
 
-__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "TLS_CA_ENV",
+__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "OBS_DTYPES", "check_obs_dtype", "COMPRESSIONS",
+           "grpc_compression", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "TLS_CA_ENV",
            "ACCESS_ENV", "max_sample_rows",
            "resolve_token", "to_tensor", "from_tensor", "encode_transitions", "decode_transitions", "check_batch"]
 
@@ -33,20 +34,22 @@ _MESSAGE_OVERHEAD_BYTES = 64 << 10
 """room left in a message for field tags, dtype names and shapes"""
 
 
-def max_sample_rows(obs_shape: tuple[int, ...]) -> int:
+def max_sample_rows(obs_shape: tuple[int, ...], obs_itemsize: int = 4) -> int:
     """How many sampled transitions of observations shaped ``obs_shape`` fit in one ``SampleReply``.
 
     Parameters
     ----------
     obs_shape : tuple of int
-        Shape of one observation (float32 on the wire, twice per row: ``observations`` and ``next_observations``).
+        Shape of one observation (twice per row on the wire: ``observations`` and ``next_observations``).
+    obs_itemsize : int
+        Bytes per observation element (4: float32, 1: uint8 frames).
 
     Returns
     -------
     int
         ``(MAX_MESSAGE_BYTES - 64 KiB) // row_bytes``, at least 1.
     """
-    row_bytes = 2 * 4 * int(np.prod(obs_shape, dtype=np.int64)) + _SAMPLE_ROW_BYTES
+    row_bytes = 2 * int(obs_itemsize) * int(np.prod(obs_shape, dtype=np.int64)) + _SAMPLE_ROW_BYTES
     return max(1, (MAX_MESSAGE_BYTES - _MESSAGE_OVERHEAD_BYTES) // row_bytes)
 
 
@@ -55,6 +58,26 @@ GRPC_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0)]
 """channel and server options both ends use: message size limits (64 MiB: a sample of 4096 Atari frames) and no
 port sharing (a second server on a port must fail)"""
+
+COMPRESSIONS = ("gzip", "deflate")
+"""message compressions client and server may ask gRPC for (None: none)"""
+
+
+def grpc_compression(name: str | None):
+    """The ``grpc.Compression`` for ``name`` (:data:`COMPRESSIONS`), or None for None.
+
+    Raises
+    ------
+    ValueError
+        Any other name.
+    """
+    import grpc
+    if name is None:
+        return None
+    if name not in COMPRESSIONS:
+        raise ValueError(f"compression must be None or one of {COMPRESSIONS}, not {name!r}")
+    return grpc.Compression.Gzip if name == "gzip" else grpc.Compression.Deflate
+
 
 TOKEN_ENV = "PYNQ_RL_REPLAY_TOKEN"
 """environment variable holding the shared token (server and clients read it when given no ``token``)"""
@@ -145,8 +168,25 @@ def decode_transitions(message: pb.Transitions) -> dict[str, np.ndarray]:
     return batch
 
 
+OBS_DTYPES = ("float32", "uint8")
+"""how a replay server may store observations: float32 vectors (CartPole) or uint8 frames (Atari, 4x84x84)"""
+
+
+def check_obs_dtype(obs_dtype: str) -> str:
+    """``obs_dtype`` if it is one of :data:`OBS_DTYPES`.
+
+    Raises
+    ------
+    ValueError
+        Any other value.
+    """
+    if obs_dtype not in OBS_DTYPES:
+        raise ValueError(f"obs_dtype must be one of {OBS_DTYPES}, not {obs_dtype!r}")
+    return obs_dtype
+
+
 def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
-                priorities: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                priorities: np.ndarray | None = None, obs_dtype: str = "float32") -> dict[str, np.ndarray]:
     """Check a transition batch against the server's layout; return it converted to the storage dtypes.
 
     Parameters
@@ -157,11 +197,14 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
         The shape of one observation the server stores.
     priorities : array, optional
         Initial priorities, one per transition: finite and >= 0.
+    obs_dtype : str
+        How the server stores observations (:data:`OBS_DTYPES`): ``"float32"`` converts any real array;
+        ``"uint8"`` (frames) takes uint8 arrays only, so a frame is never silently rounded or wrapped.
 
     Returns
     -------
     dict
-        ``observations``/``next_observations`` float32, ``actions`` int64, ``rewards``/``discounts`` float32 and,
+        ``observations``/``next_observations`` float32 (or uint8), ``actions`` int64, ``rewards``/``discounts`` float32 and,
         when given, ``priorities`` float64.
 
     Raises
@@ -180,6 +223,12 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
         raise ValueError(f"transitions.observations must have shape (n, {', '.join(map(str, obs_shape))}), "
                          f"not {observations.shape}")
     n = observations.shape[0]
+    check_obs_dtype(obs_dtype)
+    if obs_dtype == "uint8":
+        for name in ("observations", "next_observations"):
+            dtype = np.asarray(batch[name]).dtype
+            if dtype != np.uint8:
+                raise ValueError(f"transitions.{name} must be uint8 frames on this server, not dtype {dtype}")
     if n < 1:
         raise ValueError("a transition batch must hold at least one transition, not 0")
     shapes = {"next_observations": observations.shape, "actions": (n,), "rewards": (n,), "discounts": (n,)}
@@ -190,8 +239,8 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
         raise ValueError(f"transitions.actions must be integers, not dtype {actions.dtype}")
     out = {
-        "observations": observations.astype(np.float32),
-        "next_observations": np.asarray(batch["next_observations"]).astype(np.float32),
+        "observations": observations.astype(obs_dtype, copy=False),
+        "next_observations": np.asarray(batch["next_observations"]).astype(obs_dtype, copy=False),
         "actions": actions.astype(np.int64),
         "rewards": np.asarray(batch["rewards"]).astype(np.float32),
         "discounts": np.asarray(batch["discounts"]).astype(np.float32),
@@ -199,7 +248,7 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if np.any(out["actions"] < 0):
         raise ValueError(f"transitions.actions must be >= 0, not {int(out['actions'].min())}")
     for name in ("observations", "next_observations", "rewards", "discounts"):
-        if not np.all(np.isfinite(out[name])):
+        if out[name].dtype.kind == "f" and not np.all(np.isfinite(out[name])):
             raise ValueError(f"transitions.{name} holds NaN or infinite values")
     if np.any((out["discounts"] < 0) | (out["discounts"] > 1)):
         raise ValueError("transitions.discounts must lie in [0, 1] (gamma**k, 0 at a terminal state)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+import zlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -100,19 +101,24 @@ class RedisActorPusher:
         The Redis server.
     key : str
         The list.
+    compress : bool
+        zlib-compress each serialized batch (level 1: fast) before pushing it (the learner's side must be told:
+        ``compressed``).
     """
 
-    def __init__(self, host: str, port: int, key: str = DEFAULT_KEY) -> None:
+    def __init__(self, host: str, port: int, key: str = DEFAULT_KEY, compress: bool = False) -> None:
         import redis
         self.redis = redis.Redis(host=host, port=port)
         self.key = key
+        self.compress = bool(compress)
 
     def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray) -> int:
         """Serialize and ``RPUSH`` one batch; returns the list length after the push."""
         request = pb.PushRequest()
         codec.encode_transitions(transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
-        return int(self.redis.rpush(self.key, request.SerializeToString()))
+        blob = request.SerializeToString()
+        return int(self.redis.rpush(self.key, zlib.compress(blob, 1) if self.compress else blob))
 
     def close(self) -> None:
         """Close the connection."""
@@ -130,6 +136,10 @@ class RedisLearnerReplay:
         As for :class:`~.server.ReplayServer` (the local storage and priority backend).
     key : str
         The list.
+    obs_dtype : str
+        How observations are stored (``"float32"`` or ``"uint8"`` frames, as :class:`~.server.ReplayServer`).
+    compressed : bool
+        The actors zlib-compress their batches (:class:`RedisActorPusher` ``compress``): decompress each one.
 
     Attributes
     ----------
@@ -140,11 +150,13 @@ class RedisLearnerReplay:
     """
 
     def __init__(self, host: str, port: int, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu",
-                 alpha: float = 0.6, key: str = DEFAULT_KEY, board: Any = None, seed: int | None = None) -> None:
+                 alpha: float = 0.6, key: str = DEFAULT_KEY, board: Any = None, seed: int | None = None,
+                 obs_dtype: str = "float32", compressed: bool = False) -> None:
         import redis
         self.redis = redis.Redis(host=host, port=port)
         self.key = key
-        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, board=board, seed=seed)
+        self.compressed = bool(compressed)
+        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, board=board, seed=seed, obs_dtype=obs_dtype)
         self.pulled_batches = 0
 
     def pull(self) -> int:
@@ -155,7 +167,7 @@ class RedisLearnerReplay:
         blobs, _ = pipe.execute()
         moved = 0
         for blob in blobs:
-            request = pb.PushRequest.FromString(blob)
+            request = pb.PushRequest.FromString(zlib.decompress(blob) if self.compressed else blob)
             moved += self.replay.insert(codec.decode_transitions(request.transitions),
                                         codec.from_tensor(request.priorities, "priorities"))
         self.pulled_batches += len(blobs)

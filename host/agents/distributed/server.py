@@ -97,7 +97,7 @@ class ReplayServer:
     capacity : int
         Transition slots (a ring).
     obs_shape : tuple of int
-        Shape of one observation (stored as float32).
+        Shape of one observation.
     backend : str or object
         ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`~..priorities.make_priority_backend`), or a priority
         object with the
@@ -128,6 +128,10 @@ class ReplayServer:
     accept_loss : bool
         Start even if the log is damaged in a way that loses acknowledged records (they are counted in a warning
         and in :attr:`recovery`, and the bad tail is moved to a side file); False: refuse to start (``ValueError``).
+    obs_dtype : str
+        How observations are stored and sampled (:data:`codec.OBS_DTYPES`): ``"float32"`` (vectors; pushes are
+        converted) or ``"uint8"`` (Atari frames, 4x84x84: pushes must be uint8, a quarter of the bytes of float32 in
+        memory and on the wire).
 
     Attributes
     ----------
@@ -144,7 +148,8 @@ class ReplayServer:
                  queue_batches: int = 64, checkpoint_dir: str | os.PathLike | None = None,
                  checkpoint_every_s: float | None = None, sync_wal: bool = False, board: Any = None,
                  seed: int | None = None, sequence_window: int = 1024, max_sample: int | None = None,
-                 accept_loss: bool = False) -> None:
+                 accept_loss: bool = False, obs_dtype: str = "float32") -> None:
+        self.obs_dtype = codec.check_obs_dtype(obs_dtype)
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
         if not isinstance(sequence_window, (int, np.integer)) or int(sequence_window) < 1:
@@ -160,7 +165,7 @@ class ReplayServer:
         self.queue_batches = int(queue_batches)
         self.sync_wal = bool(sync_wal)
         self.sequence_window = int(sequence_window)
-        fits = codec.max_sample_rows(self.obs_shape)
+        fits = codec.max_sample_rows(self.obs_shape, np.dtype(self.obs_dtype).itemsize)
         self.max_sample = min(fits, self.capacity if max_sample is None else int(max_sample))
         if isinstance(backend, str):
             self.backend_name = backend
@@ -173,7 +178,7 @@ class ReplayServer:
         self.priorities.alpha = float(alpha)
         self.priorities.clear()
 
-        self.observations = np.zeros((self.capacity,) + self.obs_shape, dtype=np.float32)
+        self.observations = np.zeros((self.capacity,) + self.obs_shape, dtype=self.obs_dtype)
         self.next_observations = np.zeros_like(self.observations)
         self.actions = np.zeros(self.capacity, dtype=np.int64)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
@@ -235,6 +240,7 @@ class ReplayServer:
         means = {f"{name[:-2]}_mean_ms": 1e3 * total / max(1, counters.get(f"{name[:-2]}_calls", 0))
                  for name, total in self._latency_s.items()}
         return {"backend": self.backend_name, "capacity": self.capacity, "obs_shape": list(self.obs_shape),
+                "obs_dtype": self.obs_dtype,
                 "size": self.size(), "queued_batches": queued, "queue_batches": self.queue_batches,
                 "log_sequence": self._log_sequence, "applied_sequence": self._applied_sequence,
                 "uptime_s": time.monotonic() - self._started, "restored": dict(self.restored),
@@ -282,7 +288,7 @@ class ReplayServer:
             raise ValueError(f"sequence must be an integer >= 0, not {sequence!r}")
         if priorities is None:  # the adding thread stores them with the rows: a batch without them would kill it
             raise ValueError("priorities must be given: one initial priority per transition")
-        batch = codec.check_batch(transitions, self.obs_shape, priorities)
+        batch = codec.check_batch(transitions, self.obs_shape, priorities, self.obs_dtype)
         deadline = time.monotonic() + max(0.0, float(timeout_s))
         if not self._push_lock.acquire(timeout=max(0.0, float(timeout_s))):
             self._counters["push_rejected"] += 1
@@ -374,7 +380,7 @@ class ReplayServer:
             A malformed batch (see :func:`codec.check_batch`).
         """
         self._check_open()
-        batch = codec.check_batch(transitions, self.obs_shape, priorities)
+        batch = codec.check_batch(transitions, self.obs_shape, priorities, self.obs_dtype)
         self._insert(batch)
         return len(batch["actions"])
 
@@ -506,7 +512,7 @@ class ReplayServer:
                 n = self.size()
                 actors = sorted(self._last_actor_sequence)
                 state = {"replay_format": CHECKPOINT_VERSION, "capacity": self.capacity,
-                         "obs_shape": list(self.obs_shape),
+                         "obs_shape": list(self.obs_shape), "obs_dtype": self.obs_dtype,
                          "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
                          "update_sequence": self._update_sequence,
                          "actor_ids": actors, "actor_sequences": [self._last_actor_sequence[a] for a in actors],
@@ -610,10 +616,11 @@ class ReplayServer:
         if state.get("replay_format") != CHECKPOINT_VERSION:
             raise ValueError(f"checkpoint {path} has replay_format {state.get('replay_format')!r}, this server reads "
                              f"{CHECKPOINT_VERSION}")
-        expected = (self.capacity, self.obs_shape)
-        found = (state.get("capacity"), tuple(state.get("obs_shape", ())))
+        expected = (self.capacity, self.obs_shape, self.obs_dtype)
+        found = (state.get("capacity"), tuple(state.get("obs_shape", ())), state.get("obs_dtype", "float32"))
         if found != expected:
-            raise ValueError(f"checkpoint {path} is (capacity, obs_shape) = {found}, this server is {expected}")
+            raise ValueError(f"checkpoint {path} is (capacity, obs_shape, obs_dtype) = {found}, this server is "
+                             f"{expected}")
         n = self.capacity if state["full"] else state["pos"]
         for name in codec.TRANSITION_FIELDS:
             getattr(self, name)[:n] = state[name]
@@ -637,7 +644,7 @@ class ReplayServer:
             return
         request = pb.PushRequest.FromString(payload)
         batch = codec.check_batch(codec.decode_transitions(request.transitions), self.obs_shape,
-                                  codec.from_tensor(request.priorities, "priorities"))
+                                  codec.from_tensor(request.priorities, "priorities"), self.obs_dtype)
         self._insert(batch)
         self._log_sequence = self._applied_sequence = sequence
         if request.actor_id and request.sequence:

@@ -144,7 +144,8 @@ class ReplayServicer(pb_grpc.ReplayServicer):
 
 def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int = 8,
           push_timeout_s: float = 0.5, token: str | None = None,
-          tls: tuple[str | os.PathLike, str | os.PathLike] | None = None) -> tuple[Any, int]:
+          tls: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+          compression: str | None = None) -> tuple[Any, int]:
     """Start a gRPC server for ``replay`` on ``address`` (port 0 picks a free one).
 
     Parameters
@@ -163,6 +164,8 @@ def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int
         ``""``: no authentication.
     tls : (str, str), optional
         PEM certificate chain and private key paths: serve TLS instead of plaintext.
+    compression : str, optional
+        ``"gzip"`` or ``"deflate"``: gRPC compresses every reply (sampled batches of Atari frames); None: none.
 
     Returns
     -------
@@ -189,7 +192,8 @@ def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int
         credentials = grpc.ssl_server_credentials([(key, cert)])
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
-                         options=codec.GRPC_OPTIONS, interceptors=interceptors)
+                         options=codec.GRPC_OPTIONS, interceptors=interceptors,
+                         compression=codec.grpc_compression(compression))
     pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
     try:
         port = server.add_insecure_port(address) if credentials is None else \
@@ -216,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
     parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
+    parser.add_argument("--obs-dtype", choices=codec.OBS_DTYPES, default="float32",
+                        help="stored observations: float32 vectors or uint8 frames (Atari: --obs-shape 4 84 84)")
+    parser.add_argument("--compression", choices=codec.COMPRESSIONS, default=None,
+                        help="gRPC compression of the replies (sampled batches); default: none")
     parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")
     parser.add_argument("--board", default=None, help="the overlay's board (Pynq-Z2, ZCU106)")
     parser.add_argument("--alpha", type=float, default=0.6, help="priority exponent")
@@ -234,12 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
                               args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed,
-                              accept_loss=args.accept_loss)
+                              accept_loss=args.accept_loss, obs_dtype=args.obs_dtype)
     except ValueError as error:  # a refused recovery or a bad argument: one line, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 1
     tls = None if args.tls_cert is None else (args.tls_cert, args.tls_key)
-    server, port = serve(replay, args.address, args.workers, tls=tls)
+    server, port = serve(replay, args.address, args.workers, tls=tls, compression=args.compression)
     host = args.address.rsplit(":", 1)[0]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -369,8 +369,8 @@ def test_checkpoint_for_another_layout_is_refused(tmp_path):
     replay.push(make_batch(0, 4), np.ones(4))
     replay.checkpoint()
     replay.close()
-    with pytest.raises(ValueError, match=r"\(capacity, obs_shape\) = \(64, \(4,\)\), this server is "
-                                         r"\(64, \(3,\)\)"):
+    with pytest.raises(ValueError, match=r"\(capacity, obs_shape, obs_dtype\) = \(64, \(4,\), 'float32'\), this "
+                                         r"server is \(64, \(3,\), 'float32'\)"):
         ReplayServer(64, (3,), "numpy", checkpoint_dir=tmp_path)
 
 

@@ -63,7 +63,7 @@ def test_command_line_listens_on_loopback_unless_told(monkeypatch, capsys):
     assert "0.0.0.0:PORT exposes the server" in " ".join(capsys.readouterr().out.split())
     started = {}
 
-    def fake_serve(replay, address, workers, tls=None):
+    def fake_serve(replay, address, workers, tls=None, compression=None):
         started.update(address=address, tls=tls)
         raise KeyboardInterrupt  # stop main() right after it chose the address
     monkeypatch.setattr("pynq_rl.host.agents.distributed.service.serve", fake_serve)

@@ -3,7 +3,7 @@
 One kind of operation per START (:class:`~pynq_rl.overlay.spec.ReplayMode`); the contract is the model's
 (:class:`~pynq_rl.overlay.models.replay.SumTree`), bit for bit::
 
-    IDLE --START, SET---------------> SET --TLAST--> SET_DRAIN (2L+1 cycles) --> IDLE, DONE
+    IDLE --START, SET---------------> SET --TLAST--> SET_DRAIN (3L+1 cycles) --> IDLE, DONE
          --START, SAMPLE[_UNIFORM]--> CHECK (3 cycles) --COUNT, STRIDE, TOTAL ok--> SAMPLE --last result out--> IDLE
                                                        --refused--> IDLE, DONE|ERR_CONFIG (nothing streamed)
          --START, DUMP--------------> DUMP --last beat out--> IDLE
@@ -36,7 +36,8 @@ from myhdl import always, always_comb, always_seq, block, enum, intbv, modbv, Si
 from ...spec import ReplayMode, ReplaySpec, xorshift32_step
 from ..common.arith import assign
 from ..common.prng import xorshift32, xorshift32_next, ZERO_SEED_REPLACEMENT
-from .sampler import descend_level, sample_front
+from .multiply import mul_latency
+from .sampler import descend_level, descend_stages, front_stages, sample_front
 from .select import select
 from .tree import level_depth, level_row, row_columns, tree_level
 from .updater import delta_signal, update_level
@@ -47,21 +48,23 @@ t_state = enum("IDLE", "CHECK", "SET", "SET_DRAIN", "SAMPLE", "DUMP", "CLEAR")
 MODE_SET, MODE_SAMPLE, MODE_UNIFORM = int(ReplayMode.SET), int(ReplayMode.SAMPLE), int(ReplayMode.SAMPLE_UNIFORM)
 MODE_DUMP, MODE_CLEAR = int(ReplayMode.DUMP), int(ReplayMode.CLEAR)
 
-#: CHECK cycles between START and the first issued sample (COUNT * STRIDE through the stage-b multiplier)
+#: CHECK cycles between START and the first issued sample (COUNT * STRIDE through the stage-b multiplier, whose
+#: tiles load at the START edge: ``mul_latency(32, 32) - 1`` = 2 more edges, then the check)
 CHECK_CYCLES = 3
-#: registered stages before the first descent stage: a, b, c, d, e (see :mod:`.sampler`)
-FRONT_STAGES = 5
+if mul_latency(32, 32) != CHECK_CYCLES:
+    raise AssertionError("CHECK must last as long as the COUNT * STRIDE product takes from the START edge")
 
 
 def set_depth(spec: ReplaySpec) -> int:
-    """Pipeline depth of a set batch: CYCLES = records + this (the input register, two edges per level, root)."""
-    return 2 * spec.levels + 1
+    """Pipeline depth of a set batch: CYCLES = records + this (the input register, three edges per level: read,
+    read-data register, write; the root's edge is the last record's DONE cycle)."""
+    return 3 * spec.levels + 1
 
 
 def sample_depth(spec: ReplaySpec) -> int:
-    """Pipeline depth of a SAMPLE batch: CYCLES = COUNT + this (CHECK, the front stages, two edges per level,
-    the output register; the last result's handshake is the last cycle)."""
-    return CHECK_CYCLES + FRONT_STAGES + 2 * spec.levels + 1
+    """Pipeline depth of a SAMPLE batch: CYCLES = COUNT + this (CHECK, the front stages, the descent stages of
+    every level, the output register; the last result's handshake is the last cycle)."""
+    return CHECK_CYCLES + front_stages(spec.level_width(0)) + spec.levels * descend_stages(spec.k) + 1
 
 
 class ReplayConfig:
@@ -191,8 +194,8 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     # -- sampler ---------------------------------------------------------------------------------------------------
     f_valid, f_last, f_target = Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[w[0]:])
-    front = sample_front(f_valid, f_last, f_target, p1_high, issue, last_issue, u_in, js, check_load, count_q,
-                         stride_q, root, advance, cfg.soft_reset, clock, reset)
+    front = sample_front(f_valid, f_last, f_target, p1_high, issue, last_issue, u_in, js, check_load, cfg.count,
+                         cfg.stride, stride_q, root, advance, cfg.soft_reset, clock, reset)
     front.name = "front"
     insts.append(front)
     d_valid, d_last, d_node, d_target = f_valid, f_last, None, f_target
@@ -239,7 +242,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         mode_set.next = state == t_state.SET or state == t_state.SET_DRAIN
         mode_dump.next = state == t_state.DUMP
         clearing.next = state == t_state.CLEAR
-        check_load.next = state == t_state.CHECK and chk == 0
+        check_load.next = state == t_state.IDLE and cfg.start and not cfg.soft_reset
         advance.next = not out_valid or m_tready
 
     @always_comb

@@ -8,7 +8,7 @@ from myhdl import always_comb, block, intbv, Signal
 
 from ..common.arith import assign
 
-__all__ = ["select", "running_pick"]
+__all__ = ["select", "onehot_select", "onehot_encode"]
 
 
 @block
@@ -58,64 +58,92 @@ def _select_term(term, previous, sel, item, i: int):
 
 
 @block
-def running_pick(pick, before, children, target):
-    """The descent step of one node: the first child whose running sum exceeds ``target`` (combinational).
+def onehot_select(y, sel, items):
+    """``y = items[i]`` for the one ``sel[i]`` that is high (0 when none is; combinational): an OR of masked terms,
+    no binary decode in front (the sampler's pick arrives one-hot).
 
-    ``pick`` = the number of running sums ``s_i = children[0] + ... + children[i]`` (i < K - 1) that are
-    ``<= target``; as the children are >= 0 the sums never decrease, so this is the first child with
-    ``s_i > target`` (the last child when none is: ``target`` is below the node's value, the sum of all K).
-    ``before`` = ``s_{pick-1}`` (0 for pick 0), the sum of the children left of the pick.
-
-    pick     : Signal(intbv[log2 K]), out
-    before   : Signal(w_parent), out, or None (not needed at the leaf level) -- running sums fit the parent's
-               width: they never exceed the parent
-    children : Python list of K Signals(w_child), in
-    target   : Signal(w_parent), in
+    y     : Signal(w), out
+    sel   : Python list of Signal(bool), in -- at most one high
+    items : Python list of Signals (each at most w bits wide), as long as ``sel``
     """
-    k = len(children)
-    width = len(target)
-    sums = [Signal(intbv(0)[width:]) for _ in range(k - 1)]
-    picks = [Signal(intbv(0)[len(pick):]) for _ in range(k - 1)]
-    insts = []
-    for i in range(k - 1):
-        inst = _sum_step(sums[i], picks[i], sums[i - 1] if i else None, picks[i - 1] if i else None,
-                         children[i], target, i)
-        inst.name = f"step{i}"
+    if len(sel) != len(items) or not items:
+        raise ValueError("onehot_select needs one select bit per item")
+    insts, previous = [], None
+    for i, (bit, item) in enumerate(zip(sel, items)):
+        term = Signal(intbv(0)[len(y):])
+        inst = _onehot_term(term, previous, bit, item)
+        inst.name = f"term{i}"
         insts.append(inst)
-    insts.append(assign(pick, picks[-1]))
-    if before is not None:
-        sel = select(before, pick, [None] + sums)
-        sel.name = "before"
-        insts.append(sel)
+        previous = term
+    insts.append(assign(y, previous))
     return insts
 
 
 @block
-def _sum_step(s, p, s_prev, p_prev, child, target, i: int):
-    """``s = s_prev + child``; ``p = i + 1 if s <= target else p_prev`` (``s_prev``, ``p_prev`` None: 0)."""
-    if s_prev is None:
+def _onehot_term(term, previous, bit, item):
+    """``term = previous | (item if bit else 0)`` (no ``previous`` for the first term)."""
+    if previous is None:
         @always_comb
-        def first_sum():
-            s.next = child
-
-        @always_comb
-        def first_pick():
-            if s <= target:
-                p.next = 1
+        def first():
+            if bit:
+                term.next = item
             else:
-                p.next = 0
+                term.next = 0
 
-        return first_sum, first_pick
-
-    @always_comb
-    def add():
-        s.next = s_prev + child
+        return first
 
     @always_comb
-    def compare():
-        if s <= target:
-            p.next = i + 1
+    def chain():
+        if bit:
+            term.next = previous | item
         else:
-            p.next = p_prev
+            term.next = previous
 
-    return add, compare
+    return chain
+
+
+@block
+def onehot_encode(y, sel):
+    """``y = i`` for the one ``sel[i]`` that is high (0 when none is; combinational).
+
+    y   : Signal(intbv[log2 len(sel)]), out
+    sel : Python list of Signal(bool), in -- at most one high
+    """
+    if (len(sel) - 1).bit_length() > len(y):
+        raise ValueError(f"onehot_encode: {len(sel)} select bits need {(len(sel) - 1).bit_length()} output bits")
+    insts, previous = [], None
+    for i, bit in enumerate(sel):
+        if i == 0:
+            continue     # contributes 0
+        term = Signal(intbv(0)[len(y):])
+        inst = _encode_term(term, previous, bit, i)
+        inst.name = f"term{i}"
+        insts.append(inst)
+        previous = term
+    if previous is None:
+        raise ValueError("onehot_encode needs at least two select bits")
+    insts.append(assign(y, previous))
+    return insts
+
+
+@block
+def _encode_term(term, previous, bit, i: int):
+    """``term = previous | (i if bit else 0)`` (no ``previous`` for the first term)."""
+    if previous is None:
+        @always_comb
+        def first():
+            if bit:
+                term.next = i
+            else:
+                term.next = 0
+
+        return first
+
+    @always_comb
+    def chain():
+        if bit:
+            term.next = previous | i
+        else:
+            term.next = previous
+
+    return chain

@@ -1,27 +1,31 @@
-"""The bottom-up updater: one read-modify-write stage per tree level, one set record per cycle.
+"""The bottom-up updater: one three-edge read-modify-write stage per tree level, one set record per cycle.
 
 A record ``(index, code)`` enters the leaf stage; each stage reads the word holding its node (the node and its
-K - 1 siblings, see :mod:`.tree`), writes the word back with the node replaced one cycle later, and hands
-``(parent node, delta)`` to the stage above, ending at the root register::
+K - 1 siblings, see :mod:`.tree`), registers the word read, writes the word back with the node replaced on the
+third edge, and hands ``(parent node, delta)`` to the stage above, ending at the root register::
 
-    cycle      0        1          2          3          4        ...  2L         2L+1
-    leaf       read     write      .          .          .
-    level L-1  .        .          read       write      .
+    edge       1        2          3          4      5      6        ...  3L         3L+1
+    leaf       read     row reg    write
+    level L-1                                 read   row reg write
     ...
-    level 1                                                      write
-    root                                                                    root += delta
+    level 1                                                              write
+    root                                                                            root += delta
 
 The node a stage updates is ``index >> (log2(K) * (LEVELS - level))``: each stage hands the stage above its node
 number shifted by log2(K), so the path comes from the index and is never read back. The leaf stage turns the code
-into ``delta = code - old`` and the change of the nonzero-leaf count; the stages above add ``delta``.
+into ``delta = code - old`` and the change of the nonzero-leaf count; the stages above add ``delta``. The word
+read is registered before any arithmetic (no logic after the block RAM's output), and the K columns are each
+added to in parallel (``delta`` where the column is the node, 0 elsewhere), so no wide multiplexer precedes an
+adder.
 
-Hazard rule (read-after-write, every stage, per memory word): a stage reads a word one edge before it writes it,
-and the memories are read-first, so a record that reads a word in the same edge the record before it writes that
-word sees the word from before that write. The stage therefore keeps the address and the whole word of its
-previous cycle's write and, when the record it is modifying has the same word address (the same node or a
-sibling), starts from that word instead of the memory's (forwarding). Two cycles apart, the earlier write has
-already landed. So any sequence of records, back to back, to the same leaf, to siblings, or to leaves sharing
-ancestors, gives exactly the model's result (tested).
+Hazard rule (read-after-write, every stage, per memory word): a record reads its word two edges before it writes
+it, and the memories are read-first, so a record's read misses the writes of the two records before it (the one
+writing on the read edge and the one writing on the next). The stage keeps the address and the whole word of its
+last write: when the word is registered (edge 2) and the record written on the previous edge has the same word
+address, that record's word replaces the memory's (two back); when the record is modified (before edge 3) and the
+record written on the previous edge -- the one right before it -- has the same word address, that word replaces
+the registered one (one back, the newer). So any sequence of records, back to back, to the same leaf, to
+siblings, or to leaves sharing ancestors, gives exactly the model's result (tested).
 """
 from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
 
@@ -64,114 +68,125 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     k, kb = spec.k, spec.k_bits
     node_bits = kb * level
     width = spec.level_width(level)
-    v1 = Signal(bool(0))
+    v1, v2 = Signal(bool(0)), Signal(bool(0))
     value1 = Signal(intbv(0, min=in_value.min, max=in_value.max))
-    node1 = Signal(intbv(0)[node_bits:])
-    bank1 = Signal(intbv(0)[kb:])
+    value2 = Signal(intbv(0, min=in_value.min, max=in_value.max))
+    node1, node2 = Signal(intbv(0)[node_bits:]), Signal(intbv(0)[node_bits:])
+    bank2 = Signal(intbv(0)[kb:])
+    row_q = Signal(intbv(0)[len(row):])
     base = Signal(intbv(0)[len(row):])
-    old = Signal(intbv(0)[width:])
-    new = Signal(modbv(0)[width:])   # modbv: delta cycles of the simulation may pair a new delta with a stale old
+    hit1, hit2 = Signal(bool(0)), Signal(bool(0))   # the record one / two ahead wrote the same word
     last_valid = Signal(bool(0))
     last_row = Signal(intbv(0)[len(row):])
-    columns = [Signal(intbv(0)[width:]) for _ in range(k)]
+    columns = [Signal(modbv(0)[width:]) for _ in range(k)]
     merged = ConcatSignal(*reversed(columns))
     base_columns = row_columns(base, k)
-    mux = select(old, bank1, base_columns)
-    mux.name = "old_mux"
-    insts = [mux, assign(wr_row, merged)]
+    insts = [assign(wr_row, merged)]
     for b in range(k):
-        inst = _replace_column(columns[b], base_columns[b], new, bank1, b)
+        if leaf:
+            inst = _replace_column(columns[b], base_columns[b], value2, bank2, b)
+        else:
+            inst = _add_column(columns[b], base_columns[b], value2, bank2, b)
         inst.name = f"column{b}"
         insts.append(inst)
 
     if level >= 2:
-        addr1 = Signal(intbv(0)[node_bits - kb:])
+        addr1, addr2 = Signal(intbv(0)[node_bits - kb:]), Signal(intbv(0)[node_bits - kb:])
         last_addr = Signal(intbv(0)[node_bits - kb:])
 
         @always_comb
         def address():
             rd_addr.next = in_node[node_bits:kb]
-            bank1.next = node1[kb:]
             addr1.next = node1[node_bits:kb]
-            wr_addr.next = node1[node_bits:kb]
+            addr2.next = node2[node_bits:kb]
+            bank2.next = node2[kb:]
+            wr_addr.next = node2[node_bits:kb]
+
+        @always_comb
+        def hits():
+            hit2.next = last_valid and last_addr == addr1
 
         @always(clock.posedge)
         def last_address():
-            last_addr.next = addr1
+            last_addr.next = addr2
+            hit1.next = v2 and addr2 == addr1
 
-        @always_comb
-        def forward():
-            if last_valid and last_addr == addr1:
-                base.next = last_row
-            else:
-                base.next = row
-
-        insts += [last_address]
-    else:  # level 1: one word, no address
+        insts += [last_address, hits]
+    else:  # level 1: one word, no address: every record hits the one before
         @always_comb
         def address():
-            bank1.next = node1[kb:]
+            bank2.next = node2[kb:]
+            hit2.next = last_valid
 
-        @always_comb
-        def forward():
-            if last_valid:
-                base.next = last_row
-            else:
-                base.next = row
+        @always(clock.posedge)
+        def last_address():
+            hit1.next = v2
+
+        insts.append(last_address)
+
+    @always(clock.posedge)
+    def row_register():
+        if hit2:
+            row_q.next = last_row
+        else:
+            row_q.next = row
+
+    @always_comb
+    def forward():
+        if hit1:
+            base.next = last_row
+        else:
+            base.next = row_q
 
     @always_seq(clock.posedge, reset=reset)
     def valid_bits():
         v1.next = in_valid
-        last_valid.next = v1
-        out_valid.next = v1
+        v2.next = v1
+        last_valid.next = v2
+        out_valid.next = v2
 
     @always(clock.posedge)
-    def read_stage():
+    def carry():
         node1.next = in_node
         value1.next = in_value
+        node2.next = node1
+        value2.next = value1
 
     if leaf:
-        @always_comb
-        def modify():
-            new.next = value1
+        old = Signal(intbv(0)[width:])
+        mux = select(old, bank2, base_columns)
+        mux.name = "old_mux"
+        insts.append(mux)
 
         @always(clock.posedge)
         def write_stage():
             last_row.next = merged
-            out_node.next = node1[node_bits:kb]
-            out_delta.next = new - old
-            nz_up.next = v1 and new != 0 and old == 0
-            nz_down.next = v1 and new == 0 and old != 0
+            out_node.next = node2[node_bits:kb]
+            out_delta.next = value2 - old
+            nz_up.next = v2 and value2 != 0 and old == 0
+            nz_down.next = v2 and value2 == 0 and old != 0
+    elif out_node is None:
+        @always(clock.posedge)
+        def write_stage():
+            last_row.next = merged
+            out_delta.next = value2
     else:
-        @always_comb
-        def modify():
-            if v1:
-                new.next = old + value1
-            else:
-                new.next = old
-
-        if out_node is None:
-            @always(clock.posedge)
-            def write_stage():
-                last_row.next = merged
-                out_delta.next = value1
-        else:
-            @always(clock.posedge)
-            def write_stage():
-                last_row.next = merged
-                out_node.next = node1[node_bits:kb]
-                out_delta.next = value1
+        @always(clock.posedge)
+        def write_stage():
+            last_row.next = merged
+            out_node.next = node2[node_bits:kb]
+            out_delta.next = value2
 
     @always_comb
     def write_enable():
-        wr_en.next = v1
+        wr_en.next = v2
 
-    return insts + [address, forward, valid_bits, read_stage, modify, write_stage, write_enable]
+    return insts + [address, row_register, forward, valid_bits, carry, write_stage, write_enable]
 
 
 @block
 def _replace_column(column, base_column, new, bank, b: int):
-    """Column ``b`` of the word written back: the new node value where ``bank == b``, else the word's own."""
+    """Leaf column ``b`` of the word written back: the new code where ``bank == b``, else the word's own."""
 
     @always_comb
     def pick():
@@ -181,3 +196,23 @@ def _replace_column(column, base_column, new, bank, b: int):
             column.next = base_column
 
     return pick
+
+
+@block
+def _add_column(column, base_column, delta, bank, b: int):
+    """Column ``b`` of the word written back above the leaves: the column plus ``delta`` where ``bank == b``
+    (``column`` is a modbv: in a cycle that carries no record the sum may be garbage; it is not written)."""
+    addend = Signal(intbv(0, min=delta.min, max=delta.max))
+
+    @always_comb
+    def gate():
+        if bank == b:
+            addend.next = delta
+        else:
+            addend.next = 0
+
+    @always_comb
+    def add():
+        column.next = base_column + addend
+
+    return gate, add

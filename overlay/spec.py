@@ -463,17 +463,27 @@ class ReplaySpec:
     """largest sample batch (COUNT)"""
     sample_depth: int | None = None
     """pipeline depth of a SAMPLE batch: CYCLES = COUNT + sample_depth when the output stream takes a beat per
-    cycle (None: the HDL's, ``2 * levels + 9``: 3 cycles of START checks, 5 target stages, 2 per level, the
-    output register; SAMPLE_UNIFORM counts from its first input beat, after the checks: 3 cycles less)"""
+    cycle (None: the HDL's, ``3 + front + levels * (4 + ceil(log2(k - 1))) + 1``: 3 cycles of START checks, the
+    target stages ``front`` (u, the u * S multiplier, x, the x * TOTAL multiplier: a multiplier takes one edge
+    for its 17 x 17 tiles and one per level of its adder tree), per level the read, the read-data register, the
+    running-sum stages, the subtract and the pick, the output register; 12 + 8 * levels for k = 16 and a root of
+    at most 34 bits; SAMPLE_UNIFORM counts from its first input beat, after the checks: 3 cycles less)"""
     set_depth: int | None = None
     """pipeline depth of a set batch: CYCLES = records + set_depth when the input stream delivers a beat per
-    cycle (None: the HDL's, ``2 * levels + 1``: the input register, a read and a write edge per level)"""
+    cycle (None: the HDL's, ``3 * levels + 1``: the input register, a read, a read-data and a write edge per
+    level)"""
 
     def __post_init__(self) -> None:
         if self.sample_depth is None:
-            object.__setattr__(self, "sample_depth", 2 * self.levels + 9)
+            def mul_latency(a_bits: int, b_bits: int) -> int:
+                terms = -(-a_bits // 17) * -(-b_bits // 17)
+                return 1 + (terms - 1).bit_length()
+
+            front = 1 + mul_latency(32, 32) + 1 + mul_latency(32, self.level_width(0))
+            descend = 4 + (self.k - 2).bit_length()
+            object.__setattr__(self, "sample_depth", 3 + front + self.levels * descend + 1)
         if self.set_depth is None:
-            object.__setattr__(self, "set_depth", 2 * self.levels + 1)
+            object.__setattr__(self, "set_depth", 3 * self.levels + 1)
         if self.k < 2 or self.k & (self.k - 1) or self.k > 64:
             raise ValueError(f"ReplaySpec.k must be a power of two in [2, 64], not {self.k!r}")
         if not 1 <= self.levels <= 16:

@@ -242,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     apex.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start Ray locally)")
     apex.add_argument("--max-updates", type=int, default=30_000, help="learner gradient steps at most")
     apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
-    apex.add_argument("--sample-prefetch", type=int, default=0,
-                      help="batches the learner keeps in flight while it trains (0: sample synchronously)")
+    apex.add_argument("--sample-prefetch", type=int, default=1,
+                      help="batches the learner keeps in flight while it trains (default 1; 0: sample synchronously)")
     apex.set_defaults(func=_train_apex)
 
     build = commands.add_parser("build", help="build steps that need no Vivado")

@@ -134,7 +134,7 @@ class Args:
     """transitions in the replay before the learner starts"""
     batch_size: int = 64
     """the batch size sampled from the replay server"""
-    sample_prefetch: int = 0
+    sample_prefetch: int = 1
     """batches the learner keeps in flight (`PrefetchingSampler`: drawn while it trains, one batch of priority
     staleness each); 0: sample synchronously"""
     learning_rate: float = 5e-4

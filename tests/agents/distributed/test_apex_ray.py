@@ -101,7 +101,9 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
             restarted["learner"] = new_pid(state["learner"], killed["learner"])
 
     start = time.perf_counter()
-    summary = apex.train(small_args(tmp_path, max_updates=300), on_progress=kill)
+    args = small_args(tmp_path, max_updates=300)
+    assert args.sample_prefetch == 1  # the default: the learner keeps a batch in flight through all three kills
+    summary = apex.train(args, on_progress=kill)
     assert set(killed) == set(restarted) == {"actor", "replay", "learner"}
     assert all(restarted[name] != killed[name] for name in killed)  # Ray restarted each in a new process
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300  # training went on
@@ -142,6 +144,7 @@ def test_cli_parses_train_apex():
         ("apex", 4, "numpy", "board:50051", 2)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
+    assert build_parser().parse_args(["train", "apex"]).sample_prefetch == apex.Args().sample_prefetch == 1
 
 
 def test_bad_arguments_are_refused(tmp_path):

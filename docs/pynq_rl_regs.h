@@ -427,10 +427,182 @@
 #define PYNQ_RL_PARSA_CYCLES_UPDATE_OFFSET                   0x60u
 #define PYNQ_RL_PARSA_CYCLES_UPDATE_RESET                    0x00000000u
 
+/* MBOX_ACTION (read-only): Mailbox result: the last MAILBOX decision's action and the live STATUS flags; while a MAILBOX decision runs, a read is answered when it is DONE (or after ParsaSpec.mailbox_wait cycles, DONE still 0) */
+#define PYNQ_RL_PARSA_MBOX_ACTION_OFFSET                     0x64u
+#define PYNQ_RL_PARSA_MBOX_ACTION_RESET                      0x00000000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ACTION_OFFSET              0u  /* chosen action (PARSA_NO_ACTION for a TERMINAL or rejected record) */
+#define PYNQ_RL_PARSA_MBOX_ACTION_ACTION_SIZE                16u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ACTION_MASK                0x0000FFFFu
+#define PYNQ_RL_PARSA_MBOX_ACTION_EXPLORED_OFFSET            16u  /* the action was the epsilon-greedy random choice */
+#define PYNQ_RL_PARSA_MBOX_ACTION_EXPLORED_SIZE              1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_EXPLORED_MASK              0x00010000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_BUSY_OFFSET                24u  /* STATUS.BUSY at the time of the read */
+#define PYNQ_RL_PARSA_MBOX_ACTION_BUSY_SIZE                  1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_BUSY_MASK                  0x01000000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_DONE_OFFSET                25u  /* STATUS.DONE at the time of the read */
+#define PYNQ_RL_PARSA_MBOX_ACTION_DONE_SIZE                  1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_DONE_MASK                  0x02000000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_CONFIG_OFFSET          26u  /* STATUS.ERR_CONFIG at the time of the read */
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_CONFIG_SIZE            1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_CONFIG_MASK            0x04000000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_STREAM_OFFSET          27u  /* STATUS.ERR_STREAM at the time of the read */
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_STREAM_SIZE            1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_ERR_STREAM_MASK            0x08000000u
+#define PYNQ_RL_PARSA_MBOX_ACTION_SATURATED_OFFSET           28u  /* STATUS.SATURATED at the time of the read */
+#define PYNQ_RL_PARSA_MBOX_ACTION_SATURATED_SIZE             1u
+#define PYNQ_RL_PARSA_MBOX_ACTION_SATURATED_MASK             0x10000000u
+
+/* MBOX_Q (read-only): Mailbox result: q(s, a) of the last MAILBOX decision's action (int32 value code) */
+#define PYNQ_RL_PARSA_MBOX_Q_OFFSET                          0x68u
+#define PYNQ_RL_PARSA_MBOX_Q_RESET                           0x00000000u
+
+/* MBOX_KEY (write-only): Mailbox record word 0: the state record's header bits [31:0] */
+#define PYNQ_RL_PARSA_MBOX_KEY_OFFSET                        0x70u
+#define PYNQ_RL_PARSA_MBOX_KEY_RESET                         0x00000000u
+#define PYNQ_RL_PARSA_MBOX_KEY_KEY_OFFSET                    0u  /* key (agent or flow) */
+#define PYNQ_RL_PARSA_MBOX_KEY_KEY_SIZE                      16u
+#define PYNQ_RL_PARSA_MBOX_KEY_KEY_MASK                      0x0000FFFFu
+#define PYNQ_RL_PARSA_MBOX_KEY_FLAGS_OFFSET                  16u  /* flags (ParsaFlag: REWARD, TERMINAL) */
+#define PYNQ_RL_PARSA_MBOX_KEY_FLAGS_SIZE                    8u
+#define PYNQ_RL_PARSA_MBOX_KEY_FLAGS_MASK                    0x00FF0000u
+
+/* MBOX_REWARD (write-only): Mailbox record word 1: reward (int32 value code, saturated to VALUE_W) */
+#define PYNQ_RL_PARSA_MBOX_REWARD_OFFSET                     0x74u
+#define PYNQ_RL_PARSA_MBOX_REWARD_RESET                      0x00000000u
+
+/* MBOX_STATE_0 (write-only): Mailbox record word 2: state word 0 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_0_OFFSET                    0x78u
+#define PYNQ_RL_PARSA_MBOX_STATE_0_RESET                     0x00000000u
+
+/* MBOX_STATE_1 (write-only): Mailbox record word 3: state word 1 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_1_OFFSET                    0x7Cu
+#define PYNQ_RL_PARSA_MBOX_STATE_1_RESET                     0x00000000u
+
+/* MBOX_STATE_2 (write-only): Mailbox record word 4: state word 2 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_2_OFFSET                    0x80u
+#define PYNQ_RL_PARSA_MBOX_STATE_2_RESET                     0x00000000u
+
+/* MBOX_STATE_3 (write-only): Mailbox record word 5: state word 3 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_3_OFFSET                    0x84u
+#define PYNQ_RL_PARSA_MBOX_STATE_3_RESET                     0x00000000u
+
+/* MBOX_STATE_4 (write-only): Mailbox record word 6: state word 4 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_4_OFFSET                    0x88u
+#define PYNQ_RL_PARSA_MBOX_STATE_4_RESET                     0x00000000u
+
+/* MBOX_STATE_5 (write-only): Mailbox record word 7: state word 5 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_5_OFFSET                    0x8Cu
+#define PYNQ_RL_PARSA_MBOX_STATE_5_RESET                     0x00000000u
+
+/* MBOX_STATE_6 (write-only): Mailbox record word 8: state word 6 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_6_OFFSET                    0x90u
+#define PYNQ_RL_PARSA_MBOX_STATE_6_RESET                     0x00000000u
+
+/* MBOX_STATE_7 (write-only): Mailbox record word 9: state word 7 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_7_OFFSET                    0x94u
+#define PYNQ_RL_PARSA_MBOX_STATE_7_RESET                     0x00000000u
+
+/* MBOX_STATE_8 (write-only): Mailbox record word 10: state word 8 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_8_OFFSET                    0x98u
+#define PYNQ_RL_PARSA_MBOX_STATE_8_RESET                     0x00000000u
+
+/* MBOX_STATE_9 (write-only): Mailbox record word 11: state word 9 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_9_OFFSET                    0x9Cu
+#define PYNQ_RL_PARSA_MBOX_STATE_9_RESET                     0x00000000u
+
+/* MBOX_STATE_10 (write-only): Mailbox record word 12: state word 10 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_10_OFFSET                   0xA0u
+#define PYNQ_RL_PARSA_MBOX_STATE_10_RESET                    0x00000000u
+
+/* MBOX_STATE_11 (write-only): Mailbox record word 13: state word 11 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_11_OFFSET                   0xA4u
+#define PYNQ_RL_PARSA_MBOX_STATE_11_RESET                    0x00000000u
+
+/* MBOX_STATE_12 (write-only): Mailbox record word 14: state word 12 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_12_OFFSET                   0xA8u
+#define PYNQ_RL_PARSA_MBOX_STATE_12_RESET                    0x00000000u
+
+/* MBOX_STATE_13 (write-only): Mailbox record word 15: state word 13 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_13_OFFSET                   0xACu
+#define PYNQ_RL_PARSA_MBOX_STATE_13_RESET                    0x00000000u
+
+/* MBOX_STATE_14 (write-only): Mailbox record word 16: state word 14 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_14_OFFSET                   0xB0u
+#define PYNQ_RL_PARSA_MBOX_STATE_14_RESET                    0x00000000u
+
+/* MBOX_STATE_15 (write-only): Mailbox record word 17: state word 15 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_15_OFFSET                   0xB4u
+#define PYNQ_RL_PARSA_MBOX_STATE_15_RESET                    0x00000000u
+
+/* MBOX_STATE_16 (write-only): Mailbox record word 18: state word 16 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_16_OFFSET                   0xB8u
+#define PYNQ_RL_PARSA_MBOX_STATE_16_RESET                    0x00000000u
+
+/* MBOX_STATE_17 (write-only): Mailbox record word 19: state word 17 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_17_OFFSET                   0xBCu
+#define PYNQ_RL_PARSA_MBOX_STATE_17_RESET                    0x00000000u
+
+/* MBOX_STATE_18 (write-only): Mailbox record word 20: state word 18 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_18_OFFSET                   0xC0u
+#define PYNQ_RL_PARSA_MBOX_STATE_18_RESET                    0x00000000u
+
+/* MBOX_STATE_19 (write-only): Mailbox record word 21: state word 19 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_19_OFFSET                   0xC4u
+#define PYNQ_RL_PARSA_MBOX_STATE_19_RESET                    0x00000000u
+
+/* MBOX_STATE_20 (write-only): Mailbox record word 22: state word 20 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_20_OFFSET                   0xC8u
+#define PYNQ_RL_PARSA_MBOX_STATE_20_RESET                    0x00000000u
+
+/* MBOX_STATE_21 (write-only): Mailbox record word 23: state word 21 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_21_OFFSET                   0xCCu
+#define PYNQ_RL_PARSA_MBOX_STATE_21_RESET                    0x00000000u
+
+/* MBOX_STATE_22 (write-only): Mailbox record word 24: state word 22 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_22_OFFSET                   0xD0u
+#define PYNQ_RL_PARSA_MBOX_STATE_22_RESET                    0x00000000u
+
+/* MBOX_STATE_23 (write-only): Mailbox record word 25: state word 23 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_23_OFFSET                   0xD4u
+#define PYNQ_RL_PARSA_MBOX_STATE_23_RESET                    0x00000000u
+
+/* MBOX_STATE_24 (write-only): Mailbox record word 26: state word 24 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_24_OFFSET                   0xD8u
+#define PYNQ_RL_PARSA_MBOX_STATE_24_RESET                    0x00000000u
+
+/* MBOX_STATE_25 (write-only): Mailbox record word 27: state word 25 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_25_OFFSET                   0xDCu
+#define PYNQ_RL_PARSA_MBOX_STATE_25_RESET                    0x00000000u
+
+/* MBOX_STATE_26 (write-only): Mailbox record word 28: state word 26 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_26_OFFSET                   0xE0u
+#define PYNQ_RL_PARSA_MBOX_STATE_26_RESET                    0x00000000u
+
+/* MBOX_STATE_27 (write-only): Mailbox record word 29: state word 27 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_27_OFFSET                   0xE4u
+#define PYNQ_RL_PARSA_MBOX_STATE_27_RESET                    0x00000000u
+
+/* MBOX_STATE_28 (write-only): Mailbox record word 30: state word 28 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_28_OFFSET                   0xE8u
+#define PYNQ_RL_PARSA_MBOX_STATE_28_RESET                    0x00000000u
+
+/* MBOX_STATE_29 (write-only): Mailbox record word 31: state word 29 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_29_OFFSET                   0xECu
+#define PYNQ_RL_PARSA_MBOX_STATE_29_RESET                    0x00000000u
+
+/* MBOX_STATE_30 (write-only): Mailbox record word 32: state word 30 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_30_OFFSET                   0xF0u
+#define PYNQ_RL_PARSA_MBOX_STATE_30_RESET                    0x00000000u
+
+/* MBOX_STATE_31 (write-only): Mailbox record word 33: state word 31 (int32, STATE format) */
+#define PYNQ_RL_PARSA_MBOX_STATE_31_OFFSET                   0xF4u
+#define PYNQ_RL_PARSA_MBOX_STATE_31_RESET                    0x00000000u
+
 #define PYNQ_RL_PARSA_MODE_ACT                               0u
 #define PYNQ_RL_PARSA_MODE_CONFIG                            1u
 #define PYNQ_RL_PARSA_MODE_LOAD_POLICY                       2u
 #define PYNQ_RL_PARSA_MODE_DUMP_POLICY                       3u
 #define PYNQ_RL_PARSA_MODE_CLEAR                             4u
+#define PYNQ_RL_PARSA_MODE_MAILBOX                           5u
 
 #endif /* PYNQ_RL_REGS_H */

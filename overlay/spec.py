@@ -557,6 +557,9 @@ class ParsaMode(enum.IntEnum):
     """output: every policy row, in the LOAD_POLICY order"""
     CLEAR = 4
     """no streams: every policy value 0, every key forgets its previous state-action and pending reward"""
+    MAILBOX = 5
+    """no streams: ACT on the one state record in the mailbox window (MBOX_KEY, MBOX_REWARD, MBOX_STATE_*); its
+    action record's header goes to MBOX_ACTION and MBOX_Q"""
 
 
 class ParsaFlag(enum.IntFlag):
@@ -570,6 +573,37 @@ class ParsaFlag(enum.IntFlag):
 
 PARSA_NO_ACTION = 0xFFFF
 """action field of the output record of a TERMINAL or rejected state record"""
+
+PARSA_MBOX_STATE_WORDS = 32
+"""state words the mailbox window holds (MBOX_STATE_0..31): the largest MAX_DIMS of a build"""
+
+#: The mailbox: one state record written as one burst of 32-bit registers, in the record's own little-endian word
+#: order (header low word, reward, then the state words), so a driver writes ``record.view(uint32)`` into it with one
+#: ``mmio.array`` slice assignment; START with MODE = MAILBOX acts on it and MBOX_ACTION / MBOX_Q take the action
+#: record's header. No DMA: a decision is ``N_DIMS + 4`` bus accesses (the burst, START, one MBOX_ACTION read).
+PARSA_MBOX_FLAGS = tuple(sorted(STATUS_REGISTER["fields"],
+                                key=lambda name: STATUS_REGISTER["fields"][name]["bit_offset"]))
+"""the STATUS flags MBOX_ACTION carries (by name: fields of both registers), from MBOX_ACTION bit 24 up"""
+_PARSA_MAILBOX = {
+    "MBOX_ACTION": _register(0x64, READ_ONLY, "Mailbox result: the last MAILBOX decision's action and the live "
+                                              "STATUS flags; while a MAILBOX decision runs, a read is answered when "
+                                              "it is DONE (or after ParsaSpec.mailbox_wait cycles, DONE still 0)", {
+        "ACTION": (0, 16, "chosen action (PARSA_NO_ACTION for a TERMINAL or rejected record)"),
+        "EXPLORED": (16, 1, "the action was the epsilon-greedy random choice"),
+        **{name: (24 + i, 1, f"STATUS.{name} at the time of the read") for i, name in enumerate(PARSA_MBOX_FLAGS)},
+    }),
+    "MBOX_Q": _register(0x68, READ_ONLY, "Mailbox result: q(s, a) of the last MAILBOX decision's action (int32 value "
+                                         "code)"),
+    "MBOX_KEY": _register(0x70, WRITE_ONLY, "Mailbox record word 0: the state record's header bits [31:0]", {
+        "KEY": (0, 16, "key (agent or flow)"),
+        "FLAGS": (16, 8, "flags (ParsaFlag: REWARD, TERMINAL)"),
+    }),
+    "MBOX_REWARD": _register(0x74, WRITE_ONLY, "Mailbox record word 1: reward (int32 value code, saturated to "
+                                               "VALUE_W)"),
+    **{f"MBOX_STATE_{i}": _register(0x78 + 4 * i, WRITE_ONLY, f"Mailbox record word {i + 2}: state word {i} (int32, "
+                                                               f"STATE format)")
+       for i in range(PARSA_MBOX_STATE_WORDS)},
+}
 
 PARSA_REGISTERS = MappingProxyType({
     **_common_registers(PARSA_MAGIC),
@@ -607,7 +641,10 @@ PARSA_REGISTERS = MappingProxyType({
                                           "that key's next state record without the REWARD flag"),
     "CYCLES_ACT": _register(0x5C, READ_ONLY, "Cycles from a state record's last beat to its action record"),
     "CYCLES_UPDATE": _register(0x60, READ_ONLY, "Cycles of the Sarsa update pass of the last state record"),
+    **_PARSA_MAILBOX,
 })
+PARSA_MBOX_WINDOW = ("MBOX_KEY", "MBOX_REWARD", *(f"MBOX_STATE_{i}" for i in range(PARSA_MBOX_STATE_WORDS)))
+"""the mailbox window's registers in record order (consecutive words from MBOX_KEY)"""
 
 
 @dataclass(frozen=True)
@@ -645,6 +682,10 @@ class ParsaSpec:
     * action record (ACT): bits [15:0] action (``PARSA_NO_ACTION`` for TERMINAL or rejected records), [16] explored,
       [63:32] ``q[a]`` (int32); with EMIT_VALUES, ``ceil(N_ACTIONS / 2)`` words of two int32 q values follow;
     * policy rows (LOAD/DUMP): worker-major, row by row, ``max_actions`` int32 values per row (two per word).
+
+    The mailbox (MAILBOX, no streams): registers MBOX_KEY, MBOX_REWARD, MBOX_STATE_0.. hold one state record's
+    32-bit words in stream order; the core acts on it exactly as on a one-record ACT stream (same CYCLES) and
+    MBOX_ACTION / MBOX_Q take its action record's header (action, explored; q[a]).
     """
 
     max_dims: int = 20
@@ -674,11 +715,15 @@ class ParsaSpec:
     ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
     update_depth: int = 8
     """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (the HDL's depth: ``core.py`` UPDATE_DEPTH)"""
+    mailbox_wait: int = 56
+    """wait states a read of MBOX_ACTION may be held while a MAILBOX decision runs (the read then answers with
+    STATUS.DONE = 0 and the driver reads again; below the 64 cycles a PS or test bench master waits for a read)"""
 
     def __post_init__(self) -> None:
         if self.value_w not in (8, 16, 32):
             raise ValueError(f"ParsaSpec.value_w must be 8, 16 or 32, not {self.value_w!r}")
-        limits = {"max_dims": (1, 256), "max_actions": (1, 64), "workers": (1, 64), "tiles_per_worker": (1, 1 << 20),
+        limits = {"max_dims": (1, PARSA_MBOX_STATE_WORDS), "mailbox_wait": (0, 60), "max_actions": (1, 64),
+                  "workers": (1, 64), "tiles_per_worker": (1, 1 << 20),
                   "max_tilings": (1, 1024), "max_set_dims": (1, 4), "keys": (1, 1 << 16)}
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)

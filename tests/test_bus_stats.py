@@ -30,8 +30,9 @@ def test_each_call_costs_what_it_costs():
     parsa.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), epsilon=0.0)
     replay.update(np.arange(4096), np.ones(4096))
     act = steady(overlay, lambda: parsa.act([-0.4, 0.01], -1.0))
-    assert (act.register_reads, act.register_writes, act.dma_transfers) == (5, 5, 2)
-    assert (act.dma_bytes_to_pl, act.dma_bytes_from_pl) == (16, 8)  # one state record in, one action record out
+    # the mailbox: a burst of 2 + n_dims words (the state record), START, one MBOX_ACTION read; no DMA
+    assert (act.register_reads, act.register_writes, act.dma_transfers) == (1, 5, 0)
+    assert (act.dma_bytes_to_pl, act.dma_bytes_from_pl) == (0, 0)
     sample = steady(overlay, lambda: replay.sample(256))
     assert (sample.register_reads, sample.register_writes, sample.dma_transfers) == (7, 3, 1)  # COUNT cached
     assert sample.dma_bytes_from_pl == 256 * 8 and sample.dma_bytes_to_pl == 0
@@ -48,6 +49,19 @@ def test_gae_pays_per_lane_batch():
     bus = steady(overlay, lambda: overlay.gae.compute(rng.normal(size=(16, 64)), rng.normal(size=(17, 64)),
                                                       np.zeros((16, 64))))
     assert bus.dma_transfers == 2 * 8 and bus.register_accesses == 8 * 15
+
+
+@pytest.mark.parametrize("backend", ["emu", "rtl"])
+def test_a_parsa_decision_fits_its_budget(backend):
+    """Issue 13 budget: act() of one record makes no DMA transfer and at most 8 register accesses in steady state,
+    on rtl too (the core holds the MBOX_ACTION read while it decides, so the driver does not poll)."""
+    overlay = RLOverlay(backend=backend, cores=("parsa",))
+    parsa = overlay.parsa
+    parsa.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), alpha=0.3 / 8, epsilon=0.1, frac_bits=6)
+    for state, reward in (([-0.5, 0.0], None), ([-0.4, 0.01], -1.0), ([0.2, -0.05], -1.0)):
+        bus = steady(overlay, lambda: parsa.act(state, reward))
+        assert bus.dma_transfers == 0 and bus.register_accesses <= 8, bus
+        assert (bus.register_reads, bus.register_writes) == (1, 2 + 2 + 1)  # key, reward, 2 state words, START
 
 
 def test_counts_cover_only_the_block_and_rtl_polls_more():
@@ -102,4 +116,4 @@ def test_benchmark_writes_its_table(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "bus_costs.md").read_text()
-    assert "| emu | parsa.act (1 record) | 5 | 5 | 10 | 2 | 16 | 8 |" in text
+    assert "| emu | parsa.act (1 record) | 1 | 5 | 6 | 0 | 0 | 0 |" in text

@@ -13,6 +13,8 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE``, se
   read back live.
 * LOAD_POLICY / DUMP_POLICY: every policy row, worker-major; a load of the wrong length sets ``ERR_STREAM`` and
   changes nothing. CLEAR: policy 0, keys forgotten.
+* MAILBOX: ACT on the one record in the mailbox window (MBOX_KEY, MBOX_REWARD, MBOX_STATE_*), no streams; the
+  action record's header goes to MBOX_ACTION (with the live STATUS bits) and MBOX_Q.
 * A write of ``REWARD`` stores a pending reward for ``REWARD_KEY``; a write of ``SEED`` reseeds the PRNG.
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; policy and configuration survive.
 """
@@ -34,10 +36,17 @@ class ParsaCoreIP(StreamCoreIP):
         self.spec = spec
         self.core = model.ParsaModel(spec)
         self._mode = S.ParsaMode.ACT
+        fields = S.PARSA_REGISTERS["MBOX_ACTION"]["fields"]
+        self._mbox_flags = [(int(S.Status[name]), 1 << fields[name]["bit_offset"]) for name in S.PARSA_MBOX_FLAGS]
         super().__init__(S.PARSA_REGISTERS, spec.parameter_registers())
 
     def read_register(self, name: str) -> int:
-        return self.core.prng_state if name == "SEED" else self.values[name]
+        if name == "SEED":
+            return self.core.prng_state
+        if name == "MBOX_ACTION":
+            status = self.values["STATUS"]
+            return self.values[name] | sum(mbox for flag, mbox in self._mbox_flags if status & flag)
+        return self.values[name]
 
     def on_register(self, name: str, value: int) -> None:
         if name == "SEED":
@@ -64,6 +73,8 @@ class ParsaCoreIP(StreamCoreIP):
             self.finish()
         elif self._mode == S.ParsaMode.DUMP_POLICY:
             self.drain(model.pack_policy(self.core.dump_policy()), self.spec.policy_words)
+        elif self._mode == S.ParsaMode.MAILBOX:
+            self._mailbox()
         else:
             self.begin_load()
 
@@ -91,6 +102,23 @@ class ParsaCoreIP(StreamCoreIP):
         self.values["CYCLES"] = len(words)
         self.finish(S.Status.SATURATED if saturated else S.Status(0))
 
+    def _mailbox(self) -> None:
+        """MAILBOX: the window's record through the model; the result to MBOX_ACTION / MBOX_Q, no stream."""
+        result, kept, q = self.core.mailbox([self.values[name] for name in S.PARSA_MBOX_WINDOW])
+        self._act_registers(result)
+        self.values["MBOX_ACTION"], self.values["MBOX_Q"] = kept, q
+        self.values["CYCLES"] = result.cycles
+        self.finish(self._act_flags(result))
+
+    def _act_registers(self, result: model.ActResult) -> None:
+        self.values["EPSILON"] = self.core.epsilon
+        self.values["CYCLES_ACT"], self.values["CYCLES_UPDATE"] = result.cycles_act, result.cycles_update
+
+    @staticmethod
+    def _act_flags(result: model.ActResult) -> S.Status:
+        flags = S.Status.SATURATED if result.saturated else S.Status(0)
+        return flags | (S.Status.ERR_CONFIG if result.rejected else S.Status(0))
+
     def _act(self, words: np.ndarray, partial: bool) -> None:
         per_record = self.spec.state_record_words(self.core.n_dims)
         n = len(words) // per_record
@@ -98,10 +126,8 @@ class ParsaCoreIP(StreamCoreIP):
         keys, record_flags, rewards, states = model.unpack_states(words[:n * per_record].reshape(n, per_record),
                                                                   self.core.n_dims)
         result = self.core.act(keys, record_flags, rewards, states)
-        self.values["EPSILON"] = self.core.epsilon
-        self.values["CYCLES_ACT"], self.values["CYCLES_UPDATE"] = result.cycles_act, result.cycles_update
-        flags |= S.Status.SATURATED if result.saturated else S.Status(0)
-        flags |= S.Status.ERR_CONFIG if result.rejected else S.Status(0)
+        self._act_registers(result)
+        flags |= self._act_flags(result)
         values = result.q_values if self.core.emit_values else None
         out = model.pack_actions(result.actions, result.explored, result.q_chosen, values, self.core.n_actions)
         self.drain(out.ravel(), result.cycles, flags)

@@ -22,6 +22,7 @@ import numpy as np
 from ...overlay import spec as S
 from ...overlay.models import parsa as model
 from .arguments import float_array, number, state_mapping
+from .polling import wait_until
 from .stream_core import StreamCore
 from .tiling_config import load_tiling, tiling_to_dict
 
@@ -82,6 +83,10 @@ class ParsaCore(StreamCore):
         self.config: ParsaConfig | None = None
         self.strict = False
         self._options: int | None = None  # OPTIONS as last written by this driver
+        self._mailbox_word = self.registers[S.PARSA_MBOX_WINDOW[0]]["address_offset"] // 4  # MBOX_KEY's word index
+        fields = self.registers["MBOX_ACTION"]["fields"]
+        self._mailbox_flags = [(1 << fields[name]["bit_offset"], S.Status[name]) for name in S.PARSA_MBOX_FLAGS]
+        self._mailbox_done = 1 << fields["DONE"]["bit_offset"]
 
     def _build_parameters(self) -> dict:
         return {"max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
@@ -228,17 +233,73 @@ class ParsaCore(StreamCore):
             raise ValueError(message)
         warnings.warn(message, ParsaSaturationWarning, stacklevel=3)
 
-    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int:
+    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False,
+            timeout_s: float | None = None) -> int:
         """One step for ``key``: the action for ``state``; ``reward`` (for the key's previous action) trains first.
 
         With ``terminal``, ``state`` ended the key's episode: the previous action is updated towards ``reward``
         alone, the key forgets it, and -1 is returned (no action).
+
+        The step goes through the register mailbox, not the DMA: the state record is written into the mailbox
+        window with one ``mmio.array`` slice assignment (a bus burst of ``n_dims + 2`` words), then START (MODE =
+        MAILBOX), then MBOX_ACTION is read until its STATUS bits say DONE (the core holds that read while it decides,
+        so one read usually suffices): ``n_dims + 4`` register accesses in steady state. The core acts on the record
+        exactly as on a one-record :meth:`act_batch` stream.
+
+        Raises
+        ------
+        ValueError
+            A state of the wrong shape or not finite, a NaN or infinite reward, a key outside [0, KEYS), or (with
+            :attr:`strict`) a value that would saturate — before the core is touched.
+        RuntimeError
+            The core refused the step (ERR_CONFIG, see :meth:`_describe_errors`).
+        TimeoutError
+            No DONE before the deadline (``timeout_s``; on ``rtl``, simulated cycles); the core is reset.
         """
+        cfg = self._require_config()
         state = float_array("state", state, 1, "(n_dims,)")
+        if state.shape != (cfg.layout.n_dims,):
+            raise ValueError(f"state must have shape ({cfg.layout.n_dims},), not {state.shape}")
         if reward is not None:
             reward = number("reward", reward)  # NaN is not "no reward" here: None is
-        actions, _ = self.act_batch(state[None, :], None if reward is None else [reward], [key], [terminal])
-        return int(actions[0])
+        if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not 0 <= key < self.spec.keys:
+            raise ValueError(f"key must be one of the build's {self.spec.keys} keys, an integer in "
+                             f"[0, {self.spec.keys}), not {key!r}")
+        flags = (int(S.ParsaFlag.REWARD) if reward is not None else 0) | (int(S.ParsaFlag.TERMINAL) if terminal else 0)
+        reward_codes, reward_sat = self._value_codes("reward", np.array([0.0 if reward is None else reward]))
+        state_codes, state_sat = self._state_codes(state)
+        if self.strict and (reward_sat or state_sat):  # refused before the core learns from a clipped value
+            self._saturated("a state or reward")
+        deadline = self._deadline(timeout_s, self._record_cycles(cfg) + self.spec.state_record_words(cfg.layout.n_dims))
+        self._write_options(self.online, False)
+        window = model.mailbox_window(int(key), flags, int(reward_codes[0]), state_codes)
+        # one burst; a list, which every mmio.array takes (a board's numpy view, PYNQ's REGISTER_RW tinynumpy array)
+        self.mmio.array[self._mailbox_word:self._mailbox_word + len(window)] = window.tolist()
+        self._start(S.ParsaMode.MAILBOX)
+        try:
+            result = wait_until(lambda: self._reg("MBOX_ACTION"), lambda value: bool(value & self._mailbox_done),
+                                deadline, lambda value: f"{self.title} core not DONE (MBOX_ACTION={value:#x}, a "
+                                                        f"mailbox decision)")
+        except TimeoutError:
+            self.reset()
+            raise
+        status = S.Status(0)
+        for bit, flag in self._mailbox_flags:
+            if result & bit:
+                status |= flag
+        if status.errors:
+            raise RuntimeError(self._describe_errors(status, "a mailbox decision"))
+        self._last_status = status
+        if reward_sat or state_sat or status & S.Status.SATURATED:
+            self._saturated("a state, reward, q value or weight")
+        action = self._field("MBOX_ACTION", "ACTION", result)
+        return -1 if action == S.PARSA_NO_ACTION else action
+
+    def _state_codes(self, states: np.ndarray) -> tuple[np.ndarray, bool]:
+        """States as STATE-format codes (clipped) and whether any was clipped."""
+        codes = np.floor(states * (1 << self.spec.state.frac) + 0.5)
+        saturated = bool(np.any(np.abs(states) >= 2.0 ** 15))
+        return np.clip(codes, self.spec.state.min_code, self.spec.state.max_code).astype(np.int64), saturated
 
     def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False,
                   timeout_s: float | None = None):
@@ -275,9 +336,7 @@ class ParsaCore(StreamCore):
             raise ValueError(f"rewards must be {n} finite floats (NaN for none)")
         has_reward = ~np.isnan(rewards)
         reward_codes, reward_sat = self._value_codes("rewards", np.where(has_reward, rewards, 0.0))
-        state_codes = np.floor(states * (1 << self.spec.state.frac) + 0.5)
-        state_sat = bool(np.any(np.abs(states) >= 2.0 ** 15))
-        state_codes = np.clip(state_codes, self.spec.state.min_code, self.spec.state.max_code).astype(np.int64)
+        state_codes, state_sat = self._state_codes(states)
         flags = has_reward * int(S.ParsaFlag.REWARD) | terminals * int(S.ParsaFlag.TERMINAL)
         if self.strict and (reward_sat or state_sat):  # refused before the core learns from a clipped value
             self._saturated("a state or reward")

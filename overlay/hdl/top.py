@@ -10,6 +10,7 @@ from .common.axis import AxiStream
 from .gae.core import CoreConfig, gae_core
 from .replay.core import replay_core, ReplayConfig
 from .parsa.core import parsa_core, ParsaConfig
+from .parsa.mailbox import parsa_mailbox, window_registers
 
 __all__ = ["gae_core_top", "replay_core_top", "parsa_core_top", "top_signals", "status_word", "register_wiring", "stream_ports",
            "CORE_TOPS"]
@@ -60,20 +61,22 @@ def _control_pulses(register, cfg) -> dict:
     return pulses
 
 
-def register_wiring(table, cfg, spec, live=None, written=None):
+def register_wiring(table, cfg, spec, live=None, written=None, window=()):
     """What every core top wires the same way around its AXI-Lite register file (:func:`axi_lite_regfile`).
 
     Read-write registers are stored, reset to their table's ``reset``; STATUS is :func:`status_word`, CYCLES is
     ``cfg.cycles``; the pulse fields of CTRL pulse ``cfg.<field>``; the read-only identity and build-parameter
     registers are ``spec.parameter_registers()``. ``live`` and ``written`` add a core's own live registers and
-    write pulses.
+    write pulses. Registers named in ``window`` are kept by the core, not stored here (the register file's
+    ``window`` port).
 
     Returns ``(storage, status, wiring)``: register name -> stored Signal(32), the STATUS word, and the keyword
     arguments ``live``, ``constants``, ``pulses``, ``written`` of :func:`axi_lite_regfile`. The top instantiates the
     register file itself (MyHDL wants instances made in a block's own body) and binds ``status`` and the storage it
     reads to locals, so the Verilog keeps their names.
     """
-    storage = {name: Signal(intbv(reg["reset"])[32:]) for name, reg in table.items() if reg["access"] != S.READ_ONLY}
+    storage = {name: Signal(intbv(reg["reset"])[32:]) for name, reg in table.items()
+               if reg["access"] != S.READ_ONLY and name not in window}
     status = status_word(table["STATUS"], cfg)
     wiring = {"live": {"STATUS": status, "CYCLES": cfg.cycles, **(live or {})},
               "constants": spec.parameter_registers(), "pulses": _control_pulses(table["CTRL"], cfg),
@@ -176,27 +179,53 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     EPSILON and SEED are stored on write (the write pulse loads the core's live EPSILON / reseeds its PRNG) and read
     live (EPSILON decays as actions are chosen; SEED is the PRNG state); a REWARD write stores a pending reward for
     REWARD_KEY. Registers reset to their table's ``reset`` values (EPSILON_DECAY to 1.0).
+
+    The mailbox (:func:`~.parsa.mailbox.parsa_mailbox`) sits between the stream ports and the core: the window
+    registers (MBOX_KEY, MBOX_REWARD, MBOX_STATE_*) go to its memory, MODE = MAILBOX reaches the core as ACT with the
+    mailbox as its input, and a read of MBOX_ACTION waits (up to ``spec.mailbox_wait`` cycles) while it decides.
     """
     table = S.PARSA_REGISTERS
     cfg = ParsaConfig(spec)
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
+    mbox_action, mbox_q, mbox_hold = Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(bool(0))
+    w_strobe, w_addr, w_data = Signal(bool(0)), Signal(intbv(0)[len(s_axi_control.awaddr) - 2:]), Signal(intbv(0)[32:])
     live = {"CYCLES_ACT": cfg.cycles_act, "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live,
-            "SEED": cfg.seed_live}
+            "SEED": cfg.seed_live, "MBOX_ACTION": mbox_action, "MBOX_Q": mbox_q}
     written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
-    storage, status, wiring = register_wiring(table, cfg, spec, live, written)
-    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
+    window = window_registers()
+    storage, status, wiring = register_wiring(table, cfg, spec, live, written, window)
+    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn,
+                            window=(window, w_strobe, w_addr, w_data), hold={"MBOX_ACTION": mbox_hold},
+                            hold_cycles=spec.mailbox_wait, **wiring)
     regs.name = "regs"
     ctrl = storage["CTRL"]
     n_dims, n_actions, n_tilings = storage["N_DIMS"], storage["N_ACTIONS"], storage["N_TILINGS"]
     alpha, gamma, epsilon, decay = storage["ALPHA"], storage["GAMMA"], storage["EPSILON"], storage["EPSILON_DECAY"]
     options, seed, reward_key, reward = storage["OPTIONS"], storage["SEED"], storage["REWARD_KEY"], storage["REWARD"]
+    ctrl_mode = Signal(intbv(0)[mode_hi - mode_lo:])
 
-    core = parsa_core(*stream_ports(s_axis, m_axis), cfg, aclk, aresetn, spec)
+    core_s, core_m = AxiStream(len(s_axis.tdata)), AxiStream(len(m_axis.tdata))
+    # MBOX_ACTION's STATUS flags, each read from the core's cfg.<name> as STATUS's (status_word)
+    mbox_flags = ConcatSignal(*(getattr(cfg, name.lower()) for name in reversed(S.PARSA_MBOX_FLAGS)))
+    mailbox = parsa_mailbox(core_s.tdata, core_s.tvalid, core_s.tlast, s_axis.tready, core_m.tready, m_axis.tdata,
+                            m_axis.tvalid, m_axis.tlast, mbox_action, mbox_q, mbox_hold,
+                            s_axis.tdata, s_axis.tvalid, s_axis.tlast, core_s.tready, core_m.tdata, core_m.tvalid,
+                            core_m.tlast, m_axis.tready, w_strobe, w_addr, w_data, cfg.start, cfg.soft_reset,
+                            ctrl_mode, n_dims, cfg.busy, mbox_flags, aclk, aresetn, spec)
+    mailbox.name = "mailbox"
+    core = parsa_core(*stream_ports(core_s, core_m), cfg, aclk, aresetn, spec)
     core.name = "core"
 
     @always_comb
+    def mode_field():
+        ctrl_mode.next = ctrl[mode_hi:mode_lo]
+
+    @always_comb
     def configuration():
-        cfg.mode.next = ctrl[mode_hi:mode_lo]
+        if ctrl_mode == MODE_MAILBOX:                    # the core acts on the mailbox's record
+            cfg.mode.next = MODE_ACT
+        else:
+            cfg.mode.next = ctrl_mode
         cfg.n_dims.next = n_dims
         cfg.n_actions.next = n_actions
         cfg.n_tilings.next = n_tilings
@@ -209,8 +238,10 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
         cfg.reward_key.next = reward_key
         cfg.reward.next = reward
 
-    return regs, core, configuration
+    return regs, mailbox, core, mode_field, configuration
 
+
+MODE_MAILBOX, MODE_ACT = int(S.ParsaMode.MAILBOX), int(S.ParsaMode.ACT)
 
 #: Per core name: (top block, port-signal factory), for code that instantiates a board's cores generically.
 CORE_TOPS = {"gae": (gae_core_top, top_signals), "replay": (replay_core_top, top_signals),

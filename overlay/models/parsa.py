@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec import PARSA_NO_ACTION, PRNG_ZERO_SEED, ParsaMode, ParsaSpec
+from ..spec import PARSA_NO_ACTION, PARSA_REGISTERS, PRNG_ZERO_SEED, ParsaMode, ParsaSpec
 from .parsa_tiling import (SCALE_FRAC, Descriptor, TilingLayout, TilingSet, dimension_codes, float_tile_indices,
                            schedule)
 
@@ -34,9 +34,12 @@ except ImportError:  # pragma: no cover - exercised on machines without numba
 __all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "ParsaModel", "ActResult",
            "pack_descriptors", "unpack_descriptors", "pack_dimensions", "unpack_dimensions", "pack_states",
            "unpack_states", "pack_actions", "unpack_actions", "pack_pairs", "unpack_pairs", "pack_policy",
-           "unpack_policy", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC"]
+           "unpack_policy", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC", "mailbox_window"]
 
 HAVE_NUMBA = _numba is not None
+#: the action record header bits MBOX_ACTION keeps: its ACTION and EXPLORED fields sit where the record has them
+_MBOX_KEPT = sum(((1 << f["bit_width"]) - 1) << f["bit_offset"]
+                 for name, f in PARSA_REGISTERS["MBOX_ACTION"]["fields"].items() if name in ("ACTION", "EXPLORED"))
 _U16 = (1 << 16) - 1
 _U32 = (1 << 32) - 1
 
@@ -260,7 +263,7 @@ class ParsaModel:
     def start_error(self, mode: int) -> str | None:
         """Why START in ``mode`` is refused (ERR_CONFIG, nothing happens), or None.
 
-        Every mode needs a known MODE; CONFIG needs 1 <= N_DIMS <= MAX_DIMS; ACT needs 1 <= N_ACTIONS <=
+        Every mode needs a known MODE; CONFIG needs 1 <= N_DIMS <= MAX_DIMS; ACT (and MAILBOX) needs 1 <= N_ACTIONS <=
         MAX_ACTIONS, ALPHA, GAMMA, EPSILON and EPSILON_DECAY at most 1.0, and a loaded configuration made with
         the current N_DIMS.
         (N_TILINGS is checked against the build when CONFIG's stream is checked.)
@@ -270,7 +273,7 @@ class ParsaModel:
             return f"unknown mode {mode}"
         if mode == ParsaMode.CONFIG and not 1 <= self.n_dims <= self.spec.max_dims:
             return f"N_DIMS={self.n_dims} outside [1, {self.spec.max_dims}]"
-        if mode == ParsaMode.ACT:
+        if mode in (ParsaMode.ACT, ParsaMode.MAILBOX):
             if not 1 <= self.n_actions <= self.spec.max_actions:
                 return f"N_ACTIONS={self.n_actions} outside [1, {self.spec.max_actions}]"
             if max(self.alpha, self.gamma, self.epsilon, self.epsilon_decay) > one:
@@ -369,6 +372,28 @@ class ParsaModel:
         return ActResult(actions, explored.astype(bool), q_values, q_chosen, bool(stats[0]), int(stats[1]),
                          cycles_act=self.n_dims + self.busiest + self.spec.act_depth if n else 0,
                          cycles_update=int(stats[4]), cycles=int(stats[3]), updates=int(stats[2]))
+
+
+    def mailbox(self, window: np.ndarray) -> tuple[ActResult, int, int]:
+        """MAILBOX: ACT on the one state record in the mailbox window, its 32-bit words in stream order (MBOX_KEY,
+        MBOX_REWARD, MBOX_STATE_0.., at least ``2 + n_dims``; the rest is ignored).
+
+        Returns the one-record :class:`ActResult` (CYCLES as a one-record ACT stream) and MBOX_ACTION's kept bits
+        (action, explored; STATUS is live, the caller adds it) and MBOX_Q (q[a] as an unsigned 32-bit word).
+        """
+        words = np.zeros(2 * self.spec.state_record_words(self.n_dims), dtype=np.uint32)
+        used = 2 + self.n_dims
+        words[:used] = np.asarray(window, dtype=np.int64)[:used] & _U32
+        keys, flags, rewards, states = unpack_states(words.view(np.uint64)[None, :], self.n_dims)
+        result = self.act(keys, flags, rewards, states)
+        header = int(pack_actions(result.actions, result.explored, result.q_chosen)[0, 0])
+        return result, header & _MBOX_KEPT, header >> 32
+
+
+def mailbox_window(key: int, flags: int, reward: int, state: np.ndarray) -> np.ndarray:
+    """The mailbox window's words (uint32) of one state record: what the host writes in one burst from MBOX_KEY."""
+    record = pack_states([key], [flags], [reward], np.asarray(state, dtype=np.int64)[None, :], len(state))
+    return record.view(np.uint32)[0, :2 + len(state)]
 
 
 def _signed32(x: int) -> int:

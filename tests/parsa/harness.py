@@ -8,7 +8,7 @@ from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as M
 
 R = S.PARSA_REGISTERS
-OBSERVED = ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED")
+OBSERVED = ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED", "MBOX_ACTION", "MBOX_Q")
 
 
 def offset(name: str) -> int:
@@ -72,8 +72,30 @@ def act_stream(rng: np.random.Generator, spec: S.ParsaSpec, n_dims: int, n: int,
     return M.pack_states(keys, flags, rewards, states, n_dims).ravel()
 
 
+def window_writes(record: np.ndarray, n_dims: int) -> dict:
+    """The mailbox window's register writes for one state record (its 64-bit words): record order from MBOX_KEY."""
+    words = np.asarray(record, dtype="<u8").view("<u4")[:2 + n_dims]
+    return {name: int(word) for name, word in zip(S.PARSA_MBOX_WINDOW, words)}
+
+
+def mailbox_decisions(ip, rng: np.random.Generator, spec: S.ParsaSpec, n_dims: int, n: int, big: bool) -> list:
+    """``n`` MAILBOX decisions on random records: mostly a valid key with a reward (so actions are chosen and
+    learnt from), sometimes no reward, TERMINAL, or a key >= KEYS; rewards sometimes saturating."""
+    seen = []
+    for _ in range(n):
+        key = int(rng.integers(0, spec.keys)) if rng.random() < 0.85 else spec.keys
+        flags = int(rng.choice([0, 1, 1, 1, 1, 2, 3]))
+        bound = (1 << 31) - 1 if big else 1 << (spec.value_w - 2)
+        record = M.pack_states([key], [flags], [int(rng.integers(-bound, bound))],
+                               rng.integers(-6 << 16, 9 << 16, (1, n_dims)), n_dims)
+        seen.append(run_operation(ip, window_writes(record.ravel(), n_dims), S.ParsaMode.MAILBOX,
+                                  np.zeros(0, np.uint64)))
+    return seen
+
+
 def scenario(ip, rng_seed: int, spec: S.ParsaSpec) -> list:
-    """SEED, CONFIG, LOAD_POLICY, pending rewards, three ACT batches, a DUMP: everything observable, in order."""
+    """SEED, CONFIG, LOAD_POLICY, pending rewards, three ACT batches each followed by MAILBOX decisions, a DUMP:
+    everything observable, in order."""
     rng = np.random.default_rng(rng_seed)
     one = 1 << spec.coef.frac
     n_dims = int(rng.integers(1, spec.max_dims + 1))
@@ -95,5 +117,6 @@ def scenario(ip, rng_seed: int, spec: S.ParsaSpec) -> list:
         regs = {"OPTIONS": int(rng.integers(0, 4)) | (1 if batch < 2 else 0)}
         seen.append(run_operation(ip, regs, S.ParsaMode.ACT, act_stream(rng, spec, n_dims, int(rng.integers(1, 5)),
                                                                           big)))
+        seen += mailbox_decisions(ip, rng, spec, n_dims, int(rng.integers(1, 4)), big)
     seen.append(run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, np.zeros(0, np.uint64)))
     return seen

@@ -10,6 +10,14 @@ issues them::
     awvalid _/^^^^^^^\\___________     (and wvalid)
     awready _____/^^^\\___________     (and wready): AW and W complete on the next edge
     bvalid  _________/^^^^^^^\\___     from that edge until bready; the register holds the data then
+
+A read is answered the cycle after its AR handshake, unless its register is in ``hold`` and that signal is high:
+then RVALID waits (AXI wait states) until the signal drops or ``hold_cycles`` cycles have passed::
+
+    arvalid _/^^^^^^^\\_______________
+    arready _____/^^^\\_______________
+    hold    ^^^^^^^^^^^^^^^^^\\_______     (register in ``hold``)
+    rvalid  _____________________/^^^     the cycle after hold drops (or after hold_cycles wait states)
 """
 from myhdl import always_comb, always_seq, block, concat, intbv, Signal
 
@@ -34,7 +42,8 @@ class AxiLiteBus:
 
 
 @block
-def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset, written=None):
+def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset, written=None, window=None,
+                     hold=None, hold_cycles: int = 0):
     """AXI-Lite register file for ``table``.
 
     bus       : AxiLiteBus
@@ -47,11 +56,20 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
     reset     : ResetSignal, in
     written   : dict register name -> Signal(bool), out (optional) -- one-cycle pulse after any write to that
                 register, in the cycle its storage holds the new value (a SEED write reseeding a PRNG)
+    window    : (names, strobe, addr, data), optional -- write-only registers ``names`` are not stored here: each
+                write to one of them is passed on as a one-cycle ``strobe`` (Signal(bool), out) with its word
+                address ``addr`` (byte address // 4: Signal two bits narrower than the bus's, out) and ``data``
+                (Signal(32), out); they read 0 (a register window a core keeps in its own memory, such as a
+                mailbox)
+    hold      : dict register name -> Signal(bool), in (optional) -- a read of that register waits while the signal
+                is high, at most ``hold_cycles`` wait states (a result register read before its result is ready)
 
     A register in both ``storage`` and ``live`` is written to ``storage`` and read from ``live`` (a register whose
     read value is state the write only initializes, such as a PRNG seed).
     """
     written = written or {}
+    hold = hold or {}
+    window_names = set(window[0]) if window else set()
     addr_width = len(bus.awaddr)
     write_strobe = Signal(bool(0))
     write_addr = Signal(intbv(0)[addr_width:])
@@ -70,8 +88,10 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
                                    reg["address_offset"], keep, clock, reset)
             inst.name = f"reg_{name.lower()}"
             insts.append(inst)
-        elif reg["access"] != READ_ONLY:
+        elif reg["access"] != READ_ONLY and name not in window_names:
             raise ValueError(f"writable register {name} has no storage signal")
+    if window:
+        insts.append(_write_window(*window[1:], write_strobe, write_addr, write_data))
     for (name, fld_name), pulse in pulses.items():
         fld = table[name]["fields"][fld_name]
         insts.append(_pulse(pulse, write_strobe, write_addr, write_data, table[name]["address_offset"],
@@ -94,10 +114,24 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
             insts.append(_read_signal(current, previous, read_addr, offset, storage[name]))
         elif name in constants:
             insts.append(_read_constant(current, previous, read_addr, offset, constants[name]))
+        elif name in window_names:
+            continue                                    # write-only window register: reads 0
         else:
             raise ValueError(f"register {name} has no source")
         previous = current
     read_value = previous
+
+    # read wait states: ``read_hold`` = the register being read is held (a cascade like the read multiplexer)
+    read_hold = Signal(bool(0))
+    read_pending = Signal(bool(0))
+    waited = Signal(intbv(0, min=0, max=hold_cycles + 2))  # at least one bit, with or without holds
+    held_before = Signal(bool(0))
+    insts.append(_constant_zero(held_before, read_addr))
+    for name, signal in hold.items():
+        held = Signal(bool(0))
+        insts.append(_read_signal(held, held_before, read_addr, table[name]["address_offset"], signal))
+        held_before = held
+    insts.append(_hold_bound(read_hold, held_before, waited, hold_cycles))
 
     @always_seq(clock.posedge, reset=reset)
     def handshake():
@@ -126,13 +160,19 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
         if bus.awready:  # the AW/W handshakes complete on this edge: respond
             bus.bvalid.next = True
             bus.bresp.next = 0
-        if bus.arvalid and not bus.rvalid and not bus.arready:
+        if bus.arvalid and not bus.rvalid and not bus.arready and not read_pending:
             bus.arready.next = True
             read_addr.next = bus.araddr
-        if bus.arready:
-            bus.rdata.next = read_value
-            bus.rvalid.next = True
-            bus.rresp.next = 0
+        if bus.arready or read_pending:
+            if read_hold:                               # wait state: the register's value is not ready yet
+                read_pending.next = True
+                waited.next = waited + 1
+            else:
+                read_pending.next = False
+                waited.next = 0
+                bus.rdata.next = read_value
+                bus.rvalid.next = True
+                bus.rresp.next = 0
 
     insts.append(handshake)
     return insts
@@ -166,6 +206,30 @@ def _write_pulse(pulse, strobe, addr, offset: int, clock, reset):
         pulse.next = strobe and addr == offset
 
     return fire
+
+
+@block
+def _write_window(strobe, addr, data, write_strobe, write_addr, write_data):
+    """A window's write port: the register file's decoded write, passed on as it is."""
+
+    @always_comb
+    def forward():
+        strobe.next = write_strobe
+        addr.next = write_addr[len(write_addr):2]
+        data.next = write_data
+
+    return forward
+
+
+@block
+def _hold_bound(read_hold, held, waited, hold_cycles: int):
+    """``read_hold`` = the read register is held and fewer than ``hold_cycles`` wait states have passed."""
+
+    @always_comb
+    def bound():
+        read_hold.next = held and waited != hold_cycles
+
+    return bound
 
 
 @block

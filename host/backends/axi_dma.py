@@ -132,6 +132,11 @@ class AxiDmaModel(RegisterFile):
                 return
             channel.address, channel.remaining, channel.received = address, nbytes, 0
 
+    @property
+    def busy(self) -> bool:
+        """True while either channel has a transfer under way (only then can :meth:`service` move anything)."""
+        return self.mm2s.busy or self.s2mm.busy
+
     def service(self) -> bool:
         """Move whatever can move between memory and the core; return True if any byte moved."""
         moved = False

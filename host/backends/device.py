@@ -1,7 +1,10 @@
 """The emulated PYNQ device: a ``pynq.Device`` that serves an overlay's register and DMA traffic in software.
 
-This is the hook PYNQ's own test suite uses to mock hardware (``tests/mock_devices.py``): a device with the
-``REGISTER_RW`` capability receives every MMIO access as ``read_registers`` / ``write_registers``. Above it,
+Like a board's device it has the ``MEMORY_MAPPED`` capability: ``pynq.MMIO`` asks it to ``mmap`` each IP's window
+and gets a :class:`~.register_window.RegisterWindow`, a word view whose every access is one call to
+:meth:`EmulatedDevice.read_words` / :meth:`EmulatedDevice.write_words`, so the drivers run the board's MMIO code
+(``mmio.array`` indexing, burst slice assignments). ``read_registers`` / ``write_registers``, the ``REGISTER_RW``
+hook PYNQ's own test suite mocks hardware with (``tests/mock_devices.py``), serve the same traffic. Above it,
 ``pynq.Overlay`` parses the generated ``.hwh`` with the parser the board uses, binds drivers by VLNV, and the
 stock ``pynq.lib.dma.DMA`` drives the AXI DMA register model; below it, each AXI-Lite window of the board's address
 map (``spec.py``) is routed to an emulated IP. Backends differ only in the core IPs they plug in (``emu``: the
@@ -26,6 +29,7 @@ from .axi_dma import AxiDmaModel
 from .bus import BusStats
 from .memory import DDR_WINDOWS, EmulatedMemory
 from .regfile import RegisterFile
+from .register_window import RegisterWindow
 
 __all__ = ["EmulatedDevice", "EmulatedClocks"]
 
@@ -82,7 +86,7 @@ class EmulatedDevice(pynq.Device):
         self.board = board_spec
         self.name = board_spec.name
         self.arch = "armv7l" if board_spec.arch == "zynq" else "aarch64"
-        self.capabilities = {"REGISTER_RW": True}
+        self.capabilities = {"MEMORY_MAPPED": True, "REGISTER_RW": True}
         self.bus = BusStats()
         """every register access and DMA transfer since the device was made (see :mod:`.bus`)"""
         self.memory = EmulatedMemory(self, *DDR_WINDOWS[board_spec.arch])
@@ -149,26 +153,45 @@ class EmulatedDevice(pynq.Device):
                 return base, ip
         raise MemoryError(f"AXI decode error: no IP at [{address:#x}, {address + nbytes:#x})")
 
+    def mmap(self, base_addr: int, length: int) -> RegisterWindow:
+        """The word view ``pynq.MMIO`` uses as its ``array`` for ``[base_addr, base_addr + length)``.
+
+        The device has the ``MEMORY_MAPPED`` capability, as a board does, so ``MMIO`` runs the board's code path
+        and each access is one call to :meth:`read_words` / :meth:`write_words` of the IP decoded here, once.
+        """
+        base, ip = self._window(base_addr, length)
+        return RegisterWindow(self, ip, length // 4, base_addr - base)
+
+    def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
+        """``count`` register words of ``ip`` from byte ``offset`` (counted as ``count`` bus reads)."""
+        self.bus.count_read(count)
+        return [ip.read(offset + 4 * i) for i in range(count)]
+
+    def write_words(self, ip: RegisterFile, offset: int, words: list[int]) -> None:
+        """Write ``words`` to ``ip`` from byte ``offset`` (one burst, counted per word); then let the DMAs move
+        whatever can move."""
+        is_dma = isinstance(ip, AxiDmaModel)
+        for i, value in enumerate(words):
+            ip.write(offset + 4 * i, value)
+            self.bus.count_write(1, offset + 4 * i if is_dma else None, value)
+        self.service()
+
     def read_registers(self, address: int, length: int) -> bytes:
-        """Bus reads of ``length`` bytes (whole words) at ``address``."""
+        """Bus reads of ``length`` bytes (whole words) at ``address`` (``pynq.Device``'s ``REGISTER_RW`` call)."""
         base, ip = self._window(address, length)
-        words = [ip.read(address - base + 4 * i) for i in range(-(-length // 4))]
-        self.bus.count_read(len(words))
+        words = self.read_words(ip, address - base, -(-length // 4))
         return b"".join(w.to_bytes(4, "little") for w in words)[:length]
 
     def write_registers(self, address: int, data: bytes) -> None:
-        """Bus writes of ``data`` (whole words) at ``address``; then let the DMAs move whatever can move."""
+        """Bus writes of ``data`` (whole words) at ``address`` (``pynq.Device``'s ``REGISTER_RW`` call)."""
         if len(data) % 4:
             raise MemoryError(f"unaligned register write of {len(data)} bytes at {address:#x}")
         base, ip = self._window(address, len(data))
-        is_dma = isinstance(ip, AxiDmaModel)
-        for i in range(0, len(data), 4):
-            value = int.from_bytes(data[i:i + 4], "little")
-            ip.write(address - base + i, value)
-            self.bus.count_write(1, address - base + i if is_dma else None, value)
-        self.service()
+        self.write_words(ip, address - base, [int.from_bytes(data[i:i + 4], "little")
+                                              for i in range(0, len(data), 4)])
 
     def service(self) -> None:
         """Advance every DMA until nothing moves (the emulated PL is infinitely fast between bus accesses)."""
-        while any([dma.service() for dma in self.dmas.values()]):
-            pass
+        busy = [dma for dma in self.dmas.values() if dma.busy]
+        while busy and any([dma.service() for dma in busy]):
+            busy = [dma for dma in busy if dma.busy]

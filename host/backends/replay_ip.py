@@ -30,6 +30,8 @@ from .stream_ip import StreamCoreIP
 
 __all__ = ["ReplayCoreIP"]
 
+_MODES = frozenset(mode.value for mode in S.ReplayMode)
+
 
 class ReplayCoreIP(StreamCoreIP):
     """Emulated replay core with build parameters ``spec`` (a fresh, empty sum tree)."""
@@ -41,16 +43,22 @@ class ReplayCoreIP(StreamCoreIP):
         super().__init__(S.REPLAY_REGISTERS, spec.parameter_registers())
 
     def read_register(self, name: str) -> int:
-        live = {"TOTAL": lambda: self.tree.total & 0xFFFF_FFFF, "TOTAL_HI": lambda: self.tree.total >> 32,
-                "NONZERO": lambda: self.tree.nonzero, "SEED": lambda: self.tree.prng_state}
-        return live[name]() if name in live else self.values[name]
+        if name == "TOTAL":
+            return self.tree.total & 0xFFFF_FFFF
+        if name == "TOTAL_HI":
+            return self.tree.total >> 32
+        if name == "NONZERO":
+            return self.tree.nonzero
+        if name == "SEED":
+            return self.tree.prng_state
+        return self.values[name]
 
     def on_register(self, name: str, value: int) -> None:
         if name == "SEED":
             self.tree.reseed(value)
 
     def start(self, mode: int) -> None:
-        if mode not in {m.value for m in S.ReplayMode}:
+        if mode not in _MODES:
             self.finish(S.Status.ERR_CONFIG)
             return
         self._mode = S.ReplayMode(mode)

@@ -134,7 +134,8 @@ def _system(board_spec, ports, clock, reset):
 class _AxiLiteMaster:
     """Bus-functional AXI4-Lite master (not constructed directly: :class:`RtlCoreIP` owns one)."""
 
-    def __init__(self, sim: RtlSimulation, bus, timeout_cycles: int = 64) -> None:
+    def __init__(self, sim: RtlSimulation, bus, timeout_cycles: int = 1024) -> None:
+        # a slave may hold a read with wait states (ParSa's MBOX_ACTION: up to ParsaSpec.mailbox_wait <= 1,000)
         self.sim, self.bus, self.timeout_cycles = sim, bus, timeout_cycles
 
     def _wait(self, signal, what: str) -> None:
@@ -257,18 +258,16 @@ class RtlDevice(EmulatedDevice):
         passes only as they poll, so a wait's outcome does not depend on how fast the host runs the simulation."""
         return CycleDeadline(lambda: self.simulation.cycle, cycles)
 
-    def read_registers(self, address: int, length: int) -> bytes:
+    def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
         """Bus reads; a read of a non-simulated IP costs a few cycles, then the DMAs move what they can."""
-        base, ip = self._window(address, length)
         if not isinstance(ip, RtlCoreIP):
-            self.simulation.tick(_DMA_ACCESS_CYCLES)
-        data = super().read_registers(address, length)
+            self.simulation.tick(_DMA_ACCESS_CYCLES * count)
+        words = super().read_words(ip, offset, count)
         self.service()
-        return data
+        return words
 
-    def write_registers(self, address: int, data: bytes) -> None:
-        """Bus writes (see :meth:`read_registers`)."""
-        base, ip = self._window(address, len(data))
+    def write_words(self, ip: RegisterFile, offset: int, words: list[int]) -> None:
+        """Bus writes (see :meth:`read_words`)."""
         if not isinstance(ip, RtlCoreIP):
-            self.simulation.tick(_DMA_ACCESS_CYCLES)
-        super().write_registers(address, data)
+            self.simulation.tick(_DMA_ACCESS_CYCLES * len(words))
+        super().write_words(ip, offset, words)

@@ -18,6 +18,11 @@ from .regfile import RegisterFile
 
 __all__ = ["StreamCoreIP", "StreamState"]
 
+# STATUS and CTRL bits as plain ints: the emulated bus handles every access in Python, and IntFlag arithmetic costs
+# a microsecond per operation there
+_DONE, _BUSY = int(S.Status.DONE), int(S.Status.BUSY)
+_START, _SOFT_RESET = int(S.Ctrl.START), int(S.Ctrl.SOFT_RESET)
+
 
 class StreamState(enum.Enum):
     """Control FSM states of an emulated core (the HDL cores' ``t_state`` enums have these among theirs)."""
@@ -54,21 +59,21 @@ class StreamCoreIP(RegisterFile):
         self._outbox = np.zeros(0, dtype=np.uint8)
 
     # -- status -----------------------------------------------------------------------------------------------------
-    def set_status(self, flags: S.Status) -> None:
+    def set_status(self, flags: S.Status | int) -> None:
         """Replace STATUS."""
         self.values["STATUS"] = int(flags)
 
-    def finish(self, flags: S.Status = S.Status(0)) -> None:
+    def finish(self, flags: S.Status | int = 0) -> None:
         """End the operation: back to IDLE with DONE and ``flags``."""
         self.state = StreamState.IDLE
-        self.set_status(flags | S.Status.DONE)
+        self.values["STATUS"] = int(flags) | _DONE
 
     def begin_load(self) -> None:
         """Accept the input stream from now on."""
         self._inbox = bytearray()
         self.state = StreamState.LOAD
 
-    def drain(self, data: np.ndarray, cycles: int, flags: S.Status = S.Status(0)) -> None:
+    def drain(self, data: np.ndarray, cycles: int, flags: S.Status | int = 0) -> None:
         """Emit ``data`` (bytes, or words viewed as bytes) on the output stream; CYCLES = ``cycles``."""
         self.values["CYCLES"] = cycles
         data = np.ascontiguousarray(data).view(np.uint8).ravel()
@@ -77,17 +82,17 @@ class StreamCoreIP(RegisterFile):
             return
         self._outbox = data
         self.state = StreamState.DRAIN
-        self.set_status(S.Status.BUSY | flags)
+        self.values["STATUS"] = _BUSY | int(flags)
 
     # -- control ----------------------------------------------------------------------------------------------------
     def on_write(self, name: str, value: int) -> None:
         if name != "CTRL":
             self.on_register(name, value)
-        elif value & S.Ctrl.SOFT_RESET:
+        elif value & _SOFT_RESET:
             self.abort()
-            self.set_status(S.Status(0))
-        elif value & S.Ctrl.START and self.state == StreamState.IDLE:
-            self.set_status(S.Status.BUSY)  # START clears DONE and the sticky flags
+            self.values["STATUS"] = 0
+        elif value & _START and self.state == StreamState.IDLE:
+            self.values["STATUS"] = _BUSY  # START clears DONE and the sticky flags
             self.values["CYCLES"] = 0
             self.start(self.field("CTRL", "MODE"))
 
@@ -120,7 +125,7 @@ class StreamCoreIP(RegisterFile):
         data, self._outbox = self._outbox[:max_bytes], self._outbox[max_bytes:]
         last = len(self._outbox) == 0
         if last:
-            self.finish(S.Status(self.values["STATUS"]) & ~S.Status.BUSY)
+            self.finish(self.values["STATUS"] & ~_BUSY)
         return data, last
 
     @staticmethod

@@ -8,7 +8,9 @@ transitions stay in host memory (the agent's buffer). The driver speaks floats:
   :class:`ReplaySaturationWarning`), one SET batch through the DMA;
 * :meth:`ReplayCore.sample` draws a stratified batch on the core (its PRNG, or host uniforms) and returns the
   indices, their sampling probabilities ``P(i) = p_i**alpha / sum_k p_k**alpha`` and the importance-sampling
-  weights ``(N * P(i))**-beta`` normalized by the batch maximum (``N`` = leaves with nonzero priority);
+  weights ``(N * P(i))**-beta`` normalized by the batch maximum (``N`` = leaves with nonzero priority; it cancels
+  in the normalization, so the weights are ``(min_j c_j / c_i)**beta`` of the sampled leaf codes ``c`` and cost no
+  register read);
 * :meth:`ReplayCore.state_dict` / :meth:`ReplayCore.load_state_dict` save and restore every leaf and the PRNG
   state exactly (DUMP + SET), so a checkpointed agent resumes with the same priorities and sample stream.
 
@@ -191,8 +193,9 @@ class ReplayCore(StreamCore):
         records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}", n + self.spec.sample_depth)
         indices, codes = model.unpack_results(records.view(np.uint64))
         probabilities = codes / float(total)
-        weights = np.power(self.nonzero * probabilities, -float(beta))
-        return indices, probabilities, (weights / weights.max()).astype(np.float32)
+        # (N * P(i))**-beta / max_j (N * P(j))**-beta = (c_min / c_i)**beta: N and the total cancel
+        weights = np.power(codes.min() / codes.astype(np.float64), float(beta))
+        return indices, probabilities, weights.astype(np.float32)
 
     def priorities(self, timeout_s: float | None = None) -> np.ndarray:
         """Every stored leaf priority (``p**alpha`` as quantized, float64), in index order (one DUMP)."""

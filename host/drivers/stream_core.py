@@ -20,10 +20,18 @@ from .polling import Deadline, WallClockDeadline, check_timeout, wait_until
 
 __all__ = ["StreamCore"]
 
+_DMA_FIELDS = S.AXI_DMA_REGISTERS["MM2S_DMASR"]["fields"]  # both channels' DMASR share the layout
 #: PG021 DMASR error bits, with PYNQ's own messages for them
-_DMA_ERRORS = {"DMAIntErr": "DMA Internal Error (transfer length 0?)",
-               "DMASlvErr": "DMA Slave Error (cannot access memory map interface)",
-               "DMADecErr": "DMA Decode Error (invalid address)"}
+_DMA_ERRORS = {1 << _DMA_FIELDS["DMAIntErr"]["bit_offset"]: "DMA Internal Error (transfer length 0?)",
+               1 << _DMA_FIELDS["DMASlvErr"]["bit_offset"]: "DMA Slave Error (cannot access memory map interface)",
+               1 << _DMA_FIELDS["DMADecErr"]["bit_offset"]: "DMA Decode Error (invalid address)"}
+_DMA_ERROR_BITS = sum(_DMA_ERRORS)
+#: DMASR bits that end a wait: the channel went idle, or failed
+_DMA_STOPPED = 1 << _DMA_FIELDS["Idle"]["bit_offset"] | _DMA_ERROR_BITS
+#: word index of every AXI DMA register in the DMA's window
+_DMA_WORDS = {name: reg["address_offset"] >> 2 for name, reg in S.AXI_DMA_REGISTERS.items()}
+_DONE, _BUSY = int(S.Status.DONE), int(S.Status.BUSY)
+_STATUS_ERRORS = sum(int(flag) for flag in S.Status if flag.name.startswith("ERR_"))
 
 
 class StreamCore(DefaultIP):
@@ -55,6 +63,8 @@ class StreamCore(DefaultIP):
     def __init__(self, description: dict) -> None:
         super().__init__(description)
         self.registers: Mapping[str, dict] = S.CORE_REGISTERS[self.core_name]
+        self._words = {name: reg["address_offset"] >> 2 for name, reg in self.registers.items()}
+        self._array = self.mmio.array  # register accesses index the mapped window, as PYNQ advises for speed
         try:
             check_identity(self.core_name, self._reg("ID"))
         except BitstreamMismatchError as err:
@@ -63,7 +73,7 @@ class StreamCore(DefaultIP):
         if dma_path not in self.device.ip_dict:
             raise UnsupportedConfiguration(f"{self.title} core {description['fullpath']} has no DMA at {dma_path}")
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
-        self.dma = DMA(self._dma_description)
+        self._bind_dma()
         dma_parameters = self._dma_description["parameters"]
         # unknown width: write the upper address word too, as PYNQ always does (on a ZU+ buffers can lie above 4 GiB)
         self._dma_address_bits = int(dma_parameters.get("c_addr_width", 64))
@@ -72,6 +82,7 @@ class StreamCore(DefaultIP):
         self._dma_buffers: dict[str, Any] = {}
         self._parameters: dict[str, int] = {}  # parameter registers as this driver last wrote them
         self._last_status = S.Status(0)
+        self._idle_known = False  # True while the core is idle by this driver's own bookkeeping (_check_idle)
 
     @property
     def timeout_s(self) -> float:
@@ -87,9 +98,17 @@ class StreamCore(DefaultIP):
         """Bytes per stream beat (the DMA's memory-mapped data width)."""
         return int(self._dma_description["parameters"]["c_m_axi_mm2s_data_width"]) // 8
 
+    def _bind_dma(self) -> None:
+        """(Re)build PYNQ's DMA driver (its constructor starts both channels) and index its registers' window."""
+        self.dma = DMA(self._dma_description)
+        self._dma_array = self.dma.mmio.array
+
     # -- registers, by name from spec.py only -------------------------------------------------------------------------
+    # Every access is one index into ``mmio.array`` (a numpy view of the mapped window on a board): the same bus
+    # transaction as ``MMIO.read``/``MMIO.write`` without their per-call argument checks, which cost more than the
+    # transaction itself from Python on a Zynq's ARM.
     def _reg(self, name: str) -> int:
-        return self.read(self.registers[name]["address_offset"])
+        return int(self._array[self._words[name]])
 
     def _field(self, register: str, name: str, value: int | None = None) -> int:
         """Field ``name`` of ``register``: of ``value`` if given, else of a fresh read."""
@@ -98,7 +117,13 @@ class StreamCore(DefaultIP):
         return (value >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1)
 
     def _write(self, name: str, value: int) -> None:
-        self.write(self.registers[name]["address_offset"], int(value) & 0xFFFF_FFFF)
+        self._array[self._words[name]] = int(value) & 0xFFFF_FFFF
+
+    def _write_burst(self, first: str, words) -> None:
+        """Write ``words`` to consecutive registers from ``first`` with one slice assignment (a bus burst)."""
+        start = self._words[first]
+        words = np.asarray(words, dtype=np.uint32)
+        self._array[start:start + len(words)] = words
 
     def _write_parameter(self, name: str, value: int) -> None:
         """Write parameter register ``name`` only if ``value`` differs from what this driver last wrote there.
@@ -115,6 +140,7 @@ class StreamCore(DefaultIP):
     @property
     def register_map(self) -> RegisterMap:
         """The core's registers by name (built from ``spec.py``, so it works even if the .hwh lacks them)."""
+        self._idle_known = False  # whatever is done through the map, the next operation checks STATUS itself
         if not hasattr(self, "_spec_register_map"):
             cls = RegisterMap.create_subclass(f"{self.core_name}_core", dict(self.registers))
             self._spec_register_map = cls(self.mmio.array)
@@ -178,13 +204,25 @@ class StreamCore(DefaultIP):
         """
         self._write("CTRL", S.Ctrl.SOFT_RESET)
         self._parameters.clear()
+        self._idle_known = False
         reset_bit = 1 << S.AXI_DMA_REGISTERS["MM2S_DMACR"]["fields"]["Reset"]["bit_offset"]
-        self.dma.write(S.AXI_DMA_REGISTERS["MM2S_DMACR"]["address_offset"], reset_bit)
-        self.dma = DMA(self._dma_description)
+        self._dma_array[_DMA_WORDS["MM2S_DMACR"]] = reset_bit
+        self._bind_dma()
 
     def _check_idle(self) -> None:
-        if not self.idle:
-            raise RuntimeError(f"{self.title} core busy before start (STATUS={self.status!r}); call reset()")
+        """Refuse to start an operation while one runs (``RuntimeError``).
+
+        STATUS is read only when the driver cannot know: each of its operations ends with DONE awaited and both
+        DMA channels idle, or with a reset, so right after one the core is idle by construction and the read would
+        be a wasted bus transaction. The first operation, the one after a :meth:`reset` and the one after
+        :attr:`register_map` was touched read it.
+        """
+        if self._idle_known:
+            self._idle_known = False
+            return
+        status = self._reg("STATUS")
+        if status & _BUSY:
+            raise RuntimeError(f"{self.title} core busy before start (STATUS={S.Status(status)!r}); call reset()")
 
     def _start(self, mode: int) -> None:
         """Pulse CTRL.START with CTRL.MODE = ``mode``."""
@@ -204,10 +242,11 @@ class StreamCore(DefaultIP):
             return cycle_deadline(self.RTL_MARGIN * int(cycles) + self.RTL_SLACK_CYCLES)
         return WallClockDeadline(timeout_s)
 
-    def _wait_done(self, deadline: Deadline, describe: Callable[[], str]) -> S.Status:
-        """Wait for STATUS.DONE before ``deadline``; return STATUS (the timeout message shows the last one read)."""
-        return wait_until(lambda: self.status, lambda status: bool(status & S.Status.DONE), deadline,
-                          lambda status: f"{self.title} core not DONE (STATUS={status!r}, {describe()})")
+    def _wait_done(self, deadline: Deadline, describe: Callable[[], str]) -> int:
+        """Wait for STATUS.DONE before ``deadline``; return STATUS as read (the timeout message shows the last one
+        read)."""
+        return wait_until(lambda: self._reg("STATUS"), lambda value: bool(value & _DONE), deadline,
+                          lambda value: f"{self.title} core not DONE (STATUS={S.Status(value)!r}, {describe()})")
 
     # -- one streamed operation -----------------------------------------------------------------------------------
     def _dma_buffer(self, name: str, nbytes: int):
@@ -237,7 +276,7 @@ class StreamCore(DefaultIP):
         send_buffer = recv_buffer = None
         if payload is not None and len(payload):
             send_buffer = self._dma_buffer("in", len(payload))
-            send_buffer[:len(payload)] = payload
+            np.asarray(send_buffer)[:len(payload)] = payload  # a plain view: PynqBuffer slices are buffers too
         if recv_bytes:
             recv_buffer = self._dma_buffer("out", recv_bytes)
             self._start_dma("S2MM", recv_buffer, recv_bytes)
@@ -246,8 +285,8 @@ class StreamCore(DefaultIP):
             self._start_dma("MM2S", send_buffer, len(payload))
         try:
             status = self._wait_done(deadline, lambda: what)
-            if status.errors:
-                raise RuntimeError(self._describe_errors(status, what))
+            if status & _STATUS_ERRORS:
+                raise RuntimeError(self._describe_errors(S.Status(status), what))
             if send_buffer is not None:
                 self._finish_dma("MM2S", deadline)
             received = (self._finish_dma("S2MM", deadline, recv_buffer)
@@ -257,8 +296,9 @@ class StreamCore(DefaultIP):
             raise
         if received != recv_bytes:
             raise RuntimeError(f"{self.title} core returned {received} bytes for {what}, expected {recv_bytes}")
-        self._last_status = status
-        return np.asarray(recv_buffer[:recv_bytes]).copy() if recv_buffer is not None else np.zeros(0, np.uint8)
+        self._last_status = S.Status(status)
+        self._idle_known = True
+        return np.asarray(recv_buffer)[:recv_bytes].copy() if recv_buffer is not None else np.zeros(0, np.uint8)
 
     def _start_dma(self, channel: str, buffer, nbytes: int) -> None:
         """Start a simple-mode transfer of ``nbytes`` on DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) from/into
@@ -274,10 +314,11 @@ class StreamCore(DefaultIP):
         if channel == "MM2S":
             buffer.flush()
         address = "MM2S_SA" if channel == "MM2S" else "S2MM_DA"
-        self.dma.write(S.AXI_DMA_REGISTERS[address]["address_offset"], buffer.physical_address & 0xFFFF_FFFF)
+        physical = int(buffer.physical_address)
+        self._dma_array[_DMA_WORDS[address]] = physical & 0xFFFF_FFFF
         if self._dma_address_bits > 32:
-            self.dma.write(S.AXI_DMA_REGISTERS[f"{address}_MSB"]["address_offset"], buffer.physical_address >> 32)
-        self.dma.write(S.AXI_DMA_REGISTERS[f"{channel}_LENGTH"]["address_offset"], nbytes)
+            self._dma_array[_DMA_WORDS[f"{address}_MSB"]] = physical >> 32
+        self._dma_array[_DMA_WORDS[f"{channel}_LENGTH"]] = nbytes
 
     def _finish_dma(self, channel: str, deadline: Deadline, buffer=None) -> int:
         """Wait for DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) to go idle or fail; return the bytes an S2MM transfer
@@ -294,22 +335,19 @@ class StreamCore(DefaultIP):
         RuntimeError
             The DMA reported an internal, slave or decode error.
         """
-        status_register = S.AXI_DMA_REGISTERS[f"{channel}_DMASR"]
-        fields = status_register["fields"]
-        idle = 1 << fields["Idle"]["bit_offset"]
-        errors = {1 << fields[name]["bit_offset"]: text for name, text in _DMA_ERRORS.items()}
+        status_word = _DMA_WORDS[f"{channel}_DMASR"]
         direction = "to" if channel == "MM2S" else "from"
-        status = wait_until(lambda: self.dma.read(status_register["address_offset"]),
-                            lambda value: bool(value & (idle | sum(errors))), deadline,
-                            lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still busy "
-                                          f"(DMASR={value:#x})")
-        for bit, text in errors.items():
-            if status & bit:
-                raise RuntimeError(f"DMA {channel} ({direction} the {self.title} core): {text}")
+        status = wait_until(lambda: int(self._dma_array[status_word]), lambda value: bool(value & _DMA_STOPPED),
+                            deadline, lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still "
+                                                    f"busy (DMASR={value:#x})")
+        if status & _DMA_ERROR_BITS:
+            for bit, text in _DMA_ERRORS.items():
+                if status & bit:
+                    raise RuntimeError(f"DMA {channel} ({direction} the {self.title} core): {text}")
         if channel == "MM2S":
             return 0
         buffer.invalidate()
-        return self.dma.read(S.AXI_DMA_REGISTERS["S2MM_LENGTH"]["address_offset"])
+        return int(self._dma_array[_DMA_WORDS["S2MM_LENGTH"]])
 
     def _describe_errors(self, status: S.Status, what: str) -> str:
         """The message for STATUS error flags after ``what`` (cores override with their registers' story)."""

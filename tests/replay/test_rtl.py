@@ -289,6 +289,21 @@ def test_back_to_back_updates_of_one_leaf_and_its_ancestors_forward_correctly():
     assert outcomes[0].nonzero == 10          # leaf 5 ends at 0; 4, 6, 7, 1, 21, 37, 53, 0, 63, 62 are set
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_colliding_updates_one_two_and_three_records_apart(data):
+    """Randomized back-to-back SET records on a few leaves that share words at every level (same leaf, siblings,
+    cousins under one grandparent, one far leaf): a record's read misses the writes of the two records before it,
+    so every distance the forwarding covers (one back, two back, both, and three back from memory) occurs."""
+    spec = SPECS["k4"]
+    leaves = [5, 4, 7, 1, 21, 53, 0, spec.capacity - 1]
+    n = data.draw(st.integers(2, 24), label="records")
+    idx = data.draw(st.lists(st.sampled_from(leaves), min_size=n, max_size=n), label="indices")
+    codes = data.draw(st.lists(st.one_of(st.just(0), st.integers(0, spec.leaf.max_code)), min_size=n, max_size=n),
+                      label="codes")
+    check_sequence(spec, [set_op(idx, codes), Op(int(S.ReplayMode.DUMP), name="dump"), sample_op(8)])
+
+
 def test_saturation_rejection_and_empty_tree_refusal():
     spec = SPECS["k4"]
     outcomes = check_sequence(spec, [

@@ -1,27 +1,33 @@
-"""The top-down sampler: target arithmetic, then one two-cycle descent stage per tree level; one sample per cycle.
+"""The top-down sampler: target arithmetic, then one pipelined descent stage per tree level; one sample per cycle.
 
 Every register of the sampler loads only when ``advance`` is high (the output register is free or being taken),
 and the tree memories' read registers share that enable, so a stalled output stream freezes the whole pipeline in place
-and nothing is lost or duplicated. ``flush`` (SOFT_RESET) empties it.
+and nothing is lost or duplicated. ``flush`` (SOFT_RESET) empties it. No register-to-register path holds more than
+one adder or comparator carry chain, and no logic follows a block RAM's output before a register (issue 15).
 
 Arithmetic (the model's :func:`~pynq_rl.overlay.models.replay.sample_targets`; UQ0.32 fractions)::
 
     stage a   u, j*S                    (u from the PRNG or the input stream; j*S accumulated, no multiply)
-    stage b   p1 = u * S                (32 x 32, registered operands and product: DSP cascade)
+    stage b   p1 = u * S                (32 x 32: :func:`~.multiply.pipelined_mul`, 3 edges)
     stage c   x  = j*S + (p1 >> 32)     (< COUNT * S < 2**32: START checked it)
-    stage d   p2 = x * TOTAL            (32 x w0 bits, TOTAL = the root, constant during a batch)
-    stage e   target = p2 >> 32         (< TOTAL)
+    stage d   p2 = x * TOTAL            (32 x w0 bits, TOTAL = the root, constant during a batch; 3 edges for
+                                         w0 <= 34) -- target = p2 >> 32 (< TOTAL)
 
-The full product ``x * TOTAL`` shifted right by 32 equals the model's ``x*hi + ((x*lo) >> 32)`` exactly; the
-synthesizer splits the product into DSP tiles itself. Stage a also serves START's check of ``COUNT * STRIDE <
-2**32``: ``check_load`` puts COUNT into the u register, and ``p1_high`` is the high word of the product two edges
-later.
+The full product ``x * TOTAL`` shifted right by 32 equals the model's ``x*hi + ((x*lo) >> 32)`` exactly. Stage b
+also serves START's check of ``COUNT * STRIDE < 2**32``: ``check_load`` (the START edge) feeds the COUNT and
+STRIDE registers to its multiplier, and ``p1_high`` is the high word of their product when the FSM's third CHECK
+cycle reads it.
 
-Descent stage of level l (node number and target in, from the level above)::
+Descent stage of level l (node number and target in, from the level above), :func:`descend_stages` edges::
 
-    cycle 0   the K children's word address (the parent's node number) goes to the level's memory
-    cycle 1   running sums of the K children, first one above the target (pick), target - sum before the pick
-              -> node * K + pick, new target (and the leaf code at the leaf level) registered
+    edge 1        the parent's node number addresses the level's memory (its K children are one word)
+    edge 2        the word read is registered
+    edges 3..     running sums s_i = children[0] + ... + children[i] (i < K - 1), Kogge-Stone: ceil(log2(K - 1))
+                  stages of one adder each
+    next edge     s_i > target and target - s_i, for every i at once
+    last edge     pick = the first child whose running sum exceeds the target (one-hot from the comparisons; the
+                  last child when none does), new target = target - s_(pick-1) (target for pick 0), node * K + pick
+                  (and the leaf code at the leaf level) registered
 """
 from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, intbv, modbv, Signal
 

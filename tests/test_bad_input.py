@@ -81,7 +81,7 @@ def test_replay_refuses_bad_calls_and_keeps_its_state(backend):
     ({"alpha": "bad"}, r"state\['alpha'\] must be a finite number >= 0, not 'bad'"),
     ({"codes": "nan"}, r"state\['codes'\] must hold whole numbers"),
     ({"codes": "frac"}, r"state\['codes'\] must hold whole numbers"),
-    ({"seed": 2 ** 40}, r"state\['seed'\] must be integers in \[0, 4294967295\]"),
+    ({"seed": 2 ** 40}, r"state\['seed'\] must be an integer in \[0, 4294967295\], not 1099511627776"),
 ])
 def test_replay_load_state_dict_checks_everything_before_clearing(backend, state, message):
     replay = replay_core(backend)
@@ -238,3 +238,15 @@ def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
         check()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("value, expected", [(5, 5), (np.uint32(7), 7), (3.0, 3), (2 ** 32 - 1, 2 ** 32 - 1),
+                                             (True, None), (0.5, None), (math.nan, None), ("5", None), (-1, None),
+                                             (2 ** 32, None), ([1], None), (None, None)])
+def test_integer_argument_takes_whole_numbers_in_range_only(value, expected):
+    from pynq_rl.host.drivers.arguments import integer
+    if expected is None:
+        with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 4294967295\], not "):
+            integer("seed", value, 0, 2 ** 32 - 1)
+    else:
+        assert integer("seed", value, 0, 2 ** 32 - 1) == expected

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...overlay import fixed
 
-__all__ = ["float_array", "integer_codes", "number", "state_mapping"]
+__all__ = ["float_array", "integer", "integer_codes", "number", "state_mapping"]
 
 
 def float_array(name: str, x: Any, ndim: int | None = None, shape_hint: str = "", finite: bool = True) -> np.ndarray:
@@ -46,6 +46,20 @@ def number(name: str, x: Any, lo: float = -math.inf, hi: float = math.inf) -> fl
         else:
             wanted = f"a number in [{lo:g}, {hi:g}]"
         raise ValueError(f"{name} must be {wanted}, not {x!r}")
+    return value
+
+
+def integer(name: str, x: Any, lo: int, hi: int) -> int:
+    """``x`` as an int in ``[lo, hi]``: a Python or numpy integer, or a float holding a whole number exactly (a bool,
+    a NaN, a 0.5 or a string is refused with ``ValueError``, never cast)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        value = int(x)
+    elif isinstance(x, (float, np.floating)) and math.isfinite(x) and float(x).is_integer():
+        value = int(x)
+    else:
+        value = None
+    if value is None or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], not {x!r}")
     return value
 
 

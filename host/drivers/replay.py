@@ -25,7 +25,7 @@ import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import replay as model
-from .arguments import float_array, integer_codes, number, state_mapping
+from .arguments import float_array, integer, integer_codes, number, state_mapping
 from .stream_core import StreamCore
 
 __all__ = ["ReplayCore", "ReplaySaturationWarning"]
@@ -226,7 +226,7 @@ class ReplayCore(StreamCore):
             raise ValueError(f"state_dict is for a replay core with {found}, this core has {expected}")
         # every field is checked before the core is touched: a refused state leaves the stored priorities alone
         codes = integer_codes("state['codes']", state["codes"], (self.capacity,), 0, self.spec.leaf.max_code)
-        seed = int(integer_codes("state['seed']", np.asarray([state["seed"]]), (1,), 0, 0xFFFF_FFFF)[0])
+        seed = integer("state['seed']", state["seed"], 0, 0xFFFF_FFFF)
         alpha = number("state['alpha']", state["alpha"], 0.0, math.inf)
         self.clear()
         stored = np.flatnonzero(codes)

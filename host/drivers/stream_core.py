@@ -15,6 +15,7 @@ from pynq.lib.dma import DMA
 from pynq.registers import RegisterMap
 
 from ...overlay import spec as S
+from .arguments import integer
 from .identity import BitstreamMismatchError, check_identity
 from .polling import Deadline, WallClockDeadline, check_timeout, wait_until
 
@@ -181,9 +182,7 @@ class StreamCore(DefaultIP):
     def seed(self, value: int) -> None:
         if "SEED" not in self.registers:
             raise AttributeError(f"{self.title} core has no PRNG (no SEED register)")
-        if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= 0xFFFF_FFFF:
-            raise ValueError(f"seed must be an integer in [0, 2**32), not {value!r}")
-        self._write("SEED", int(value))
+        self._write("SEED", integer("seed", value, 0, 0xFFFF_FFFF))
 
     def info(self) -> dict:
         """ID, spec version and build parameters, as the core's registers report them."""

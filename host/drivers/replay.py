@@ -43,11 +43,11 @@ def _as_indices(indices, capacity: int) -> np.ndarray:
         raise ValueError(f"indices must be 1-D, not shape {array.shape}")
     if array.size and not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"indices must be integers, not dtype {array.dtype}")
-    bad = (array < 0) | (array >= capacity)  # before the cast: a uint64 2**64-1 must not be reported as -1
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
+    # two reductions before the cast (a uint64 2**64-1 must not be reported as -1); the mask only on an error
+    if array.size and (array.max() >= capacity or (array.dtype.kind == "i" and array.min() < 0)):
+        i = int(np.flatnonzero((array < 0) | (array >= capacity))[0])
         raise IndexError(f"indices[{i}] = {array[i]} is outside the core's capacity [0, {capacity})")
-    return array.astype(np.int64)
+    return array.astype(np.int64, copy=False)
 
 
 class ReplayCore(StreamCore):

@@ -715,14 +715,15 @@ class ParsaSpec:
     ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
     update_depth: int = 8
     """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (the HDL's depth: ``core.py`` UPDATE_DEPTH)"""
-    mailbox_wait: int = 56
-    """wait states a read of MBOX_ACTION may be held while a MAILBOX decision runs (the read then answers with
-    STATUS.DONE = 0 and the driver reads again; below the 64 cycles a PS or test bench master waits for a read)"""
+    mailbox_wait: int = 250
+    """wait states a read of MBOX_ACTION may be held while a MAILBOX decision runs (then it answers with DONE = 0
+    and the driver reads again): covers a decision of the OPaL shape on either board (93 and 127 cycles); at most
+    1,000, below the 1,024 cycles the ``rtl`` backend's AXI-Lite master waits for an answer"""
 
     def __post_init__(self) -> None:
         if self.value_w not in (8, 16, 32):
             raise ValueError(f"ParsaSpec.value_w must be 8, 16 or 32, not {self.value_w!r}")
-        limits = {"max_dims": (1, PARSA_MBOX_STATE_WORDS), "mailbox_wait": (0, 60), "max_actions": (1, 64),
+        limits = {"max_dims": (1, PARSA_MBOX_STATE_WORDS), "mailbox_wait": (0, 1000), "max_actions": (1, 64),
                   "workers": (1, 64), "tiles_per_worker": (1, 1 << 20),
                   "max_tilings": (1, 1024), "max_set_dims": (1, 4), "keys": (1, 1 << 16)}
         for name, (lo, hi) in limits.items():

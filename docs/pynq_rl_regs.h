@@ -145,11 +145,11 @@
 #define PYNQ_RL_GAE_FORMAT_CODE_BITS_SIZE                    8u
 #define PYNQ_RL_GAE_FORMAT_CODE_BITS_MASK                    0xFF000000u
 
-/* T (read-write): Timesteps in this batch (1..T_MAX); the stream carries T+1 records */
+/* T (read-write): Timesteps of every lane-batch (1..T_MAX); each carries T+1 input records */
 #define PYNQ_RL_GAE_T_OFFSET                                 0x20u
 #define PYNQ_RL_GAE_T_RESET                                  0x00000000u
 
-/* LANES_USED (read-write): Lanes in this batch (1..LANES) */
+/* LANES_USED (read-write): Lanes of the last lane-batch (1..LANES); the others use all LANES */
 #define PYNQ_RL_GAE_LANES_USED_OFFSET                        0x24u
 #define PYNQ_RL_GAE_LANES_USED_RESET                         0x00000000u
 
@@ -176,6 +176,10 @@
 /* V_OFFSET (read-write): q8 mode: value dequantization offset (DATA format) */
 #define PYNQ_RL_GAE_V_OFFSET_OFFSET                          0x3Cu
 #define PYNQ_RL_GAE_V_OFFSET_RESET                           0x00000000u
+
+/* BATCHES (read-write): Lane-batches streamed back to back in one operation (1..BATCHES_MAX): B x (T+1) input records in, B x T output records out */
+#define PYNQ_RL_GAE_BATCHES_OFFSET                           0x40u
+#define PYNQ_RL_GAE_BATCHES_RESET                            0x00000001u
 
 #define PYNQ_RL_GAE_MODE_RAW                                 0u
 #define PYNQ_RL_GAE_MODE_Q8                                  1u

@@ -250,8 +250,8 @@ GAE_REGISTERS = MappingProxyType({
         "COEF_FRAC": (16, 8, "fractional bits of GAMMA and GAMMA_LAMBDA"),
         "CODE_BITS": (24, 8, "bits per quantized code in q8 mode"),
     }),
-    "T": _register(0x20, READ_WRITE, "Timesteps in this batch (1..T_MAX); the stream carries T+1 records"),
-    "LANES_USED": _register(0x24, READ_WRITE, "Lanes in this batch (1..LANES)"),
+    "T": _register(0x20, READ_WRITE, "Timesteps of every lane-batch (1..T_MAX); each carries T+1 input records"),
+    "LANES_USED": _register(0x24, READ_WRITE, "Lanes of the last lane-batch (1..LANES); the others use all LANES"),
     "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
     "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
     "R_SCALE": _register(0x30, READ_WRITE, "q8 mode: reward dequantization scale, a DATA code within the 25-bit "
@@ -260,6 +260,8 @@ GAE_REGISTERS = MappingProxyType({
     "V_SCALE": _register(0x38, READ_WRITE, "q8 mode: value dequantization scale, a DATA code within the 25-bit "
                                           "SCALE range; START refuses others"),
     "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
+    "BATCHES": _register(0x40, READ_WRITE, "Lane-batches streamed back to back in one operation (1..BATCHES_MAX): "
+                                          "B x (T+1) input records in, B x T output records out", reset=1),
 })
 
 
@@ -275,6 +277,10 @@ class GaeSpec:
       mode and int32 DATA words in raw mode. Unused lanes are ignored.
     * output, ``T`` records in forward time order, each ``LANES`` advantages then ``LANES`` returns (``A + V``), all
       int32 DATA words.
+    * an operation of ``BATCHES = B`` lane-batches streams B such inputs back to back (B x (T + 1) records, TLAST on
+      the last) and returns B such outputs back to back (B x T records, TLAST on the last); batch ``b`` holds lanes
+      ``b * LANES ...``, the last one ``LANES_USED`` of them. All batches share T, the coefficients and the q8
+      registers.
     """
 
     lanes: int = 8
@@ -298,6 +304,9 @@ class GaeSpec:
     loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 6 PE stages, 1
     write-back)"""
 
+    batches_max = 0xFFFF
+    """largest BATCHES of one operation (the core's batch counter is 16 bits)"""
+
     def __post_init__(self) -> None:
         limits = {"lanes": (1, 256), "t_max": (1, 1 << 16), "lookahead": (1, 8), "code_bits": (2, 8)}
         for name, (lo, hi) in limits.items():
@@ -308,6 +317,10 @@ class GaeSpec:
             raise ValueError(f"GaeSpec.stream_bytes must be a power of two from 4 to 128, not {self.stream_bytes!r}")
         if self.data.width != 32:
             raise ValueError(f"GaeSpec.data must be 32 bits wide (stream words are int32), not {self.data.width!r}")
+
+    def cycles(self, n_steps: int, batches: int = 1) -> int:
+        """CYCLES of an operation of ``batches`` lane-batches of ``n_steps``: the compute phases, summed."""
+        return batches * (n_steps + self.pipeline_depth)
 
     @property
     def done_bytes(self) -> int:

@@ -3,14 +3,17 @@
 Behaviour seen from the bus, operation by operation (the ``emu`` backend; the ``rtl`` backend serves the same
 traffic from the MyHDL simulation):
 
-* ``CTRL.START`` checks the configuration (``1 <= T <= T_MAX``, ``1 <= LANES_USED <= LANES``, coefficients at
-  most 1.0, a known MODE). A bad one sets ``DONE | ERR_CONFIG`` and nothing else happens. Otherwise the core is
-  ``BUSY`` and accepts ``T + 1`` input records.
+* ``CTRL.START`` checks the configuration (``1 <= T <= T_MAX``, ``1 <= LANES_USED <= LANES``,
+  ``1 <= BATCHES <= batches_max``, coefficients at most 1.0, a known MODE). A bad one sets ``DONE | ERR_CONFIG``
+  and nothing else happens. Otherwise the core is ``BUSY`` and accepts ``BATCHES x (T + 1)`` input records.
 * LOAD: stream bytes are accepted while loading; the record count must end exactly at TLAST, else
   ``ERR_STREAM`` (extra bytes are swallowed up to TLAST so the DMA never hangs).
-* COMPUTE: the bit-exact model (:func:`pynq_rl.overlay.models.gae.gae_fixed`); ``CYCLES`` = T + pipeline depth,
-  ``SATURATED`` if anything saturated.
-* DRAIN: ``T`` output records leave on the output stream (TLAST on the last byte); then ``DONE``.
+* COMPUTE: the bit-exact model (:func:`pynq_rl.overlay.models.gae.gae_fixed`) over all the batches' lanes;
+  ``CYCLES`` = BATCHES x (T + pipeline depth), ``SATURATED`` if anything saturated.
+* DRAIN: ``BATCHES x T`` output records leave on the output stream (TLAST on the last byte); then ``DONE``.
+
+The emulation sees the whole input at TLAST, so it cannot tell a TLAST inside an earlier batch from a short stream;
+both are ``ERR_STREAM``, as in the HDL.
 * ``CTRL.SOFT_RESET`` aborts whatever runs, flushes both streams and clears STATUS.
 """
 from __future__ import annotations
@@ -48,6 +51,7 @@ class GaeCoreIP(StreamCoreIP):
         scales_ok = mode != S.GaeMode.Q8 or all(scale.min_code <= self._signed(name) <= scale.max_code
                                                 for name in ("R_SCALE", "V_SCALE"))
         return (1 <= self.values["T"] <= self.spec.t_max and 1 <= self.values["LANES_USED"] <= self.spec.lanes
+                and 1 <= self.values["BATCHES"] <= self.spec.batches_max
                 and self.values["GAMMA"] <= one and self.values["GAMMA_LAMBDA"] <= one
                 and mode in {m.value for m in S.GaeMode} and scales_ok)
 
@@ -59,14 +63,16 @@ class GaeCoreIP(StreamCoreIP):
         self.begin_load()
 
     def close_input(self, data: bytes) -> None:
-        """TLAST: exactly T + 1 records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA never hangs)."""
-        expected = (self.values["T"] + 1) * self.spec.input_record_bytes(self._mode)
+        """TLAST: exactly BATCHES x (T + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
+        never hangs)."""
+        n_batches = self.values["BATCHES"]
+        expected = n_batches * (self.values["T"] + 1) * self.spec.input_record_bytes(self._mode)
         if len(data) != expected:
             self.finish(S.Status.ERR_STREAM)
             return
         spec, mode, v = self.spec, self._mode, self.values
         records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
-        rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"])
+        rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches)
         signed = {name: self._signed(name) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
         result = model.gae_fixed(spec, rewards, values, dones, v["GAMMA"], v["GAMMA_LAMBDA"], mode,
                                  signed["R_SCALE"], signed["R_OFFSET"], signed["V_SCALE"], signed["V_OFFSET"])

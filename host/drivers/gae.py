@@ -1,13 +1,18 @@
 """``GaeCore``: the driver of the GAE core (HEPPO), bound by VLNV, identical on every backend.
 
 One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, splits any
-number of environments into LANES-wide batches and any number of steps into T_MAX-long chunks, encodes each batch
-(raw fixed point, or HEPPO's 8-bit block standardization), streams it through the core's AXI DMA, waits for DONE
-with a deadline and decodes the results back to float32.
+number of steps into T_MAX-long chunks, encodes each chunk (raw fixed point, or HEPPO's 8-bit block
+standardization, one block over all environments of the chunk), streams all its LANES-wide lane-batches through the
+core in one operation (the BATCHES register: one DMA transfer each way), waits for DONE with a deadline and decodes
+the results back to float32. An operation holds as many lane-batches as the DMA's largest transfer and the batch
+counter allow (all of them for any rollout below tens of megabytes).
 
 Chunking over time is exact in real arithmetic: the chunk ``[t0, t1)`` is computed with its bootstrap value
 replaced by ``V(s_t1) + lambda * A_t1`` (the lambda-return identity), which folds ``gamma*lambda*A_t1`` into
-``delta_{t1-1}``. In fixed point it adds one rounding per chunk boundary.
+``delta_{t1-1}``. In fixed point it adds one rounding per chunk boundary. Chunking stays in the driver, one operation
+per chunk: the carry ``A_t1`` is an output of the later chunk, so the earlier chunk's input cannot be written before
+that chunk has run, and the core would need the carry multiply (and, in q8 mode, a requantization of the bootstrap
+row) to chain chunks itself. So T <= T_MAX costs one transfer each way; each further T_MAX steps cost one more.
 """
 from __future__ import annotations
 
@@ -87,7 +92,7 @@ class GaeCore(StreamCore):
         strict : bool
             Raise instead of warning when a value saturates.
         timeout_s : float or None
-            Deadline of each batch of lanes in seconds (board, ``emu``); None uses :attr:`timeout_s`. On ``rtl`` the
+            Deadline of each core operation in seconds (board, ``emu``); None uses :attr:`timeout_s`. On ``rtl`` the
             deadline is counted in simulated cycles (``StreamCore``).
 
         Returns
@@ -128,19 +133,20 @@ class GaeCore(StreamCore):
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)
         returns = np.empty((n_steps, n_envs), dtype=np.float32)
         saturated = False
-        for lane0 in range(0, n_envs, self.spec.lanes):
-            lanes = slice(lane0, min(lane0 + self.spec.lanes, n_envs))
-            carry = None
-            for start in reversed(range(0, n_steps, self.spec.t_max)):
-                stop = min(start + self.spec.t_max, n_steps)
-                chunk_values = values[start:stop + 1, lanes].copy()
-                if carry is not None:
-                    chunk_values[-1] += float(lam) * carry
-                adv, ret, sat = self._run(rewards[start:stop, lanes], chunk_values, dones[start:stop, lanes],
+        group = self._batches_per_operation(min(n_steps, self.spec.t_max), quantize) * self.spec.lanes
+        carry = None
+        for start in reversed(range(0, n_steps, self.spec.t_max)):
+            stop = min(start + self.spec.t_max, n_steps)
+            chunk_values = values[start:stop + 1].copy()
+            if carry is not None:
+                chunk_values[-1] += float(lam) * carry
+            for env0 in range(0, n_envs, group):
+                envs = slice(env0, min(env0 + group, n_envs))
+                adv, ret, sat = self._run(rewards[start:stop, envs], chunk_values[:, envs], dones[start:stop, envs],
                                           float(gamma), float(lam), quantize, timeout_s)
-                advantages[start:stop, lanes], returns[start:stop, lanes] = adv, ret
-                carry = adv[0].astype(np.float64)
+                advantages[start:stop, envs], returns[start:stop, envs] = adv, ret
                 saturated |= sat
+            carry = advantages[start].astype(np.float64)
         if saturated:
             message = ("GAE core saturated: a reward, value, advantage or return left the fixed-point range "
                        f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped")
@@ -149,9 +155,18 @@ class GaeCore(StreamCore):
             warnings.warn(message, GaeSaturationWarning, stacklevel=2)
         return advantages, returns
 
-    # -- one batch through the core ---------------------------------------------------------------------------------
+    # -- one operation through the core ------------------------------------------------------------------------------
+    def _batches_per_operation(self, n_steps: int, quantize: bool) -> int:
+        """Lane-batches of ``n_steps`` that one operation may hold: the core's batch counter and the DMA's
+        largest transfer each way bound it."""
+        spec = self.spec
+        mode = S.GaeMode.Q8 if quantize else S.GaeMode.RAW
+        per_batch = max((n_steps + 1) * spec.input_record_bytes(mode), n_steps * spec.output_record_bytes)
+        return max(1, min(spec.batches_max, self._dma_max_bytes // per_batch))
+
     def _encode(self, rewards, values, gamma, lam, quantize):
-        """Integer codes + dequantization registers + working unit for one batch; host-side saturation flag."""
+        """Integer codes + dequantization registers + working unit for one operation (one q8 block over all its
+        lanes); host-side saturation flag."""
         spec = self.spec
         if quantize:
             absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
@@ -167,20 +182,25 @@ class GaeCore(StreamCore):
 
     def _run(self, rewards, values, dones, gamma, lam, quantize, timeout_s):
         spec = self.spec
-        n_steps, n_lanes = rewards.shape
+        n_steps, n_envs = rewards.shape
+        n_batches = model.batches(spec, n_envs)
+        n_lanes = n_envs - (n_batches - 1) * spec.lanes
         mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
         records = model.pack_input(spec, mode, r_codes, v_codes, dones)
         self._check_idle()
         self._write_parameter("T", n_steps)
         self._write_parameter("LANES_USED", n_lanes)
+        self._write_parameter("BATCHES", n_batches)
         self._write_parameter("GAMMA", fixed.quantize(gamma, spec.coef)[0])
         self._write_parameter("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
         for name, value in regs.items():
             self._write_parameter(name, value)
-        out_bytes = n_steps * spec.output_record_bytes
-        received = self._transfer(mode, records, out_bytes, timeout_s, f"T={n_steps}, lanes={n_lanes}",
-                                  cycles=n_steps + spec.pipeline_depth)
-        adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes)
+        out_bytes = n_batches * n_steps * spec.output_record_bytes
+        received = self._transfer(mode, records, out_bytes, timeout_s,
+                                  f"T={n_steps}, batches={n_batches}, lanes of the last={n_lanes}",
+                                  cycles=spec.cycles(n_steps, n_batches))
+        adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes,
+                                                   n_batches)
         scale = spec.data.lsb * unit
         return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),
                 host_sat or bool(self._last_status & S.Status.SATURATED))
@@ -189,7 +209,7 @@ class GaeCore(StreamCore):
         messages = []
         if status & S.Status.ERR_CONFIG:
             messages.append(f"GAE core refused its configuration (T={self._reg('T')}, "
-                            f"LANES_USED={self._reg('LANES_USED')}, GAMMA={self._reg('GAMMA'):#x}, "
+                            f"LANES_USED={self._reg('LANES_USED')}, BATCHES={self._reg('BATCHES')}, GAMMA={self._reg('GAMMA'):#x}, "
                             f"GAMMA_LAMBDA={self._reg('GAMMA_LAMBDA'):#x})")
         if status & S.Status.ERR_STREAM:
             messages.append("GAE core input stream ended early or ran long (TLAST misplaced)")

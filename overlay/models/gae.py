@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
 __all__ = ["GaeResult", "Q8Block", "gae_fixed", "encode_q8", "choose_unit", "advantage_bound", "gae_float64", "error_bound",
-           "input_record_dtype", "output_record_dtype", "pack_input", "unpack_input", "pack_output",
+           "input_record_dtype", "output_record_dtype", "batches", "pack_input", "unpack_input", "pack_output",
            "unpack_output", "HAVE_NUMBA"]
 
 HAVE_NUMBA = _numba is not None
@@ -64,7 +64,8 @@ class GaeResult:
     saturated: bool
     """any dequantized input, delta, A or R saturated (the STATUS.SATURATED flag)"""
     cycles: int
-    """cycles of the compute phase (the CYCLES register)"""
+    """cycles of the compute phases (the CYCLES register): ``B x (T + pipeline_depth)`` for N envs in
+    ``B = ceil(N / LANES)`` lane-batches"""
 
 
 @dataclass(frozen=True)
@@ -196,47 +197,79 @@ def output_record_dtype(spec: GaeSpec) -> np.dtype:
                      "offsets": [0, 4 * lanes], "itemsize": spec.output_record_bytes})
 
 
+def batches(spec: GaeSpec, n_envs: int) -> int:
+    """Lane-batches (the BATCHES register) that ``n_envs`` environments take: ``ceil(n_envs / LANES)``."""
+    return -(-n_envs // spec.lanes)
+
+
+def _to_batches(spec: GaeSpec, x: np.ndarray) -> np.ndarray:
+    """(rows, N) -> (B, rows, LANES): lane-batch b holds columns b * LANES ..., zero-padded past N."""
+    n_rows, n_envs = x.shape
+    n_batches = batches(spec, n_envs)
+    padded = np.zeros((n_rows, n_batches * spec.lanes), dtype=x.dtype)
+    padded[:, :n_envs] = x
+    return padded.reshape(n_rows, n_batches, spec.lanes).transpose(1, 0, 2)
+
+
+def _from_batches(x: np.ndarray, n_envs: int) -> np.ndarray:
+    """(B, rows, LANES) -> (rows, N): the inverse of :func:`_to_batches`."""
+    n_batches, n_rows, lanes = x.shape
+    return x.transpose(1, 0, 2).reshape(n_rows, n_batches * lanes)[:, :n_envs]
+
+
 def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray,
                out: np.ndarray | None = None) -> np.ndarray:
-    """Pack codes (T, n), (T + 1, n), (T, n) with n <= LANES into T + 1 input records (unused lanes are 0).
+    """Pack codes (T, N), (T + 1, N), (T, N) into the input stream of one operation: ``B = ceil(N / LANES)``
+    lane-batches of T + 1 records each, back to back (unused lanes of the last batch are 0).
 
-    ``out``, if given, is a record array of at least T + 1 records to fill in place (e.g. a DMA buffer view).
+    ``out``, if given, is a record array of at least B x (T + 1) records to fill in place (e.g. a DMA buffer view).
     """
-    n_steps, n_lanes = rewards.shape
-    if n_lanes > spec.lanes:
-        raise ValueError(f"at most {spec.lanes} lanes fit one record, not {n_lanes}")
-    records = np.zeros(n_steps + 1, dtype=input_record_dtype(spec, mode)) if out is None else out[:n_steps + 1]
+    n_steps, n_envs = rewards.shape
+    n_batches = batches(spec, n_envs)
+    n_records = n_batches * (n_steps + 1)
+    records = np.zeros(n_records, dtype=input_record_dtype(spec, mode)) if out is None else out[:n_records]
     if out is not None:
         records.view(np.uint8)[:] = 0
-    records["reward"][:n_steps, :n_lanes] = rewards
-    records["value"][:, :n_lanes] = values
-    done_bits = np.zeros((n_steps, spec.lanes), dtype=np.uint8)
-    done_bits[:, :n_lanes] = dones
-    records["done"][:n_steps] = np.packbits(done_bits, axis=1, bitorder="little")
+    shaped = records.reshape(n_batches, n_steps + 1)
+    shaped["reward"][:, :n_steps] = _to_batches(spec, rewards)
+    shaped["value"][:] = _to_batches(spec, values)
+    done_bits = _to_batches(spec, np.asarray(dones, dtype=np.uint8))
+    shaped["done"][:, :n_steps] = np.packbits(done_bits, axis=2, bitorder="little")
     return records
 
 
-def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray,
-                 n_lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inverse of :func:`pack_input`: int64 codes (T, n), (T + 1, n) and 0/1 dones (T, n) of the first n lanes."""
-    rewards = records["reward"][:-1, :n_lanes].astype(np.int64)
-    values = records["value"][:, :n_lanes].astype(np.int64)
-    dones = np.unpackbits(records["done"][:-1], axis=1, bitorder="little", count=spec.lanes)[:, :n_lanes]
-    return rewards, values, dones.astype(np.int64)
+def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int,
+                 n_batches: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inverse of :func:`pack_input`: int64 codes (T, N), (T + 1, N) and 0/1 dones (T, N) of ``n_batches``
+    lane-batches, the last one ``n_lanes`` wide (``N = (n_batches - 1) * LANES + n_lanes``)."""
+    n_envs = (n_batches - 1) * spec.lanes + n_lanes
+    shaped = records.reshape(n_batches, -1)
+    rewards = _from_batches(shaped["reward"][:, :-1].astype(np.int64), n_envs)
+    values = _from_batches(shaped["value"].astype(np.int64), n_envs)
+    dones = np.unpackbits(shaped["done"][:, :-1], axis=2, bitorder="little", count=spec.lanes)
+    return rewards, values, _from_batches(dones.astype(np.int64), n_envs)
 
 
 def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
-    """Pack int codes (T, n) into T output records (unused lanes are 0)."""
-    n_steps, n_lanes = advantages.shape
-    records = np.zeros(n_steps, dtype=output_record_dtype(spec))
-    records["advantage"][:, :n_lanes] = advantages
-    records["ret"][:, :n_lanes] = returns
+    """Pack int codes (T, N) into the output stream of one operation: B lane-batches of T records each (unused
+    lanes are 0)."""
+    n_steps, n_envs = advantages.shape
+    n_batches = batches(spec, n_envs)
+    records = np.zeros(n_batches * n_steps, dtype=output_record_dtype(spec))
+    shaped = records.reshape(n_batches, n_steps)
+    shaped["advantage"] = _to_batches(spec, advantages)
+    shaped["ret"] = _to_batches(spec, returns)
     return records
 
 
-def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`pack_output`: int64 codes (T, n) of advantages and returns of the first n lanes."""
-    return (records["advantage"][:, :n_lanes].astype(np.int64), records["ret"][:, :n_lanes].astype(np.int64))
+def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int,
+                  n_batches: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`pack_output`: int64 codes (T, N) of advantages and returns of ``n_batches`` lane-batches,
+    the last one ``n_lanes`` wide."""
+    n_envs = (n_batches - 1) * spec.lanes + n_lanes
+    shaped = records.reshape(n_batches, -1)
+    return (_from_batches(shaped["advantage"].astype(np.int64), n_envs),
+            _from_batches(shaped["ret"].astype(np.int64), n_envs))
 
 
 def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:
@@ -279,7 +312,8 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
         Build parameters (formats, lookahead k).
     rewards, values, dones : np.ndarray
         Integer codes, shapes (T, N), (T + 1, N), (T, N): DATA codes in raw mode, CODE_BITS codes in q8 mode;
-        dones are 0/1. N may be anything (the core's lanes are the driver's concern).
+        dones are 0/1. N may be anything: the core runs it as ``ceil(N / LANES)`` lane-batches of one operation
+        (BATCHES), which only CYCLES sees.
     gamma_code, gamma_lambda_code : int
         GAMMA and GAMMA_LAMBDA register values (COEF format).
     mode : GaeMode
@@ -332,7 +366,7 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     kernel = _gae_numba if use_numba else _gae_numpy
     advantages, returns, sat = kernel(rewards, values, dones, int(gamma_code), powers, spec.coef.frac,
                                       data.min_code, data.max_code)
-    cycles = rewards.shape[0] + spec.pipeline_depth
+    cycles = spec.cycles(rewards.shape[0], batches(spec, rewards.shape[1]))
     return GaeResult(advantages=advantages, returns=returns, saturated=saturated or bool(sat), cycles=cycles)
 
 

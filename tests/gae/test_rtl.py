@@ -2,7 +2,8 @@
 
 The same register writes and the same input stream bytes go to the emulated IP (the model) and to the simulated
 HDL; the output stream bytes, STATUS and CYCLES must be identical. Randomized over T, lanes used, gamma, lambda,
-dones, raw and q8 modes and values large enough to saturate, for k = 1, 2, 3.
+dones, raw and q8 modes and values large enough to saturate, for k = 1, 2, 3; operations of several lane-batches
+(BATCHES) stream them back to back.
 """
 import dataclasses
 
@@ -30,12 +31,13 @@ def run_operation(ip, regs: dict, stream: np.ndarray, max_polls: int = 4000):
     mode = regs.get("CTRL", 0)
     ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], mode | S.Ctrl.START)
     sent = 0
+    out = bytearray()
     while sent < len(stream):
         accepted = ip.stream_in(stream[sent:], last=True)
+        out += ip.stream_out(1 << 20)[0].tobytes()  # a lane-batch drains before the next one loads
         if not accepted and not (ip.read(S.GAE_REGISTERS["STATUS"]["address_offset"]) & S.Status.BUSY):
             break  # the core stopped loading (an error): the rest would be back-pressured forever
         sent += accepted
-    out = bytearray()
     for _ in range(max_polls):
         data, last = ip.stream_out(1 << 20)
         out += data.tobytes()
@@ -46,8 +48,10 @@ def run_operation(ip, regs: dict, stream: np.ndarray, max_polls: int = 4000):
     return bytes(out), status, cycles
 
 
-def operation(spec, mode, rng, n_steps, n_lanes, gamma, lam, scale):
-    """Random codes, packed as the driver packs them, plus the register values."""
+def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
+    """Random codes of ``n_envs`` environments (``ceil(n_envs / LANES)`` lane-batches), packed as the driver packs
+    them, plus the register values."""
+    n_lanes = n_envs
     if mode == S.GaeMode.Q8:
         rewards, values = rng.integers(-128, 128, (n_steps, n_lanes)), rng.integers(-128, 128, (n_steps + 1, n_lanes))
         data = spec.data
@@ -63,7 +67,9 @@ def operation(spec, mode, rng, n_steps, n_lanes, gamma, lam, scale):
     dones = (rng.random((n_steps, n_lanes)) < 0.15).astype(np.int64)
     gamma_code = int(round(gamma * (1 << spec.coef.frac)))
     gl_code = int(round(gamma * lam * (1 << spec.coef.frac)))
-    regs |= {"T": n_steps, "LANES_USED": n_lanes, "GAMMA": gamma_code, "GAMMA_LAMBDA": gl_code,
+    n_batches = model.batches(spec, n_envs)
+    regs |= {"T": n_steps, "LANES_USED": n_envs - (n_batches - 1) * spec.lanes, "BATCHES": n_batches,
+             "GAMMA": gamma_code, "GAMMA_LAMBDA": gl_code,
              "CTRL": int(mode) << S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]}
     stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
     return regs, stream
@@ -77,21 +83,23 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     spec = board.cores[0].spec
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     n_steps = data.draw(st.integers(1, spec.t_max), label="T")
-    n_lanes = data.draw(st.integers(1, spec.lanes), label="lanes used")
+    n_envs = data.draw(st.integers(1, 3 * spec.lanes), label="envs (1 to 3 lane-batches)")
     gamma = data.draw(st.floats(0, 1), label="gamma")
     lam = data.draw(st.floats(0, 1), label="lambda")
     mode = data.draw(st.sampled_from(list(S.GaeMode)), label="mode")
     scale = data.draw(st.sampled_from([1.0, 64.0, 4096.0]), label="magnitude")  # large ones saturate
-    regs, stream = operation(spec, mode, np.random.default_rng(seed), n_steps, n_lanes, gamma, lam, scale)
+    regs, stream = operation(spec, mode, np.random.default_rng(seed), n_steps, n_envs, gamma, lam, scale)
 
     got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
     assert got[0] == expected[0], "output stream differs from the model"
     assert got[1] == expected[1], f"STATUS {S.Status(got[1])!r} != model {S.Status(expected[1])!r}"
-    assert got[2] == expected[2] == n_steps + spec.pipeline_depth
+    assert got[2] == expected[2] == spec.cycles(n_steps, regs["BATCHES"])
 
 
 @pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
+                                               ({"BATCHES": 0}, S.Status.ERR_CONFIG),
+                                               ({"BATCHES": S.GaeSpec.batches_max + 1}, S.Status.ERR_CONFIG),
                                                ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG)])
@@ -115,6 +123,26 @@ def test_rtl_flags_misplaced_tlast_like_the_model(cut, rtl_simulation):
     stream = stream[:-beat] if cut < 0 else np.concatenate([stream, np.zeros(beat, np.uint8)])
     got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
+    assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
+
+
+@pytest.mark.parametrize("where", ["end of the first batch", "inside the second batch"])
+def test_rtl_flags_tlast_before_the_last_batch_like_the_model(where, rtl_simulation):
+    """BATCHES = 3: a TLAST on the first batch's last beat, or one beat into the second batch, ends the input early.
+
+    The core has drained the first batch by the time the second one's TLAST arrives, so those records have left
+    (without TLAST); the emulated IP sees the input only whole and sends none. Both say ERR_STREAM.
+    """
+    board = small_board(2)
+    spec = board.cores[0].spec
+    regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(2), 5, 2 * spec.lanes + 1, 0.9, 0.9, 1.0)
+    whole = run_operation(GaeCoreIP(spec), regs, stream)[0]
+    first = 6 * spec.input_record_bytes(S.GaeMode.RAW)
+    inside = where.startswith("inside")
+    stream = stream[:first + (spec.stream_bytes if inside else 0)]
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
+    expected = run_operation(GaeCoreIP(spec), regs, stream)
+    assert expected[0] == b"" and got[0] == (whole[:5 * spec.output_record_bytes] if inside else b"")
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
 
 
@@ -154,3 +182,37 @@ def test_start_clears_cycles_like_the_model(rtl_simulation):
     model_ip = GaeCoreIP(spec)
     expected = [run_operation(model_ip, good_regs, good_stream)[2], run_operation(model_ip, bad_regs, good_stream[:0])[2]]
     assert got == expected == [6 + spec.pipeline_depth, 0]
+
+
+def timed_operation(sim, ip, regs: dict, stream: np.ndarray) -> tuple[bytes, int]:
+    """One operation with an always-ready source and sink: its output and its cycles from START to the last beat."""
+    for name, value in regs.items():
+        ip.write(S.GAE_REGISTERS[name]["address_offset"], value & 0xFFFF_FFFF)
+    ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], regs.get("CTRL", 0) | S.Ctrl.START)
+    start, sent, out = sim.cycle, 0, bytearray()
+    while True:
+        if sent < len(stream):
+            sent += ip.stream_in(stream[sent:], last=True)
+        data, last = ip.stream_out(1 << 24)
+        out += data.tobytes()
+        if last:
+            return bytes(out), sim.cycle - start
+        sim.tick()
+
+
+@pytest.mark.parametrize("mode", list(S.GaeMode))
+def test_b_batches_cost_b_times_one_batch_plus_a_constant(mode, rtl_simulation):
+    """Issue 13's RTL goal: an operation of B lane-batches takes B x (one batch's cycles) + a constant, B = 1..3."""
+    board = small_board(2, lanes=3, t_max=12)
+    spec = board.cores[0].spec
+    sim = rtl_simulation(board)
+    ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
+    totals = []
+    for n_batches in (1, 2, 3):
+        regs, stream = operation(spec, mode, np.random.default_rng(n_batches), 12, n_batches * spec.lanes, 0.9,
+                                 0.9, 1.0)
+        out, cycles = timed_operation(sim, ip, regs, stream)
+        assert out == run_operation(GaeCoreIP(spec), regs, stream)[0]
+        totals.append(cycles)
+    per_batch = totals[1] - totals[0]
+    assert totals[2] - totals[1] == per_batch > 0, totals

@@ -49,7 +49,7 @@ def case(name, spec, mode, rng, n_steps, n_lanes, gamma, lam, scale, regs_update
         stream = stream[:cut * beat]
     elif cut > 0:
         stream = np.concatenate([stream, np.zeros(cut * beat, np.uint8)])
-    desc = f"{name}: {S.GaeMode(mode).name} T={n_steps} lanes={n_lanes} gamma={gamma:.4g} lambda={lam:.4g} x{scale:g}"
+    desc = f"{name}: {S.GaeMode(mode).name} T={n_steps} envs={n_lanes} gamma={gamma:.4g} lambda={lam:.4g} x{scale:g}"
     return desc, regs, stream
 
 
@@ -63,6 +63,8 @@ def random_cases(spec: S.GaeSpec, seeds) -> list:
         case("q8 T_MAX, lambda=0, saturating", spec, S.GaeMode.Q8, rng, spec.t_max, spec.lanes, 1.0, 0.0, 4096.0),
         case("raw T=2, small", spec, S.GaeMode.RAW, rng, 2, spec.lanes, 0.99, 0.95, 1.0),
         case("gamma = lambda = 1, unsaturated", spec, S.GaeMode.RAW, rng, 9, spec.lanes, 1.0, 1.0, 1.0),
+        case("three lane-batches, q8", spec, S.GaeMode.Q8, rng, 7, 3 * spec.lanes, 0.99, 0.95, 64.0),
+        case("two lane-batches, the last one lane, raw", spec, S.GaeMode.RAW, rng, 5, spec.lanes + 1, 0.9, 0.8, 1.0),
     ]
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -89,8 +91,13 @@ def error_cases(spec: S.GaeSpec) -> list:
     """Misplaced TLAST (one beat short, one beat long) and refused configurations, each followed by a good one."""
     rng = np.random.default_rng(7)
     good = case("good after error", spec, S.GaeMode.RAW, rng, 6, 3, 0.9, 0.9, 1.0)
+    first_batch = 7 * spec.input_record_bytes(S.GaeMode.RAW) // spec.stream_bytes
+    two = case("two lane-batches", spec, S.GaeMode.RAW, rng, 6, 2 * spec.lanes, 0.9, 0.9, 1.0)
     cases = [(*case("TLAST one beat early", spec, S.GaeMode.RAW, rng, 6, 3, 0.9, 0.9, 1.0, cut=-1), ERROR_COMPARE),
              good,
+             (*case("TLAST at the end of the first of two lane-batches", spec, S.GaeMode.RAW, rng, 6, 2 * spec.lanes,
+                    0.9, 0.9, 1.0, cut=-first_batch), ERROR_COMPARE),
+             two,
              (*case("TLAST one beat late", spec, S.GaeMode.Q8, rng, 6, 3, 0.9, 0.9, 1.0, cut=+1), ERROR_COMPARE),
              good]
     for regs_update in ({"T": 0}, {"LANES_USED": spec.lanes + 1}, {"GAMMA": (1 << spec.coef.frac) + 1}):
@@ -160,7 +167,9 @@ def test_verilog_equals_model_bit_for_bit(converted):
     assert any(s & S.Status.SATURATED for s in statuses), "no vector saturates"
     assert any(not s & S.Status.SATURATED for s in statuses), "every vector saturates"
     assert {S.GaeMode(regs["CTRL"] >> _MODE_SHIFT) for _, regs, _ in cases} == set(S.GaeMode)
-    assert all(c["expected"]["cycles"] == dict(c["writes"])["T"] + spec.pipeline_depth for c in vectors["cases"])
+    assert all(c["expected"]["cycles"] == spec.cycles(dict(c["writes"])["T"], dict(c["writes"])["BATCHES"])
+               for c in vectors["cases"])
+    assert max(dict(c["writes"])["BATCHES"] for c in vectors["cases"]) == 3
     run_cocotb(spec, verilog, vectors, work)
 
 
@@ -171,8 +180,9 @@ def test_verilog_flags_errors_like_the_model(converted):
     spec, verilog, work = converted
     vectors = make_vectors(spec, error_cases(spec))
     expected = [S.Status(c["expected"]["status"]) for c in vectors["cases"]]
-    assert expected[0] == expected[2] == S.Status.DONE | S.Status.ERR_STREAM
-    assert expected[4] == expected[6] == expected[8] == S.Status.DONE | S.Status.ERR_CONFIG
+    assert expected[0] == expected[2] == expected[4] == S.Status.DONE | S.Status.ERR_STREAM
+    assert expected[6] == expected[8] == expected[10] == S.Status.DONE | S.Status.ERR_CONFIG
+    assert all(status == S.Status.DONE for status in expected[1::2])
     run_cocotb(spec, verilog, vectors, work)
 
 

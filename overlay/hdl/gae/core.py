@@ -2,10 +2,15 @@
 
 Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae_ip`)::
 
-    IDLE --start, config ok--> LOAD --(T+1) records, TLAST on the last--> COMPUTE --row 0 written back--> DRAIN --> IDLE
-         --start, config bad--> IDLE with DONE|ERR_CONFIG
+    IDLE --start, config ok--> LOAD --(T+1) records--> COMPUTE --row 0 written back--> DRAIN --last batch--> IDLE
+         --start, config bad--> IDLE with DONE|ERR_CONFIG                                 DRAIN --more--> LOAD
                                 LOAD --TLAST early--> IDLE with DONE|ERR_STREAM
-                                LOAD --last record without TLAST--> DISCARD --TLAST--> IDLE with DONE|ERR_STREAM
+                                LOAD --last record of the last batch without TLAST--> DISCARD --TLAST--> IDLE with
+                                                                                       DONE|ERR_STREAM
+
+* BATCHES lane-batches run back to back in one operation: each is loaded, computed and drained in turn; TLAST ends
+  only the last batch's input (a TLAST before it is ERR_STREAM) and marks only the last batch's last output beat.
+  The last batch uses LANES_USED lanes, the others all of them; CYCLES sums the compute phases.
 
 * LOAD: beats of ``s_axis`` shift into a record register; each complete record is pushed as one row (one word per
   lane: reward, value, done) into the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV).
@@ -37,7 +42,7 @@ t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
 class CoreConfig:
     """Configuration and status signals between the register file and the core (one instance per core).
 
-    Inputs (from registers): ``t_count``, ``lanes_used``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
+    Inputs (from registers): ``t_count``, ``lanes_used``, ``batches``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
     ``r_offset``, ``v_scale``, ``v_offset``, ``start`` and ``soft_reset`` (one-cycle pulses).
     Outputs (to STATUS / CYCLES): ``busy``, ``done``, ``err_config``, ``err_stream``, ``saturated``, ``cycles``.
     """
@@ -46,6 +51,7 @@ class CoreConfig:
         data = dict(min=spec.data.min_code, max=spec.data.max_code + 1)
         self.t_count = Signal(intbv(0)[32:])
         self.lanes_used = Signal(intbv(0)[32:])
+        self.batches = Signal(intbv(1)[32:])
         self.gamma = Signal(intbv(0)[32:])
         self.gamma_lambda = Signal(intbv(0)[32:])
         self.mode = Signal(intbv(0)[4:])
@@ -209,6 +215,9 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     send_row = Signal(intbv(0, min=0, max=depth + 1))
     prefetched = Signal(bool(0))
     cycles = Signal(modbv(0)[32:])
+    # lane-batches of this operation still to finish, the current one included
+    batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
+    last_batch = Signal(bool(0))
 
     insts = []
     pieces = []
@@ -229,7 +238,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         pe = gae_pe(adv, ret, pe_valid[n], raw_sat, dq[0], dq[1], dq_done, dq_valid, dq_boot, gamma_c, powers,
                     clock, spec)
         pe.name = f"pe{n}"
-        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, n),
+        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, last_batch, n),
                   and2(pe_sat[n], raw_sat, lane_active),
                   _result_word(wb_words[n], ret, adv, lane_active),
                   _word_register(wr_words[n], load_words[n], wb_words[n], row_valid, clock)]
@@ -261,9 +270,14 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         s_tready.next = state == t_state.LOAD or state == t_state.DISCARD
         m_tdata.next = out_sr[beat:0]
         m_tvalid.next = out_beats != 0
-        m_tlast.next = out_beats == 1 and send_row == cfg.t_count
+        m_tlast.next = out_beats == 1 and send_row == cfg.t_count and last_batch
         out_valid.next = pe_valid[0]
 
+    @always_comb
+    def batch_end():
+        last_batch.next = batches_left == 1
+
+    insts.append(batch_end)
     last_beat_of_record = Signal(bool(0))
     scales_ok = Signal(bool(0))
     insts.append(_scales_fit(scales_ok, cfg.r_scale, cfg.v_scale, spec.scale.width))
@@ -307,13 +321,15 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 cfg.cycles.next = 0
                 cycles.next = 0
                 if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
-                        and cfg.lanes_used <= lanes and cfg.gamma <= one and cfg.gamma_lambda <= one
+                        and cfg.lanes_used <= lanes and cfg.batches >= 1 and cfg.batches <= spec.batches_max
+                        and cfg.gamma <= one and cfg.gamma_lambda <= one
                         and cfg.mode <= 1 and (cfg.mode == 0 or scales_ok)):
                     state.next = t_state.LOAD
                     cfg.busy.next = True
                     q8.next = cfg.mode == 1
                     beat_count.next = 0
                     load_row.next = 0
+                    batches_left.next = cfg.batches[len(batches_left) - 1:]
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True
@@ -332,12 +348,17 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     if row_valid:
                         this_row = load_row + 1
                     if this_row == cfg.t_count:
-                        if s_tlast:
+                        if s_tlast == last_batch:
                             state.next = t_state.COMPUTE
                             issue_row.next = cfg.t_count
                             issuing.next = True
                             issue_wait.next = 2
                             wb_row.next = cfg.t_count - 1
+                        elif s_tlast:
+                            state.next = t_state.IDLE
+                            cfg.busy.next = False
+                            cfg.done.next = True
+                            cfg.err_stream.next = True
                         else:
                             state.next = t_state.DISCARD
                     elif s_tlast:
@@ -392,9 +413,15 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 out_sr.next = out_sr >> beat
                 out_beats.next = out_beats - 1
                 if sending_last and send_row == cfg.t_count:
-                    state.next = t_state.IDLE
-                    cfg.busy.next = False
-                    cfg.done.next = True
+                    if last_batch:
+                        state.next = t_state.IDLE
+                        cfg.busy.next = False
+                        cfg.done.next = True
+                    else:
+                        state.next = t_state.LOAD
+                        batches_left.next = batches_left - 1
+                        beat_count.next = 0
+                        load_row.next = 0
             if prefetched and out_free:
                 out_sr.next = out_row
                 out_beats.next = beats_out
@@ -412,10 +439,12 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
 
 @block
-def _lane_active(active, lanes_used, lane: int):
+def _lane_active(active, lanes_used, last_batch, lane: int):
+    """Lane ``lane`` computes: every lane of a batch before the last, the first LANES_USED of the last."""
+
     @always_comb
     def compare():
-        active.next = lanes_used > lane
+        active.next = lanes_used > lane or not last_batch
 
     return compare
 

@@ -299,9 +299,9 @@ class GaeSpec:
     error vs float64 unchanged, 1.9e-4 -> 2.0e-4 on the 1e-3 test)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
-    pipeline_depth: int = 12
+    pipeline_depth: int = 16
     """cycles the compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth (the HDL's: 2 for the last
-    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 6 PE stages, 1
+    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 10 PE stages, 1
     write-back)"""
 
     batches_max = 0xFFFF

@@ -10,28 +10,35 @@ then t = T-1, T-2, ..., 0. The arithmetic (``rnd`` = round half up, ``sat`` = sa
 with ``chain_j = prod_{i<j} alive_{t+i}`` (a done cuts every later term). ``delta_{t+j}`` and ``A_{t+k}`` come from
 delay lines cleared when the bootstrap row passes, so terms beyond T read 0.
 
-Six register stages (:data:`PE_LATENCY`), laid out so that yosys puts every multiply, its rounding and one addend
-into DSP48s and every mask into a flip-flop's synchronous reset (DESIGN.md section 5); the fabric keeps only the
-adders and saturations that cannot go there::
+Every product is ``rnd(a * b) + x`` for a 32-bit ``a``, a coefficient ``b`` and an integer addend ``x``, computed
+by :func:`_mac` in the shape of two DSP48s with their pipeline registers (issue 15: no multiply without its M
+register, no adder behind an unregistered product)::
 
-    1  operands: r - V; V_{t+1} for the gamma product, reset to 0 when d_t (the mask [alive_t])
-    2  rnd(GAMMA * V_{t+1}) + (r - V) mod 2**COEF_FRAC           two cascaded DSPs (:func:`_mul_round_add`)
-    3  delta_t = that + the high bits of r - V (a short adder), saturated;
-       C**j registered with reset [alive_t] (the tap masks)
-    4  rnd(C * delta_{t+1}) + delta_t mod 2**COEF_FRAC           two DSPs (k >= 3: the other taps, in fabric)
-    5  partial_t = that + the high bits of delta_t; C**k registered with reset [not chain_k] (the tail mask)
-    6  A_t = sat(rnd(C**k * A_{t+k}) + partial_t mod 2**COEF_FRAC  two DSPs
-                 + the high bits of partial_t),  R_t = sat(A_t + V_t)
+    M   m_lo = a[16:0] * b,  m_hi = a[31:17] * b                       (the DSPs' M registers)
+    P   p_hi = m_hi + (x * 2**(f-17) + 2**(f-18)),  lo = m_lo >> 17      (post-adder with C, P register)
+    F   y = (p_hi + lo) >> (f - 17)                                      (one fabric adder, then saturation)
 
-A product with an addend is exact with one rounding: ``rnd(P) + x = (P + 2**(f-1) + x * 2**f) >> f`` for an
-integer ``x``; the low ``f`` bits of ``x`` ride on the low DSP's C port, where they cannot overflow its 48 bits
-(the high bits cannot: at f = 23 a 32-bit ``x * 2**f`` needs 55), so each such sum leaves a 10-13 bit adder.
+which equals ``(a * b + 2**(f-1) + x * 2**f) >> f`` exactly (nested floor divisions by powers of two; the low
+17 bits of ``x * 2**f + 2**(f-1)`` are 0, so ``lo`` carries nothing else). Ten register stages
+(:data:`PE_LATENCY`)::
 
-Stages 1-5 are free running (a bubble passes as an invalid slot); the delay lines and A shift only on valid data.
-The A feedback loop is A -> ``adv_hist`` (k >= 2: the k - 1 registers of A_{t+2} .. A_{t+k}, shifted when an
-element leaves stage 5) -> tail DSPs -> adder -> saturation -> A, so it spans k cycles (the point of the
-lookahead, HEPPO eq. 10/11) and holds no register inside the DSPs (the yosys DSP-feedback bug, DESIGN.md
-section 5); for k = 1 it is one cycle.
+    1      operands: r - V; V_{t+1} for the gamma product, reset to 0 when d_t (the mask [alive_t])
+    2-3    M, P of rnd(GAMMA * V_{t+1}) + (r - V)
+    4      F: delta_t = sat(...); C**j registered with reset [not alive_t] (the tap masks)
+    5-6    M, P of rnd(C * delta_{t+1}) + delta_t (k >= 3: the other taps without addend, masked by chain_j)
+    7      F: partial_t; C**k registered with reset [not chain_k] (the tail mask)
+    8      the A loop, first half: M of rnd(C**k * A_{t+k}) + partial_t
+    9      the A loop, second half: A_t = sat(post-adder + fabric adder), no P register  (``adv3``)
+    10     R_t = sat(A_t + V_t), A_t copied beside it (outputs)
+
+The A feedback loop is A (``adv3``) -> ``adv_hist`` (A_{t+2} .. A_{t+k}) -> a 2-way select -> M registers ->
+adders and saturation -> A: two register stages, so k >= 2 closes it (the point of the lookahead, HEPPO eq.
+10/11). Stages 1-8 are free running (a bubble passes as an invalid slot) and the history shifts only on valid
+data, so while the element ahead is still in stage 9 A_{t+k} is one register nearer: the select takes
+``adv_hist[k-3]`` (``adv3`` for k = 2) then, ``adv_hist[k-2]`` otherwise. The bootstrap row counts as the element
+ahead (it writes A_T = 0). For k = 1 the loop is one cycle: stage 8 only registers, stage 9 multiplies ``adv3``
+combinationally. The loop registers are ``adv3`` and ``adv_hist`` (kept by name in synthesis: the yosys
+DSP-feedback bug, DESIGN.md section 5); the M registers inside the loop are the DSPs'.
 
 Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.23); see :mod:`pynq_rl.overlay.models.gae`,
 which this block must match bit for bit.
@@ -39,15 +46,15 @@ which this block must match bit for bit.
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from ...spec import GaeSpec
-from ..common.arith import add2, and2, assign, delay_line, mul_round, saturate
+from ..common.arith import add2, and2, assign, delay_line, or2, saturate
 
 __all__ = ["gae_pe", "coef_powers", "PE_LATENCY"]
 
 #: Cycles from a valid input to its valid output.
-PE_LATENCY = 6
+PE_LATENCY = 10
 
-#: The data operand of a product is split here: an unsigned low part for the DSP48's 18-bit port, and the low
-#: DSP's result enters the high one through the cascade shifted right by this many bits (PCIN >> 17).
+#: The data operand of a product is split here: an unsigned low part for the DSP48's 18-bit port and a signed
+#: high part; the low product enters the sum shifted right by this many bits.
 _SPLIT_BIT = 17
 
 
@@ -60,11 +67,16 @@ def _ranged(lo: int, hi: int) -> Signal:
     return Signal(intbv(0, min=lo, max=hi + 1))
 
 
+def _like(sig: Signal) -> Signal:
+    return _ranged(sig.min, sig.max - 1)
+
+
 @block
 def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
     """Registered chain ``powers[j] = rnd(powers[j-1] * C)``, ``powers[1] = C`` (j = 1..k; ``powers[0]`` unused).
 
-    Settles k - 1 cycles after GAMMA_LAMBDA changes; the register is written long before START.
+    Each product is a :func:`_mac` with its M and P registers, then registered: settles 3 (k - 1) cycles after
+    GAMMA_LAMBDA changes; the register is written long before START (the PE first reads a power in stage 4).
 
     powers       : list of k + 1 Signal(UQ1.23), out
     gamma_lambda : Signal(UQ1.23), in
@@ -79,21 +91,12 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
 
     insts.append(first)
     for j in range(2, len(powers)):
-        rounded = Signal(intbv(0, min=0, max=(1 << cf) + 2))
-        mul = mul_round(rounded, powers[j - 1], gamma_lambda, None, cf)
+        operand = _ranged(-1, powers[j - 1].max - 1)         # signed, as :func:`_mac` takes its data operand
+        rounded = Signal(intbv(0, min=0, max=(1 << cf) + 2))  # C**j in [0, 1]: never negative
+        mul = _mac(rounded, operand, gamma_lambda, None, clock, cf)
         mul.name = f"pow{j}_mul"
-        insts.append(mul)
-        insts.append(_register_coef(powers[j], rounded, clock))
+        insts += [assign(operand, powers[j - 1]), mul, _register(powers[j], rounded, clock)]
     return insts
-
-
-@block
-def _register_coef(q, d, clock):
-    @always(clock.posedge)
-    def seq():
-        q.next = d
-
-    return seq
 
 
 def _product_range(a, b):
@@ -101,134 +104,121 @@ def _product_range(a, b):
     return min(corners), max(corners)
 
 
-def rounded_product_range(a, b, shift: int, addend_bits: int = 0) -> tuple[int, int]:
-    """[min, max] of ``rnd(a * b / 2**shift) + x`` for Signals ``a``, ``b`` and ``0 <= x < 2**addend_bits``."""
+@block
+def _stage(q, d, clock, registered: bool):
+    """``q <= d`` on every clock edge, or ``q = d`` (a wire) when not ``registered``."""
+    if registered:
+        @always(clock.posedge)
+        def seq():
+            q.next = d
+
+        return seq
+
+    @always_comb
+    def wire():
+        q.next = d
+
+    return wire
+
+
+def mac_range(a, b, x, shift: int) -> tuple[int, int]:
+    """[min, max] of ``rnd(a * b / 2**shift) + x`` for Signals ``a``, ``b`` and ``x`` (``x`` None: 0)."""
     p_min, p_max = _product_range(a, b)
     half = 1 << (shift - 1)
-    return (p_min + half) >> shift, ((p_max + half) >> shift) + (1 << addend_bits) - 1
+    x_min, x_max = (x.min, x.max - 1) if x is not None else (0, 0)
+    return ((p_min + half) >> shift) + x_min, ((p_max + half) >> shift) + x_max
 
 
 @block
-def _mul_round_add(product_rounded, a, b, addend, shift: int):
-    """``product_rounded = rnd(a * b / 2**shift) + addend`` (combinational, exact: one rounding).
+def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True):
+    """``y = rnd(a * b / 2**shift) + x``, exact (one rounding), as two DSP48s with M and P registers.
 
-    When ``a`` is wider than 18 bits and ``shift`` > 17, ``a`` is split at bit 17 and the sum is written the way
-    yosys maps onto two cascaded DSP48s with no fabric (DESIGN.md section 5)::
+    ``a`` (signed, wider than 18 bits) is split at bit 17; ``b`` (unsigned, at most 24 bits) enters both products
+    as a signed 25-bit operand; ``x`` (signed, or None for 0) rides on the high DSP's C port::
 
-        p_lo = a_lo * b + (addend << shift | 2**(shift-1))      -- low DSP: the post-adder takes C
-        p_hi = a_hi * b + (p_lo >> 17)                          -- high DSP: PCIN >> 17
-        product_rounded = p_hi >> (shift - 17)
+        M: m_lo = a_lo * b, m_hi = a_hi * b, xq = x            registered when m_reg
+        P: p_hi = m_hi + (xq * 2**(shift-17) + 2**(shift-18)), lo = m_lo >> 17     registered when p_reg
+        y = (p_hi + lo) >> (shift - 17)                           combinational
 
-    which equals ``(a * b + 2**(shift-1) + addend * 2**shift) >> shift`` (nested floor divisions by powers of two).
-    ``addend`` (unsigned, at most ``shift`` bits) fits the 48-bit C port with the product: it is how one adder
-    operand's low bits ride along for free. Otherwise the same sum is written plainly.
+    ``a``, ``b`` and ``x`` are sampled together; ``y`` follows ``m_reg + p_reg`` clock edges later.
 
-    product_rounded : Signal(intbv), out
-    a               : Signal(intbv), in -- signed data
-    b               : Signal(intbv), in -- unsigned coefficient (fits a signed 25-bit DSP port)
-    addend          : Signal(intbv[<= shift]) or None, in
-    shift           : int >= 1
+    y : Signal(intbv), out -- wide enough for :func:`mac_range`
     """
-    half = 1 << (shift - 1)
-    addend_bits = len(addend) if addend is not None else 0
-    if addend_bits > shift:
-        raise ValueError(f"_mul_round_add: the addend must fit {shift} bits, not {addend_bits}")
-    c_max = ((1 << addend_bits) - 1 << shift) | half
+    if shift <= _SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
+        raise ValueError(f"_mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
+                         f"got {len(a)} bits, min {a.min}, shift {shift}")
+    width = len(a)
+    down = shift - _SPLIT_BIT
     insts = []
+    b_signed = _ranged(-1, b.max - 1)                  # a signed copy: a signed product with it stays signed
+    a_lo = Signal(intbv(0)[_SPLIT_BIT:])
+    a_hi = Signal(intbv(0, min=-(1 << (width - _SPLIT_BIT - 1)), max=1 << (width - _SPLIT_BIT - 1)))
 
-    if addend is None:
-        c_lo = half                                       # a constant in the sums below
+    @always_comb
+    def split():
+        a_lo.next = a[_SPLIT_BIT:]
+        a_hi.next = a[width:_SPLIT_BIT].signed()
+
+    insts += [assign(b_signed, b), split]
+    lo_min, lo_max = _product_range(a_lo, b)
+    hi_min, hi_max = _product_range(a_hi, b)
+    prod_lo, prod_hi = _ranged(0, lo_max), _ranged(hi_min, hi_max)
+    m_lo, m_hi = _like(prod_lo), _like(prod_hi)
+
+    @always_comb
+    def multiply():
+        prod_lo.next = a_lo * b_signed
+        prod_hi.next = a_hi * b_signed
+
+    insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(m_hi, prod_hi, clock, m_reg)]
+
+    if x is None:
+        cq = None
+        c_min = c_max = 1 << (down - 1)
     else:
-        c_lo = Signal(intbv(0, min=0, max=c_max + 1))
+        xq = _like(x)
+        insts.append(_stage(xq, x, clock, m_reg))
+        # C = x * 2**down + 2**(down-1): wiring (x, then a one and down-1 zeros)
+        joined = ConcatSignal(xq, intbv(1 << (down - 1))[down:])
+        size = len(joined)
+        c_min, c_max = (x.min << down) + (1 << (down - 1)), ((x.max - 1) << down) + (1 << (down - 1))
+        cq = _ranged(c_min, c_max)
 
         @always_comb
         def constant():
-            c_lo.next = (addend << shift) | half
+            cq.next = joined[size:].signed()
 
         insts.append(constant)
+    sum_hi = _ranged(hi_min + c_min, hi_max + c_max)
+    low_top = lo_max >> _SPLIT_BIT
+    lo_part = _ranged(-1, low_top)                      # declared signed: the final sum stays a signed expression
+    p_hi, p_lo = _like(sum_hi), _like(lo_part)
 
-    if len(a) > 18 and shift > _SPLIT_BIT:
-        width = len(a)
-        a_lo = Signal(intbv(0)[_SPLIT_BIT:])
-        a_hi = Signal(intbv(0, min=-(1 << (width - _SPLIT_BIT - 1)), max=1 << (width - _SPLIT_BIT - 1)))
-        lo_min, lo_max = _product_range(a_lo, b)
-        hi_min, hi_max = _product_range(a_hi, b)
-        # declared signed (min < 0) so the sums below stay signed Verilog expressions: one unsigned operand would
-        # make them unsigned and zero-extend the negative high part
-        p_lo = _ranged(min(lo_min, -1), lo_max + c_max)
-        p_hi = _ranged(hi_min + (min(lo_min, 0) >> _SPLIT_BIT), hi_max + ((lo_max + c_max) >> _SPLIT_BIT))
-        down = shift - _SPLIT_BIT
+    if cq is None:
+        bias = 1 << (down - 1)
 
         @always_comb
-        def split():
-            a_lo.next = a[_SPLIT_BIT:]
-            a_hi.next = a[width:_SPLIT_BIT].signed()
-
-        @always_comb
-        def low():
-            p_lo.next = a_lo * b + c_lo
-
-        @always_comb
-        def high():
-            p_hi.next = a_hi * b + (p_lo >> _SPLIT_BIT)
-
-        @always_comb
-        def round_shift():
-            product_rounded.next = p_hi >> down
-
-        insts += [split, low, high, round_shift]
+        def post_add():
+            sum_hi.next = m_hi + bias
+            lo_part.next = m_lo >> _SPLIT_BIT
     else:
-        p_min, p_max = _product_range(a, b)
-        full = _ranged(min(p_min, -1), p_max + c_max)
-        addend_term = c_lo
-        if addend is not None:
-            # a signed copy: with an unsigned operand, Verilog would evaluate the signed product unsigned
-            addend_term = _ranged(-1, c_max)
-            insts.append(assign(addend_term, c_lo))
-
         @always_comb
-        def multiply():
-            full.next = a * b + addend_term
+        def post_add():
+            sum_hi.next = m_hi + cq
+            lo_part.next = m_lo >> _SPLIT_BIT
 
-        @always_comb
-        def round_shift():
-            product_rounded.next = full >> shift
-
-        insts += [multiply, round_shift]
-    return insts
-
-
-@block
-def _add_high(y, x, top, shift: int):
-    """``y = x + top * 2**shift`` (combinational): the low ``shift`` bits of ``x`` pass, only the rest is added.
-
-    y   : Signal(intbv), out -- wide enough for the sum
-    x   : Signal(intbv), in  -- signed
-    top : Signal(intbv), in  -- signed
-    """
-    width = len(x)
-    x_top = _ranged(x.min >> shift, (x.max - 1) >> shift)
-    total = _ranged(x_top.min + top.min, x_top.max - 1 + top.max - 1)
-    x_low = Signal(intbv(0)[shift:])
-    joined = ConcatSignal(total, x_low)
-    size = len(joined)
-    if len(y) < size:
-        raise ValueError(f"_add_high: y has {len(y)} bits, the sum needs {size}")
+    insts += [post_add, _stage(p_hi, sum_hi, clock, p_reg), _stage(p_lo, lo_part, clock, p_reg)]
+    full = _ranged(sum_hi.min, sum_hi.max - 1 + low_top)
 
     @always_comb
-    def parts():
-        x_top.next = x[width:shift].signed()
-        x_low.next = x[shift:]
+    def final_add():
+        full.next = p_hi + p_lo
 
     @always_comb
-    def add_top():
-        total.next = x_top + top
+    def round_shift():
+        y.next = full >> down
 
-    @always_comb
-    def join():
-        y.next = joined[size:].signed()
-
-    return parts, add_top, join
+    return insts + [final_add, round_shift]
 
 
 @block
@@ -257,6 +247,32 @@ def _masked_register(q, d, kill, clock):
 
 
 @block
+def _carry(valid_q, clear_q, v_q, sat_q, dead_q, valid_d, clear_d, v_d, sat_d, dead_d, clock):
+    """One pipeline stage of an element's side data: valid, bootstrap, V, and (when not None) the saturation
+    flag so far and done."""
+    regs = [_register(valid_q, valid_d, clock), _register(clear_q, clear_d, clock), _register(v_q, v_d, clock)]
+    if sat_q is not None:
+        regs.append(_register(sat_q, sat_d, clock))
+    if dead_q is not None:
+        regs.append(_register(dead_q, dead_d, clock))
+    return regs
+
+
+@block
+def _select(y, near, far, take_near):
+    """``y = near if take_near else far`` (combinational)."""
+
+    @always_comb
+    def logic():
+        if take_near:
+            y.next = near
+        else:
+            y.next = far
+
+    return logic
+
+
+@block
 def gae_pe(adv, ret, out_valid, saturated,
            reward, value, done, in_valid, in_bootstrap,
            gamma, powers, clock, spec: GaeSpec):
@@ -264,7 +280,7 @@ def gae_pe(adv, ret, out_valid, saturated,
 
     adv, ret     : Signal(DATA), out  -- A_t and R_t, valid with ``out_valid``
     out_valid    : Signal(bool), out
-    saturated    : Signal(bool), out  -- a delta, A or R of the element leaving stage 6 saturated (or earlier)
+    saturated    : Signal(bool), out  -- a delta, A or R of the element leaving stage 10 saturated (or earlier)
     reward       : Signal(DATA), in   -- r_t (dequantized)
     value        : Signal(DATA), in   -- V_t, or V_T on the bootstrap row
     done         : Signal(bool), in   -- d_t
@@ -276,7 +292,6 @@ def gae_pe(adv, ret, out_valid, saturated,
     """
     k = spec.lookahead
     cf = spec.coef.frac
-    width = spec.data.width
     lo, hi = spec.data.min_code, spec.data.max_code
     insts = []
 
@@ -303,225 +318,193 @@ def gae_pe(adv, ret, out_valid, saturated,
 
     insts.append(stage1)
 
-    # stage 2: rnd(GAMMA * V_{t+1}) + (r - v) mod 2**cf in the DSPs -----------------------------------------------
-    rv_low = Signal(intbv(0)[cf:])
-    rv_top = _ranged(rv1.min >> cf, (rv1.max - 1) >> cf)
+    # stages 2-4: delta_t = sat(rnd(GAMMA * V_{t+1}) + (r - V)) --------------------------------------------------
+    raw_delta = _ranged(*mac_range(gv_operand, gamma, rv1, cf))
+    gv_mac = _mac(raw_delta, gv_operand, gamma, rv1, clock, cf)
+    gv_mac.name = "gamma_v"
+    insts.append(gv_mac)
+    v2, v3, v4 = _data(spec), _data(spec), _data(spec)
+    dead2, valid2, clear2, dead3, valid3, clear3 = [Signal(bool(0)) for _ in range(6)]
+    v1_live, dead1_live = _data(spec), Signal(bool(0))
 
     @always_comb
-    def rv_split():
-        rv_low.next = rv1[cf:]
-        rv_top.next = rv1[len(rv1):cf].signed()
-
-    gv_sum = _ranged(*rounded_product_range(gv_operand, gamma, cf, cf))
-    gv_mul = _mul_round_add(gv_sum, gv_operand, gamma, rv_low, cf)
-    gv_mul.name = "gamma_v"
-    gv2 = _ranged(gv_sum.min, gv_sum.max - 1)
-    rv_top2 = _ranged(rv_top.min, rv_top.max - 1)
-    v2 = _data(spec)
-    dead2, valid2, clear2 = [Signal(bool(0)) for _ in range(3)]
-
-    @always(clock.posedge)
-    def stage2():
-        gv2.next = gv_sum
-        rv_top2.next = rv_top
-        valid2.next = valid1
-        clear2.next = clear1
-        if clear1:  # the bootstrap row only loads v_next (V_T, stage 1): its own V and done pass on as 0
-            v2.next = 0
-            dead2.next = 0
+    def bootstrap_passes():   # the bootstrap row only loads v_next (V_T, stage 1): its own V and done pass as 0
+        if clear1:
+            v1_live.next = 0
+            dead1_live.next = 0
         else:
-            v2.next = v1
-            dead2.next = dead1
+            v1_live.next = v1
+            dead1_live.next = dead1
 
-    insts += [rv_split, gv_mul, stage2]
-
-    # stage 3: delta = sat(that + high bits of r - v); masked lookahead coefficients -------------------------------
-    raw_delta = _data(spec, 3)
+    insts += [bootstrap_passes,
+              _carry(valid2, clear2, v2, None, dead2, valid1, clear1, v1_live, None, dead1_live, clock),
+              _carry(valid3, clear3, v3, None, dead3, valid2, clear2, v2, None, dead2, clock)]
     delta_c, delta_sat = _data(spec), Signal(bool(0))
-    insts += [_add_high(raw_delta, gv2, rv_top2, cf), saturate(delta_c, delta_sat, raw_delta, lo, hi)]
-    delta3, v3 = _data(spec), _data(spec)
-    dead3, valid3, clear3, sat3 = [Signal(bool(0)) for _ in range(4)]
-
-    @always(clock.posedge)
-    def stage3():
-        delta3.next = delta_c
-        valid3.next = valid2
-        clear3.next = clear2
-        if clear2:
-            v3.next = 0
-            sat3.next = 0
-            dead3.next = 0
-        else:
-            v3.next = v2
-            sat3.next = delta_sat
-            dead3.next = dead2
-
-    insts.append(stage3)
+    insts.append(saturate(delta_c, delta_sat, raw_delta, lo, hi))
+    delta4 = _data(spec)
+    dead4, valid4, clear4, sat4 = [Signal(bool(0)) for _ in range(4)]
+    sat3_live = Signal(bool(0))
+    insts += [and2(sat3_live, delta_sat, valid3),
+              _register(delta4, delta_c, clock),
+              _carry(valid4, clear4, v4, sat4, dead4, valid3, clear3, v3, sat3_live, dead3, clock)]
     coefs = [None]                                             # C**j, 0 when d_t (chain_1 of every tap)
     for j in range(1, k):
         coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))
-        inst = _masked_register(coef, powers[j], dead2, clock)
+        inst = _masked_register(coef, powers[j], dead3, clock)
         inst.name = f"coef{j}"
         insts.append(inst)
         coefs.append(coef)
 
-    # stage 4: lookahead taps ------------------------------------------------------------------------------------
+    # stages 5-7: partial_t = delta_t + sum_j [chain_j] rnd(C**j * delta_{t+j}) ------------------------------------
     delta_hist = [_data(spec) for _ in range(k - 1)]          # delta_{t+1} .. delta_{t+k-1}
     alive_hist = [Signal(bool(0)) for _ in range(k - 1)]      # alive_{t+1} .. alive_{t+k-1}
-    alive3 = Signal(bool(0))
+    alive4 = Signal(bool(0))
 
     @always_comb
-    def alive_of_stage3():
-        alive3.next = not dead3
+    def alive_of_stage4():
+        alive4.next = not dead4
 
-    insts.append(alive_of_stage3)
+    insts.append(alive_of_stage4)
     if k > 1:
-        dl = delay_line(delta_hist, delta3, valid3, clear3, clock)
+        dl = delay_line(delta_hist, delta4, valid4, clear4, clock)
         dl.name = "delta_hist"
-        al = delay_line(alive_hist, alive3, valid3, clear3, clock)
+        al = delay_line(alive_hist, alive4, valid4, clear4, clock)
         al.name = "alive_hist"
         insts += [dl, al]
-    chains = [alive3]                                          # chain_1 = alive_t
+    chains = [alive4]                                          # chain_1 = alive_t
     for j in range(2, k + 1):
         chain = Signal(bool(0))
         insts.append(and2(chain, chains[-1], alive_hist[j - 2]))
         chains.append(chain)
-    cut4 = Signal(bool(0))                                     # not chain_k: the tail term is 0
-    v4, sat4, valid4, clear4 = _data(spec), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    v5, v6, v7 = _data(spec), _data(spec), _data(spec)
+    valid5, clear5, sat5, valid6, clear6, sat6, valid7, clear7, sat7 = [Signal(bool(0)) for _ in range(9)]
+    cut5, cut6 = Signal(bool(0)), Signal(bool(0))             # not chain_k: the tail term is 0
+    cut4 = Signal(bool(0))
     tail_chain = chains[k - 1]
 
-    @always(clock.posedge)
-    def stage4():
+    @always_comb
+    def tail_cut_of_stage4():
         cut4.next = not tail_chain
-        valid4.next = valid3
-        clear4.next = clear3
-        if clear3:
-            v4.next = 0
-            sat4.next = 0
-        else:
-            v4.next = v3
-            sat4.next = sat3
 
-    insts.append(stage4)
+    insts += [tail_cut_of_stage4, _register(cut5, cut4, clock), _register(cut6, cut5, clock),
+              _carry(valid5, clear5, v5, sat5, None, valid4, clear4, v4, sat4, None, clock),
+              _carry(valid6, clear6, v6, sat6, None, valid5, clear5, v5, sat5, None, clock),
+              _carry(valid7, clear7, v7, sat7, None, valid6, clear6, v6, sat6, None, clock)]
+    part7 = _data(spec, k + 1)
     if k > 1:
-        delta_low = Signal(intbv(0)[cf:])
-        delta_top = _ranged(lo >> cf, hi >> cf)
-
-        @always_comb
-        def delta_split():
-            delta_low.next = delta3[cf:]
-            delta_top.next = delta3[width:cf].signed()
-
-        tap_sum = _ranged(*rounded_product_range(delta_hist[0], coefs[1], cf, cf))
-        tap = _mul_round_add(tap_sum, delta_hist[0], coefs[1], delta_low, cf)
+        part = _ranged(*mac_range(delta_hist[0], coefs[1], delta4, cf))
+        tap = _mac(part, delta_hist[0], coefs[1], delta4, clock, cf)
         tap.name = "tap1"
-        tap4 = _ranged(tap_sum.min, tap_sum.max - 1)
-        delta_top4 = _ranged(delta_top.min, delta_top.max - 1)
-        insts += [delta_split, tap, _register(tap4, tap_sum, clock), _register(delta_top4, delta_top, clock)]
-        terms4 = []
+        insts.append(tap)
         for j in range(2, k):                                  # k >= 3: the other taps, masked by chain_j
-            rounded = _data(spec)
-            mul = _mul_round_add(rounded, delta_hist[j - 1], coefs[j], None, cf)
+            term = _ranged(*mac_range(delta_hist[j - 1], coefs[j], None, cf))
+            mul = _mac(term, delta_hist[j - 1], coefs[j], None, clock, cf)
             mul.name = f"tap{j}"
-            term = _data(spec)
-            insts += [mul, _mask(term, rounded, chains[j - 1])]
-            term4 = _data(spec)
-            insts.append(_register(term4, term, clock))
-            terms4.append(term4)
-    else:
-        delta4 = _data(spec)
-        insts.append(_register(delta4, delta3, clock))
-
-    # stage 5: partial_t -------------------------------------------------------------------------------------------
-    part5, v5 = _data(spec, k + 1), _data(spec)
-    sat5, valid5, clear5 = [Signal(bool(0)) for _ in range(3)]
-    tail_coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))    # C**k, or 0 when chain_k is 0 (the mask)
-    tail_coef_inst = _masked_register(tail_coef, powers[k], cut4, clock)
-    tail_coef_inst.name = "tail_coef"
-    insts.append(tail_coef_inst)
-    if k > 1:
-        part = _data(spec, 2)
-        insts.append(_add_high(part, tap4, delta_top4, cf))
-        for j, term4 in enumerate(terms4):
-            acc = _data(spec, j + 3)
-            insts.append(add2(acc, part, term4))
+            kill4, kill5, kill6 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+            chain_j = chains[j - 1]
+            masked = _like(term)
+            insts += [mul, _not(kill4, chain_j), _register(kill5, kill4, clock), _register(kill6, kill5, clock),
+                      _mask(masked, term, kill6)]
+            acc = _ranged(part.min + masked.min, part.max - 1 + masked.max - 1)
+            insts.append(add2(acc, part, masked))
             part = acc
     else:
-        part = delta4
+        delta5, delta6 = _data(spec), _data(spec)
+        insts += [_register(delta5, delta4, clock), _register(delta6, delta5, clock)]
+        part = delta6
+    insts.append(_register(part7, part, clock))
 
-    @always(clock.posedge)
-    def stage5():
-        part5.next = part
-        valid5.next = valid4
-        clear5.next = clear4
-        if clear4:
-            v5.next = 0
-            sat5.next = 0
-        else:
-            v5.next = v4
-            sat5.next = sat4
-
-    insts.append(stage5)
-
-    # stage 6: A = sat(partial + [chain_k] rnd(C**k * A_{t+k})), R = sat(A + V) -------------------------------------
-    # The A loop: A_{t+k} from a register (k >= 2) or A itself (k = 1), through the two tail DSPs, which also add
-    # partial_t mod 2**cf, then the high bits of partial_t, saturation, A. The mask is the coefficient's reset.
-    # adv3 and adv_hist keep their names: the synthesis report finds the loop registers by them (DESIGN.md s. 5).
-    adv3, ret6 = _data(spec), _data(spec)
-    valid6, sat6 = Signal(bool(0)), Signal(bool(0))
-    adv_hist = [_data(spec) for _ in range(k - 1)]            # A_{t+2} .. A_{t+k} of the element in stage 5
+    # stages 8-9: the A loop: A_t = sat(partial_t + [chain_k] rnd(C**k * A_{t+k})) ----------------------------------
+    # The mask is the tail coefficient's synchronous reset. adv3 and adv_hist keep their names: the synthesis
+    # report finds the loop registers by them (DESIGN.md section 5).
+    adv3 = _data(spec)
+    adv_hist = [_data(spec) for _ in range(k - 1)]            # A_{t+2} .. A_{t+k}, shifted as A_t is written
+    v8, v9 = _data(spec), _data(spec)
+    valid8, clear8, sat8, valid9, clear9, sat9 = [Signal(bool(0)) for _ in range(6)]
+    insts.append(_carry(valid8, clear8, v8, sat8, None, valid7, clear7, v7, sat7, None, clock))
+    tail_coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))    # C**k, or 0 when chain_k is 0
+    raw_adv = _ranged(*mac_range(adv3, tail_coef, part7, cf))
+    if k > 1:
+        tail_coef_inst = _masked_register(tail_coef, powers[k], cut6, clock)    # aligned with stage 7
+        history = [adv3] + adv_hist                           # A of the last, second last ... element written
+        source = _data(spec)                                  # A_{t+k}
+        # the element ahead is still in stage 8: a register of its own (from stage 7), so the select's control
+        # is one flip-flop (yosys packs the valid chain into SRL16s, whose clock-to-out is slow)
+        ahead7, ahead = Signal(bool(0)), Signal(bool(0))
+        insts += [or2(ahead7, valid7, clear7), _register(ahead, ahead7, clock),
+                  _select(source, history[k - 2], history[k - 1], ahead)]
+        tail_mac = _mac(raw_adv, source, tail_coef, part7, clock, cf, m_reg=True, p_reg=False)
+    else:
+        cut7, part8 = Signal(bool(0)), _like(part7)
+        tail_coef_inst = _masked_register(tail_coef, powers[k], cut7, clock)    # aligned with stage 8
+        insts += [_register(cut7, cut6, clock), _register(part8, part7, clock)]
+        tail_mac = _mac(raw_adv, adv3, tail_coef, part8, clock, cf, m_reg=False, p_reg=False)
+    tail_coef_inst.name = "tail_coef"
+    tail_mac.name = "tail_mac"
+    insts += [tail_coef_inst, tail_mac]
     if adv_hist:
-        ah = delay_line(adv_hist, adv3, valid5, clear5, clock)
+        ah = delay_line(adv_hist, adv3, valid8, clear8, clock)
         ah.name = "adv_hist"
         insts.append(ah)
-    source = adv_hist[-1] if adv_hist else adv3               # A_{t+k}
-    part_low = Signal(intbv(0)[cf:])
-    part_top = _ranged(part5.min >> cf, (part5.max - 1) >> cf)
-
-    @always_comb
-    def part_split():
-        part_low.next = part5[cf:]
-        part_top.next = part5[len(part5):cf].signed()
-
-    tail_sum = _ranged(*rounded_product_range(source, tail_coef, cf, cf))
-    tail_mul = _mul_round_add(tail_sum, source, tail_coef, part_low, cf)
-    tail_mul.name = "tail_mul"
-    raw_adv = _data(spec, k + 2)
     adv_c, adv_sat = _data(spec), Signal(bool(0))
-    raw_ret = _data(spec, 1)
-    ret_c, ret_sat = _data(spec), Signal(bool(0))
-    insts += [part_split, tail_mul, _add_high(raw_adv, tail_sum, part_top, cf),
-              saturate(adv_c, adv_sat, raw_adv, lo, hi),
-              add2(raw_ret, adv_c, v5), saturate(ret_c, ret_sat, raw_ret, lo, hi)]
+    insts.append(saturate(adv_c, adv_sat, raw_adv, lo, hi))
 
     @always(clock.posedge)
-    def stage6():
-        valid6.next = valid5
-        ret6.next = ret_c
-        sat6.next = sat5 or adv_sat or ret_sat
-        if clear5:
+    def stage9():
+        if clear8:
             adv3.next = 0
-        elif valid5:
+        elif valid8:
             adv3.next = adv_c
+        valid9.next = valid8
+        v9.next = v8
+        sat9.next = sat8 or (adv_sat and valid8)
+
+    insts.append(stage9)
+
+    # stage 10: R_t = sat(A_t + V_t) -------------------------------------------------------------------------------
+    raw_ret = _data(spec, 1)
+    ret_c, ret_sat = _data(spec), Signal(bool(0))
+    adv10, ret10 = _data(spec), _data(spec)
+    valid10, sat10 = Signal(bool(0)), Signal(bool(0))
+    insts += [add2(raw_ret, adv3, v9), saturate(ret_c, ret_sat, raw_ret, lo, hi)]
+
+    @always(clock.posedge)
+    def stage10():
+        valid10.next = valid9
+        adv10.next = adv3
+        ret10.next = ret_c
+        sat10.next = sat9 or ret_sat
 
     @always_comb
     def outputs():
-        adv.next = adv3
-        ret.next = ret6
-        out_valid.next = valid6
-        saturated.next = sat6 and valid6
+        adv.next = adv10
+        ret.next = ret10
+        out_valid.next = valid10
+        saturated.next = sat10 and valid10
 
-    insts += [stage6, outputs]
+    insts += [stage10, outputs]
     return insts
 
 
 @block
-def _mask(y, a, enable):
+def _mask(y, a, kill):
+    """``y = 0 if kill else a`` (combinational)."""
+
     @always_comb
     def logic():
-        if enable:
-            y.next = a
-        else:
+        if kill:
             y.next = 0
+        else:
+            y.next = a
 
     return logic
+
+
+@block
+def _not(y, a):
+    @always_comb
+    def logic():
+        y.next = not a
+
+    return logic
+

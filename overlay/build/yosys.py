@@ -118,7 +118,7 @@ def yosys_script(verilog: Path, top: str, family: str, keep: list[str] = (), sta
     lines += [f"setattr -set keep 1 w:{name}" for name in keep]
     lines.append(f"synth_xilinx -family {family} -noiopad {options + ' ' if options else ''}-top {top}")
     lines.append(f"tee -o {stat_file} stat" if stat_file else "stat")
-    lines += ["log @@dsp_registered", "select -count t:DSP48* r:MREG=1 r:PREG=1 %u %i", "select -clear"]
+    lines += ["log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear"]
     if netlist is not None:
         lines.append(f"write_verilog -noattr {netlist}")
     if depth:

@@ -2,14 +2,17 @@
 can arrive every two beats::
 
     C1  worker < WORKERS, ndims <= MAX_SET_DIMS, dims used < N_DIMS, 1 <= tiles <= n_t <= tiles + 1
-    C2  n_t ** 2
-    C3  rows = n_t ** ndims
-    C4  base + rows <= TILES_PER_WORKER          -> ``bad`` (sticky until ``clear``)
+    C2  n_t ** 2; room = TILES_PER_WORKER - base (or base > TILES_PER_WORKER)
+    C3  n_t ** 3 = n_t ** 2 * n_t, n_t ** 4 = n_t ** 2 * n_t ** 2
+    C4  rows = n_t ** ndims (a select), past or rows > room  -> ``bad`` (sticky until ``clear``)
+
+Every product is registered as it leaves its multiplier, with nothing behind it in the same cycle (a DSP48's P
+register; issue 15: the C2 -> C3 chain of two multiplies and a select was the ParSa core's slowest xc7 path).
 
 ``bad`` includes a descriptor :data:`LATENCY` cycles after its strobe. (The per-worker tiling count is checked by
 each worker: ``overflow``.)
 """
-from myhdl import always, always_seq, block, intbv, Signal
+from myhdl import always, always_comb, always_seq, block, intbv, Signal
 
 from .params import ParsaWidths
 
@@ -35,9 +38,16 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
     c1_ok, c2_ok, c3_ok = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     c1_ndims, c2_ndims = Signal(intbv(0)[3:]), Signal(intbv(0)[3:])
     c1_nt, c2_nt = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
-    c2_n2 = Signal(intbv(0)[16:])
-    c1_base, c2_base, c3_base = Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
-    c3_rows = Signal(intbv(0)[33:])
+    c2_n2, c3_n2 = Signal(intbv(0)[16:]), Signal(intbv(0)[16:])
+    c3_nt, c3_ndims = Signal(intbv(0)[8:]), Signal(intbv(0)[3:])
+    c3_n3, c3_n4 = Signal(intbv(0)[24:]), Signal(intbv(0)[32:])
+    c1_base = Signal(intbv(0)[32:])
+    # TILES_PER_WORKER - base, and base past the bank already (all unsigned: a signed compare against an
+    # unsigned operand would become unsigned in Verilog, DESIGN.md section 5)
+    c2_room = Signal(intbv(0, min=0, max=spec.tiles_per_worker + 1))
+    c3_room = Signal(intbv(0, min=0, max=spec.tiles_per_worker + 1))
+    c2_past, c3_past = Signal(bool(0)), Signal(bool(0))
+    rows = Signal(intbv(0)[33:])
 
     # # #
 
@@ -69,20 +79,35 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
         c2_ndims.next = c1_ndims
         c2_nt.next = c1_nt
         c2_n2.next = c1_nt * c1_nt
-        c2_base.next = c1_base
-        # C3: rows = n_t ** ndims
-        c3_ok.next = c2_ok
-        c3_base.next = c2_base
-        if c2_ndims == 0:
-            c3_rows.next = 1
-        elif c2_ndims == 1:
-            c3_rows.next = c2_nt
-        elif c2_ndims == 2:
-            c3_rows.next = c2_n2
-        elif c2_ndims == 3:
-            c3_rows.next = c2_n2 * c2_nt
+        if c1_base > spec.tiles_per_worker:
+            c2_past.next = 1
+            c2_room.next = 0
         else:
-            c3_rows.next = c2_n2 * c2_n2
+            c2_past.next = 0
+            c2_room.next = spec.tiles_per_worker - c1_base
+        # C3: the third and fourth powers
+        c3_ok.next = c2_ok
+        c3_room.next = c2_room
+        c3_past.next = c2_past
+        c3_ndims.next = c2_ndims
+        c3_nt.next = c2_nt
+        c3_n2.next = c2_n2
+        c3_n3.next = c2_n2 * c2_nt
+        c3_n4.next = c2_n2 * c2_n2
+
+    @always_comb
+    def select_rows():
+        # C4: rows = n_t ** ndims
+        if c3_ndims == 0:
+            rows.next = 1
+        elif c3_ndims == 1:
+            rows.next = c3_nt
+        elif c3_ndims == 2:
+            rows.next = c3_n2
+        elif c3_ndims == 3:
+            rows.next = c3_n3
+        else:
+            rows.next = c3_n4
 
     @always_seq(clock.posedge, reset=reset)
     def verdict():
@@ -91,7 +116,7 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
         c3_valid.next = c2_valid
         if clear:
             bad.next = 0
-        elif c3_valid and (not c3_ok or c3_base + c3_rows > spec.tiles_per_worker):
+        elif c3_valid and (not c3_ok or c3_past or rows > c3_room):
             bad.next = 1
 
-    return checks, verdict
+    return checks, select_rows, verdict

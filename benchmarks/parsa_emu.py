@@ -21,7 +21,10 @@ Implementations (``key``: what is timed):
 * ``driver_act_batch``: the full driver path in emulation, ``RLOverlay(backend="emu").parsa.act_batch(states,
   rewards, keys)`` with float inputs: validation, quantization, packing, the emulated AXI DMA both ways, the model,
   unpacking (one DMA transfer per batch of ``--batch`` records).
-* ``driver_act``: the same driver, one ``act()`` per record (what a single-environment agent loop does).
+* ``driver_act``: the same driver, one ``act()`` per record (what a single-environment agent loop does): the
+  register mailbox (the record written into a register window with one ``mmio.array`` slice assignment, START, one
+  MBOX_ACTION read; no DMA). Also timed call by call for the p50 and p99 latency of one ``act()`` (and tiles3's
+  ``step()``), and checked against the model.
 * ``float_reference``: :class:`pynq_rl.host.agents.sarsa.FloatSarsa` (float64 numpy, records in order).
 * ``tiles3_python``: Sutton's tiles3 (``tiles()`` with an index hash table, asymmetric displacements 1, 3, 5, ...
   per dimension, written out below as in his ``tiles3.py``), one ``tiles()`` call per tiling set (the set's index
@@ -58,6 +61,8 @@ from _common import environment  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "tiles3_python"
 GOAL_RATIO = 10.0
+GOAL_ACT_RATIO = 1.0
+"""issue 13: one act() per record at least as fast as the pure-Python tiles3 Sarsa"""
 STEP_SIZE, GAMMA, EPSILON, FRAC_BITS = 0.5, 0.9, 0.05, 6
 """Sutton & Barto's alpha (divided by the shape's tilings), discount, exploration, the core's fractional bits:
 rewards of -1 keep q near -10, inside the 16-bit range"""
@@ -240,11 +245,24 @@ def prepare(key: str, shape: Shape, data: dict, overlays: dict, python_max_steps
                             {"check_passed": same, "check": "first batch's actions == the model's"})
         m_sub = min(n, python_max_steps)
         sub = [(states[i], float(rewards[i]), int(keys[i])) for i in range(m_sub)]
+        # check and latency: from a cleared policy, act() one record at a time chooses exactly the model's actions;
+        # each call timed alone (p50, p99 of one act())
+        m, codes = _fresh_model(shape, layout, core.spec, alpha, data)
+        expected = m.act(*(c[:m_sub] for c in codes)).actions
+        got, latencies = [], []
+        for s, r, k in sub:
+            t0 = time.perf_counter()
+            got.append(core.act(s, r, k))
+            latencies.append(time.perf_counter() - t0)
 
         def one_by_one():
             for s, r, k in sub:
                 core.act(s, r, k)
-        return Prepared(one_by_one, m_sub, f"one act() (one DMA transfer) per record; first {m_sub} records")
+        return Prepared(one_by_one, m_sub, f"one act() per record through the register mailbox (no DMA; "
+                                           f"{layout.n_dims} + 4 register accesses); first {m_sub} records",
+                        {"check_passed": bool(np.array_equal(got, expected)),
+                         "check": "act() one by one == the model's actions",
+                         **_latency(latencies)})
     if key == "float_reference":
         m_sub = min(n, python_max_steps)
         learner = FloatSarsa(layout, shape.n_actions, (shape.lows, shape.highs), alpha, GAMMA, EPSILON,
@@ -260,12 +278,24 @@ def prepare(key: str, shape: Shape, data: dict, overlays: dict, python_max_steps
         for s, r, k in sub:  # fill the hash table once, so repetitions all time the same steady state
             agent.step(s, r, k)
 
+        latencies = []
+        for s, r, k in sub:
+            t0 = time.perf_counter()
+            agent.step(s, r, k)
+            latencies.append(time.perf_counter() - t0)
+
         def run():
             for s, r, k in sub:
                 agent.step(s, r, k)
         return Prepared(run, m_sub, f"pure Python lists + dict IHT ({agent.iht.size} entries); first {m_sub} "
-                                    f"records")
+                                    f"records", _latency(latencies))
     raise ValueError(key)
+
+
+def _latency(seconds: list[float]) -> dict:
+    """p50 and p99 of single-step times, in microseconds."""
+    p50, p99 = np.percentile(np.asarray(seconds) * 1e6, [50, 99])
+    return {"p50[us]": round(float(p50), 2), "p99[us]": round(float(p99), 2)}
 
 
 def _fresh_model(shape: Shape, layout, spec, alpha: float, data: dict):
@@ -370,9 +400,16 @@ def markdown(data: dict) -> str:
         if r["key"] == "model_numba" and r["status"] == "ok":
             lines.append(f"- {r['shape']} on {r['board']}: {r['modeled_core_cycles_per_step']:.1f} cycles/step at "
                          f"{r['fclk[mhz]']} MHz = {r['modeled_core[steps/s]']:,.0f} steps/s")
-    goal = data["goal"]
+    lines += ["", "Latency of one step (each call timed alone, over the first records; microseconds):", "",
+              "| implementation | shape | p50 [us] | p99 [us] |", "|---|---|---:|---:|"]
+    for r in data["rows"]:
+        if r["status"] == "ok" and "p50[us]" in r:
+            lines.append(f"| {LABELS[r['key']]} | {r['shape']} | {r['p50[us]']:,.1f} | {r['p99[us]']:,.1f} |")
+    goal, single = data["goal"], data["goal_act"]
     lines += ["", f"Goal: >= {goal['ratio']:.0f}x tiles3 Python for `model_numba` and `driver_act_batch` on every "
-                  f"shape: {'met' if goal['met'] else 'NOT met'} (lowest ratio {goal['lowest_ratio']})."]
+                  f"shape: {'met' if goal['met'] else 'NOT met'} (lowest ratio {goal['lowest_ratio']}).",
+              f"Goal (issue 13): `driver_act` (one act() per record) >= {single['ratio']:.0f}x tiles3 Python on "
+              f"every shape: {'met' if single['met'] else 'NOT met'} (lowest ratio {single['lowest_ratio']})."]
     return "\n".join(lines) + "\n"
 
 
@@ -400,9 +437,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(shapes, args.batch, args.keys, args.repeats, args.min_time, args.python_max_steps, args.seed)
     ratios = [r.get(f"ratio_vs_{BASELINE}") for r in rows if r["key"] in ("model_numba", "driver_act_batch")]
     lowest = min((x for x in ratios if x is not None), default=None)
+    single = [r.get(f"ratio_vs_{BASELINE}") for r in rows if r["key"] == "driver_act"]
+    lowest_single = min((x for x in single if x is not None), default=None)
     data = {"environment": environment(), "arguments": vars(args), "rows": rows,
             "goal": {"ratio": GOAL_RATIO, "lowest_ratio": None if lowest is None else round(lowest, 2),
-                     "met": lowest is not None and None not in ratios and lowest >= GOAL_RATIO}}
+                     "met": lowest is not None and None not in ratios and lowest >= GOAL_RATIO},
+            "goal_act": {"ratio": GOAL_ACT_RATIO,
+                         "lowest_ratio": None if lowest_single is None else round(lowest_single, 3),
+                         "met": lowest_single is not None and None not in single and lowest_single >= GOAL_ACT_RATIO}}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "parsa_emu.json").write_text(json.dumps(data, indent=2, default=str))

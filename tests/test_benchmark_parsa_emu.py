@@ -37,6 +37,9 @@ def test_every_implementation_and_shape_has_positive_numbers(results):
     for shape in SHAPES:
         assert rows[("tiles3_python", shape)]["ratio_vs_tiles3_python"] == pytest.approx(1.0)
         assert rows[("driver_act_batch", shape)]["check_passed"] is True
+        assert rows[("driver_act", shape)]["check_passed"] is True           # act() (the mailbox) == the model
+        for key in ("driver_act", "tiles3_python"):
+            assert 0 < rows[(key, shape)]["p50[us]"] <= rows[(key, shape)]["p99[us]"]
         assert rows[("model_numba", shape)]["modeled_core[steps/s]"] > 0
     assert rows[("model_numba", "opal")]["board"] == "ZCU106"
 
@@ -49,6 +52,8 @@ def test_environment_goal_and_markdown(results):
     assert env["numba_threads"] == 1
     assert data["arguments"]["batch"] == 48 and data["goal"]["ratio"] == 10.0
     assert data["goal"]["met"] == (data["goal"]["lowest_ratio"] >= 10.0)
+    assert data["goal_act"]["met"] == (data["goal_act"]["lowest_ratio"] >= 1.0)
+    assert "| p50 [us] | p99 [us] |" in markdown and "Goal (issue 13): `driver_act`" in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| ") and "`" in line]
     assert len(table) == len(KEYS) * len(SHAPES)
     assert "| implementation | shape | median steps/s | ratio vs tiles3 Python | note |" in markdown

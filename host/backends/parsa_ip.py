@@ -104,7 +104,8 @@ class ParsaCoreIP(StreamCoreIP):
 
     def _mailbox(self) -> None:
         """MAILBOX: the window's record through the model; the result to MBOX_ACTION / MBOX_Q, no stream."""
-        result, kept, q = self.core.mailbox([self.values[name] for name in S.PARSA_MBOX_WINDOW])
+        values = self.values
+        result, kept, q = self.core.mailbox([values[name] for name in S.PARSA_MBOX_WINDOW[:2 + self.core.n_dims]])
         self._act_registers(result)
         self.values["MBOX_ACTION"], self.values["MBOX_Q"] = kept, q
         self.values["CYCLES"] = result.cycles

@@ -13,6 +13,7 @@ Anything out of range saturates in the core and raises a :class:`ParsaSaturation
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -85,8 +86,16 @@ class ParsaCore(StreamCore):
         self._options: int | None = None  # OPTIONS as last written by this driver
         self._mailbox_word = self.registers[S.PARSA_MBOX_WINDOW[0]]["address_offset"] // 4  # MBOX_KEY's word index
         fields = self.registers["MBOX_ACTION"]["fields"]
-        self._mailbox_flags = [(1 << fields[name]["bit_offset"], S.Status[name]) for name in S.PARSA_MBOX_FLAGS]
+        # MBOX_ACTION's STATUS flags are consecutive fields (spec.PARSA_MBOX_FLAGS): every value -> its Status
+        self._mailbox_flags_lo = fields[S.PARSA_MBOX_FLAGS[0]]["bit_offset"]
+        self._mailbox_flags_mask = (1 << len(S.PARSA_MBOX_FLAGS)) - 1
+        self._mailbox_status = [S.Status(sum(int(S.Status[name]) for i, name in enumerate(S.PARSA_MBOX_FLAGS)
+                                             if value >> i & 1)) for value in range(self._mailbox_flags_mask + 1)]
         self._mailbox_done = 1 << fields["DONE"]["bit_offset"]
+        self._mailbox_action = fields["ACTION"]["bit_offset"], (1 << fields["ACTION"]["bit_width"]) - 1
+        self._mailbox_cycles: tuple = (None, 0)       # (config, cycles of one decision) for the rtl deadline
+        self._error_flags = S.Status(sum(int(flag) for flag in S.Status if flag.name.startswith("ERR_")))
+        self._flag_reward, self._flag_terminal = int(S.ParsaFlag.REWARD), int(S.ParsaFlag.TERMINAL)
 
     def _build_parameters(self) -> dict:
         return {"max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
@@ -265,16 +274,25 @@ class ParsaCore(StreamCore):
         if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not 0 <= key < self.spec.keys:
             raise ValueError(f"key must be one of the build's {self.spec.keys} keys, an integer in "
                              f"[0, {self.spec.keys}), not {key!r}")
-        flags = (int(S.ParsaFlag.REWARD) if reward is not None else 0) | (int(S.ParsaFlag.TERMINAL) if terminal else 0)
-        reward_codes, reward_sat = self._value_codes("reward", np.array([0.0 if reward is None else reward]))
-        state_codes, state_sat = self._state_codes(state)
+        flags = (self._flag_reward if reward is not None else 0) | (self._flag_terminal if terminal else 0)
+        # the window's words (the state record's uint32 view, model.mailbox_window), coded with Python scalars:
+        # numpy's per-call overhead on one record costs more than the bus accesses on a board
+        reward_code, reward_sat = self._value_code(0.0 if reward is None else reward, cfg.frac_bits)
+        words, state_sat = [int(key) | flags << 16, reward_code & 0xFFFF_FFFF], False
+        scale, lo, hi = float(1 << self.spec.state.frac), self.spec.state.min_code, self.spec.state.max_code
+        for x in state.tolist():
+            if not -32768.0 < x < 32768.0:
+                state_sat = True
+                x = min(max(x, -65536.0), 65536.0)    # clipped to the code range below anyway; no float overflow
+            words.append(min(max(math.floor(x * scale + 0.5), lo), hi) & 0xFFFF_FFFF)
         if self.strict and (reward_sat or state_sat):  # refused before the core learns from a clipped value
             self._saturated("a state or reward")
-        deadline = self._deadline(timeout_s, self._record_cycles(cfg) + self.spec.state_record_words(cfg.layout.n_dims))
+        if self._mailbox_cycles[0] is not cfg:
+            self._mailbox_cycles = (cfg, self._record_cycles(cfg) + self.spec.state_record_words(cfg.layout.n_dims))
+        deadline = self._deadline(timeout_s, self._mailbox_cycles[1])
         self._write_options(self.online, False)
-        window = model.mailbox_window(int(key), flags, int(reward_codes[0]), state_codes)
         # one burst; a list, which every mmio.array takes (a board's numpy view, PYNQ's REGISTER_RW tinynumpy array)
-        self.mmio.array[self._mailbox_word:self._mailbox_word + len(window)] = window.tolist()
+        self.mmio.array[self._mailbox_word:self._mailbox_word + len(words)] = words
         self._start(S.ParsaMode.MAILBOX)
         try:
             result = wait_until(lambda: self._reg("MBOX_ACTION"), lambda value: bool(value & self._mailbox_done),
@@ -283,17 +301,21 @@ class ParsaCore(StreamCore):
         except TimeoutError:
             self.reset()
             raise
-        status = S.Status(0)
-        for bit, flag in self._mailbox_flags:
-            if result & bit:
-                status |= flag
-        if status.errors:
+        status = self._mailbox_status[result >> self._mailbox_flags_lo & self._mailbox_flags_mask]
+        if status & self._error_flags:
             raise RuntimeError(self._describe_errors(status, "a mailbox decision"))
         self._last_status = status
         if reward_sat or state_sat or status & S.Status.SATURATED:
             self._saturated("a state, reward, q value or weight")
-        action = self._field("MBOX_ACTION", "ACTION", result)
+        action = result >> self._mailbox_action[0] & self._mailbox_action[1]
         return -1 if action == S.PARSA_NO_ACTION else action
+
+    def _value_code(self, x: float, frac_bits: int) -> tuple[int, bool]:
+        """One finite value as a VALUE_W code (clipped) and whether it was clipped (:meth:`_value_codes` for one)."""
+        lo, hi = -(1 << (self.spec.value_w - 1)), (1 << (self.spec.value_w - 1)) - 1
+        x = min(max(x, -2.0 ** 40), 2.0 ** 40)       # beyond any code at any frac_bits; no float overflow
+        code = math.floor(x * (1 << frac_bits) + 0.5)
+        return min(max(code, lo), hi), not lo <= code <= hi
 
     def _state_codes(self, states: np.ndarray) -> tuple[np.ndarray, bool]:
         """States as STATE-format codes (clipped) and whether any was clipped."""

@@ -381,12 +381,11 @@ class ParsaModel:
         Returns the one-record :class:`ActResult` (CYCLES as a one-record ACT stream) and MBOX_ACTION's kept bits
         (action, explored; STATUS is live, the caller adds it) and MBOX_Q (q[a] as an unsigned 32-bit word).
         """
-        words = np.zeros(2 * self.spec.state_record_words(self.n_dims), dtype=np.uint32)
-        used = 2 + self.n_dims
-        words[:used] = np.asarray(window, dtype=np.int64)[:used] & _U32
-        keys, flags, rewards, states = unpack_states(words.view(np.uint64)[None, :], self.n_dims)
-        result = self.act(keys, flags, rewards, states)
-        header = int(pack_actions(result.actions, result.explored, result.q_chosen)[0, 0])
+        words = [int(w) & _U32 for w in window[:2 + self.n_dims]]  # unpack_states of the record, one scalar each
+        result = self.act(np.array([words[0] & _U16]), np.array([words[0] >> 16 & 0xFF]),
+                          np.array([_signed32(words[1])]), np.array([[_signed32(w) for w in words[2:]]], np.int64))
+        header = ((int(result.actions[0]) & _U16) | int(result.explored[0]) << 16
+                  | (int(result.q_chosen[0]) & _U32) << 32)    # pack_actions' header word
         return result, header & _MBOX_KEPT, header >> 32
 
 

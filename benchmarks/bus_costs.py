@@ -11,7 +11,8 @@ The calls (Pynq-Z2 build, each core alone on rtl):
 
 * ``parsa.act``: one record (MountainCar's shape: 2 dims, 8 tilings x 8x8 tiles, 3 actions) with a reward;
 * ``replay.sample(256)`` and ``replay.update(256)``: a batch of 256 with 4,096 stored priorities;
-* ``gae.compute``: 64 envs x 1,024 steps on ``emu`` (8 lane-batches on this 8-lane build); 8 x 64 on ``rtl``.
+* ``gae.compute``: 64 envs x 1,024 steps on ``emu`` (8 lane-batches of this 8-lane build, streamed in one
+  operation); 24 x 64 (3 lane-batches) on ``rtl``.
 
 Run: ``python benchmarks/bus_costs.py [--out benchmarks/results] [--no-rtl]``. Writes ``bus_costs.json`` and
 ``bus_costs.md``.
@@ -34,7 +35,7 @@ COLUMNS = ["register_reads", "register_writes", "register_accesses", "dma_transf
 
 def calls(backend: str) -> dict:
     """name -> (core, setup, call) of the driver calls counted on ``backend``."""
-    envs, steps = (64, 1024) if backend == "emu" else (8, 64)
+    envs, steps = (64, 1024) if backend == "emu" else (24, 64)
     rng = np.random.default_rng(0)
     rewards, values = rng.normal(size=(steps, envs)), rng.normal(size=(steps + 1, envs))
     dones = rng.random((steps, envs)) < 0.01

@@ -11,7 +11,13 @@ Elements per compute cycle = T * LANES / compute cycles: the PE array's throughp
 DMA's HP-port width on the board) then caps end to end. The clock column converts cycles to time at the board's
 PL clock from ``spec.py``; that is arithmetic on measured cycles, not a board measurement.
 
-Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--lanes 1,8] [--steps 16,64,256]``.
+Multi-batch streams (BATCHES, issue 13/15): operations of B = 1 and 3 lane-batches of the Pynq-Z2 build (8 lanes,
+64-bit stream) and of the ZCU106 build (64 lanes, 128-bit stream) are timed end to end (START to the last output
+beat); the steady-state cycles per lane-batch (the slope over B) are set against the stream's bound per batch,
+``max(input beats, output beats)``, the rate a core whose next load hides under the current drain would reach.
+
+Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--lanes 1,8] [--steps 16,64,256]
+[--batch-steps 64]``.
 """
 from __future__ import annotations
 
@@ -34,36 +40,51 @@ def _offset(name: str) -> int:
     return S.GAE_REGISTERS[name]["address_offset"]
 
 
-def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0) -> dict:
-    """Run one operation on a fresh simulation of a ``lanes``-wide core; return its phase cycle counts."""
-    board = S.board(None)
-    spec = dataclasses.replace(board.cores[0].spec, lanes=lanes, t_max=max(n_steps, 16))
-    board = dataclasses.replace(board, cores=(dataclasses.replace(board.cores[0], spec=spec),))
+def _board(lanes: int, n_steps: int, board_name: str | None = None) -> tuple[S.BoardSpec, S.GaeSpec]:
+    """The board's GAE core alone, ``lanes`` wide and just deep enough for ``n_steps``."""
+    board = S.board(board_name)
+    slot = board.slot("gae")
+    spec = dataclasses.replace(slot.spec, lanes=lanes, t_max=max(n_steps, 16))
+    return dataclasses.replace(board, cores=(dataclasses.replace(slot, spec=spec),)), spec
+
+
+def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches: int = 1,
+            board_name: str | None = None) -> dict:
+    """Run one operation of ``n_batches`` lane-batches on a fresh simulation of a ``lanes``-wide core; return its
+    phase cycle counts (load and drain: of the first batch)."""
+    board, spec = _board(lanes, n_steps, board_name)
     rng = np.random.default_rng(seed)
     hi = 127 if mode == S.GaeMode.Q8 else 1 << 20
-    rewards, values = rng.integers(-hi, hi, (n_steps, lanes)), rng.integers(-hi, hi, (n_steps + 1, lanes))
-    dones = (rng.random((n_steps, lanes)) < 0.01).astype(np.int64)
+    n_envs = n_batches * lanes
+    rewards, values = rng.integers(-hi, hi, (n_steps, n_envs)), rng.integers(-hi, hi, (n_steps + 1, n_envs))
+    dones = (rng.random((n_steps, n_envs)) < 0.01).astype(np.int64)
     stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
+    first_batch = (n_steps + 1) * spec.input_record_bytes(mode)
     sim = RtlSimulation(board)
     wall = time.perf_counter()
     try:
         ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
-        for name, value in {"T": n_steps, "LANES_USED": lanes, "GAMMA": 1 << 23, "GAMMA_LAMBDA": 1 << 22,
-                            "R_SCALE": 1 << 10, "V_SCALE": 1 << 10}.items():
+        for name, value in {"T": n_steps, "LANES_USED": lanes, "BATCHES": n_batches, "GAMMA": 1 << 23,
+                            "GAMMA_LAMBDA": 1 << 22, "R_SCALE": 1 << 10, "V_SCALE": 1 << 10}.items():
             ip.write(_offset(name), value)
         ip.write(_offset("CTRL"), int(S.Ctrl.START) | int(mode) << 2)
         start = sim.cycle
         sent = 0
-        while sent < len(stream):
-            sent += ip.stream_in(stream[sent:], last=True)
-        loaded = sim.cycle
+        loaded = first_out = first_drained = None
         out = bytearray()
-        first_out = None
+        first_out_bytes = n_steps * spec.output_record_bytes
         while True:
+            if sent < len(stream):
+                sent += ip.stream_in(stream[sent:min(len(stream), first_batch if loaded is None else len(stream))],
+                                     last=sent >= first_batch or n_batches == 1)
+                if loaded is None and sent >= first_batch:
+                    loaded = sim.cycle
             data, last = ip.stream_out(1 << 24)
             if len(data) and first_out is None:
                 first_out = sim.cycle - len(data) // spec.stream_bytes
             out += data.tobytes()
+            if first_drained is None and len(out) >= first_out_bytes:
+                first_drained = sim.cycle
             if last:
                 break
             sim.tick()
@@ -72,10 +93,26 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0) -> dict:
     finally:
         sim.end("measured")
     wall = time.perf_counter() - wall
-    return {"lanes": lanes, "T": n_steps, "mode": mode.name.lower(), "stream_bytes": spec.stream_bytes,
-            "load[cyc]": loaded - start, "compute[cyc]": cycles, "drain[cyc]": drained - (first_out or drained),
+    in_beats = (n_steps + 1) * spec.input_record_bytes(mode) // spec.stream_bytes
+    out_beats = n_steps * spec.output_record_bytes // spec.stream_bytes
+    return {"board": board.name, "lanes": lanes, "T": n_steps, "mode": mode.name.lower(), "batches": n_batches,
+            "stream_bytes": spec.stream_bytes, "input_beats_per_batch": in_beats, "output_beats_per_batch": out_beats,
+            "load[cyc]": loaded - start, "compute[cyc]": cycles,
+            "drain[cyc]": first_drained - (first_out or first_drained),
             "total[cyc]": drained - start, "elements_per_compute_cycle": n_steps * lanes / cycles,
             "sim_cycles_per_s": (drained - start) / wall, "output_bytes": len(out)}
+
+
+def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
+    """Time operations of 1 and 3 lane-batches on ``board_name``'s GAE build; the per-batch slope and the bound."""
+    lanes = S.board(board_name).slot("gae").spec.lanes
+    one, three = (measure(lanes, n_steps, mode, n_batches=b, board_name=board_name) for b in (1, 3))
+    per_batch = (three["total[cyc]"] - one["total[cyc]"]) / 2
+    bound = max(one["input_beats_per_batch"], one["output_beats_per_batch"])
+    return {key: one[key] for key in ("board", "lanes", "T", "mode", "stream_bytes", "input_beats_per_batch",
+                                      "output_beats_per_batch")} | {
+        "total_1[cyc]": one["total[cyc]"], "total_3[cyc]": three["total[cyc]"], "per_batch[cyc]": per_batch,
+        "constant[cyc]": one["total[cyc]"] - per_batch, "bound[cyc]": bound, "per_batch_over_bound": per_batch / bound}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,17 +120,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lanes", default="1,8", help="comma-separated LANES values")
     parser.add_argument("--steps", default="16,64,256", help="comma-separated T values")
+    parser.add_argument("--batch-steps", type=int, default=64, help="T of the multi-batch operations")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"), help="output directory")
     args = parser.parse_args(argv)
     rows = [measure(lanes, steps, mode) for lanes in map(int, args.lanes.split(","))
             for steps in map(int, args.steps.split(",")) for mode in S.GaeMode]
+    streams = [multi_batch(board_name, args.batch_steps, mode) for board_name in ("Pynq-Z2", "ZCU106")
+               for mode in S.GaeMode]
     fclk = S.board(None).fclk_mhz
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "commit": commit,
             "pipeline_depth": S.GaeSpec().pipeline_depth, "fclk[mhz]": fclk}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gae_rtl_cycles.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    (out / "gae_rtl_cycles.json").write_text(json.dumps({"meta": meta, "rows": rows, "multi_batch": streams},
+                                                        indent=2))
     lines = [
         "# GAE core cycle counts (MyHDL simulation)", "",
         f"`benchmarks/gae_rtl_cycles.py`, {meta['date']}, commit `{commit}`. Measured in the cycle-accurate "
@@ -110,7 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"Compute is T + {meta['pipeline_depth']} cycles whatever LANES is (one element per lane per "
               "cycle after the pipeline fills); load and drain are bound by the stream: q8 records carry 4x less "
               "data than raw ones. Simulation speed: "
-              f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s (CPython)."]
+              f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s (CPython).", "",
+              "## Multi-batch streams (BATCHES)", "",
+              f"One operation of B lane-batches of T = {args.batch_steps} steps each, START to the last output beat, "
+              "B = 1 and 3; per batch = the slope (total(3) - total(1)) / 2, the constant = total(1) - per batch. "
+              "Bound = max(input beats, output beats) of one batch: the stream's limit.", "",
+              "| board | LANES | stream [bytes] | mode | total B=1 [cyc] | total B=3 [cyc] | per batch [cyc] | "
+              "constant [cyc] | input beats | output beats | per batch / bound |",
+              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in streams:
+        lines.append(f"| {m['board']} | {m['lanes']} | {m['stream_bytes']} | {m['mode']} | {m['total_1[cyc]']} | "
+                     f"{m['total_3[cyc]']} | {m['per_batch[cyc]']:g} | {m['constant[cyc]']:g} | "
+                     f"{m['input_beats_per_batch']} | {m['output_beats_per_batch']} | {m['per_batch_over_bound']:.2f} |")
+    lines += ["", "Lane-batches run load, compute, drain one after another, so a batch costs about input beats + "
+              "T + pipeline depth + output beats; the goal of issue 15 (per batch <= 1.1 x bound) needs the next "
+              "batch's load to overlap the current drain."]
     (out / "gae_rtl_cycles.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

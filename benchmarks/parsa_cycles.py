@@ -21,6 +21,11 @@ board measurement). The measured counters are checked against the ParsaSpec form
 column says which): the formulas are the ones the RTL tests (``tests/parsa/test_rtl.py``) hold the hardware
 counters to, and the simulated rows check them again on this shape; a large build simulates slowly on CPython.
 
+Each simulated build then makes one decision through the register mailbox (MAILBOX: the state record written into
+the register window, START, MBOX_ACTION read; no DMA), as the driver's ``act()`` does: its bus accesses, its cycles
+from the first write to the answer, and the core's own CYCLES of it (issue 13's goal: at most state words + 4 bus
+accesses plus the core's cycles).
+
 Run: ``python benchmarks/parsa_cycles.py [--out benchmarks/results] [--workers 1,4,8,16,32] [--formula ...]`` (all
 five simulated: about 10 minutes on CPython). The goal line is for the ZCU106 build's worker count (``spec.BOARDS``).
 """
@@ -107,6 +112,7 @@ def measure(workers: int, seed: int = 0) -> dict:
             raise RuntimeError(f"CONFIG refused: STATUS {S.Status(status)!r}")
         _operation(ip, sim, {}, S.ParsaMode.ACT, states)
         counters = {name: ip.read(_offset(name)) for name in ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE")}
+        mailbox = _mailbox_decision(ip, sim, rng)
         cycles_simulated = sim.cycle
     finally:
         sim.end("benchmark finished")
@@ -119,8 +125,40 @@ def measure(workers: int, seed: int = 0) -> dict:
             "tiles": opal_layout().n_tiles, "record[cyc]": record, "act[cyc]": counters["CYCLES_ACT"],
             "update[cyc]": counters["CYCLES_UPDATE"], "state->action[cyc]": record + counters["CYCLES_ACT"] + 1,
             "act+update[cyc]": counters["CYCLES_ACT"] + counters["CYCLES_UPDATE"],
-            "batch CYCLES": counters["CYCLES"], "sim[s]": round(time.perf_counter() - wall, 1),
+            "batch CYCLES": counters["CYCLES"], **mailbox, "sim[s]": round(time.perf_counter() - wall, 1),
             "sim cycles": cycles_simulated}
+
+
+def _mailbox_decision(ip: RtlCoreIP, sim: RtlSimulation, rng: np.random.Generator) -> dict:
+    """One MAILBOX decision for key 0 with a reward (so its Sarsa update runs), as the driver makes it: the window
+    burst (2 + N_DIMS words), START, MBOX_ACTION read until DONE (the core holds the read while it decides).
+    Returns its bus accesses, its simulated cycles from the first write to the answer, the core's CYCLES, and what
+    one plain register read and write cost this AXI-Lite master (the bus cycles of an access)."""
+    fields = S.PARSA_REGISTERS["MBOX_ACTION"]["fields"]
+    done = 1 << fields["DONE"]["bit_offset"]
+    window = M.mailbox_window(0, int(S.ParsaFlag.REWARD), 500, rng.integers(-1 << 16, 1 << 16, N_DIMS))
+    start = sim.cycle
+    for name, word in zip(S.PARSA_MBOX_WINDOW, window):
+        ip.write(_offset(name), int(word))
+    ip.write(_offset("CTRL"), int(S.ParsaMode.MAILBOX) << 2 | int(S.Ctrl.START))
+    result, reads = ip.read(_offset("MBOX_ACTION")), 1
+    while not result & done:
+        result, reads = ip.read(_offset("MBOX_ACTION")), reads + 1
+    cycles = sim.cycle - start
+    core = ip.read(_offset("CYCLES"))
+    if ip.read(_offset("CYCLES_UPDATE")) == 0 or result & (1 << fields["ERR_CONFIG"]["bit_offset"]):
+        raise RuntimeError(f"the mailbox decision did not learn or was refused (MBOX_ACTION {result:#x})")
+    start = sim.cycle
+    ip.read(_offset("ID"))
+    read_cycles = sim.cycle - start
+    start = sim.cycle
+    ip.write(_offset("REWARD_KEY"), 0)
+    write_cycles = sim.cycle - start
+    accesses = len(window) + 1 + reads
+    return {"mailbox accesses": accesses, "mailbox[cyc]": cycles, "mailbox CYCLES": core,
+            "mailbox bus[cyc]": cycles - core, "access[cyc]": max(read_cycles, write_cycles),
+            "mailbox goal met": accesses <= N_DIMS + 4
+                                and cycles - core <= accesses * max(read_cycles, write_cycles) + 1}
 
 
 def from_formula(workers: int) -> dict:
@@ -182,6 +220,22 @@ def main(argv: list[str] | None = None) -> int:
                       f"{zcu.fclk_mhz:g} MHz {board_row['state->action[cyc]'] / zcu.fclk_mhz:.3f} us state->action vs "
                       f"OPaL's {OPAL_MEDIAN_US:g} us median on a NIC (which includes its host path; ours excludes the "
                       "DMA and the driver)."]
+    measured = [r for r in rows if "mailbox[cyc]" in r]
+    if measured:
+        lines += ["", "## One decision through the register mailbox (MAILBOX, no DMA)", "",
+                  f"What the driver's `act()` does, simulated: the window burst ({N_DIMS} state words + key + reward), "
+                  "START, then MBOX_ACTION read until DONE (the core holds that read with wait states while it "
+                  "decides). Key 0 with a reward, so the Sarsa update runs. `bus [cyc]` = the decision's simulated "
+                  "cycles minus the core's own (CYCLES: record words, act, update); `access [cyc]` = what one plain "
+                  "register access costs this AXI-Lite bus model. Goal (issue 13): at most state words + 4 bus "
+                  "accesses, costing no more than that many plain accesses (+ 1: the held read is answered the "
+                  "cycle after DONE), plus the core's own cycles.", "",
+                  "| WORKERS | accesses | decision [cyc] | core CYCLES | bus [cyc] | access [cyc] | goal |",
+                  "|---:|---:|---:|---:|---:|---:|---|"]
+        for r in measured:
+            lines.append(f"| {r['workers']} | {r['mailbox accesses']} (<= {N_DIMS + 4}) | {r['mailbox[cyc]']} | "
+                         f"{r['mailbox CYCLES']} | {r['mailbox bus[cyc]']} | {r['access[cyc]']} | "
+                         f"{'met' if r['mailbox goal met'] else 'NOT met'} |")
     lines += ["", "Banks sized to the busiest worker for each row (the counts do not depend on bank depth); the "
                   "busiest worker's tilings set both counts, so the schedule balances tilings (heaviest first, within "
                   "each bank's rows) rather than rows."]

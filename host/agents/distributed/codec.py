@@ -239,8 +239,8 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
         raise ValueError(f"transitions.actions must be integers, not dtype {actions.dtype}")
     out = {
-        "observations": observations.astype(obs_dtype, copy=False),
-        "next_observations": np.asarray(batch["next_observations"]).astype(obs_dtype, copy=False),
+        "observations": observations.astype(obs_dtype),
+        "next_observations": np.asarray(batch["next_observations"]).astype(obs_dtype),
         "actions": actions.astype(np.int64),
         "rewards": np.asarray(batch["rewards"]).astype(np.float32),
         "discounts": np.asarray(batch["discounts"]).astype(np.float32),

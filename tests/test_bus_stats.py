@@ -46,9 +46,8 @@ def test_each_call_costs_what_it_costs():
 @pytest.mark.parametrize("backend", ["emu", "rtl"])
 def test_gae_streams_every_lane_batch_in_one_operation(backend):
     """Issue 13's GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
-    same register accesses for 8 lane-batches as for one on ``emu``, at most 12 in raw mode (on ``rtl`` the same
-    writes); q8 mode adds its four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its
-    own)."""
+    same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 in raw mode; q8 mode adds its
+    four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own)."""
     overlay = RLOverlay(backend=backend, cores=("gae",))
     lanes = overlay.gae.spec.lanes
     rng = np.random.default_rng(0)
@@ -60,10 +59,7 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
         costs[envs, quantize] = bus
     one, many, q8 = costs.values()
     assert many.register_writes == one.register_writes
-    if backend == "emu":
-        assert many.register_accesses == one.register_accesses <= 12
-    else:  # the simulated core takes cycles, more for more batches: the driver polls STATUS while it works
-        assert many.register_reads > one.register_reads
+    assert many.register_accesses == one.register_accesses <= 12  # on rtl the wait lets the known cycles pass
     assert many.dma_bytes_from_pl == batches * one.dma_bytes_from_pl
     assert q8.register_writes == one.register_writes + 4 and q8.register_reads == one.register_reads
 
@@ -81,7 +77,10 @@ def test_a_parsa_decision_fits_its_budget(backend):
         assert (bus.register_reads, bus.register_writes) == (1, 2 + 2 + 1)  # key, reward, 2 state words, START
 
 
-def test_counts_cover_only_the_block_and_rtl_polls_more():
+def test_counts_cover_only_the_block_and_rtl_makes_a_boards_accesses():
+    """On rtl a wait lets the operation's known cycles pass before it polls (then one poll per microsecond of PL
+    time, as a Python loop on the board's ARM manages), so the replay calls keep issue 13's budget there too; a
+    simulated core that took longer than its spec's formula would show up as extra STATUS reads."""
     emu = RLOverlay(backend="emu", cores=("replay",))
     rtl = RLOverlay(backend="rtl", cores=("replay",))
     counts = []
@@ -89,10 +88,38 @@ def test_counts_cover_only_the_block_and_rtl_polls_more():
         overlay.replay.update(np.arange(64), np.ones(64))
         with overlay.bus_stats() as outer:
             bus = steady(overlay, lambda: overlay.replay.sample(32))
-        assert outer.register_reads >= 2 * bus.register_reads > 0  # the block's own calls only, twice
-        counts.append(bus)
-    assert counts[0].dma_transfers == counts[1].dma_transfers == 1
-    assert counts[1].register_reads > counts[0].register_reads  # the simulated core takes cycles: STATUS polled
+            update = steady(overlay, lambda: overlay.replay.update(np.arange(32), np.full(32, 0.5)))
+        assert outer.register_reads >= 2 * (bus.register_reads + update.register_reads) > 0  # the block's own
+        counts.append((bus, update))
+    (emu_sample, emu_update), (rtl_sample, rtl_update) = counts
+    assert emu_sample.dma_transfers == rtl_sample.dma_transfers == 1
+    assert rtl_sample.as_dict() == emu_sample.as_dict() and rtl_update.as_dict() == emu_update.as_dict()
+    assert max(rtl_sample.register_accesses, rtl_update.register_accesses) <= 8
+
+
+def test_an_rtl_wait_polls_once_per_microsecond_of_pl_time():
+    """A core slower than its formula (the output stream held back) is polled every ``poll_cycles``: a handful of
+    extra STATUS reads, not one per bus turnaround."""
+    from pynq_rl.host.backends.rtl import RtlCoreIP
+    overlay = RLOverlay(backend="rtl", cores=("replay",))
+    device = overlay.device
+    assert device.poll_cycles == 100  # the Pynq-Z2's 100 MHz
+    overlay.replay.update(np.arange(64), np.ones(64))
+    steady(overlay, lambda: overlay.replay.sample(32))
+    stream_out, calls = RtlCoreIP.stream_out, [0]
+
+    def slow(self, max_bytes):  # nothing for the first 1,000 cycles' worth of polls
+        calls[0] += 1
+        return stream_out(self, max_bytes) if device.simulation.cycle >= start + 1000 else (np.zeros(0, np.uint8),
+                                                                                          False)
+    RtlCoreIP.stream_out = slow
+    try:
+        start = device.simulation.cycle
+        with overlay.bus_stats() as bus:
+            overlay.replay.sample(32)
+    finally:
+        RtlCoreIP.stream_out = stream_out
+    assert 5 + 5 <= bus.register_reads <= 5 + 15  # ~1,000 cycles of delay at one poll per 100 cycles
 
 
 def test_parameters_are_written_once_and_rewritten_after_a_reset():

@@ -33,6 +33,8 @@ _PERIOD = 8
 
 #: Cycles a bus access to a non-simulated IP (the DMA register model) is charged, as the interconnect would.
 _DMA_ACCESS_CYCLES = 4
+#: microseconds between two polls of a waiting driver on a board (see :attr:`RtlDevice.poll_cycles`)
+POLL_INTERVAL_US = 1.0
 
 
 class SimulationEnded(RuntimeError):
@@ -253,10 +255,30 @@ class RtlDevice(EmulatedDevice):
                          lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
                          tag=f"rtl{next(_serial)}:{board_spec.name}")
 
-    def cycle_deadline(self, cycles: int) -> CycleDeadline:
-        """A deadline ``cycles`` simulated clock cycles from now: the drivers wait in the simulation's time, which
-        passes only as they poll, so a wait's outcome does not depend on how fast the host runs the simulation."""
-        return CycleDeadline(lambda: self.simulation.cycle, cycles)
+    @property
+    def poll_cycles(self) -> int:
+        """PL cycles between two polls of a waiting driver: one poll per microsecond, about what a Python loop of
+        register reads achieves on the board's ARM, so rtl waits make the accesses a board would."""
+        return max(1, round(self.board.fclk_mhz * POLL_INTERVAL_US))
+
+    def cycle_deadline(self, cycles: int, expected: int = 0) -> CycleDeadline:
+        """A deadline ``cycles`` simulated clock cycles from now, for an operation known to take ``expected``.
+
+        The drivers wait in the simulation's time, so a wait's outcome does not depend on how fast the host runs
+        the simulation: the wait lets ``expected`` cycles pass (:meth:`idle`), then polls every
+        :attr:`poll_cycles`."""
+        return CycleDeadline(lambda: self.simulation.cycle, cycles, idle=self.idle, expected=expected,
+                             poll_cycles=self.poll_cycles)
+
+    def idle(self, cycles: int) -> None:
+        """Let ``cycles`` clock cycles pass without a bus access, the DMAs moving their streams meanwhile (a DMA
+        transfer under way may carry the simulation past them)."""
+        end = self.simulation.cycle + int(cycles)
+        while self.simulation.cycle < end:
+            self.service()
+            remaining = end - self.simulation.cycle
+            if remaining > 0:
+                self.simulation.tick(1 if any(dma.busy for dma in self.dmas.values()) else remaining)
 
     def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
         """Bus reads; a read of a non-simulated IP costs a few cycles, then the DMAs move what they can."""

@@ -231,14 +231,15 @@ class StreamCore(DefaultIP):
     def _deadline(self, timeout_s: float | None, cycles: int) -> Deadline:
         """The deadline of an operation known to take ``cycles`` cycles of the PL clock.
 
-        A device that simulates the PL offers ``cycle_deadline(cycles)`` (the ``rtl`` backend): the budget is then
-        ``RTL_MARGIN * cycles + RTL_SLACK_CYCLES`` simulated cycles. Anywhere else it is ``timeout_s`` (None: the
-        driver's :attr:`timeout_s`) of wall-clock time.
+        A device that simulates the PL offers ``cycle_deadline(budget, expected)`` (the ``rtl`` backend): the budget
+        is then ``RTL_MARGIN * cycles + RTL_SLACK_CYCLES`` simulated cycles, and the wait lets the ``cycles`` the
+        operation is known to take pass before it polls. Anywhere else it is ``timeout_s`` (None: the driver's
+        :attr:`timeout_s`) of wall-clock time.
         """
         timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
         cycle_deadline = getattr(self.device, "cycle_deadline", None)
         if cycle_deadline is not None:
-            return cycle_deadline(self.RTL_MARGIN * int(cycles) + self.RTL_SLACK_CYCLES)
+            return cycle_deadline(self.RTL_MARGIN * int(cycles) + self.RTL_SLACK_CYCLES, expected=int(cycles))
         return WallClockDeadline(timeout_s)
 
     def _wait_done(self, deadline: Deadline, describe: Callable[[], str]) -> int:

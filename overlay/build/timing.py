@@ -236,8 +236,7 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
             if reduced(current) is None:
                 row["ecp5_status"] = f"TimeoutExpired: {str(exc).splitlines()[0]}"
             else:
-                row["ecp5_status"] = (f"place and route not finished in {exc.timeout:.0f} s (nextpnr stopped; "
-                                      "routing congested)")
+                row["ecp5_status"] = f"place and route not finished in {exc.timeout:.0f} s (nextpnr stopped)"
                 next_build = reduced(current, f"reduced: the full build did not route in {exc.timeout:.0f} s")
             log(f"{current.top}: ECP5 {row['ecp5_status']}; next: {next_build.top if next_build else 'nothing'}")
         except (RuntimeError, ValueError, FileNotFoundError) as exc:

@@ -84,7 +84,6 @@ class ParsaCore(StreamCore):
         self.config: ParsaConfig | None = None
         self.strict = False
         self._options: int | None = None  # OPTIONS as last written by this driver
-        self._mailbox_word = self.registers[S.PARSA_MBOX_WINDOW[0]]["address_offset"] // 4  # MBOX_KEY's word index
         fields = self.registers["MBOX_ACTION"]["fields"]
         # MBOX_ACTION's STATUS flags are consecutive fields (spec.PARSA_MBOX_FLAGS): every value -> its Status
         self._mailbox_flags_lo = fields[S.PARSA_MBOX_FLAGS[0]]["bit_offset"]
@@ -291,8 +290,7 @@ class ParsaCore(StreamCore):
             self._mailbox_cycles = (cfg, self._record_cycles(cfg) + self.spec.state_record_words(cfg.layout.n_dims))
         deadline = self._deadline(timeout_s, self._mailbox_cycles[1])
         self._write_options(self.online, False)
-        # one burst; a list, which every mmio.array takes (a board's numpy view, PYNQ's REGISTER_RW tinynumpy array)
-        self.mmio.array[self._mailbox_word:self._mailbox_word + len(words)] = words
+        self._write_burst(S.PARSA_MBOX_WINDOW[0], words)
         self._start(S.ParsaMode.MAILBOX)
         try:
             result = wait_until(lambda: self._reg("MBOX_ACTION"), lambda value: bool(value & self._mailbox_done),

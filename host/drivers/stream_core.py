@@ -120,10 +120,11 @@ class StreamCore(DefaultIP):
     def _write(self, name: str, value: int) -> None:
         self._array[self._words[name]] = int(value) & 0xFFFF_FFFF
 
-    def _write_burst(self, first: str, words) -> None:
-        """Write ``words`` to consecutive registers from ``first`` with one slice assignment (a bus burst)."""
+    def _write_burst(self, first: str, words: list[int]) -> None:
+        """Write ``words`` (ints in [0, 2**32)) to consecutive registers from ``first`` with one slice assignment (a
+        bus burst). A list, which every ``mmio.array`` takes: a board's numpy view, the emulated window, PYNQ's
+        ``REGISTER_RW`` tinynumpy array (converting one record to numpy first would cost more than the bus)."""
         start = self._words[first]
-        words = np.asarray(words, dtype=np.uint32)
         self._array[start:start + len(words)] = words
 
     def _write_parameter(self, name: str, value: int) -> None:

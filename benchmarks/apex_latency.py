@@ -61,12 +61,13 @@ def _actor(layout: str, address: str, index: int, push_batch: int, push_hz: floa
     """One actor process: push at a fixed rate until ``stop``; report push latencies (s) when measuring started."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from pynq_rl.host.agents.distributed.client import ReplayClient
+    from pynq_rl.host.agents.distributed.pacing import FixedRate
     from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher
     rng = np.random.default_rng(1000 + index)
     host, port = address.rsplit(":", 1)
     pusher = ReplayClient(address, actor_id=f"bench{index}") if layout.startswith("in-network") else \
         RedisActorPusher(host, int(port))
-    latencies, period, next_time = [], 1.0 / push_hz, time.monotonic()
+    latencies, pace = [], FixedRate(push_hz)
     while not stop.is_set():
         batch = _batch(rng, push_batch)
         priorities = rng.random(push_batch) + 0.01
@@ -74,12 +75,7 @@ def _actor(layout: str, address: str, index: int, push_batch: int, push_hz: floa
         pusher.push(batch, priorities)
         if ready.is_set():
             latencies.append(time.perf_counter() - t0)
-        next_time += period
-        delay = next_time - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        else:
-            next_time = time.monotonic()
+        pace.wait()
     pusher.close()
     results.put((index, latencies))
 

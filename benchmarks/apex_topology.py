@@ -141,6 +141,7 @@ def _wait_redis(host: str, timeout_s: float = 30.0):
 def role_actor(config: dict) -> None:
     """Push at a fixed rate until SIGTERM; then write ``[(monotonic time, latency s), ...]`` to ``config["out"]``."""
     from pynq_rl.host.agents.distributed.client import ReplayClient
+    from pynq_rl.host.agents.distributed.pacing import FixedRate
     from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
@@ -153,7 +154,7 @@ def role_actor(config: dict) -> None:
     else:
         pusher = ReplayClient(f"{config['host']}:{SERVER_PORT}", actor_id=f"actor{config['index']}",
                               compression="gzip" if compressed else None)
-    records, period, next_time, k = [], 1.0 / config["push_hz"], time.monotonic(), 0
+    records, pace, k = [], FixedRate(config["push_hz"]), 0
     while not stop:
         batch = pool[k % len(pool)]
         k += 1
@@ -161,12 +162,7 @@ def role_actor(config: dict) -> None:
         t0 = time.perf_counter()
         pusher.push(batch, priorities)
         records.append((time.monotonic(), time.perf_counter() - t0))
-        next_time += period
-        delay = next_time - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        else:
-            next_time = time.monotonic()
+        pace.wait()
     pusher.close()
     Path(config["out"]).write_text(json.dumps(records))
 

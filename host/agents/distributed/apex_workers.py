@@ -25,6 +25,7 @@ import torch.optim as optim
 from ..dqn import linear_schedule
 from ..torch_nets import QNetwork
 from .client import NotReady, PrefetchingSampler, ReplayClient
+from .pacing import FixedRate
 from .server import ReplayServer
 from .service import serve
 
@@ -229,8 +230,7 @@ class _ApexActor:
             The replay server stayed unreachable for the client's retry budget.
         """
         episodes = []
-        period = 1.0 / self.args.actor_max_sps if self.args.actor_max_sps > 0 else 0.0
-        next_time = time.monotonic()
+        pace = FixedRate(self.args.actor_max_sps)
         for _ in range(int(steps)):
             if self.rng.random() < self.epsilon:
                 action = int(self.rng.integers(self.env.action_space.n))
@@ -255,13 +255,7 @@ class _ApexActor:
                 self._flush()
             if self.steps % self.args.weight_sync_steps == 0:
                 self._pull_weights()
-            if period:
-                next_time += period
-                delay = next_time - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                else:
-                    next_time = time.monotonic()
+            pace.wait()
         return {"actor": self.index, "incarnation": self.incarnation, "pid": os.getpid(), "episodes": episodes,
                 "steps": self.steps,
                 "pushes": self.pushes, "epsilon": self.epsilon, "retries": self.client.retries}

@@ -240,3 +240,22 @@ def test_benchmark_refuses_without_root_with_one_line(monkeypatch):
                                    "benchmark")
     with pytest.raises(PermissionError, match="need root"):
         _netns.Topology(1)
+
+
+def test_fixed_rate_sleeps_to_the_next_tick_and_rebases_when_late(monkeypatch):
+    from pynq_rl.host.agents.distributed import pacing
+    now, slept = [100.0], []
+    monkeypatch.setattr(pacing.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(pacing.time, "sleep", lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    pace = pacing.FixedRate(4.0)                 # ticks at 100.25, 100.5, ...
+    now[0] += 0.05
+    pace.wait()
+    assert slept == [pytest.approx(0.2)]
+    now[0] += 1.0                                # an iteration 1 s late: no burst through the missed ticks
+    pace.wait()
+    assert len(slept) == 1
+    pace.wait()                                  # the schedule restarted at "now"
+    assert slept[-1] == pytest.approx(0.25)
+    unpaced = pacing.FixedRate(0.0)
+    unpaced.wait()
+    assert len(slept) == 2

@@ -1,4 +1,5 @@
-"""Bus traffic of each driver call: register words read and written, DMA transfers and bytes, on ``emu`` and ``rtl``.
+"""Bus traffic of each driver call: host MMIO calls, register words read and written, DMA transfers and bytes, on
+``emu`` and ``rtl``.
 
 On a Zynq each Python MMIO access costs about a microsecond or more from the ARM and a DMA transfer a descriptor
 write plus completion polling, so these counts are a driver call's fixed cost on a board, whatever the core does.
@@ -7,12 +8,13 @@ before it is counted, so parameters unchanged since the last call are not the co
 at once (the model finishes between two accesses); on ``rtl`` the core takes simulated cycles, so the driver polls
 STATUS and the DMA more often while it works: the difference is the polling a real core would see.
 
-The calls (Pynq-Z2 build, each core alone on rtl):
+The calls (Pynq-Z2 build unless named, each core alone):
 
-* ``parsa.act``: one record (MountainCar's shape: 2 dims, 8 tilings x 8x8 tiles, 3 actions) with a reward;
+* ``parsa.act``: one record (MountainCar's shape: 2 dims, 8 tilings x 8x8 tiles, 3 actions) with a reward; on
+  ``emu`` also OPaL's DDoS shape (20 dims, 136 tilings, 10 actions) on the ZCU106 build;
 * ``replay.sample(256)`` and ``replay.update(256)``: a batch of 256 with 4,096 stored priorities;
 * ``gae.compute``: 64 envs x 1,024 steps on ``emu`` (8 lane-batches of this 8-lane build, streamed in one
-  operation); 24 x 64 (3 lane-batches) on ``rtl``.
+  operation); 24 x 64 (3 lane-batches) on ``rtl``; raw fixed point and q8 codes.
 
 Run: ``python benchmarks/bus_costs.py [--out benchmarks/results] [--no-rtl]``. Writes ``bus_costs.json`` and
 ``bus_costs.md``.
@@ -29,12 +31,12 @@ from _common import environment, write_results
 from pynq_rl import RLOverlay
 
 MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
-COLUMNS = ["register_reads", "register_writes", "register_accesses", "dma_transfers", "dma_bytes_to_pl",
-           "dma_bytes_from_pl"]
+COLUMNS = ["register_calls", "register_reads", "register_writes", "register_accesses", "dma_transfers",
+           "dma_bytes_to_pl", "dma_bytes_from_pl"]
 
 
 def calls(backend: str) -> dict:
-    """name -> (core, setup, call) of the driver calls counted on ``backend``."""
+    """name -> (core, setup, call, board) of the driver calls counted on ``backend``."""
     envs, steps = (64, 1024) if backend == "emu" else (24, 64)
     rng = np.random.default_rng(0)
     rewards, values = rng.normal(size=(steps, envs)), rng.normal(size=(steps + 1, envs))
@@ -44,23 +46,41 @@ def calls(backend: str) -> dict:
         core.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), alpha=0.3 / 8, epsilon=0.0, frac_bits=6)
         core.act([-0.5, 0.0])
 
+    rollouts = iter(range(1 << 30))
+
+    def q8_rollout(core):  # each call a new rollout, so a new q8 block (its scale registers change), as in training
+        scale = 1.0 + 0.25 * (next(rollouts) % 4)
+        core.compute(scale * rewards, scale * values, dones, quantize=True)
+
+    def opal_setup(core):
+        from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
+        core.configure(OPAL_DDOS_TILING, 10, (np.zeros(20), np.ones(20)), epsilon=0.0)
+        core.act(np.full(20, 0.5))
+
     def replay_setup(core):
         core.update(np.arange(4096), rng.random(4096) + 0.01)
 
+    wide = {} if backend == "rtl" else {  # 136 tilings on the ZCU106 build: minutes of MyHDL to configure
+        "parsa.act (1 record, OPaL's 20 dims, ZCU106)": ("parsa", opal_setup,
+                                                         lambda core: core.act(np.linspace(0.05, 0.95, 20), 1.0),
+                                                         "ZCU106")}
     return {
-        "parsa.act (1 record)": ("parsa", parsa_setup, lambda core: core.act([-0.4, 0.01], -1.0)),
-        "replay.sample(256)": ("replay", replay_setup, lambda core: core.sample(256)),
+        "parsa.act (1 record)": ("parsa", parsa_setup, lambda core: core.act([-0.4, 0.01], -1.0), "Pynq-Z2"),
+        **wide,
+        "replay.sample(256)": ("replay", replay_setup, lambda core: core.sample(256), "Pynq-Z2"),
         "replay.update(256)": ("replay", replay_setup,
-                               lambda core: core.update(np.arange(256), np.full(256, 0.5))),
-        f"gae.compute ({envs} envs x {steps} steps)": ("gae", lambda core: None,
-                                                      lambda core: core.compute(rewards, values, dones)),
+                               lambda core: core.update(np.arange(256), np.full(256, 0.5)), "Pynq-Z2"),
+        f"gae.compute raw ({envs} envs x {steps} steps)": ("gae", lambda core: None,
+                                                          lambda core: core.compute(rewards, values, dones,
+                                                                                    quantize=False), "Pynq-Z2"),
+        f"gae.compute q8 ({envs} envs x {steps} steps, new data)": ("gae", lambda core: None, q8_rollout, "Pynq-Z2"),
     }
 
 
 def measure(backend: str) -> list[dict]:
     rows = []
-    for name, (core_name, setup, call) in calls(backend).items():
-        overlay = RLOverlay(backend=backend, cores=(core_name,))
+    for name, (core_name, setup, call, board) in calls(backend).items():
+        overlay = RLOverlay(backend=backend, board=board, cores=(core_name,))
         core = getattr(overlay, core_name)
         setup(core)
         call(core)                                       # steady state: the call once before it is counted
@@ -82,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     lines = ["# Bus traffic per driver call", "",
              f"`benchmarks/bus_costs.py`, {env['date']}, commit `{env['git_describe']}`: counted by the emulated device "
-             "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. Register words are 32-bit AXI-Lite accesses "
-             "(the cores' and the DMAs' registers); `wall` is this machine's time for the counted call, not a board's.",
+             "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. `register_calls` are the host's MMIO operations "
+             "(one per single-word access, one per burst into `mmio.array`: the microseconds on a board's ARM, and "
+             "what issue 13's budgets count); register words are 32-bit AXI-Lite transactions (the cores' and the "
+             "DMAs' registers, a few PL cycles each); `wall` is this machine's time for the counted call, not a "
+             "board's.",
              "", "| backend | call | " + " | ".join(COLUMNS) + " | wall [ms] |",
              "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
     lines += [f"| {r['backend']} | {r['call']} | " + " | ".join(f"{r[c]:,}" for c in COLUMNS)

@@ -2,7 +2,13 @@
 
 On a Zynq every Python MMIO access is an AXI-Lite transaction of a microsecond or more from the ARM, and every DMA
 transfer a descriptor write plus completion polling, so the number of accesses a driver call makes is its fixed cost
-on a board, whatever the core does. The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through
+on a board, whatever the core does. Two counts of register traffic are kept, because they cost differently:
+
+* **words** (``register_reads``, ``register_writes``): 32-bit AXI-Lite transactions on the bus, a few PL cycles each;
+* **calls** (``register_calls``): Python-level MMIO operations on the ARM, the microseconds: ``int(mmio.array[i])``,
+  ``mmio.array[i] = w`` or one burst ``mmio.array[a:b] = words`` (a numpy copy into the mapping, one call however
+  many words it moves). Issue 13's budgets ("state words, reward and key written as one burst, START, DONE polled,
+  ACTION read": <= 8) count calls; the tables give both. The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through
 ``read_registers`` / ``write_registers``) and count them here; :meth:`RLOverlay.bus_stats` exposes the counts of a
 block of driver calls.
 """
@@ -21,12 +27,15 @@ DMA_LENGTH_OFFSETS = {AXI_DMA_REGISTERS["MM2S_LENGTH"]["address_offset"]: "mm2s"
 
 @dataclasses.dataclass
 class BusStats:
-    """Counts of bus traffic (32-bit register words, DMA transfers and their bytes) between two moments."""
+    """Counts of bus traffic (32-bit register words, host MMIO calls, DMA transfers and their bytes) between two
+    moments."""
 
     register_reads: int = 0
     """32-bit words read over AXI-Lite (cores' and DMAs' registers)"""
     register_writes: int = 0
     """32-bit words written over AXI-Lite"""
+    register_calls: int = 0
+    """MMIO operations made by the host: one per single-word access and one per burst (a slice of ``mmio.array``)"""
     dma_transfers: int = 0
     """DMA transfers started (a write to MM2S_LENGTH or S2MM_LENGTH)"""
     dma_bytes_to_pl: int = 0
@@ -36,12 +45,17 @@ class BusStats:
 
     @property
     def register_accesses(self) -> int:
-        """Reads plus writes: the fixed cost of a call on a board, about a microsecond each from Python."""
+        """Register words read plus written: the AXI-Lite transactions a call makes (a few PL cycles each)."""
         return self.register_reads + self.register_writes
 
     def count_read(self, words: int) -> None:
-        """Record ``words`` register words read."""
+        """Record one host read call of ``words`` register words."""
         self.register_reads += words
+        self.register_calls += 1
+
+    def count_burst(self) -> None:
+        """Record one host write call (its words are counted one by one by :meth:`count_write`)."""
+        self.register_calls += 1
 
     def count_write(self, words: int, dma_offset: int | None = None, value: int = 0) -> None:
         """Record ``words`` register words written; ``dma_offset`` is the offset in a DMA's window, if it is one."""

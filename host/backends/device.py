@@ -163,14 +163,15 @@ class EmulatedDevice(pynq.Device):
         return RegisterWindow(self, ip, length // 4, base_addr - base)
 
     def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
-        """``count`` register words of ``ip`` from byte ``offset`` (counted as ``count`` bus reads)."""
+        """``count`` register words of ``ip`` from byte ``offset`` (one host call of ``count`` bus reads)."""
         self.bus.count_read(count)
         return [ip.read(offset + 4 * i) for i in range(count)]
 
     def write_words(self, ip: RegisterFile, offset: int, words: list[int]) -> None:
-        """Write ``words`` to ``ip`` from byte ``offset`` (one burst, counted per word); then let the DMAs move
-        whatever can move."""
+        """Write ``words`` to ``ip`` from byte ``offset`` (one burst: one host call, its words counted one by one);
+        then let the DMAs move whatever can move."""
         is_dma = isinstance(ip, AxiDmaModel)
+        self.bus.count_burst()
         for i, value in enumerate(words):
             ip.write(offset + 4 * i, value)
             self.bus.count_write(1, offset + 4 * i if is_dma else None, value)

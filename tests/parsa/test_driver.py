@@ -160,6 +160,9 @@ def test_tiling_json_round_trip(tmp_path):
     assert load_tiling(str(path)) == layout
     with pytest.raises(ValueError, match="unknown"):
         load_tiling({"tilings": [], "colour": 1})
+    for not_a_file in ("0", "", str(tmp_path), str(tmp_path / "missing.json")):  # found by test_bad_input's fuzzer
+        with pytest.raises(ValueError, match="neither a JSON object nor a readable JSON file"):
+            load_tiling(not_a_file)
 
 
 def test_opal_shape_fits_the_zcu106_build():

@@ -107,7 +107,9 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
     assert set(killed) == set(restarted) == {"actor", "replay", "learner"}
     assert all(restarted[name] != killed[name] for name in killed)  # Ray restarted each in a new process
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 300  # training went on
-    assert summary["actor_restarts"] >= 1  # the task lost with the actor, resubmitted to its new incarnation
+    # the new incarnation ran chunks; its task in flight was lost and resubmitted (actor_restarts 1), unless the
+    # chunk had already returned between the driver's wait and the kill (a CI run saw that: actor_restarts 0)
+    assert summary["actor_incarnations"] >= args.num_actors + 1 and summary["actor_restarts"] <= 1
     assert summary["learner_restarts"] == 1  # the lost chunk was resubmitted; the learner resumed from its state
     rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "metrics.csv")))
     resumed = [int(row["updates"]) for row in rows if row["resumed"] == "True"]

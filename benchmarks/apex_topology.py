@@ -21,8 +21,10 @@ Layouts (same actors, same pushes, same learner loop):
   replay core on ``emu``): before each sample it pulls everything queued, so every transition crosses its link.
 
 Payloads: ``cartpole`` (4 float32 per observation), ``atari`` (4x84x84 uint8 frame stacks, stored and shipped as
-uint8) and ``atari-zlib`` (the same frames, compressed on the wire: gRPC gzip on pushes and sampled replies, zlib on
-each Redis blob, level 1). The frames are synthetic Breakout-like screens (walls, brick rows with random gaps, paddle and
+uint8) and ``atari-zlib`` (the same frames compressed once, by the actor, in both layouts: each transition's
+observation and next observation as one zlib stream at level 6, ``codec.pack_batch``; the replay server
+(``--obs-dtype zlib``) and the Redis learner's replay store the rows as they came, and the learner decompresses only
+the batch it samples). The frames are synthetic Breakout-like screens (walls, brick rows with random gaps, paddle and
 ball; four consecutive frames per stack), so that they compress like game screens rather than noise; the measured
 compression ratio is in the results.
 
@@ -54,7 +56,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -64,8 +65,8 @@ import _netns  # noqa: E402
 
 LAYOUTS = ("in-network", "in-network+prefetch", "redis")
 PAYLOADS = ("cartpole", "atari", "atari-zlib")
-OBS = {"cartpole": ((4,), "float32"), "atari": ((4, 84, 84), "uint8"), "atari-zlib": ((4, 84, 84), "uint8")}
-"""per payload: observation shape and dtype"""
+OBS = {"cartpole": ((4,), "float32"), "atari": ((4, 84, 84), "uint8"), "atari-zlib": ((4, 84, 84), "zlib")}
+"""per payload: observation shape and how the replay stores it (``zlib``: the actors' packed rows)"""
 SERVER_PORT, REDIS_PORT = 50051, 6379
 
 
@@ -112,13 +113,15 @@ def make_batch(payload: str, rng: np.random.Generator, n: int) -> dict[str, np.n
 
 
 def compression_ratio(rng: np.random.Generator, n: int = 50) -> float:
-    """Serialized size / zlib-compressed size (level 1) of one pushed Atari batch (what ``atari-zlib`` saves)."""
+    """Serialized size of one pushed Atari batch, raw / packed (:func:`codec.pack_batch`: what ``atari-zlib``
+    saves)."""
     from pynq_rl.host.agents.distributed import codec
     from pynq_rl.host.agents.distributed import replay_pb2 as pb
-    request = pb.PushRequest()
-    codec.encode_transitions(make_batch("atari", rng, n), request.transitions)
-    blob = request.SerializeToString()
-    return len(blob) / len(zlib.compress(blob, 1))
+    batch = make_batch("atari", rng, n)
+    raw, packed = pb.Transitions(), pb.Transitions()
+    codec.encode_transitions(batch, raw)
+    codec.encode_transitions(codec.pack_batch(batch), packed)
+    return raw.ByteSize() / packed.ByteSize()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -140,6 +143,7 @@ def _wait_redis(host: str, timeout_s: float = 30.0):
 
 def role_actor(config: dict) -> None:
     """Push at a fixed rate until SIGTERM; then write ``[(monotonic time, latency s), ...]`` to ``config["out"]``."""
+    from pynq_rl.host.agents.distributed import codec
     from pynq_rl.host.agents.distributed.client import ReplayClient
     from pynq_rl.host.agents.distributed.pacing import FixedRate
     from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher
@@ -153,7 +157,7 @@ def role_actor(config: dict) -> None:
         pusher = RedisActorPusher(config["host"], REDIS_PORT, compress=compressed)
     else:
         pusher = ReplayClient(f"{config['host']}:{SERVER_PORT}", actor_id=f"actor{config['index']}",
-                              compression="gzip" if compressed else None)
+                              pack_frames=codec.FRAME_LEVEL if compressed else None)
     records, pace, k = [], FixedRate(config["push_hz"]), 0
     while not stop:
         batch = pool[k % len(pool)]
@@ -187,8 +191,7 @@ def role_learner(config: dict) -> None:
                                     obs_dtype=obs_dtype, compressed=compressed)
         sample, update, close = replay.sample, replay.update_priorities, replay.close
     else:
-        client = ReplayClient(f"{config['host']}:{SERVER_PORT}", timeout_s=60.0,
-                              compression="gzip" if compressed else None)
+        client = ReplayClient(f"{config['host']}:{SERVER_PORT}", timeout_s=60.0)
         if layout == "in-network+prefetch":
             sampler = PrefetchingSampler(client, batch_size)
 
@@ -253,8 +256,6 @@ def _start_replay_node(topology: _netns.Topology, layout: str, payload: str, cap
     argv = [sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address", f"0.0.0.0:{SERVER_PORT}",
             "--backend", "emu", "--capacity", str(capacity), "--obs-shape", *map(str, obs_shape), "--obs-dtype",
             obs_dtype, "--seed", "1"]
-    if payload.endswith("zlib"):
-        argv += ["--compression", "gzip"]
     process = subprocess.Popen(topology.command(topology.replay, *argv), stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     line = process.stdout.readline()
@@ -352,7 +353,9 @@ def to_markdown(results: list[dict], meta: dict) -> str:
              f"{meta['push_batch']} transitions {meta['push_hz']} times/s; the learner samples batches of "
              f"{meta['batch']}, models its gradient step as {meta['step_ms']} ms and updates priorities, for "
              f"{meta['duration_s']} s per cell after {meta['warmup_s']} s of warm-up. Replay core `emu` on both "
-             f"layouts. Atari batches (50 transitions) compress {meta['atari_zlib_ratio']:.1f}x with zlib. Load "
+             f"layouts. Atari batches (50 transitions) compress {meta['atari_zlib_ratio']:.1f}x packed (atari-zlib: "
+             f"one zlib stream per transition, level 6, made by the actor in both layouts; the replay stores the "
+             f"rows, the learner unpacks its samples). Load "
              f"average at the end: {', '.join(f'{x:.1f}' for x in meta['load_average'])} (2 shared cores).", "",
              "| profile | payload | actors | layout | sample p50 [ms] | sample p99 [ms] | samples | push p50 [ms] "
              "| push p99 [ms] | pushes | learner-link bytes / update | updates/s |",

@@ -82,6 +82,10 @@ class ReplayClient:
     compression : str, optional
         ``"gzip"`` or ``"deflate"``: gRPC compresses every request (pushes: Atari frames shrink 10x or more); None:
         none. What the server sends back is compressed as the server is configured (:func:`.service.serve`).
+    pack_frames : int, optional
+        A zlib level: pack each pushed batch's uint8 frames at it (:func:`.codec.pack_batch`, for a server with
+        ``obs_dtype="zlib"``), so they are compressed once, here, and never again. None: push observations as given
+        (a batch already packed is sent as is either way). Sampled packed frames are always unpacked on arrival.
 
     Attributes
     ----------
@@ -91,7 +95,8 @@ class ReplayClient:
 
     def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0,
                  token: str | None = None, tls_ca: str | os.PathLike | None = None,
-                 tls_server_name: str | None = None, compression: str | None = None) -> None:
+                 tls_server_name: str | None = None, compression: str | None = None,
+                 pack_frames: int | None = None) -> None:
         import grpc
         self._grpc = grpc
         self.address = address
@@ -112,6 +117,9 @@ class ReplayClient:
             if tls_server_name is not None:
                 self._options.append(("grpc.ssl_target_name_override", tls_server_name))
         self._compression = codec.grpc_compression(compression)
+        if pack_frames is not None and not (isinstance(pack_frames, (int, np.integer)) and 0 <= pack_frames <= 9):
+            raise ValueError(f"pack_frames must be None or a zlib level 0-9, not {pack_frames!r}")
+        self.pack_frames = pack_frames
         self._channel = None
         self._connect()
 
@@ -191,6 +199,8 @@ class ReplayClient:
             No acknowledgement within ``retry_s``.
         """
         codes = self._grpc.StatusCode
+        if self.pack_frames is not None and "frames" not in transitions:
+            transitions = codec.pack_batch(transitions, self.pack_frames)
         request = pb.PushRequest(actor_id=self.actor_id, sequence=next(self._sequence) if self.actor_id else 0)
         codec.encode_transitions(transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
@@ -265,6 +275,8 @@ class ReplayClient:
 
 def _decode_sample(reply: pb.SampleReply) -> dict[str, np.ndarray]:
     batch = codec.decode_transitions(reply.transitions)
+    if "frames" in batch:
+        batch = codec.unpack_batch(batch)
     batch["indices"] = codec.from_tensor(reply.indices, "indices")
     batch["weights"] = codec.from_tensor(reply.weights, "weights")
     batch["versions"] = codec.from_tensor(reply.versions, "versions")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import zlib
 from typing import Any, Mapping
 
 import numpy as np
@@ -102,8 +101,8 @@ class RedisActorPusher:
     key : str
         The list.
     compress : bool
-        zlib-compress each serialized batch (level 1: fast) before pushing it (the learner's side must be told:
-        ``compressed``).
+        Pack each batch's frames (:func:`.codec.pack_batch`: one zlib stream per transition, the in-network actors'
+        format) before pushing it (the learner's side must be told: ``compressed``).
     """
 
     def __init__(self, host: str, port: int, key: str = DEFAULT_KEY, compress: bool = False) -> None:
@@ -115,10 +114,9 @@ class RedisActorPusher:
     def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray) -> int:
         """Serialize and ``RPUSH`` one batch; returns the list length after the push."""
         request = pb.PushRequest()
-        codec.encode_transitions(transitions, request.transitions)
+        codec.encode_transitions(codec.pack_batch(transitions) if self.compress else transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
-        blob = request.SerializeToString()
-        return int(self.redis.rpush(self.key, zlib.compress(blob, 1) if self.compress else blob))
+        return int(self.redis.rpush(self.key, request.SerializeToString()))
 
     def close(self) -> None:
         """Close the connection."""
@@ -139,7 +137,9 @@ class RedisLearnerReplay:
     obs_dtype : str
         How observations are stored (``"float32"`` or ``"uint8"`` frames, as :class:`~.server.ReplayServer`).
     compressed : bool
-        The actors zlib-compress their batches (:class:`RedisActorPusher` ``compress``): decompress each one.
+        The actors pack their frames (:class:`RedisActorPusher` ``compress``): the local replay keeps the packed
+        rows (``obs_dtype`` ``"zlib"``, whatever ``obs_dtype`` says) and :meth:`sample` unpacks the sampled ones, as
+        the in-network learner does.
 
     Attributes
     ----------
@@ -156,7 +156,8 @@ class RedisLearnerReplay:
         self.redis = redis.Redis(host=host, port=port)
         self.key = key
         self.compressed = bool(compressed)
-        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, board=board, seed=seed, obs_dtype=obs_dtype)
+        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, board=board, seed=seed,
+                                   obs_dtype="zlib" if self.compressed else obs_dtype)
         self.pulled_batches = 0
 
     def pull(self) -> int:
@@ -167,7 +168,7 @@ class RedisLearnerReplay:
         blobs, _ = pipe.execute()
         moved = 0
         for blob in blobs:
-            request = pb.PushRequest.FromString(zlib.decompress(blob) if self.compressed else blob)
+            request = pb.PushRequest.FromString(blob)
             moved += self.replay.insert(codec.decode_transitions(request.transitions),
                                         codec.from_tensor(request.priorities, "priorities"))
         self.pulled_batches += len(blobs)
@@ -176,7 +177,8 @@ class RedisLearnerReplay:
     def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
         """Pull what the actors pushed, then sample locally (the learner's sample latency includes the pull)."""
         self.pull()
-        return self.replay.sample(batch_size, beta)
+        batch = self.replay.sample(batch_size, beta)
+        return codec.unpack_batch(batch) if self.compressed else batch
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
                           versions: np.ndarray | None = None) -> dict[str, int]:

@@ -131,7 +131,8 @@ class ReplayServer:
     obs_dtype : str
         How observations are stored and sampled (:data:`codec.OBS_DTYPES`): ``"float32"`` (vectors; pushes are
         converted) or ``"uint8"`` (Atari frames, 4x84x84: pushes must be uint8, a quarter of the bytes of float32 in
-        memory and on the wire).
+        memory and on the wire), or ``"zlib"`` (uint8 frames packed by the actor, :func:`codec.pack_batch`: stored
+        and sampled as the compressed rows, never decompressed or re-compressed here).
 
     Attributes
     ----------
@@ -165,7 +166,10 @@ class ReplayServer:
         self.queue_batches = int(queue_batches)
         self.sync_wal = bool(sync_wal)
         self.sequence_window = int(sequence_window)
-        fits = codec.max_sample_rows(self.obs_shape, np.dtype(self.obs_dtype).itemsize)
+        self._fields = codec.stored_fields(self.obs_dtype)
+        # a packed row is at most codec._ZLIB_SLACK bytes over its two uint8 observations (within the reply's margin)
+        itemsize = 1 if self.obs_dtype == "zlib" else np.dtype(self.obs_dtype).itemsize
+        fits = codec.max_sample_rows(self.obs_shape, itemsize)
         self.max_sample = min(fits, self.capacity if max_sample is None else int(max_sample))
         if isinstance(backend, str):
             self.backend_name = backend
@@ -178,8 +182,11 @@ class ReplayServer:
         self.priorities.alpha = float(alpha)
         self.priorities.clear()
 
-        self.observations = np.zeros((self.capacity,) + self.obs_shape, dtype=self.obs_dtype)
-        self.next_observations = np.zeros_like(self.observations)
+        if self.obs_dtype == "zlib":
+            self.frames: list[bytes] = [b""] * self.capacity  # one packed row per slot, as the actor sent it
+        else:
+            self.observations = np.zeros((self.capacity,) + self.obs_shape, dtype=self.obs_dtype)
+            self.next_observations = np.zeros_like(self.observations)
         self.actions = np.zeros(self.capacity, dtype=np.int64)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
         self.discounts = np.zeros(self.capacity, dtype=np.float32)
@@ -353,7 +360,8 @@ class ReplayServer:
                     return
                 items = list(self._pending)  # popped after insertion, so flush() sees them until then
             batch = items[0][1] if len(items) == 1 else \
-                {name: np.concatenate([b[name] for _, b in items]) for name in items[0][1]}
+                {name: [row for _, b in items for row in b[name]] if name == "frames" else
+                 np.concatenate([b[name] for _, b in items]) for name in items[0][1]}
             try:
                 self._insert(batch)
             except BaseException as error:  # record it: every later push and flush reports it
@@ -390,8 +398,12 @@ class ReplayServer:
         rows = slice(max(0, n - self.capacity), n)  # rows that would be overwritten within this batch are skipped
         with self._store_lock:
             slots = (self.pos + np.arange(rows.start, rows.stop)) % self.capacity  # as if inserted one by one
-            for name in codec.TRANSITION_FIELDS:
-                getattr(self, name)[slots] = batch[name][rows]
+            for name in self._fields:
+                if name == "frames":
+                    for slot, row in zip(slots.tolist(), batch["frames"][rows]):
+                        self.frames[slot] = row
+                else:
+                    getattr(self, name)[slots] = batch[name][rows]
             # one write count per row, skipped rows too: a slot's version does not depend on how the adding thread
             # grouped batches, so priority updates re-applied from the log see the versions they saw live
             np.add.at(self.versions, (self.pos + np.arange(n)) % self.capacity, np.uint64(1))
@@ -430,8 +442,11 @@ class ReplayServer:
             indices = np.asarray(indices, dtype=np.int64)
             if np.any(indices < 0) or np.any(indices >= size):
                 raise RuntimeError(f"the priority backend sampled slots outside the {size} stored transitions")
-            out = {name: getattr(self, name)[indices] for name in codec.TRANSITION_FIELDS}
+            out = {name: [self.frames[i] for i in indices.tolist()] if name == "frames" else
+                   getattr(self, name)[indices] for name in self._fields}
             out["versions"] = self.versions[indices]
+        if self.obs_dtype == "zlib":
+            out["frames_shape"] = self.obs_shape
         out["indices"] = indices
         out["weights"] = np.asarray(weights, dtype=np.float32)
         self._counters["sample_calls"] += 1
@@ -517,7 +532,7 @@ class ReplayServer:
                          "update_sequence": self._update_sequence,
                          "actor_ids": actors, "actor_sequences": [self._last_actor_sequence[a] for a in actors],
                          "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
-                         **{name: getattr(self, name)[:n].copy() for name in codec.TRANSITION_FIELDS}}
+                         **self._storage_state(n)}
                 covered = self._wal.tell()  # the log up to here is in the checkpoint
                 base = (self._applied_sequence, self._update_sequence)
             path = self.checkpoint_dir / "replay.ckpt"
@@ -526,6 +541,16 @@ class ReplayServer:
                 self._wal.compact(covered, base)
         self._counters["checkpoints"] += 1
         return {"path": str(path), "log_sequence": state["log_sequence"]}
+
+    def _storage_state(self, n: int) -> dict[str, np.ndarray]:
+        """Copies of the first ``n`` slots' fields for a checkpoint (packed rows as one uint8 array and their ends:
+        a checkpoint holds no object arrays)."""
+        state = {name: getattr(self, name)[:n].copy() for name in self._fields if name != "frames"}
+        if "frames" in self._fields:
+            rows = self.frames[:n]
+            state["frames_data"] = np.frombuffer(b"".join(rows), dtype=np.uint8).copy()
+            state["frames_ends"] = np.cumsum([len(row) for row in rows], dtype=np.int64)
+        return state
 
     def _checkpoint_thread(self, every_s: float) -> None:
         while True:
@@ -541,7 +566,8 @@ class ReplayServer:
              payload: bytes | None = None) -> None:
         if payload is None:
             request = pb.PushRequest(actor_id=actor_id, sequence=sequence)
-            codec.encode_transitions(batch, request.transitions)
+            codec.encode_transitions({**batch, "frames_shape": self.obs_shape} if "frames" in batch else batch,
+                                     request.transitions)
             codec.to_tensor(batch["priorities"], request.priorities)
             payload = request.SerializeToString()
         self._append(PUSH, log_sequence, payload)
@@ -622,8 +648,12 @@ class ReplayServer:
             raise ValueError(f"checkpoint {path} is (capacity, obs_shape, obs_dtype) = {found}, this server is "
                              f"{expected}")
         n = self.capacity if state["full"] else state["pos"]
-        for name in codec.TRANSITION_FIELDS:
-            getattr(self, name)[:n] = state[name]
+        for name in self._fields:
+            if name == "frames":  # the rows, concatenated, and where each one ends
+                data, ends = state["frames_data"].tobytes(), state["frames_ends"].tolist()
+                self.frames[:n] = [data[start:end] for start, end in zip([0] + ends[:-1], ends)]
+            else:
+                getattr(self, name)[:n] = state[name]
         self.versions[:] = state["versions"]
         self.pos, self.full = int(state["pos"]), bool(state["full"])
         self.priorities.load_state_dict(state["priorities"])

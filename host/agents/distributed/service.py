@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
     parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
     parser.add_argument("--obs-dtype", choices=codec.OBS_DTYPES, default="float32",
-                        help="stored observations: float32 vectors or uint8 frames (Atari: --obs-shape 4 84 84)")
+                        help="stored observations: float32 vectors, uint8 frames (Atari: --obs-shape 4 84 84), or "
+                             "zlib: uint8 frames the actors packed (ReplayClient pack_frames), kept packed")
     parser.add_argument("--compression", choices=codec.COMPRESSIONS, default=None,
                         help="gRPC compression of the replies (sampled batches); default: none")
     parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")

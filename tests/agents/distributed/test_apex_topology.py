@@ -1,4 +1,4 @@
-"""Atari-sized experiences on the replay service (uint8 frames, gzip/zlib on the wire), the emulated-host links
+"""Atari-sized experiences on the replay service (uint8 frames, gRPC gzip/deflate), the emulated-host links
 (tbf rate, delay relay, namespaces and their cleanup) and a smoke cell of ``benchmarks/apex_topology.py``.
 
 The namespace tests need root and iproute2 and skip elsewhere; the Redis ones need ``redis-server``.
@@ -78,7 +78,7 @@ def test_uint8_frames_round_trip_over_grpc(compression):
 def test_a_frame_server_fits_four_times_the_rows_of_float32_in_a_reply():
     assert codec.max_sample_rows((4, 84, 84), 1) > 3.9 * codec.max_sample_rows((4, 84, 84))
     assert ReplayServer(8, (4, 84, 84), "numpy", obs_dtype="uint8").max_sample == 8
-    with pytest.raises(ValueError, match=r"^obs_dtype must be one of \('float32', 'uint8'\), not 'int16'$"):
+    with pytest.raises(ValueError, match=r"^obs_dtype must be one of \('float32', 'uint8', 'zlib'\), not 'int16'$"):
         ReplayServer(8, (4,), "numpy", obs_dtype="int16")
     with pytest.raises(ValueError, match=r"^compression must be None or one of \('gzip', 'deflate'\), not 'lz4'$"):
         ReplayClient("127.0.0.1:1", compression="lz4")
@@ -107,9 +107,9 @@ def test_redis_baseline_with_compressed_frames():
                                      compressed=True)
         pusher.push(frame_batch(0, 30), np.ones(30))
         blob = learner.redis.lindex(learner.key, 0)
-        assert len(blob) < 2 * 4 * 84 * 84 * 30 / 20  # level-1 zlib shrinks these frames more than 20x
+        assert len(blob) < 2 * 4 * 84 * 84 * 30 / 20  # packed rows shrink these frames more than 20x
         check_frames(learner.sample(12))
-        assert learner.replay.size() == 30
+        assert learner.replay.size() == 30 and learner.replay.obs_dtype == "zlib"  # kept packed until sampled
         pusher.close()
         learner.close()
 
@@ -120,7 +120,10 @@ def test_synthetic_atari_frames_are_stacked_and_compress_like_screens():
     np.testing.assert_array_equal(obs[:, 1:], next_obs[:, :3])  # frame stacking: shifted by one screen
     assert len(np.unique(obs)) > 10  # blended edges, not a handful of flat colours
     ratio = apex_topology.compression_ratio(np.random.default_rng(0))
-    assert 5 < ratio < 60  # game screens compress well; noise would not, flat frames far more
+    assert 20 < ratio < 300  # packed game screens (5 per transition) shrink well; noise would not, flat frames more
+    noise = {**apex_topology.make_batch("atari", np.random.default_rng(0), 4)}
+    noise["observations"] = np.random.default_rng(1).integers(0, 256, noise["observations"].shape, dtype=np.uint8)
+    assert len(b"".join(codec.pack_batch(noise)["frames"])) > 4 * 4 * 84 * 84  # 16 noise screens do not shrink
 
 
 def test_link_arguments():

@@ -518,6 +518,13 @@ class ReplaySpec:
         return self.k ** self.levels
 
     @property
+    def dump_cycles(self) -> int:
+        """CYCLES of a DUMP when the output stream takes a beat per cycle: ``capacity / 2 + 3`` (one beat of two
+        leaf codes per cycle; START, the leaf memory read, its copy in a register, the pair multiplexer into the
+        output register)"""
+        return self.capacity // 2 + 3
+
+    @property
     def k_bits(self) -> int:
         """log2(k): bits of a child position"""
         return self.k.bit_length() - 1

@@ -15,8 +15,8 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE`` sel
 * DUMP: every leaf code as a ``uint32``, index order. CLEAR: everything 0.
 * ``SEED`` writes reseed the PRNG; reads of ``SEED``, ``TOTAL``, ``TOTAL_HI`` and ``NONZERO`` are live.
 * ``CYCLES``: records + the spec's pipeline depth of that operation (what the HDL takes with a stream that
-  delivers one beat per cycle; SAMPLE_UNIFORM 3 less, counted from its first input beat), DUMP capacity/2 + 2,
-  CLEAR K**(LEVELS-1).
+  delivers one beat per cycle; SAMPLE_UNIFORM 3 less, counted from its first input beat), DUMP capacity/2 + 3
+  (``spec.dump_cycles``), CLEAR K**(LEVELS-1).
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; the stored priorities survive it (the memories
   have no reset), as on the board.
 """
@@ -67,7 +67,7 @@ class ReplayCoreIP(StreamCoreIP):
             self.values["CYCLES"] = self.spec.capacity // self.spec.k
             self.finish()
         elif self._mode == S.ReplayMode.DUMP:
-            self.drain(self.tree.dump(), self.spec.capacity // 2 + 2)
+            self.drain(self.tree.dump(), self.spec.dump_cycles)
         elif self._mode == S.ReplayMode.SET:
             self.begin_load()
         elif not self._sample_config_ok():

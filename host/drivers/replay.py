@@ -205,7 +205,7 @@ class ReplayCore(StreamCore):
         """Every leaf code (uint32), in index order."""
         nbytes = self.capacity * 4
         return self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump",
-                         self.capacity // 2 + 2).view(np.uint32).copy()
+                         self.spec.dump_cycles).view(np.uint32).copy()
 
     def clear(self, timeout_s: float | None = None) -> None:
         """Set every priority to 0 (nothing can be sampled until the next update)."""

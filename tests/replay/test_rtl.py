@@ -92,7 +92,7 @@ def expect(tree: model.SumTree, op: Op) -> Outcome:
             indices, codes = tree.find(model.sample_targets(tree.total, uniforms[:count], stride))
             out = model.pack_results(indices, codes).tobytes()
     elif mode == S.ReplayMode.DUMP:
-        out, cycles = tree.dump().tobytes(), spec.capacity // 2 + 2
+        out, cycles = tree.dump().tobytes(), spec.dump_cycles
     elif mode == S.ReplayMode.CLEAR:
         tree.clear()
         cycles = spec.capacity // spec.k

@@ -18,6 +18,8 @@ One kind of operation per START (:class:`~pynq_rl.overlay.spec.ReplayMode`); the
   ERR_STREAM is set. Without TLAST on the COUNT-th record: COUNT results, the extra records are taken and
   dropped up to TLAST, ERR_STREAM. Either way the output ends with TLAST and the input is drained to its TLAST.
 * DUMP: the leaf memory read word by word (K leaves each), two leaf codes (uint32 each) per beat, index order.
+  The word read is registered before the pair multiplexer picks a beat of it: the block RAM's clock-to-output
+  delay and the multiplexer into the output register are one cycle apart.
 * SOFT_RESET: back to IDLE, STATUS cleared, the sampler and output flushed; the tree and the PRNG are kept.
   During SET the input stops (a beat offered in the SOFT_RESET cycle is dropped) and the records already accepted
   complete first: BUSY stays high for those ``set_depth`` cycles, then IDLE without DONE, so the tree stays
@@ -25,8 +27,8 @@ One kind of operation per START (:class:`~pynq_rl.overlay.spec.ReplayMode`); the
 
 CYCLES counts from the first input beat (SET, SAMPLE_UNIFORM) or from START (SAMPLE, DUMP, CLEAR) to the cycle
 DONE rises, both included: ``n + spec.set_depth`` for n set records and ``n + spec.sample_depth`` for n samples
-when the streams move one beat per cycle (SAMPLE_UNIFORM takes the 3 CHECK cycles less), ``capacity/2 + 2`` for
-DUMP and ``K**(L-1)`` for CLEAR. A refused START leaves CYCLES at 0.
+when the streams move one beat per cycle (SAMPLE_UNIFORM takes the 3 CHECK cycles less), ``capacity/2 + 3``
+(``spec.dump_cycles``) for DUMP and ``K**(L-1)`` for CLEAR. A refused START leaves CYCLES at 0.
 
 The root (TOTAL) and the nonzero-leaf count have no reset, like the memories, so a reset never makes them disagree
 with the stored tree; everything powers up 0.
@@ -147,7 +149,8 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     # dump and clear
     dump_pos = Signal(intbv(0, min=0, max=beats + 1))
     dump_issuing, dump_issue = Signal(bool(0)), Signal(bool(0))
-    dump_v1, dump_last1 = Signal(bool(0)), Signal(bool(0))
+    dump_v1, dump_last1 = Signal(bool(0)), Signal(bool(0))      # the leaf word read
+    dump_v2, dump_last2 = Signal(bool(0)), Signal(bool(0))      # the leaf word registered
     dump_addr = Signal(intbv(0, min=0, max=level_depth(K, L)))
     clear_addr = Signal(intbv(0, min=0, max=clear_words))
     # output register
@@ -211,14 +214,22 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         d_valid, d_last, d_node, d_target = o_valid, o_last, o_node, o_target
     sample_valid, sample_last, sample_index = d_valid, d_last, d_node
 
-    # -- dump: two leaves per beat ----------------------------------------------------------------------------------
+    # -- dump: two leaves per beat, from a register copy of the leaf word (the block RAM output drives no logic) ----
     dump_lo, dump_hi = Signal(intbv(0)[lw:]), Signal(intbv(0)[lw:])
-    leaves = children[L]
+    dump_row, leaf_row = level_row(K, lw), rows[L]
+    leaves = row_columns(dump_row, K)
+
+    @always(clock.posedge)
+    def dump_word():
+        if advance:
+            dump_row.next = leaf_row
+
+    insts.append(dump_word)
     if K == 2:
         insts += [assign(dump_lo, leaves[0]), assign(dump_hi, leaves[1])]
     else:
-        dump_pair1 = Signal(intbv(0)[kb - 1:])
-        lo_mux, hi_mux = select(dump_lo, dump_pair1, leaves[0::2]), select(dump_hi, dump_pair1, leaves[1::2])
+        dump_pair1, dump_pair2 = Signal(intbv(0)[kb - 1:]), Signal(intbv(0)[kb - 1:])
+        lo_mux, hi_mux = select(dump_lo, dump_pair2, leaves[0::2]), select(dump_hi, dump_pair2, leaves[1::2])
         lo_mux.name, hi_mux.name = "dump_lo", "dump_hi"
         insts += [lo_mux, hi_mux]
 
@@ -226,6 +237,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         def dump_pair():
             if advance:
                 dump_pair1.next = dump_pos[kb - 1:]
+                dump_pair2.next = dump_pair1
 
         insts.append(dump_pair)
 
@@ -311,11 +323,13 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         if cfg.soft_reset:
             out_valid.next = False
             dump_v1.next = False
+            dump_v2.next = False
         elif advance:
             dump_v1.next = dump_issue
-            out_valid.next = sample_valid or dump_v1
-            if dump_v1:
-                out_last.next = dump_last1
+            dump_v2.next = dump_v1
+            out_valid.next = sample_valid or dump_v2
+            if dump_v2:
+                out_last.next = dump_last2
             else:
                 out_last.next = sample_last
 
@@ -323,7 +337,8 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     def output_data():
         if advance:
             dump_last1.next = dump_pos == beats - 1
-            if dump_v1:
+            dump_last2.next = dump_last1
+            if dump_v2:
                 out_data.next = (dump_hi << 32) | dump_lo
             else:
                 out_data.next = (leaf_code << 32) | sample_index

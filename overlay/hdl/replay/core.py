@@ -254,7 +254,9 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         mode_set.next = state == t_state.SET or state == t_state.SET_DRAIN
         mode_dump.next = state == t_state.DUMP
         clearing.next = state == t_state.CLEAR
-        check_load.next = state == t_state.IDLE and cfg.start and not cfg.soft_reset
+        # every IDLE edge loads COUNT and STRIDE into the multiplier (nothing else is in flight), so its operand
+        # multiplexer waits on a state decode only, not on the START pulse (issue 15: that was the critical path)
+        check_load.next = state == t_state.IDLE
         advance.next = not out_valid or m_tready
 
     @always_comb

@@ -14,9 +14,9 @@ Arithmetic (the model's :func:`~pynq_rl.overlay.models.replay.sample_targets`; U
                                          w0 <= 34) -- target = p2 >> 32 (< TOTAL)
 
 The full product ``x * TOTAL`` shifted right by 32 equals the model's ``x*hi + ((x*lo) >> 32)`` exactly. Stage b
-also serves START's check of ``COUNT * STRIDE < 2**32``: ``check_load`` (the START edge) feeds the COUNT and
-STRIDE registers to its multiplier, and ``p1_high`` is the high word of their product when the FSM's third CHECK
-cycle reads it.
+also serves START's check of ``COUNT * STRIDE < 2**32``: ``check_load`` (high in IDLE, so at the START edge among
+others) feeds the COUNT and STRIDE registers to its multiplier, and ``p1_high`` is the high word of their product
+when the FSM's third CHECK cycle reads it.
 
 Descent stage of level l (node number and target in, from the level above), :func:`descend_stages` edges::
 
@@ -54,7 +54,8 @@ def sample_front(out_valid, out_last, out_target, p1_high,
     in_last    : Signal(bool), in
     in_u       : Signal(intbv[32]), in
     in_js      : Signal(intbv[32]), in
-    check_load : Signal(bool), in  -- feed ``count`` and ``stride`` to stage b's multiplier instead (no sample)
+    check_load : Signal(bool), in  -- feed ``count`` and ``stride`` to stage b's multiplier instead (no sample
+                 in flight: the core holds it high in IDLE)
     count      : Signal(intbv[32]), in -- COUNT (the register, read with ``check_load``)
     check_stride : Signal(intbv[32]), in -- STRIDE (the register, read with ``check_load``)
     stride     : Signal(intbv[32]), in -- STRIDE as latched at START (during a batch)

@@ -16,7 +16,8 @@ parameters, and the small builds the tests use -- and
     it with yosys ``sta``: the latest-arriving register-to-register path with yosys's xc7 cell delays. That is
     logic only -- no routing, and yosys 0.23 has no timing arcs for CARRY4, so a path through a carry chain ends
     there and carry delay counts as zero; the endpoints it could not time are counted. Also the count of DSP48E1s
-    that use their M or P register (ECP5: MULT18X18Ds with a pipeline or output register).
+    that use their M or P register (ECP5: MULT18X18Ds with a pipeline or output register). Where -abc9 aborts
+    (yosys 0.23 on the replay core's Pynq-Z2 build), the row is timed after :data:`XC7_FALLBACK` and says so.
 
 The post-route simulation (rung 9's second half) turns nextpnr's routed JSON back into Verilog (yosys ``read_json``,
 ``write_verilog``), with yosys's ECP5 cell models (``share/ecp5/cells_sim.v``, its includes inlined) and a
@@ -61,10 +62,10 @@ from . import provenance
 from .gae_report import convert_pe, loop_registers, pe_module_name
 from .verilog import convert, module_name
 from .postroute import simulate_core_routed, simulate_pe_routed
-from .timing_tools import (ECP5_PART, ECP5_RESOURCES, NEXTPNR_DEVICE_ARGS, TIMEOUTS_S, DoesNotFit,  # noqa: F401
-                           _registered_multipliers, _relative, _run, _tool, _yowasp_version, ecp5_cell_models,
-                           mark_upper_lut_muxes, missing_tools, mult18x18d_model, parse_nextpnr_report, parse_sta,
-                           place_and_route, routed_verilog, synth_ecp5, xc7_sta)
+from .timing_tools import (ECP5_PART, ECP5_RESOURCES, NEXTPNR_DEVICE_ARGS, TIMEOUTS_S, XC7_FALLBACK,  # noqa: F401
+                           DoesNotFit, _registered_multipliers, _relative, _run, _tool, _yowasp_version,
+                           ecp5_cell_models, mark_upper_lut_muxes, missing_tools, mult18x18d_model,
+                           parse_nextpnr_report, parse_sta, place_and_route, routed_verilog, synth_ecp5, xc7_sta)
 from .yosys import REPO, synthesis_source, yosys_binary
 
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
@@ -397,12 +398,19 @@ def markdown(report: dict) -> str:
             continue
         x = r["xc7"]
         bound = ">= " if x.get("ends_at_untimed_cell") else ""
+        bound += "(abc) " if x.get("abc9_error") else ""
         out.append(f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | "
                    f"{x['logic_levels']} | "
                    f"{x['cells']} | {x['endpoints_without_arrival']} | {x['lut']:,} | {x['ff']:,} | {x['dsp']} | "
                    f"{x['dsp_with_mreg_or_preg']} | {x['carry']} |")
     out += ["", "`>=`: the latest path stops at a cell without timing arcs (a CARRY4 input), so its arrival is a lower "
             "bound. Endpoints without arrival: registers whose every path passes a CARRY4 (not timed at all)."]
+    fallback = [r for r in report["rows"] if r.get("xc7", {}).get("abc9_error")]
+    if fallback:
+        out += ["", "`(abc)`: `synth_xilinx -abc9` aborted on " + ", ".join(f"`{r['module']}`" for r in fallback)
+                + f" ({fallback[0]['xc7']['abc9_error']}); timed after {XC7_FALLBACK} instead. That mapping is not "
+                "delay-driven (deeper than -abc9's) and its CARRY4s have arcs, so the figure is not comparable "
+                "with the other rows' one for one."]
     out += ["", "## Post-route simulation (routed netlist -> Verilog, Icarus, yosys ECP5 cell models)", ""]
     if not report["post_route_simulation"]:
         out.append("None in this run.")

@@ -17,7 +17,7 @@ from .yosys import REPO, parse_stat, summarize_cells, yosys_binary
 
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "ECP5_RESOURCES", "TIMEOUTS_S", "DoesNotFit", "missing_tools",
            "synth_ecp5", "place_and_route", "parse_nextpnr_report", "routed_verilog", "ecp5_cell_models",
-           "mark_upper_lut_muxes", "mult18x18d_model", "xc7_sta", "parse_sta"]
+           "mark_upper_lut_muxes", "mult18x18d_model", "XC7_FALLBACK", "xc7_sta", "parse_sta"]
 
 #: The ECP5 part the cores are routed on (a stand-in: no open tool routes the Zynq-7020).
 ECP5_PART = "LFE5UM-85F-8BG381"
@@ -536,33 +536,52 @@ def parse_sta(log: str) -> dict:
             "endpoints_without_arrival": no_arrival, "cells_without_timing_arcs": no_arcs}
 
 
+#: What ``xc7_sta`` runs when ``synth_xilinx -abc9`` aborts (yosys 0.23's ABC9_OPS pass throws std::out_of_range
+#: on the replay core's Pynq-Z2 build, exit -6): the classic ABC mapping, then the xc7 cell library read again
+#: with its ``specify`` blocks, so ``sta`` has delays (CARRY4's included, which the -abc9 flow lacks).
+XC7_FALLBACK = "synth_xilinx without -abc9, cells_sim.v re-read with -specify"
+
+
 def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (),
             timeout_s: float = TIMEOUTS_S["xc7"]) -> dict:
     """``synth_xilinx -family xc7 -noiopad -abc9`` (Debian yosys) then ``sta``: logic-only xc7 timing.
 
     ``keep``: registers marked ``keep`` before synthesis (the GAE loop registers, DESIGN.md section 5, as the
     resource report does). Returns :func:`parse_sta` with the resource totals (:func:`.yosys.summarize_cells`),
-    ``dsp_with_mreg_or_preg`` and ``runtime[s]``.
+    ``dsp_with_mreg_or_preg``, ``flow`` (``synth_xilinx -abc9``, or :data:`XC7_FALLBACK` with ``abc9_error``
+    when the -abc9 run failed) and ``runtime[s]``.
 
     Raises
     ------
     FileNotFoundError, RuntimeError, subprocess.TimeoutExpired
-        yosys missing, failing or too slow.
+        yosys missing, both flows failing, or too slow.
     """
-    stem = f"{top}.xc7"
+    t0 = time.perf_counter()
+    try:
+        result = _xc7_sta_run(verilog, top, run_dir, keep, timeout_s, abc9=True)
+    except RuntimeError as exc:
+        result = _xc7_sta_run(verilog, top, run_dir, keep, timeout_s, abc9=False)
+        result["abc9_error"] = str(exc).splitlines()[0]
+    result["runtime[s]"] = round(time.perf_counter() - t0, 1)
+    return result
+
+
+def _xc7_sta_run(verilog: Path, top: str, run_dir: Path, keep: list[str], timeout_s: float, abc9: bool) -> dict:
+    stem = f"{top}.xc7" if abc9 else f"{top}.xc7_abc"
+    synth = f"synth_xilinx -family xc7 -noiopad {'-abc9 ' if abc9 else ''}-top {top}"
     lines = [f"read_verilog {verilog.resolve()}", f"hierarchy -top {top}",
              *(f"setattr -set keep 1 w:{name}" for name in keep),
-             f"synth_xilinx -family xc7 -noiopad -abc9 -top {top}", f"tee -o {run_dir.resolve() / stem}.stat stat",
-             "log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear", "sta"]
+             synth, f"tee -o {run_dir.resolve() / stem}.stat stat",
+             "log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear",
+             *([] if abc9 else ["read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v"]), "sta"]
     script = run_dir / f"{stem}.ys"
     script.write_text("\n".join(lines) + "\n")
     log_file = run_dir / f"{stem}.log"
-    t0 = time.perf_counter()
     _run([yosys_binary(), "-q", "-l", str(log_file.resolve()), "-s", str(script.resolve())], run_dir, timeout_s,
-         f"synth_xilinx -abc9 + sta of {top}")
+         f"{synth.split(' -top')[0]} + sta of {top}")
     log = log_file.read_text(errors="replace")
     totals = summarize_cells(parse_stat((run_dir / f"{stem}.stat").read_text()))
     registered = re.findall(r"@@dsp_registered\s+(\d+) objects", log)
     return {**parse_sta(log), **{k: totals[k] for k in ("lut", "ff", "dsp", "bram36", "carry")},
             "dsp_with_mreg_or_preg": int(registered[-1]) if registered else None,
-            "log": _relative(log_file), "runtime[s]": round(time.perf_counter() - t0, 1)}
+            "flow": "synth_xilinx -abc9" if abc9 else XC7_FALLBACK, "log": _relative(log_file)}

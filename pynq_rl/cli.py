@@ -11,7 +11,7 @@
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
     pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
-    pynq-rl build timing [--quick] [--out DIR]             ECP5 place and route, xc7 sta, post-route sim
+    pynq-rl build timing [--quick] [--out DIR] [--only MODULE ...]   ECP5 P&R, xc7 sta, post-route sim
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
@@ -119,7 +119,9 @@ def _build_report(args: argparse.Namespace) -> int:
 
 def _build_timing(args: argparse.Namespace) -> int:
     from .overlay.build import timing
-    return timing.main((["--out", args.out] if args.out else []) + (["--quick"] if args.quick else [])) or 0
+    return timing.main((["--out", args.out] if args.out else []) + (["--quick"] if args.quick else [])
+                       + (["--only", *args.only] if args.only else [])
+                       + (["--route-timeout", str(args.route_timeout)] if args.route_timeout else [])) or 0
 
 
 def _build_regs(args: argparse.Namespace) -> int:
@@ -267,6 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
     timing.add_argument("--out", default=None, help="output directory (default benchmarks/results; "
                                                     "overlay/build/out/timing/quick with --quick)")
     timing.add_argument("--quick", action="store_true", help="the GAE PE and a one-lane core only (CI)")
+    timing.add_argument("--only", nargs="+", metavar="MODULE", default=None,
+                        help="re-run only these builds (module names or prefixes) and merge their rows into the "
+                             "timing.json in --out")
+    timing.add_argument("--route-timeout", type=float, default=None,
+                        help="seconds of place and route before a core is routed at a reduced size (default 900)")
     timing.set_defaults(func=_build_timing)
     regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
     regs.add_argument("--out", default=None, help="output directory (default: the repository's docs/)")

@@ -202,7 +202,8 @@ def test_cli_offers_build_timing(capsys):
     from pynq_rl.cli import main
     with pytest.raises(SystemExit) as exc:
         main(["build", "timing", "--help"])
-    assert exc.value.code == 0 and "--quick" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "--quick" in out and "--only" in out and "--route-timeout" in out
 
 
 def test_only_selects_builds_by_module_name_or_prefix():

@@ -257,18 +257,13 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
             return core.compute(r, v, d, gamma=GAMMA, lam=LAM, quantize=quantize)
 
         tolerance: float | Callable[[], float] = FIXED_TOL
-        note = (f"float32 in/out; {math.ceil(n_envs / lanes)} batch(es) of {lanes} lanes"
-                f" x {math.ceil(n_steps / core.spec.t_max)} chunk(s) of <= {core.spec.t_max} steps")
+        note = (f"float32 in/out; one operation: {math.ceil(n_envs / lanes)} batch(es) of {lanes} lanes"
+                f" x {core.spec.chunking(n_steps)[0]} chained chunk(s) of <= {core.spec.t_max} steps")
         if quantize:
-            if n_steps <= core.spec.t_max:
-                tolerance = lambda: _q8_bound(core.spec, model, r, v, d)  # noqa: E731
-                note += "; tolerance = models.gae.error_bound of the worst batch"
-            else:
-                tolerance = float("inf")
-                note += "; T > T_MAX: no error bound checked (chunk boundaries add roundings)"
+            tolerance = lambda: _q8_bound(core.spec, model, r, v, d)  # noqa: E731
+            note += "; tolerance = models.gae.error_bound of the operation's one q8 block"
         batches = math.ceil(n_envs / lanes)
-        cycles = batches * sum(min(core.spec.t_max, n_steps - s) + core.spec.pipeline_depth
-                               for s in range(0, n_steps, core.spec.t_max))
+        cycles = core.spec.cycles(n_steps, batches)
         extra = {"fclk[mhz]": fclk_mhz, "modeled_core_cycles": cycles,
                  "modeled_core_compute[elements/s]": n_steps * n_envs / (cycles / (fclk_mhz * 1e6))}
         return Prepared(call=call, outputs=lambda res: (res[0].astype(np.float64), res[1].astype(np.float64)),
@@ -277,21 +272,16 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
 
 
 def _q8_bound(spec, model, rewards, values, dones) -> float:
-    """Worst ``models.gae.error_bound`` over the LANES batches the driver makes (one chunk per batch)."""
-    r64, v64, d64 = (np.asarray(x, np.float64) for x in (rewards, values, dones))
-    worst = 0.0
-    for lane0 in range(0, r64.shape[1], spec.lanes):
-        cols = slice(lane0, lane0 + spec.lanes)
-        r, v, d = r64[:, cols], v64[:, cols], d64[:, cols]
-        absmax = float(max(np.abs(r).max(), np.abs(v).max()))
-        unit = model.choose_unit(absmax, GAMMA, LAM, spec.data)
-        r_block, v_block = model.encode_q8(r, unit, spec), model.encode_q8(v, unit, spec)
-        adv, _ = reference_gae(r, v, d, GAMMA, LAM)
-        delta = r + GAMMA * (1.0 - d) * v[1:] - v[:-1]
-        bound = model.error_bound(spec, GAMMA, LAM, unit, r_block.error, v_block.error,
-                                  float(np.abs(delta).max()), float(max(np.abs(adv).max(), absmax)))
-        worst = max(worst, bound)
-    return worst
+    """``models.gae.error_bound`` of the one q8 block the driver encodes: every env and step of the rollout in one
+    operation (all lane-batches, all chained T_MAX chunks)."""
+    r, v, d = (np.asarray(x, np.float64) for x in (rewards, values, dones))
+    absmax = float(max(np.abs(r).max(), np.abs(v).max()))
+    unit = model.choose_unit(absmax, GAMMA, LAM, spec.data)
+    r_block, v_block = model.encode_q8(r, unit, spec), model.encode_q8(v, unit, spec)
+    adv, _ = reference_gae(r, v, d, GAMMA, LAM)
+    delta = r + GAMMA * (1.0 - d) * v[1:] - v[:-1]
+    return model.error_bound(spec, GAMMA, LAM, unit, r_block.error, v_block.error,
+                             float(np.abs(delta).max()), float(max(np.abs(adv).max(), absmax)))
 
 
 def _cleanrl_prepare(data):

@@ -145,7 +145,7 @@
 #define PYNQ_RL_GAE_FORMAT_CODE_BITS_SIZE                    8u
 #define PYNQ_RL_GAE_FORMAT_CODE_BITS_MASK                    0xFF000000u
 
-/* T (read-write): Timesteps of every lane-batch (1..T_MAX); each carries T+1 input records */
+/* T (read-write): Timesteps of the first streamed (latest) chunk of every lane-batch (1..T_MAX); with CHUNKS = C a lane-batch has T + (C-1) x T_MAX steps */
 #define PYNQ_RL_GAE_T_OFFSET                                 0x20u
 #define PYNQ_RL_GAE_T_RESET                                  0x00000000u
 
@@ -177,9 +177,13 @@
 #define PYNQ_RL_GAE_V_OFFSET_OFFSET                          0x3Cu
 #define PYNQ_RL_GAE_V_OFFSET_RESET                           0x00000000u
 
-/* BATCHES (read-write): Lane-batches streamed back to back in one operation (1..BATCHES_MAX): B x (T+1) input records in, B x T output records out */
+/* BATCHES (read-write): Lane-batches streamed back to back in one operation (1..BATCHES_MAX): B x (S+1) input records in, B x S output records out for S steps per lane-batch */
 #define PYNQ_RL_GAE_BATCHES_OFFSET                           0x40u
 #define PYNQ_RL_GAE_BATCHES_RESET                            0x00000001u
+
+/* CHUNKS (read-write): T_MAX chunks of every lane-batch (1..CHUNKS_MAX), streamed latest first: the first T steps long with the bootstrap row, the others T_MAX steps without one; the recursion runs on across them (one long sequence) */
+#define PYNQ_RL_GAE_CHUNKS_OFFSET                            0x44u
+#define PYNQ_RL_GAE_CHUNKS_RESET                             0x00000001u
 
 #define PYNQ_RL_GAE_MODE_RAW                                 0u
 #define PYNQ_RL_GAE_MODE_Q8                                  1u

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+import numpy as np
+
 #: Version of this specification, reported by every core's ID register (major << 8 | minor). A driver refuses a
 #: bitstream whose major version differs, and warns on a newer minor version.
 SPEC_VERSION_MAJOR = 1
@@ -250,7 +252,8 @@ GAE_REGISTERS = MappingProxyType({
         "COEF_FRAC": (16, 8, "fractional bits of GAMMA and GAMMA_LAMBDA"),
         "CODE_BITS": (24, 8, "bits per quantized code in q8 mode"),
     }),
-    "T": _register(0x20, READ_WRITE, "Timesteps of every lane-batch (1..T_MAX); each carries T+1 input records"),
+    "T": _register(0x20, READ_WRITE, "Timesteps of the first streamed (latest) chunk of every lane-batch (1..T_MAX); "
+                                    "with CHUNKS = C a lane-batch has T + (C-1) x T_MAX steps"),
     "LANES_USED": _register(0x24, READ_WRITE, "Lanes of the last lane-batch (1..LANES); the others use all LANES"),
     "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
     "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
@@ -261,7 +264,12 @@ GAE_REGISTERS = MappingProxyType({
                                           "SCALE range; START refuses others"),
     "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
     "BATCHES": _register(0x40, READ_WRITE, "Lane-batches streamed back to back in one operation (1..BATCHES_MAX): "
-                                          "B x (T+1) input records in, B x T output records out", reset=1),
+                                          "B x (S+1) input records in, B x S output records out for S steps per "
+                                          "lane-batch", reset=1),
+    "CHUNKS": _register(0x44, READ_WRITE, "T_MAX chunks of every lane-batch (1..CHUNKS_MAX), streamed latest first: "
+                                         "the first T steps long with the bootstrap row, the others T_MAX steps "
+                                         "without one; the recursion runs on across them (one long sequence)",
+                        reset=1),
 })
 
 
@@ -281,6 +289,12 @@ class GaeSpec:
       the last) and returns B such outputs back to back (B x T records, TLAST on the last); batch ``b`` holds lanes
       ``b * LANES ...``, the last one ``LANES_USED`` of them. All batches share T, the coefficients and the q8
       registers.
+    * a lane-batch of ``S > T_MAX`` steps is ``CHUNKS = C`` chunks (:meth:`chunking`), streamed from the latest to the
+      earliest: first steps ``[S - T, S)`` and the bootstrap row ``V(s_S)`` (T + 1 records, the register T holds
+      this first chunk's length), then each earlier T_MAX steps in forward order without a bootstrap row (T_MAX
+      records each): S + 1 input records. The PEs keep their recursion state (V_{t+1}, the delta and A histories)
+      from one chunk to the next, so the result is the one-long-sequence recursion, bit for bit. The output
+      returns the S records in the same chunk order (:meth:`stream_rows`).
     """
 
     lanes: int = 8
@@ -300,12 +314,14 @@ class GaeSpec:
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
     pipeline_depth: int = 16
-    """cycles the compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth (the HDL's: 2 for the last
-    loaded row to reach its BRAM, 1 pop of the bootstrap row, 1 BRAM read, 1 dequantization, 10 PE stages, 1
-    write-back)"""
+    """cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk (the
+    HDL's: 2 for the last loaded row to reach its BRAM, 1 pop of the bootstrap row (a bubble in a continuation
+    chunk), 1 BRAM read, 1 dequantization, 10 PE stages, 1 write-back)"""
 
     batches_max = 0xFFFF
     """largest BATCHES of one operation (the core's batch counter is 16 bits)"""
+    chunks_max = 0xFFFF
+    """largest CHUNKS of one lane-batch (the core's chunk counter is 16 bits)"""
 
     def __post_init__(self) -> None:
         limits = {"lanes": (1, 256), "t_max": (1, 1 << 16), "lookahead": (1, 8), "code_bits": (2, 8)}
@@ -319,8 +335,28 @@ class GaeSpec:
             raise ValueError(f"GaeSpec.data must be 32 bits wide (stream words are int32), not {self.data.width!r}")
 
     def cycles(self, n_steps: int, batches: int = 1) -> int:
-        """CYCLES of an operation of ``batches`` lane-batches of ``n_steps``: the compute phases, summed."""
-        return batches * (n_steps + self.pipeline_depth)
+        """CYCLES of an operation of ``batches`` lane-batches of ``n_steps`` each: the compute phases, summed, one
+        per chunk (a continuation chunk pops an empty slot where the first one pops its bootstrap row)."""
+        chunks, _ = self.chunking(n_steps)
+        return batches * (n_steps + chunks * self.pipeline_depth)
+
+    def chunking(self, n_steps: int) -> tuple[int, int]:
+        """``(CHUNKS, T)`` of a lane-batch of ``n_steps`` steps: ``ceil(n_steps / T_MAX)`` chunks, the first
+        streamed (latest) one ``T = n_steps - (CHUNKS - 1) x T_MAX`` steps long."""
+        if n_steps < 1:
+            raise ValueError(f"n_steps must be >= 1, not {n_steps!r}")
+        chunks = -(-n_steps // self.t_max)
+        return chunks, n_steps - (chunks - 1) * self.t_max
+
+    def stream_rows(self, n_steps: int) -> np.ndarray:
+        """Time index of each input record of one lane-batch of ``n_steps`` steps, in stream order (``n_steps + 1``
+        records; index ``n_steps`` is the bootstrap row). The output records follow the same order without the
+        bootstrap row."""
+        chunks, first = self.chunking(n_steps)
+        tail = n_steps - first
+        parts = [np.arange(tail, n_steps + 1)]
+        parts += [np.arange(tail - c * self.t_max, tail - (c - 1) * self.t_max) for c in range(1, chunks)]
+        return np.concatenate(parts)
 
     @property
     def done_bytes(self) -> int:

@@ -4,13 +4,16 @@ Behaviour seen from the bus, operation by operation (the ``emu`` backend; the ``
 traffic from the MyHDL simulation):
 
 * ``CTRL.START`` checks the configuration (``1 <= T <= T_MAX``, ``1 <= LANES_USED <= LANES``,
-  ``1 <= BATCHES <= batches_max``, coefficients at most 1.0, a known MODE). A bad one sets ``DONE | ERR_CONFIG``
-  and nothing else happens. Otherwise the core is ``BUSY`` and accepts ``BATCHES x (T + 1)`` input records.
+  ``1 <= BATCHES <= batches_max``, ``1 <= CHUNKS <= chunks_max``, coefficients at most 1.0, a known MODE). A bad
+  one sets ``DONE | ERR_CONFIG`` and nothing else happens. Otherwise the core is ``BUSY`` and accepts
+  ``BATCHES x (S + 1)`` input records, ``S = T + (CHUNKS - 1) x T_MAX`` steps per lane-batch (its chunks latest
+  first, :meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`).
 * LOAD: stream bytes are accepted while loading; the record count must end exactly at TLAST, else
   ``ERR_STREAM`` (extra bytes are swallowed up to TLAST so the DMA never hangs).
 * COMPUTE: the bit-exact model (:func:`pynq_rl.overlay.models.gae.gae_fixed`) over all the batches' lanes;
-  ``CYCLES`` = BATCHES x (T + pipeline depth), ``SATURATED`` if anything saturated.
-* DRAIN: ``BATCHES x T`` output records leave on the output stream (TLAST on the last byte); then ``DONE``.
+  the chunks of a lane-batch are one long recursion. ``CYCLES`` = :meth:`~pynq_rl.overlay.spec.GaeSpec.cycles`,
+  ``SATURATED`` if anything saturated.
+* DRAIN: ``BATCHES x S`` output records leave on the output stream (TLAST on the last byte); then ``DONE``.
 
 The emulation sees the whole input at TLAST, so it cannot tell a TLAST inside an earlier batch from a short stream;
 both are ``ERR_STREAM``, as in the HDL.
@@ -52,6 +55,7 @@ class GaeCoreIP(StreamCoreIP):
                                                 for name in ("R_SCALE", "V_SCALE"))
         return (1 <= self.values["T"] <= self.spec.t_max and 1 <= self.values["LANES_USED"] <= self.spec.lanes
                 and 1 <= self.values["BATCHES"] <= self.spec.batches_max
+                and 1 <= self.values["CHUNKS"] <= self.spec.chunks_max
                 and self.values["GAMMA"] <= one and self.values["GAMMA_LAMBDA"] <= one
                 and mode in {m.value for m in S.GaeMode} and scales_ok)
 
@@ -63,10 +67,11 @@ class GaeCoreIP(StreamCoreIP):
         self.begin_load()
 
     def close_input(self, data: bytes) -> None:
-        """TLAST: exactly BATCHES x (T + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
+        """TLAST: exactly BATCHES x (S + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
         never hangs)."""
         n_batches = self.values["BATCHES"]
-        expected = n_batches * (self.values["T"] + 1) * self.spec.input_record_bytes(self._mode)
+        n_steps = self.values["T"] + (self.values["CHUNKS"] - 1) * self.spec.t_max
+        expected = n_batches * (n_steps + 1) * self.spec.input_record_bytes(self._mode)
         if len(data) != expected:
             self.finish(S.Status.ERR_STREAM)
             return

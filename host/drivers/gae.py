@@ -1,18 +1,22 @@
 """``GaeCore``: the driver of the GAE core (HEPPO), bound by VLNV, identical on every backend.
 
-One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, splits any
-number of steps into T_MAX-long chunks, encodes each chunk (raw fixed point, or HEPPO's 8-bit block
-standardization, one block over all environments of the chunk), streams all its LANES-wide lane-batches through the
-core in one operation (the BATCHES register: one DMA transfer each way), waits for DONE with a deadline and decodes
-the results back to float32. An operation holds as many lane-batches as the DMA's largest transfer and the batch
-counter allow (all of them for any rollout below tens of megabytes).
+One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, encodes them (raw
+fixed point, or HEPPO's 8-bit block standardization, one block over everything one operation holds), streams all
+LANES-wide lane-batches (the BATCHES register) of all T steps (the CHUNKS register) through the core in one
+operation, one DMA transfer each way, waits for DONE with a deadline and decodes the results back to float32. An
+operation holds as many lane-batches as the DMA's largest transfer and the batch counter allow (all of them for any
+rollout below tens of megabytes); a bigger rollout takes one operation per group of lane-batches.
 
-Chunking over time is exact in real arithmetic: the chunk ``[t0, t1)`` is computed with its bootstrap value
-replaced by ``V(s_t1) + lambda * A_t1`` (the lambda-return identity), which folds ``gamma*lambda*A_t1`` into
-``delta_{t1-1}``. In fixed point it adds one rounding per chunk boundary. Chunking stays in the driver, one operation
-per chunk: the carry ``A_t1`` is an output of the later chunk, so the earlier chunk's input cannot be written before
-that chunk has run, and the core would need the carry multiply (and, in q8 mode, a requantization of the bootstrap
-row) to chain chunks itself. So T <= T_MAX costs one transfer each way; each further T_MAX steps cost one more.
+Any T is one operation: the core chains T_MAX chunks itself. Each lane-batch streams its chunks from the latest
+to the earliest (:meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`); the PEs keep their recursion state from one
+chunk to the next, so the result is the one-long-sequence recursion bit for bit (no carry folded into a bootstrap
+value, no extra rounding), and in q8 mode one block (one set of scale registers) covers all chunks.
+
+Parameter registers are cached (:meth:`StreamCore._write_parameter`); the four q8 scale registers, which change
+with every rollout, go out as one burst (all four whenever any differs; raw mode leaves them alone, as the core
+reads them only in q8). Measured on ``emu`` (``RLOverlay.bus_stats``), steady state, 64 envs x 1024 or 2560 steps
+on the Pynq-Z2 build: 10 host register calls in raw mode (5 reads, 5 writes: START and the DMA's), 11 in q8 (the
+scales' burst, 4 words), and one DMA transfer each way.
 """
 from __future__ import annotations
 
@@ -31,6 +35,9 @@ __all__ = ["GaeCore", "GaeSaturationWarning"]
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+#: The q8 dequantization registers, consecutive in the register map (one burst).
+_SCALE_REGISTERS = ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")
 
 
 class GaeSaturationWarning(UserWarning):
@@ -133,20 +140,13 @@ class GaeCore(StreamCore):
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)
         returns = np.empty((n_steps, n_envs), dtype=np.float32)
         saturated = False
-        group = self._batches_per_operation(min(n_steps, self.spec.t_max), quantize) * self.spec.lanes
-        carry = None
-        for start in reversed(range(0, n_steps, self.spec.t_max)):
-            stop = min(start + self.spec.t_max, n_steps)
-            chunk_values = values[start:stop + 1].copy()
-            if carry is not None:
-                chunk_values[-1] += float(lam) * carry
-            for env0 in range(0, n_envs, group):
-                envs = slice(env0, min(env0 + group, n_envs))
-                adv, ret, sat = self._run(rewards[start:stop, envs], chunk_values[:, envs], dones[start:stop, envs],
-                                          float(gamma), float(lam), quantize, timeout_s)
-                advantages[start:stop, envs], returns[start:stop, envs] = adv, ret
-                saturated |= sat
-            carry = advantages[start].astype(np.float64)
+        group = self._batches_per_operation(n_steps, quantize) * self.spec.lanes
+        for env0 in range(0, n_envs, group):
+            envs = slice(env0, min(env0 + group, n_envs))
+            adv, ret, sat = self._run(rewards[:, envs], values[:, envs], dones[:, envs], float(gamma), float(lam),
+                                      quantize, timeout_s)
+            advantages[:, envs], returns[:, envs] = adv, ret
+            saturated |= sat
         if saturated:
             message = ("GAE core saturated: a reward, value, advantage or return left the fixed-point range "
                        f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped")
@@ -157,11 +157,22 @@ class GaeCore(StreamCore):
 
     # -- one operation through the core ------------------------------------------------------------------------------
     def _batches_per_operation(self, n_steps: int, quantize: bool) -> int:
-        """Lane-batches of ``n_steps`` that one operation may hold: the core's batch counter and the DMA's
-        largest transfer each way bound it."""
+        """Lane-batches of ``n_steps`` (all their chunks) that one operation may hold: the core's batch counter and
+        the DMA's largest transfer each way bound it.
+
+        Raises
+        ------
+        ValueError
+            One lane-batch of ``n_steps`` alone exceeds the DMA's largest transfer or the chunk counter.
+        """
         spec = self.spec
         mode = S.GaeMode.Q8 if quantize else S.GaeMode.RAW
         per_batch = max((n_steps + 1) * spec.input_record_bytes(mode), n_steps * spec.output_record_bytes)
+        chunks, _ = spec.chunking(n_steps)
+        if per_batch > self._dma_max_bytes or chunks > spec.chunks_max:
+            raise ValueError(f"T={n_steps} steps: one lane-batch is {per_batch} bytes ({chunks} chunks of T_MAX="
+                             f"{spec.t_max}), above the DMA's largest transfer ({self._dma_max_bytes} bytes) or "
+                             f"the core's {spec.chunks_max} chunks; split the rollout over time")
         return max(1, min(spec.batches_max, self._dma_max_bytes // per_batch))
 
     def _encode(self, rewards, values, gamma, lam, quantize):
@@ -187,17 +198,20 @@ class GaeCore(StreamCore):
         n_lanes = n_envs - (n_batches - 1) * spec.lanes
         mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
         records = model.pack_input(spec, mode, r_codes, v_codes, dones)
+        n_chunks, first = spec.chunking(n_steps)
         self._check_idle()
-        self._write_parameter("T", n_steps)
+        self._write_parameter("T", first)
+        self._write_parameter("CHUNKS", n_chunks)
         self._write_parameter("LANES_USED", n_lanes)
         self._write_parameter("BATCHES", n_batches)
         self._write_parameter("GAMMA", fixed.quantize(gamma, spec.coef)[0])
         self._write_parameter("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
-        for name, value in regs.items():
-            self._write_parameter(name, value)
+        if mode == S.GaeMode.Q8:   # raw mode never reads them (START checks them only in q8)
+            self._write_scales([regs[name] for name in _SCALE_REGISTERS])
         out_bytes = n_batches * n_steps * spec.output_record_bytes
         received = self._transfer(mode, records, out_bytes, timeout_s,
-                                  f"T={n_steps}, batches={n_batches}, lanes of the last={n_lanes}",
+                                  f"T={n_steps}{f' ({n_chunks} chunks)' if n_chunks > 1 else ''}, "
+                                  f"batches={n_batches}, lanes of the last={n_lanes}",
                                   cycles=spec.cycles(n_steps, n_batches))
         adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes,
                                                    n_batches)
@@ -205,10 +219,18 @@ class GaeCore(StreamCore):
         return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),
                 host_sat or bool(self._last_status & S.Status.SATURATED))
 
+    def _write_scales(self, values: list[int]) -> None:
+        """R_SCALE, R_OFFSET, V_SCALE, V_OFFSET (consecutive registers) as one burst when any of them differs from
+        what this driver last wrote; the cache then holds all four (it stays coherent: every one was written)."""
+        words = [int(value) & 0xFFFF_FFFF for value in values]
+        if any(self._parameters.get(name) != word for name, word in zip(_SCALE_REGISTERS, words)):
+            self._write_burst(_SCALE_REGISTERS[0], words)
+            self._parameters.update(zip(_SCALE_REGISTERS, words))
+
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []
         if status & S.Status.ERR_CONFIG:
-            messages.append(f"GAE core refused its configuration (T={self._reg('T')}, "
+            messages.append(f"GAE core refused its configuration (T={self._reg('T')}, CHUNKS={self._reg('CHUNKS')}, "
                             f"LANES_USED={self._reg('LANES_USED')}, BATCHES={self._reg('BATCHES')}, GAMMA={self._reg('GAMMA'):#x}, "
                             f"GAMMA_LAMBDA={self._reg('GAMMA_LAMBDA'):#x})")
         if status & S.Status.ERR_STREAM:

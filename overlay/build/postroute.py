@@ -1,9 +1,10 @@
 """Post-route simulation: the ECP5-routed netlist of the GAE PE (a Verilog bench against the model, the converted
-RTL on the same bench) and of a whole small GAE core (the cocotb bench of ``tests/gae``), in Icarus with the cell
-models of :mod:`.timing_tools`.
+RTL on the same bench) and of whole small GAE and replay cores (the cocotb benches of ``tests/gae`` and
+``tests/replay``), in Icarus with the cell models of :mod:`.timing_tools`.
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 import time
@@ -18,7 +19,7 @@ from .verilog import module_name
 from .yosys import REPO
 from .timing_tools import TIMEOUTS_S, _run, _tool  # noqa: F401
 
-__all__ = ["simulate_pe_routed", "simulate_core_routed"]
+__all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # Post-route simulation
@@ -224,5 +225,47 @@ def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: 
     return {"what": f"`{module_name('gae', spec)}` routed, {len(cases)} operations through the cocotb bench of "
                     "tests/gae/test_verilog.py x (idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES "
                     "vs the model", "operations": len(cases) * gae_bench.COCOTB_TESTS_PER_RUN,
+            "passed": results is not None, **({} if results else {"error": "cocotb reported failures (see log)"}),
+            "runtime[s]": round(time.perf_counter() - t0, 1)}
+
+
+def simulate_replay_routed(spec: S.ReplaySpec, routed_v: Path, cells: Path, run_dir: Path, seed: int = 15,
+                           operations: int = 12) -> dict:
+    """Simulate the routed netlist of a whole replay core with the cocotb bench of ``tests/replay/test_verilog.py``
+    (AXI-Lite registers, AXI-Stream in and out, with and without idle cycles and back-pressure): the output bytes,
+    TLAST, STATUS, CYCLES, TOTAL, NONZERO and SEED after each operation must equal the model's.
+
+    The operations are that file's: CLEAR, the directed edge cases (refused STARTs, repeats, saturation, a
+    misplaced TLAST, DUMP), then ``operations`` random ones from ``numpy.random.default_rng(seed)``, their SAMPLE
+    batches at most 48 long (the build's MAX_COUNT is far larger; a batch's length changes nothing in the
+    logic). Returns ``passed`` and, where the bench could not run, ``error`` saying why.
+    """
+    t0 = time.perf_counter()
+    try:
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        from tests.common.cocotb_run import missing_tools as cocotb_missing, run_outside_pytest
+        from tests.replay import test_verilog as replay_bench
+    except ImportError as exc:
+        return {"passed": False, "error": f"the cocotb bench is not importable ({exc}): run from a checkout "
+                                          "with the test extra installed"}
+    if cocotb_missing():
+        return {"passed": False, "error": f"not installed: {', '.join(cocotb_missing())}"}
+    combined = run_dir / f"{routed_v.stem}.sim.v"
+    combined.write_text(routed_v.read_text() + "\n" + cells.read_text())
+    ops = replay_bench.random_ops(dataclasses.replace(spec, max_count=min(spec.max_count, 48)), seed, operations)
+    vectors = replay_bench.make_vectors(spec, ops)
+    work = run_dir / "cocotb"
+    if work.exists():
+        shutil.rmtree(work)
+    try:
+        results = run_outside_pytest(replay_bench.run_cocotb, spec, combined, vectors, work)
+    except RuntimeError as exc:     # cocotb_tools raises when the simulator exits abnormally
+        return {"passed": False, "error": f"the simulation did not complete: {exc}",
+                "runtime[s]": round(time.perf_counter() - t0, 1)}
+    return {"what": f"`{module_name('replay', spec)}` routed, {len(ops)} operations (SET, SAMPLE, SAMPLE_UNIFORM, "
+                    "DUMP, CLEAR, refused STARTs, SEED) through the cocotb bench of tests/replay/test_verilog.py x "
+                    "(idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES, TOTAL, NONZERO, SEED vs "
+                    "the model", "operations": len(ops) * replay_bench.COCOTB_TESTS_PER_RUN,
             "passed": results is not None, **({} if results else {"error": "cocotb reported failures (see log)"}),
             "runtime[s]": round(time.perf_counter() - t0, 1)}

@@ -61,7 +61,7 @@ from .. import spec as S
 from . import provenance
 from .gae_report import convert_pe, loop_registers, pe_module_name
 from .verilog import convert, module_name
-from .postroute import simulate_core_routed, simulate_pe_routed
+from .postroute import simulate_core_routed, simulate_pe_routed, simulate_replay_routed
 from .timing_tools import (ECP5_PART, ECP5_RESOURCES, NEXTPNR_DEVICE_ARGS, TIMEOUTS_S, XC7_FALLBACK,  # noqa: F401
                            DoesNotFit, _registered_multipliers, _relative, _run, _tool, _yowasp_version,
                            ecp5_cell_models, mark_upper_lut_muxes, missing_tools, mult18x18d_model,
@@ -71,8 +71,8 @@ from .yosys import REPO, synthesis_source, yosys_binary
 __all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
            "DoesNotFit", "plan", "reduced", "missing_tools", "synth_ecp5", "place_and_route", "parse_nextpnr_report",
            "routed_verilog", "mark_upper_lut_muxes", "ecp5_cell_models", "mult18x18d_model", "xc7_sta", "parse_sta",
-           "simulate_pe_routed", "simulate_core_routed", "run_build", "make_report", "markdown", "build_timing",
-           "select", "merge_rows", "ROUTE_TIMEOUT_S", "main"]
+           "simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed", "run_build", "make_report",
+           "markdown", "build_timing", "select", "merge_rows", "ROUTE_TIMEOUT_S", "main"]
 
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 DEFAULT_WORK = Path(__file__).resolve().parent / "out" / "timing"
@@ -155,7 +155,7 @@ def plan(quick: bool = False) -> list[TimingBuild]:
         return builds
     pynq_z2 = S.board("Pynq-Z2")
     builds += [TimingBuild("gae", "core", TEST_GAE_VERILOG, "test build (tests/gae/test_verilog.py)", simulate=True),
-               TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)"),
+               TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)", simulate=True),
                TimingBuild("parsa", "core", TEST_PARSA_RTL, "test build (tests/common/boards.py)"),
                TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)")]
     builds += [TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build")
@@ -278,6 +278,8 @@ def _simulate(build: TimingBuild, run_dir: Path, rtl: Path, routed: Path) -> dic
             return simulate_pe_routed(build.spec, routed_v, rtl, cells, run_dir / ".")
         if build.kind == "core" and build.core == "gae":
             return simulate_core_routed(build.spec, routed_v, cells, run_dir)
+        if build.kind == "core" and build.core == "replay":
+            return simulate_replay_routed(build.spec, routed_v, cells, run_dir)
         return {"passed": False, "error": f"no post-route bench for {build.kind} {build.core}"}
     except (RuntimeError, ValueError, FileNotFoundError, subprocess.TimeoutExpired) as exc:
         return {"passed": False, "error": f"{type(exc).__name__}: {str(exc)[:500]}"}

@@ -111,7 +111,7 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     ctrl, r_scale, r_offset = storage["CTRL"], storage["R_SCALE"], storage["R_OFFSET"]
     v_scale, v_offset = storage["V_SCALE"], storage["V_OFFSET"]
     t_reg, lanes_reg = storage["T"], storage["LANES_USED"]
-    batches_reg = storage["BATCHES"]
+    batches_reg, chunks_reg = storage["BATCHES"], storage["CHUNKS"]
     gamma_reg, gamma_lambda_reg = storage["GAMMA"], storage["GAMMA_LAMBDA"]
     core = gae_core(*stream_ports(s_axis, m_axis), cfg, aclk, aresetn, spec)
     core.name = "core"
@@ -121,6 +121,7 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
         cfg.t_count.next = t_reg
         cfg.lanes_used.next = lanes_reg
         cfg.batches.next = batches_reg
+        cfg.chunks.next = chunks_reg
         cfg.gamma.next = gamma_reg
         cfg.gamma_lambda.next = gamma_lambda_reg
         cfg.mode.next = ctrl[mode_hi:mode_lo]

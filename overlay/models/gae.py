@@ -64,8 +64,8 @@ class GaeResult:
     saturated: bool
     """any dequantized input, delta, A or R saturated (the STATUS.SATURATED flag)"""
     cycles: int
-    """cycles of the compute phases (the CYCLES register): ``B x (T + pipeline_depth)`` for N envs in
-    ``B = ceil(N / LANES)`` lane-batches"""
+    """cycles of the compute phases (the CYCLES register): ``B x (T + CHUNKS x pipeline_depth)`` for N envs in
+    ``B = ceil(N / LANES)`` lane-batches of ``CHUNKS = ceil(T / T_MAX)`` chunks (:meth:`GaeSpec.cycles`)"""
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,8 @@ def _from_batches(x: np.ndarray, n_envs: int) -> np.ndarray:
 def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray,
                out: np.ndarray | None = None) -> np.ndarray:
     """Pack codes (T, N), (T + 1, N), (T, N) into the input stream of one operation: ``B = ceil(N / LANES)``
-    lane-batches of T + 1 records each, back to back (unused lanes of the last batch are 0).
+    lane-batches of T + 1 records each, back to back (unused lanes of the last batch are 0), each lane-batch's
+    records in :meth:`GaeSpec.stream_rows` order (T > T_MAX: its T_MAX chunks from the latest to the earliest).
 
     ``out``, if given, is a record array of at least B x (T + 1) records to fill in place (e.g. a DMA buffer view).
     """
@@ -231,10 +232,15 @@ def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.nda
     if out is not None:
         records.view(np.uint8)[:] = 0
     shaped = records.reshape(n_batches, n_steps + 1)
-    shaped["reward"][:, :n_steps] = _to_batches(spec, rewards)
-    shaped["value"][:] = _to_batches(spec, values)
-    done_bits = _to_batches(spec, np.asarray(dones, dtype=np.uint8))
-    shaped["done"][:, :n_steps] = np.packbits(done_bits, axis=2, bitorder="little")
+    order = spec.stream_rows(n_steps)
+    boot = int(np.flatnonzero(order == n_steps)[0])           # the bootstrap row's position: T of the first chunk
+    steps = np.delete(order, boot)                             # the time rows, in stream order
+    slots = np.delete(np.arange(n_steps + 1), boot)
+    chunked = n_steps > spec.t_max
+    shaped["value"][:] = _to_batches(spec, values[order] if chunked else values)
+    shaped["reward"][:, slots] = _to_batches(spec, rewards[steps] if chunked else rewards)
+    done_bits = _to_batches(spec, np.asarray(dones[steps] if chunked else dones, dtype=np.uint8))
+    shaped["done"][:, slots] = np.packbits(done_bits, axis=2, bitorder="little")
     return records
 
 
@@ -244,19 +250,34 @@ def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int
     lane-batches, the last one ``n_lanes`` wide (``N = (n_batches - 1) * LANES + n_lanes``)."""
     n_envs = (n_batches - 1) * spec.lanes + n_lanes
     shaped = records.reshape(n_batches, -1)
-    rewards = _from_batches(shaped["reward"][:, :-1].astype(np.int64), n_envs)
-    values = _from_batches(shaped["value"].astype(np.int64), n_envs)
-    dones = np.unpackbits(shaped["done"][:, :-1], axis=2, bitorder="little", count=spec.lanes)
+    n_steps = shaped.shape[1] - 1
+    order = spec.stream_rows(n_steps)
+    boot = int(np.flatnonzero(order == n_steps)[0])
+    slots = np.delete(np.arange(n_steps + 1), boot)
+    back = np.argsort(order)                                   # stream position of each time row
+    back_steps = np.argsort(np.delete(order, boot))
+    values = _from_batches(shaped["value"][:, back].astype(np.int64), n_envs)
+    rewards = _from_batches(shaped["reward"][:, slots][:, back_steps].astype(np.int64), n_envs)
+    dones = np.unpackbits(shaped["done"][:, slots][:, back_steps], axis=2, bitorder="little", count=spec.lanes)
     return rewards, values, _from_batches(dones.astype(np.int64), n_envs)
+
+
+def _output_order(spec: GaeSpec, n_steps: int) -> np.ndarray:
+    """Time index of each output record of one lane-batch, in stream order."""
+    order = spec.stream_rows(n_steps)
+    return order[order != n_steps]
 
 
 def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
     """Pack int codes (T, N) into the output stream of one operation: B lane-batches of T records each (unused
-    lanes are 0)."""
+    lanes are 0), each in :meth:`GaeSpec.stream_rows` order."""
     n_steps, n_envs = advantages.shape
     n_batches = batches(spec, n_envs)
     records = np.zeros(n_batches * n_steps, dtype=output_record_dtype(spec))
     shaped = records.reshape(n_batches, n_steps)
+    if n_steps > spec.t_max:
+        order = _output_order(spec, n_steps)
+        advantages, returns = advantages[order], returns[order]
     shaped["advantage"] = _to_batches(spec, advantages)
     shaped["ret"] = _to_batches(spec, returns)
     return records
@@ -268,8 +289,11 @@ def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int,
     the last one ``n_lanes`` wide."""
     n_envs = (n_batches - 1) * spec.lanes + n_lanes
     shaped = records.reshape(n_batches, -1)
-    return (_from_batches(shaped["advantage"].astype(np.int64), n_envs),
-            _from_batches(shaped["ret"].astype(np.int64), n_envs))
+    adv, ret = shaped["advantage"], shaped["ret"]
+    if shaped.shape[1] > spec.t_max:
+        back = np.argsort(_output_order(spec, shaped.shape[1]))
+        adv, ret = adv[:, back], ret[:, back]
+    return (_from_batches(adv.astype(np.int64), n_envs), _from_batches(ret.astype(np.int64), n_envs))
 
 
 def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:
@@ -313,7 +337,9 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     rewards, values, dones : np.ndarray
         Integer codes, shapes (T, N), (T + 1, N), (T, N): DATA codes in raw mode, CODE_BITS codes in q8 mode;
         dones are 0/1. N may be anything: the core runs it as ``ceil(N / LANES)`` lane-batches of one operation
-        (BATCHES), which only CYCLES sees.
+        (BATCHES), which only CYCLES sees. T may be anything too: beyond T_MAX the core runs each lane-batch as
+        CHUNKS chunks whose recursion state carries over, so the result is this one long recursion and again only
+        CYCLES sees the chunks (:meth:`GaeSpec.cycles`).
     gamma_code, gamma_lambda_code : int
         GAMMA and GAMMA_LAMBDA register values (COEF format).
     mode : GaeMode

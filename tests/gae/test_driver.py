@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 from pynq.lib.dma import DMA
 
+from pynq_rl import RLOverlay
 from pynq_rl.host.drivers import GaeCore, GaeSaturationWarning
 from pynq_rl.host.drivers.identity import BitstreamMismatchError
 from pynq_rl.overlay import fixed
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
-from tests.common.boards import make_overlay
+from tests.common.boards import make_overlay, RTL_TEST_BOARD
 
 
 def rollout(seed, n_steps, n_envs, done_prob=0.05):
@@ -58,10 +59,12 @@ def test_compute_matches_float_reference(overlay, quantize):
     tol = 1e-3 if not quantize else 0.05 * np.std(ref_adv)
     assert np.abs(adv - ref_adv).max() < tol
     assert np.abs(ret - ref_ret).max() < tol
-    # CYCLES is the core's own count for its last operation: the first chunk of at most T_MAX steps, all 11 envs'
-    # lane-batches in it
+    # CYCLES is the core's own count for its one operation: all 11 envs' lane-batches, each all its T_MAX chunks
+    # (the rtl build's T_MAX is 40: five chunks)
     spec = overlay.gae.spec
-    assert overlay.gae.cycles == -(-11 // spec.lanes) * (min(200, spec.t_max) + spec.pipeline_depth)
+    chunks = -(-200 // spec.t_max)
+    assert overlay.gae.cycles == spec.cycles(200, -(-11 // spec.lanes))
+    assert overlay.gae.cycles == -(-11 // spec.lanes) * (200 + chunks * spec.pipeline_depth)
 
 
 def test_compute_is_the_model_bit_for_bit(overlay):
@@ -108,16 +111,39 @@ def test_chunking_over_envs_is_exact_in_raw_mode(overlay):
         assert np.array_equal(a, adv[:, part]) and np.array_equal(r, ret[:, part])
 
 
+def test_chained_chunks_are_the_one_long_recursion_bit_for_bit(overlay):
+    """T = 2.5 x T_MAX over more than LANES envs is one operation whose result is the model's recursion over the
+    whole T, bit for bit (the core carries the recursion across its T_MAX chunks; no carry rounding)."""
+    spec = overlay.gae.spec
+    n_steps = 5 * spec.t_max // 2
+    rewards, values, dones = rollout(5, n_steps, spec.lanes + 3, done_prob=0.05)
+    adv, ret = overlay.gae.compute(rewards, values, dones, gamma=0.97, lam=0.9, quantize=False)
+    r, _ = fixed.quantize(rewards.astype(np.float64), spec.data)
+    v, _ = fixed.quantize(values.astype(np.float64), spec.data)
+    g, c = fixed.quantize(0.97, spec.coef)[0], fixed.quantize(0.97 * 0.9, spec.coef)[0]
+    expected = model.gae_fixed(spec, r, v, dones.astype(np.int64), int(g), int(c))
+    assert np.array_equal(fixed.quantize(adv.astype(np.float64), spec.data)[0], expected.advantages)
+    assert np.array_equal(fixed.quantize(ret.astype(np.float64), spec.data)[0], expected.returns)
+    assert overlay.gae.cycles == spec.cycles(n_steps, 2) == 2 * (n_steps + 3 * spec.pipeline_depth)
+
+
 @pytest.mark.parametrize("quantize", [False, True])
 def test_chunking_over_time_matches_one_call(overlay, quantize):
-    """T beyond T_MAX is split into chunks; the carry V + lambda*A makes the chunked result GAE of the whole."""
+    """T beyond T_MAX is chained by the core across its chunks: the result is GAE of the whole sequence."""
     t_max = overlay.gae.spec.t_max
     rewards, values, dones = rollout(3, 2 * t_max + 37, 3, done_prob=0.002)
     adv, ret = overlay.gae.compute(rewards, values, dones, quantize=quantize)
     ref_adv, ref_ret = model.gae_float64(rewards, values, dones, 0.99, 0.95)
-    if quantize:  # 8-bit codes of a long random walk: compare statistically (model tests hold the hard bound)
-        assert np.sqrt(np.mean((adv - ref_adv) ** 2)) < 0.02 * np.std(ref_adv)
-        assert np.corrcoef(adv.ravel(), ref_adv.ravel())[0, 1] > 0.999
+    if quantize:  # one q8 block (one set of scales) over the whole operation: the model's error bound holds
+        spec = overlay.gae.spec
+        r64, v64 = rewards.astype(np.float64), values.astype(np.float64)
+        unit = model.choose_unit(float(max(np.abs(r64).max(), np.abs(v64).max())), 0.99, 0.95, spec.data)
+        r_err, v_err = model.encode_q8(r64, unit, spec).error, model.encode_q8(v64, unit, spec).error
+        delta_max = np.abs(r64).max() + 1.99 * np.abs(v64).max()
+        bound = model.error_bound(spec, 0.99, 0.95, unit, r_err, v_err, delta_max,
+                                  max(np.abs(ref_adv).max(), np.abs(v64).max()))
+        assert np.abs(adv - ref_adv).max() <= bound and np.abs(ret - ref_ret).max() <= bound
+        assert np.corrcoef(adv.ravel(), ref_adv.ravel())[0, 1] > 0.99
     else:
         assert np.abs(adv - ref_adv).max() < 2e-3 and np.abs(ret - ref_ret).max() < 2e-3
 
@@ -202,7 +228,7 @@ def test_config_error_is_decoded(overlay, monkeypatch):
     real_write = gae._write
     monkeypatch.setattr(gae, "_write", lambda name, value: real_write(name, 0 if name == "LANES_USED" else value))
     rewards, values, dones = rollout(8, 10, 2)
-    with pytest.raises(RuntimeError, match=r"refused its configuration \(T=10, LANES_USED=0"):
+    with pytest.raises(RuntimeError, match=r"refused its configuration \(T=10, CHUNKS=1, LANES_USED=0"):
         gae.compute(rewards, values, dones)
     monkeypatch.undo()
     adv, _ = gae.compute(rewards, values, dones)  # the stuck MM2S transfer was aborted by the DMA reset
@@ -229,3 +255,29 @@ def test_user_buffers_land_in_emulated_memory(overlay):
         pytest.skip("emulated memory only")
     buffer = pynq.allocate((16,), dtype=np.uint32)
     assert buffer.physical_address and overlay.device.memory.read(buffer.physical_address, 64).size == 64
+
+
+@pytest.mark.parametrize("backend", ["emu", "rtl"])
+def test_long_rollout_of_many_envs_is_one_operation_within_the_budget(backend):
+    """Issue 13's GAE budget for any N and T: T = 2.5 x T_MAX over LANES + 3 envs (two lane-batches of three
+    chained chunks each) is one DMA transfer each way and at most 12 host register calls, raw and q8 (whose four
+    scale registers are one burst: one call more than raw)."""
+    board = RTL_TEST_BOARD if backend == "rtl" else None   # rtl: a small build (T_MAX 40); emu: the Pynq-Z2's
+    overlay = RLOverlay(backend=backend, board=board, cores=("gae",))
+    spec = overlay.gae.spec
+    n_steps, n_envs = 5 * spec.t_max // 2, spec.lanes + 3
+    rng = np.random.default_rng(0)
+    costs = {}
+    for quantize in (False, True):
+        def call():
+            overlay.gae.compute(rng.normal(size=(n_steps, n_envs)), rng.normal(size=(n_steps + 1, n_envs)),
+                                rng.random((n_steps, n_envs)) < 0.01, quantize=quantize)
+
+        call()                                            # the parameters' first writes
+        with overlay.bus_stats() as bus:
+            call()                                        # new data: in q8 new scale registers
+        costs[quantize] = bus
+        assert bus.dma_transfers == 2 and bus.register_calls <= 12, bus
+        assert overlay.gae.cycles == spec.cycles(n_steps, 2)
+    raw, q8 = costs[False], costs[True]
+    assert q8.register_calls == raw.register_calls + 1 and q8.register_writes == raw.register_writes + 4

@@ -74,7 +74,7 @@ def test_raw_mode_within_1e3_for_values_below_1000(k, seed):
 @given(st.integers(1, 60), st.integers(1, 5), st.integers(1, 3), st.floats(0, 0.999), st.floats(0, 1),
        st.integers(0, 2 ** 32 - 1))
 def test_both_modes_within_documented_bound(n_steps, n_envs, k, gamma, lam, seed):
-    spec = GaeSpec(lookahead=k)
+    spec = GaeSpec(lookahead=k, t_max=16)   # T up to 60: up to four chained chunks, one recursion, one q8 block
     rng = np.random.default_rng(seed)
     rewards, values, dones = rollout(rng, n_steps, n_envs, value_scale=50.0, done_prob=0.1)
     ref_adv, ref_ret = model.gae_float64(rewards, values, dones, gamma, lam)
@@ -193,3 +193,49 @@ def test_stream_records_round_trip(mode, lanes):
     out = model.pack_output(spec, r, r[::-1])
     a2, ret2 = model.unpack_output(spec, out, n)
     assert np.array_equal(a2, r) and np.array_equal(ret2, r[::-1])
+
+
+def test_chained_chunks_are_the_one_long_recursion():
+    """A lane-batch of T > T_MAX is one operation of CHUNKS chained chunks: the same bits as a build whose T_MAX
+    holds all of T; only CYCLES sees the chunks (one pipeline depth each)."""
+    rng = np.random.default_rng(5)
+    rewards, values, dones = rollout(rng, 50, 3)
+    chained, whole = GaeSpec(t_max=16, lanes=2), GaeSpec(t_max=64, lanes=2)
+    a, _, _ = run_raw(chained, rewards, values, dones, 0.99, 0.95)
+    b, _, _ = run_raw(whole, rewards, values, dones, 0.99, 0.95)
+    assert np.array_equal(a.advantages, b.advantages) and np.array_equal(a.returns, b.returns)
+    assert chained.chunking(50) == (4, 2) and whole.chunking(50) == (1, 50)
+    assert a.cycles == 2 * (50 + 4 * chained.pipeline_depth) and b.cycles == 2 * (50 + whole.pipeline_depth)
+
+
+@pytest.mark.parametrize("n_steps", [1, 15, 16, 17, 40, 48])
+def test_stream_rows_are_the_chunks_latest_first(n_steps):
+    spec = GaeSpec(t_max=16)
+    rows = spec.stream_rows(n_steps)
+    chunks, first = spec.chunking(n_steps)
+    assert chunks == -(-n_steps // 16) and 1 <= first <= 16 and first + (chunks - 1) * 16 == n_steps
+    assert sorted(rows.tolist()) == list(range(n_steps + 1))            # every time row and the bootstrap once
+    assert rows[:first + 1].tolist() == list(range(n_steps - first, n_steps + 1))
+    for c in range(1, chunks):                                          # then each earlier T_MAX, forward
+        start = first + 1 + (c - 1) * 16
+        assert rows[start:start + 16].tolist() == list(range(n_steps - first - c * 16, n_steps - first - (c - 1) * 16))
+    with pytest.raises(ValueError, match="n_steps must be >= 1"):
+        spec.chunking(0)
+
+
+@pytest.mark.parametrize("mode", list(GaeMode))
+def test_chained_stream_records_round_trip(mode):
+    spec = GaeSpec(lanes=3, t_max=8)
+    rng = np.random.default_rng(9)
+    hi = 127 if mode == GaeMode.Q8 else 1 << 30
+    r, v, d = rng.integers(-hi, hi, (21, 5)), rng.integers(-hi, hi, (22, 5)), rng.integers(0, 2, (21, 5))
+    records = model.pack_input(spec, mode, r, v, d).reshape(2, 22)
+    assert records["value"][0, :6, 0].tolist() == v[16:22, 0].tolist()   # 5 latest steps and V_21 first
+    assert records["reward"][0, 5, 0] == 0                                 # the bootstrap row has no reward
+    assert records["value"][0, 6:14, 0].tolist() == v[8:16, 0].tolist()  # then steps 8..15, no bootstrap row
+    r2, v2, d2 = model.unpack_input(spec, mode, records.ravel(), 2, 2)
+    assert np.array_equal(r, r2) and np.array_equal(v, v2) and np.array_equal(d, d2)
+    out = model.pack_output(spec, r, -r)
+    assert out.reshape(2, 21)["advantage"][0, :5, 0].tolist() == r[16:21, 0].tolist()
+    a2, ret2 = model.unpack_output(spec, out, 2, 2)
+    assert np.array_equal(a2, r) and np.array_equal(ret2, -r)

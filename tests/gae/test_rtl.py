@@ -3,7 +3,7 @@
 The same register writes and the same input stream bytes go to the emulated IP (the model) and to the simulated
 HDL; the output stream bytes, STATUS and CYCLES must be identical. Randomized over T, lanes used, gamma, lambda,
 dones, raw and q8 modes and values large enough to saturate, for k = 1, 2, 3; operations of several lane-batches
-(BATCHES) stream them back to back.
+(BATCHES) stream them back to back, and T beyond T_MAX runs as CHUNKS chained chunks per lane-batch.
 """
 import dataclasses
 
@@ -49,8 +49,8 @@ def run_operation(ip, regs: dict, stream: np.ndarray, max_polls: int = 4000):
 
 
 def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
-    """Random codes of ``n_envs`` environments (``ceil(n_envs / LANES)`` lane-batches), packed as the driver packs
-    them, plus the register values."""
+    """Random codes of ``n_envs`` environments (``ceil(n_envs / LANES)`` lane-batches) of ``n_steps`` steps (any
+    number: ``ceil(n_steps / T_MAX)`` chunks), packed as the driver packs them, plus the register values."""
     n_lanes = n_envs
     if mode == S.GaeMode.Q8:
         rewards, values = rng.integers(-128, 128, (n_steps, n_lanes)), rng.integers(-128, 128, (n_steps + 1, n_lanes))
@@ -68,7 +68,8 @@ def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
     gamma_code = int(round(gamma * (1 << spec.coef.frac)))
     gl_code = int(round(gamma * lam * (1 << spec.coef.frac)))
     n_batches = model.batches(spec, n_envs)
-    regs |= {"T": n_steps, "LANES_USED": n_envs - (n_batches - 1) * spec.lanes, "BATCHES": n_batches,
+    n_chunks, first = spec.chunking(n_steps)
+    regs |= {"T": first, "CHUNKS": n_chunks, "LANES_USED": n_envs - (n_batches - 1) * spec.lanes, "BATCHES": n_batches,
              "GAMMA": gamma_code, "GAMMA_LAMBDA": gl_code,
              "CTRL": int(mode) << S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]}
     stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
@@ -82,7 +83,7 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     board = small_board(k)
     spec = board.cores[0].spec
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
-    n_steps = data.draw(st.integers(1, spec.t_max), label="T")
+    n_steps = data.draw(st.integers(1, 5 * spec.t_max // 2), label="T (1 to 3 chunks)")
     n_envs = data.draw(st.integers(1, 3 * spec.lanes), label="envs (1 to 3 lane-batches)")
     gamma = data.draw(st.floats(0, 1), label="gamma")
     lam = data.draw(st.floats(0, 1), label="lambda")
@@ -100,6 +101,8 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
 @pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
                                                ({"BATCHES": 0}, S.Status.ERR_CONFIG),
                                                ({"BATCHES": S.GaeSpec.batches_max + 1}, S.Status.ERR_CONFIG),
+                                               ({"CHUNKS": 0}, S.Status.ERR_CONFIG),
+                                               ({"CHUNKS": S.GaeSpec.chunks_max + 1}, S.Status.ERR_CONFIG),
                                                ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
                                                ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG)])
@@ -144,6 +147,38 @@ def test_rtl_flags_tlast_before_the_last_batch_like_the_model(where, rtl_simulat
     expected = run_operation(GaeCoreIP(spec), regs, stream)
     assert expected[0] == b"" and got[0] == (whole[:5 * spec.output_record_bytes] if inside else b"")
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
+
+
+@pytest.mark.parametrize("where", ["end of the first chunk", "inside the second chunk"])
+def test_rtl_flags_tlast_before_the_last_chunk_like_the_model(where, rtl_simulation):
+    """CHUNKS = 2 (T = T_MAX + 5): a TLAST on the first chunk's last beat (its bootstrap row), or one beat into the
+    second chunk, ends the input early: ERR_STREAM on both, the first chunk's records drained by the core only
+    when the TLAST came after them."""
+    board = small_board(2)
+    spec = board.cores[0].spec
+    regs, stream = operation(spec, S.GaeMode.RAW, np.random.default_rng(4), spec.t_max + 5, 2, 0.9, 0.9, 1.0)
+    assert regs["CHUNKS"] == 2 and regs["T"] == 5
+    whole = run_operation(GaeCoreIP(spec), regs, stream)[0]
+    first = 6 * spec.input_record_bytes(S.GaeMode.RAW)
+    inside = where.startswith("inside")
+    stream = stream[:first + (spec.stream_bytes if inside else 0)]
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
+    expected = run_operation(GaeCoreIP(spec), regs, stream)
+    assert expected[0] == b"" and got[0] == (whole[:5 * spec.output_record_bytes] if inside else b"")
+    assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
+
+
+@pytest.mark.parametrize("mode", list(S.GaeMode))
+def test_chained_chunks_cost_their_steps_plus_a_pipeline_each(mode, rtl_simulation):
+    """T = 2.5 x T_MAX over two lane-batches: one operation, CYCLES = GaeSpec.cycles (3 chunks per lane-batch),
+    output equal to the model's one long recursion."""
+    board = small_board(2, lanes=3, t_max=12)
+    spec = board.cores[0].spec
+    regs, stream = operation(spec, mode, np.random.default_rng(7), 30, 2 * spec.lanes, 0.95, 0.9, 1.0)
+    assert regs["CHUNKS"] == 3 and regs["T"] == 6
+    got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
+    assert got == run_operation(GaeCoreIP(spec), regs, stream)
+    assert got[1] == S.Status.DONE and got[2] == spec.cycles(30, 2) == 2 * (30 + 3 * spec.pipeline_depth)
 
 
 @pytest.mark.parametrize("lanes", [1, 8])

@@ -65,6 +65,10 @@ def random_cases(spec: S.GaeSpec, seeds) -> list:
         case("gamma = lambda = 1, unsaturated", spec, S.GaeMode.RAW, rng, 9, spec.lanes, 1.0, 1.0, 1.0),
         case("three lane-batches, q8", spec, S.GaeMode.Q8, rng, 7, 3 * spec.lanes, 0.99, 0.95, 64.0),
         case("two lane-batches, the last one lane, raw", spec, S.GaeMode.RAW, rng, 5, spec.lanes + 1, 0.9, 0.8, 1.0),
+        case("two chained chunks, q8", spec, S.GaeMode.Q8, rng, spec.t_max + 7, spec.lanes, 0.97, 0.9, 64.0),
+        case("three chained chunks of two lane-batches, raw", spec, S.GaeMode.RAW, rng, 5 * spec.t_max // 2,
+             spec.lanes + 2, 0.99, 0.95, 1.0),
+        case("two whole chunks, saturating", spec, S.GaeMode.RAW, rng, 2 * spec.t_max, spec.lanes, 1.0, 1.0, 4096.0),
     ]
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -99,8 +103,13 @@ def error_cases(spec: S.GaeSpec) -> list:
                     0.9, 0.9, 1.0, cut=-first_batch), ERROR_COMPARE),
              two,
              (*case("TLAST one beat late", spec, S.GaeMode.Q8, rng, 6, 3, 0.9, 0.9, 1.0, cut=+1), ERROR_COMPARE),
+             good,
+             (*case("TLAST at the end of the first of two chunks", spec, S.GaeMode.RAW, rng, spec.t_max + 4, 2,
+                    0.9, 0.9, 1.0, cut=-(spec.t_max * spec.input_record_bytes(S.GaeMode.RAW) // spec.stream_bytes)),
+              ERROR_COMPARE),
              good]
-    for regs_update in ({"T": 0}, {"LANES_USED": spec.lanes + 1}, {"GAMMA": (1 << spec.coef.frac) + 1}):
+    for regs_update in ({"T": 0}, {"LANES_USED": spec.lanes + 1}, {"GAMMA": (1 << spec.coef.frac) + 1},
+                        {"CHUNKS": 0}):
         cases += [(*refused(spec, rng, regs_update), ERROR_COMPARE), good]
     return cases
 
@@ -167,21 +176,23 @@ def test_verilog_equals_model_bit_for_bit(converted):
     assert any(s & S.Status.SATURATED for s in statuses), "no vector saturates"
     assert any(not s & S.Status.SATURATED for s in statuses), "every vector saturates"
     assert {S.GaeMode(regs["CTRL"] >> _MODE_SHIFT) for _, regs, _ in cases} == set(S.GaeMode)
-    assert all(c["expected"]["cycles"] == spec.cycles(dict(c["writes"])["T"], dict(c["writes"])["BATCHES"])
-               for c in vectors["cases"])
-    assert max(dict(c["writes"])["BATCHES"] for c in vectors["cases"]) == 3
+    writes = [dict(c["writes"]) for c in vectors["cases"]]
+    assert all(c["expected"]["cycles"] == spec.cycles(w["T"] + (w["CHUNKS"] - 1) * spec.t_max, w["BATCHES"])
+               for c, w in zip(vectors["cases"], writes))
+    assert max(w["BATCHES"] for w in writes) == 3 and max(w["CHUNKS"] for w in writes) == 3
     run_cocotb(spec, verilog, vectors, work)
 
 
 @needs_icarus
 @pytest.mark.parametrize("converted", [2], indirect=True, ids=["k2"])  # error handling does not depend on k
 def test_verilog_flags_errors_like_the_model(converted):
-    """TLAST one beat early / late -> ERR_STREAM, bad configurations -> ERR_CONFIG, and the next operation is good."""
+    """TLAST one beat early / late / before the last lane-batch or chunk -> ERR_STREAM, bad configurations (CHUNKS 0
+    among them) -> ERR_CONFIG, and the next operation is good."""
     spec, verilog, work = converted
     vectors = make_vectors(spec, error_cases(spec))
     expected = [S.Status(c["expected"]["status"]) for c in vectors["cases"]]
-    assert expected[0] == expected[2] == expected[4] == S.Status.DONE | S.Status.ERR_STREAM
-    assert expected[6] == expected[8] == expected[10] == S.Status.DONE | S.Status.ERR_CONFIG
+    assert expected[0] == expected[2] == expected[4] == expected[6] == S.Status.DONE | S.Status.ERR_STREAM
+    assert expected[8] == expected[10] == expected[12] == expected[14] == S.Status.DONE | S.Status.ERR_CONFIG
     assert all(status == S.Status.DONE for status in expected[1::2])
     run_cocotb(spec, verilog, vectors, work)
 

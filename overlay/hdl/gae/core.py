@@ -11,6 +11,10 @@ Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae
 * BATCHES lane-batches run back to back in one operation: each is loaded, computed and drained in turn; TLAST ends
   only the last batch's input (a TLAST before it is ERR_STREAM) and marks only the last batch's last output beat.
   The last batch uses LANES_USED lanes, the others all of them; CYCLES sums the compute phases.
+* CHUNKS T_MAX chunks make one lane-batch of ``T + (CHUNKS - 1) x T_MAX`` steps: each chunk is loaded, computed and
+  drained in turn, the first (latest) T steps and the bootstrap row, the others T_MAX steps without one. A
+  continuation chunk's top slot (where the bootstrap row would be) is popped as a bubble, so the PEs see no
+  bootstrap row and keep V_{t+1} and their delta and A histories: the recursion goes on across the chunk boundary.
 
 * LOAD: beats of ``s_axis`` shift into a record register; each complete record is pushed as one row (one word per
   lane: reward, value, done) into the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV).
@@ -42,7 +46,7 @@ t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
 class CoreConfig:
     """Configuration and status signals between the register file and the core (one instance per core).
 
-    Inputs (from registers): ``t_count``, ``lanes_used``, ``batches``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
+    Inputs (from registers): ``t_count``, ``lanes_used``, ``batches``, ``chunks``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
     ``r_offset``, ``v_scale``, ``v_offset``, ``start`` and ``soft_reset`` (one-cycle pulses).
     Outputs (to STATUS / CYCLES): ``busy``, ``done``, ``err_config``, ``err_stream``, ``saturated``, ``cycles``.
     """
@@ -52,6 +56,7 @@ class CoreConfig:
         self.t_count = Signal(intbv(0)[32:])
         self.lanes_used = Signal(intbv(0)[32:])
         self.batches = Signal(intbv(1)[32:])
+        self.chunks = Signal(intbv(1)[32:])
         self.gamma = Signal(intbv(0)[32:])
         self.gamma_lambda = Signal(intbv(0)[32:])
         self.mode = Signal(intbv(0)[4:])
@@ -218,6 +223,12 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     # lane-batches of this operation still to finish, the current one included
     batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
     last_batch = Signal(bool(0))
+    # chunks of the current lane-batch still to finish, the current one included; the current one's length and
+    # its last input row (T and T for the first chunk, T_MAX and T_MAX - 1 for a continuation)
+    chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
+    last_chunk, last_record, continuing = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    chunk_len = Signal(intbv(0, min=0, max=depth + 1))
+    load_end = Signal(intbv(0, min=0, max=depth + 1))
 
     insts = []
     pieces = []
@@ -270,12 +281,14 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         s_tready.next = state == t_state.LOAD or state == t_state.DISCARD
         m_tdata.next = out_sr[beat:0]
         m_tvalid.next = out_beats != 0
-        m_tlast.next = out_beats == 1 and send_row == cfg.t_count and last_batch
+        m_tlast.next = out_beats == 1 and send_row == chunk_len and last_record
         out_valid.next = pe_valid[0]
 
     @always_comb
     def batch_end():
         last_batch.next = batches_left == 1
+        last_chunk.next = chunks_left == 1
+        last_record.next = batches_left == 1 and chunks_left == 1
 
     insts.append(batch_end)
     last_beat_of_record = Signal(bool(0))
@@ -322,6 +335,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 cycles.next = 0
                 if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
                         and cfg.lanes_used <= lanes and cfg.batches >= 1 and cfg.batches <= spec.batches_max
+                        and cfg.chunks >= 1 and cfg.chunks <= spec.chunks_max
                         and cfg.gamma <= one and cfg.gamma_lambda <= one
                         and cfg.mode <= 1 and (cfg.mode == 0 or scales_ok)):
                     state.next = t_state.LOAD
@@ -329,7 +343,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     q8.next = cfg.mode == 1
                     beat_count.next = 0
                     load_row.next = 0
-                    batches_left.next = cfg.batches[len(batches_left) - 1:]
+                    batches_left.next = cfg.batches[len(batches_left):]
+                    chunks_left.next = cfg.chunks[len(chunks_left):]
+                    continuing.next = False
+                    chunk_len.next = cfg.t_count[len(chunk_len):]
+                    load_end.next = cfg.t_count[len(load_end):]
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True
@@ -347,13 +365,13 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     this_row = load_row + 0
                     if row_valid:
                         this_row = load_row + 1
-                    if this_row == cfg.t_count:
-                        if s_tlast == last_batch:
+                    if this_row == load_end:
+                        if s_tlast == last_record:
                             state.next = t_state.COMPUTE
-                            issue_row.next = cfg.t_count
+                            issue_row.next = chunk_len
                             issuing.next = True
                             issue_wait.next = 2
-                            wb_row.next = cfg.t_count - 1
+                            wb_row.next = chunk_len - 1
                         elif s_tlast:
                             state.next = t_state.IDLE
                             cfg.busy.next = False
@@ -389,8 +407,9 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             elif issuing:
                 rd_en.next = True
                 rd_addr.next = issue_row[len(rd_addr):]
-                issue_valid.next = True
-                issue_boot.next = issue_row == cfg.t_count
+                # a continuation chunk's top slot is a bubble: no bootstrap row, the PEs' state carries over
+                issue_valid.next = not (continuing and issue_row == chunk_len)
+                issue_boot.next = issue_row == chunk_len and not continuing
                 if issue_row == 0:
                     issuing.next = False
                 issue_row.next = issue_row - 1
@@ -412,22 +431,32 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             if out_beats != 0 and m_tready:
                 out_sr.next = out_sr >> beat
                 out_beats.next = out_beats - 1
-                if sending_last and send_row == cfg.t_count:
-                    if last_batch:
+                if sending_last and send_row == chunk_len:
+                    if last_record:
                         state.next = t_state.IDLE
                         cfg.busy.next = False
                         cfg.done.next = True
                     else:
                         state.next = t_state.LOAD
-                        batches_left.next = batches_left - 1
                         beat_count.next = 0
                         load_row.next = 0
+                        if last_chunk:       # the next lane-batch, from its first chunk
+                            batches_left.next = batches_left - 1
+                            chunks_left.next = cfg.chunks[len(chunks_left):]
+                            continuing.next = False
+                            chunk_len.next = cfg.t_count[len(chunk_len):]
+                            load_end.next = cfg.t_count[len(load_end):]
+                        else:                # the next (earlier) chunk of this lane-batch
+                            chunks_left.next = chunks_left - 1
+                            continuing.next = True
+                            chunk_len.next = spec.t_max
+                            load_end.next = spec.t_max - 1
             if prefetched and out_free:
                 out_sr.next = out_row
                 out_beats.next = beats_out
                 send_row.next = send_row + 1
                 prefetched.next = False
-            elif not prefetched and not rd_en and drain_row < cfg.t_count:
+            elif not prefetched and not rd_en and drain_row < chunk_len:
                 rd_en.next = True
                 rd_addr.next = drain_row[len(rd_addr):]
                 drain_row.next = drain_row + 1

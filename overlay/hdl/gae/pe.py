@@ -8,7 +8,9 @@ then t = T-1, T-2, ..., 0. The arithmetic (``rnd`` = round half up, ``sat`` = sa
     A_t = sat(partial_t + [chain_k] rnd(C**k * A_{t+k})),   R_t = sat(A_t + V_t)
 
 with ``chain_j = prod_{i<j} alive_{t+i}`` (a done cuts every later term). ``delta_{t+j}`` and ``A_{t+k}`` come from
-delay lines cleared when the bootstrap row passes, so terms beyond T read 0.
+delay lines cleared when the bootstrap row passes, so terms beyond T read 0. Nothing else clears them: a
+continuation chunk of a long sequence (the core's CHUNKS) arrives with no bootstrap row, after any number of
+bubbles, and the recursion goes on from the V_{t+1}, delta and A histories the previous chunk left.
 
 Every product is ``rnd(a * b) + x`` for a 32-bit ``a``, a coefficient ``b`` and an integer addend ``x``, computed
 by :func:`_mac` in the shape of two DSP48s with their pipeline registers (issue 15: no multiply without its M

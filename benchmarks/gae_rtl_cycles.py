@@ -16,8 +16,12 @@ Multi-batch streams (BATCHES, issue 13/15): operations of B = 1 and 3 lane-batch
 beat); the steady-state cycles per lane-batch (the slope over B) are set against the stream's bound per batch,
 ``max(input beats, output beats)``, the rate a core whose next load hides under the current drain would reach.
 
+Chained chunks (CHUNKS): a lane-batch of T = 2.5 x T_MAX steps on a small build (T_MAX 64, the Pynq-Z2's 8
+lanes) runs as 3 chained chunks in one operation; its CYCLES is set against ``GaeSpec.cycles`` (T + 3 pipeline
+depths) and its end-to-end time against the same T on a build deep enough for one chunk.
+
 Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--lanes 1,8] [--steps 16,64,256]
-[--batch-steps 64]``.
+[--batch-steps 64] [--chain-tmax 64]``.
 """
 from __future__ import annotations
 
@@ -40,19 +44,22 @@ def _offset(name: str) -> int:
     return S.GAE_REGISTERS[name]["address_offset"]
 
 
-def _board(lanes: int, n_steps: int, board_name: str | None = None) -> tuple[S.BoardSpec, S.GaeSpec]:
-    """The board's GAE core alone, ``lanes`` wide and just deep enough for ``n_steps``."""
+def _board(lanes: int, n_steps: int, board_name: str | None = None,
+           t_max: int | None = None) -> tuple[S.BoardSpec, S.GaeSpec]:
+    """The board's GAE core alone, ``lanes`` wide and ``t_max`` deep (None: just deep enough for ``n_steps``)."""
     board = S.board(board_name)
     slot = board.slot("gae")
-    spec = dataclasses.replace(slot.spec, lanes=lanes, t_max=max(n_steps, 16))
+    spec = dataclasses.replace(slot.spec, lanes=lanes, t_max=t_max or max(n_steps, 16))
     return dataclasses.replace(board, cores=(dataclasses.replace(slot, spec=spec),)), spec
 
 
 def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches: int = 1,
-            board_name: str | None = None) -> dict:
-    """Run one operation of ``n_batches`` lane-batches on a fresh simulation of a ``lanes``-wide core; return its
-    phase cycle counts (load and drain: of the first batch)."""
-    board, spec = _board(lanes, n_steps, board_name)
+            board_name: str | None = None, t_max: int | None = None) -> dict:
+    """Run one operation of ``n_batches`` lane-batches on a fresh simulation of a ``lanes``-wide core (``t_max``
+    deep: T beyond it runs as chained chunks); return its phase cycle counts (load and drain: of the first batch,
+    all its chunks)."""
+    board, spec = _board(lanes, n_steps, board_name, t_max)
+    n_chunks, first = spec.chunking(n_steps)
     rng = np.random.default_rng(seed)
     hi = 127 if mode == S.GaeMode.Q8 else 1 << 20
     n_envs = n_batches * lanes
@@ -64,7 +71,8 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches:
     wall = time.perf_counter()
     try:
         ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
-        for name, value in {"T": n_steps, "LANES_USED": lanes, "BATCHES": n_batches, "GAMMA": 1 << 23,
+        for name, value in {"T": first, "CHUNKS": n_chunks, "LANES_USED": lanes, "BATCHES": n_batches,
+                            "GAMMA": 1 << 23,
                             "GAMMA_LAMBDA": 1 << 22, "R_SCALE": 1 << 10, "V_SCALE": 1 << 10}.items():
             ip.write(_offset(name), value)
         ip.write(_offset("CTRL"), int(S.Ctrl.START) | int(mode) << 2)
@@ -95,7 +103,8 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches:
     wall = time.perf_counter() - wall
     in_beats = (n_steps + 1) * spec.input_record_bytes(mode) // spec.stream_bytes
     out_beats = n_steps * spec.output_record_bytes // spec.stream_bytes
-    return {"board": board.name, "lanes": lanes, "T": n_steps, "mode": mode.name.lower(), "batches": n_batches,
+    return {"board": board.name, "lanes": lanes, "T": n_steps, "t_max": spec.t_max, "chunks": n_chunks,
+            "expected_cycles": spec.cycles(n_steps, n_batches), "mode": mode.name.lower(), "batches": n_batches,
             "stream_bytes": spec.stream_bytes, "input_beats_per_batch": in_beats, "output_beats_per_batch": out_beats,
             "load[cyc]": loaded - start, "compute[cyc]": cycles,
             "drain[cyc]": first_drained - (first_out or first_drained),
@@ -115,25 +124,38 @@ def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
         "constant[cyc]": one["total[cyc]"] - per_batch, "bound[cyc]": bound, "per_batch_over_bound": per_batch / bound}
 
 
+def chained(t_max: int, mode: S.GaeMode) -> dict:
+    """T = 2.5 x ``t_max`` on the Pynq-Z2's lanes: chained in a ``t_max``-deep build against one chunk in a deep one."""
+    lanes = S.board(None).slot("gae").spec.lanes
+    n_steps = 5 * t_max // 2
+    chain, single = measure(lanes, n_steps, mode, t_max=t_max), measure(lanes, n_steps, mode)
+    return {key: chain[key] for key in ("lanes", "T", "t_max", "chunks", "mode", "expected_cycles")} | {
+        "cycles": chain["compute[cyc]"], "total[cyc]": chain["total[cyc]"],
+        "one_chunk_cycles": single["compute[cyc]"], "one_chunk_total[cyc]": single["total[cyc]"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure the grid and write ``gae_rtl_cycles.json`` and ``.md``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lanes", default="1,8", help="comma-separated LANES values")
     parser.add_argument("--steps", default="16,64,256", help="comma-separated T values")
     parser.add_argument("--batch-steps", type=int, default=64, help="T of the multi-batch operations")
+    parser.add_argument("--chain-tmax", type=int, default=64, help="T_MAX of the chained-chunk build")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"), help="output directory")
     args = parser.parse_args(argv)
     rows = [measure(lanes, steps, mode) for lanes in map(int, args.lanes.split(","))
             for steps in map(int, args.steps.split(",")) for mode in S.GaeMode]
     streams = [multi_batch(board_name, args.batch_steps, mode) for board_name in ("Pynq-Z2", "ZCU106")
                for mode in S.GaeMode]
+    chains = [chained(args.chain_tmax, mode) for mode in S.GaeMode]
     fclk = S.board(None).fclk_mhz
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "commit": commit,
             "pipeline_depth": S.GaeSpec().pipeline_depth, "fclk[mhz]": fclk}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gae_rtl_cycles.json").write_text(json.dumps({"meta": meta, "rows": rows, "multi_batch": streams},
+    (out / "gae_rtl_cycles.json").write_text(json.dumps({"meta": meta, "rows": rows, "multi_batch": streams,
+                                                                    "chained": chains},
                                                         indent=2))
     lines = [
         "# GAE core cycle counts (MyHDL simulation)", "",
@@ -165,7 +187,20 @@ def main(argv: list[str] | None = None) -> int:
                      f"{m['input_beats_per_batch']} | {m['output_beats_per_batch']} | {m['per_batch_over_bound']:.2f} |")
     lines += ["", "Lane-batches run load, compute, drain one after another, so a batch costs about input beats + "
               "T + pipeline depth + output beats; the goal of issue 15 (per batch <= 1.1 x bound) needs the next "
-              "batch's load to overlap the current drain."]
+              "batch's load to overlap the current drain.", "",
+              "## Chained chunks (CHUNKS)", "",
+              f"One lane-batch of T = 2.5 x T_MAX on a T_MAX = {args.chain_tmax} build: CHUNKS = 3 chained chunks in "
+              "one operation, against the same T on a build deep enough for one chunk. Expected CYCLES = "
+              "GaeSpec.cycles = T + CHUNKS x pipeline depth.", "",
+              "| LANES | T | T_MAX | CHUNKS | mode | CYCLES | GaeSpec.cycles | end to end [cyc] | one chunk: CYCLES | "
+              "one chunk: end to end [cyc] |",
+              "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for c in chains:
+        lines.append(f"| {c['lanes']} | {c['T']} | {c['t_max']} | {c['chunks']} | {c['mode']} | {c['cycles']} | "
+                     f"{c['expected_cycles']} | {c['total[cyc]']} | {c['one_chunk_cycles']} | "
+                     f"{c['one_chunk_total[cyc]']} |")
+    lines += ["", "A chained chunk adds one pipeline depth of compute; its load and drain move the same bytes as "
+              "the one long chunk's, so only the pipeline fill per chunk separates the two."]
     (out / "gae_rtl_cycles.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

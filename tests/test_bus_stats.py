@@ -50,8 +50,8 @@ def test_each_call_costs_what_it_costs():
 @pytest.mark.parametrize("backend", ["emu", "rtl"])
 def test_gae_streams_every_lane_batch_in_one_operation(backend):
     """Issue 13's GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
-    same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 in raw mode; q8 mode adds its
-    four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own)."""
+    same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 host calls; q8 mode adds its
+    four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own) as one burst."""
     overlay = RLOverlay(backend=backend, cores=("gae",))
     lanes = overlay.gae.spec.lanes
     rng = np.random.default_rng(0)
@@ -67,6 +67,7 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
     assert many.register_calls == one.register_calls <= 12
     assert many.dma_bytes_from_pl == batches * one.dma_bytes_from_pl
     assert q8.register_writes == one.register_writes + 4 and q8.register_reads == one.register_reads
+    assert q8.register_calls == one.register_calls + 1 <= 12
 
 
 @pytest.mark.parametrize("backend", ["emu", "rtl"])

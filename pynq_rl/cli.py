@@ -87,7 +87,8 @@ def _train_apex(args: argparse.Namespace) -> int:
     config = apex.Args(env_id=args.env, seed=args.seed, num_actors=args.actors, replay_backend=args.replay_backend,
                        board=args.board, replay_address=args.replay_address, ray_address=args.ray_address,
                        max_updates=args.max_updates, max_seconds=args.max_seconds, out_dir=args.out,
-                       sample_prefetch=args.sample_prefetch, tensorboard=args.tensorboard,
+                       sample_prefetch=args.sample_prefetch, updates_per_insert=args.updates_per_insert,
+                       tensorboard=args.tensorboard,
                        progress=not args.no_progress)
     summary = apex.train(config)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("eval_returns", "episode_returns",
@@ -246,6 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
     apex.add_argument("--sample-prefetch", type=int, default=1,
                       help="batches the learner keeps in flight while it trains (default 1; 0: sample synchronously)")
+    apex.add_argument("--updates-per-insert", type=float, default=0.5,
+                      help="rate limit: learner updates per inserted transition at most (default 0.5; 0: unlimited)")
     apex.set_defaults(func=_train_apex)
 
     build = commands.add_parser("build", help="build steps that need no Vivado")

@@ -60,7 +60,8 @@ from .client import ReplayClient
 
 METRIC_KEYS = ("global_step", "updates", "chunk_updates", "time_s", "actor_steps", "eval/mean_return",
                "losses/td_loss", "losses/q_values", "charts/updates_per_s", "latency/sample_ms", "latency/update_ms",
-               "replay/stale_priorities", "replay/client_retries", "replay/prefetch_fallbacks", "resumed", "pid")
+               "replay/stale_priorities", "replay/client_retries", "replay/prefetch_fallbacks", "charts/rate_limited_s",
+               "resumed", "pid")
 """columns of ``metrics.csv``: one row per learner chunk (``global_step`` = actor environment steps so far)"""
 
 __all__ = ["Args", "ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
@@ -128,6 +129,10 @@ class Args:
     """unused by Ape-X (actors run until the learner stops); kept for CLI symmetry"""
     max_updates: int = 30_000
     """learner gradient steps at most"""
+    updates_per_insert: float = 0.5
+    """rate limit: learner updates per transition inserted into the replay at most (Reverb's sample-to-insert
+    ratio / batch_size; the learner gets a head start of this times `learning_starts`); keeps the replay ratio, and
+    so the learning, the same however fast the learner runs against the actors; 0: unlimited"""
     max_seconds: float = 900.0
     """wall-clock budget of the run"""
     learning_starts: int = 1_000
@@ -192,6 +197,8 @@ def _check_args(args: Args) -> None:
         raise ValueError(f"replay_backend must be one of {PRIORITY_BACKENDS}, not {args.replay_backend!r}")
     if args.n_step < 1 or args.batch_size < 1 or args.learner_chunk_updates < 1 or args.actor_chunk_steps < 1:
         raise ValueError("n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1")
+    if not args.updates_per_insert >= 0:
+        raise ValueError(f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}")
 
 
 def train(args: Args, on_progress: Any = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import torch.optim as optim
 from ..dqn import linear_schedule
 from ..torch_nets import QNetwork
 from .client import NotReady, PrefetchingSampler, ReplayClient
-from .pacing import FixedRate
+from .pacing import FixedRate, UpdateToInsertRatio
 from .server import ReplayServer
 from .service import serve
 
@@ -288,6 +288,7 @@ class _Learner:
         self.sampler = PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) \
             if args.sample_prefetch else None
         self.parameter_server = parameter_server
+        self.limiter: UpdateToInsertRatio | None = None
         self.updates = 0
         saved = ray.get(parameter_server.learner_state.remote())
         self.resumed = saved is not None
@@ -321,18 +322,29 @@ class _Learner:
     def train(self, updates: int) -> dict[str, Any]:
         """Run up to ``updates`` gradient steps (fewer if ``max_updates`` is reached); returns chunk statistics.
 
-        Waits (up to 10 minutes) for ``learning_starts`` transitions in the replay first.
+        Waits (up to 10 minutes) for ``learning_starts`` transitions in the replay first, and before each update
+        for the actors' inserts the ``updates_per_insert`` rate limit asks for (a chunk whose actors stay 5 s behind
+        returns early, so the driver can evaluate and check its clock).
         """
         args = self.args
-        if self.updates == 0:
-            self.client.wait_ready(timeout_s=600.0, min_size=args.learning_starts)
+        if self.limiter is None:
+            if self.updates == 0:
+                self.client.wait_ready(timeout_s=600.0, min_size=args.learning_starts)
+            # made once the replay holds its learning_starts transitions (or, restarted, whatever it holds)
+            self.limiter = UpdateToInsertRatio(
+                args.updates_per_insert,
+                lambda: self.client.stats(retry_s=30.0).get("inserted_transitions", 0),
+                slack=args.updates_per_insert * args.learning_starts)
         losses, q_means, stale = [], [], 0
         sample_s = update_s = 0.0
         start = time.perf_counter()
+        waited_before = self.limiter.waited_s
         done = 0
         for _ in range(int(updates)):
             if self.updates >= args.max_updates:
                 break
+            if not self.limiter.wait(timeout_s=5.0):
+                break  # the actors are behind (or stalled): hand the chunk back, the driver checks its clock
             fraction = self.updates / max(1, args.max_updates)
             beta = linear_schedule(args.per_beta, 1.0, 1.0, fraction)
             for group in self.optimizer.param_groups:
@@ -357,6 +369,7 @@ class _Learner:
             update_s += time.perf_counter() - t0
             stale += result["stale"]
             self.updates += 1
+            self.limiter.record_update()
             done += 1
             losses.append(float(loss.item()))
             q_means.append(float(q_values.mean().item()))
@@ -372,7 +385,8 @@ class _Learner:
                 "charts/updates_per_s": done / elapsed if elapsed > 0 else 0.0,
                 "latency/sample_ms": 1e3 * sample_s / max(1, done), "latency/update_ms": 1e3 * update_s / max(1, done),
                 "replay/stale_priorities": stale, "replay/client_retries": self.client.retries,
-                "replay/prefetch_fallbacks": self.sampler.fallbacks if self.sampler else 0}
+                "replay/prefetch_fallbacks": self.sampler.fallbacks if self.sampler else 0,
+                "charts/rate_limited_s": self.limiter.waited_s - waited_before}
 
 
 ParameterServer = ray.remote(num_cpus=0)(_ParameterServer)

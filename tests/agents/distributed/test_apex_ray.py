@@ -120,6 +120,19 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
     assert time.perf_counter() - start < 150
 
 
+def test_the_learner_keeps_to_its_updates_per_insert(local_ray, tmp_path):
+    """A learner far faster than its one throttled actor is held at 0.1 updates per inserted transition."""
+    args = small_args(tmp_path, num_actors=1, updates_per_insert=0.1, max_updates=150, actor_max_sps=400.0)
+    summary = apex.train(args)
+    assert summary["stop_reason"] == "max_updates" and summary["updates"] == 150
+    inserted = summary["replay_stats"]["inserted_transitions"]
+    assert summary["updates"] <= 0.1 * inserted + 0.1 * args.learning_starts  # 150 updates needed >= 1400 inserts
+    rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "metrics.csv")))
+    assert sum(float(row["charts/rate_limited_s"]) for row in rows) > 1.0  # it did wait for the actor
+    with pytest.raises(ValueError, match=r"^updates_per_insert must be >= 0 \(0: unlimited\), not -1.0$"):
+        apex.train(small_args(tmp_path, updates_per_insert=-1.0))
+
+
 @pytest.mark.slow  # ~30 s, mostly Ray starting worker processes on a loaded 2-core machine
 def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, capsys):
     """The replay server runs outside Ray (as on a board): actors and learner reach it by address only."""
@@ -147,6 +160,7 @@ def test_cli_parses_train_apex():
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
     assert build_parser().parse_args(["train", "apex"]).sample_prefetch == apex.Args().sample_prefetch == 1
+    assert build_parser().parse_args(["train", "apex"]).updates_per_insert == apex.Args().updates_per_insert == 0.5
 
 
 def test_bad_arguments_are_refused(tmp_path):

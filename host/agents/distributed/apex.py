@@ -130,9 +130,11 @@ class Args:
     max_updates: int = 30_000
     """learner gradient steps at most"""
     updates_per_insert: float = 0.5
-    """rate limit: learner updates per transition inserted into the replay at most (Reverb's sample-to-insert
-    ratio / batch_size; the learner gets a head start of this times `learning_starts`); keeps the replay ratio, and
-    so the learning, the same however fast the learner runs against the actors; 0: unlimited"""
+    """rate limit: learner updates per transition inserted into the replay (Reverb's samples-per-insert /
+    batch_size); the learner waits when it runs ahead of the actors, the actors when they run ahead of the learner,
+    so the replay ratio, and with it the learning, is the same however fast each side runs; 0: unlimited"""
+    rate_limit_tolerance: float = 100.0
+    """learner updates either side may run ahead of the `updates_per_insert` line before it waits"""
     max_seconds: float = 900.0
     """wall-clock budget of the run"""
     learning_starts: int = 1_000
@@ -199,6 +201,10 @@ def _check_args(args: Args) -> None:
         raise ValueError("n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1")
     if not args.updates_per_insert >= 0:
         raise ValueError(f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}")
+    if args.updates_per_insert > 0 and 2 * args.rate_limit_tolerance < \
+            args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1:
+        raise ValueError(f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
+                         f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}")
 
 
 def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
@@ -217,8 +223,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     -------
     dict
         ``solved``, ``updates``, ``actor_steps``, ``wall_time_s``, ``eval_mean_return`` (last ``eval_window``),
-        ``eval_returns``, ``actor_episodes``, ``actor_restarts`` (tasks lost to a dead actor), ``replay_stats`` and
-        the run directory.
+        ``eval_returns``, ``actor_episodes``, ``actor_restarts`` (tasks lost to a dead actor),
+        ``actor_rate_limited_s`` (time the actors waited for the learner), ``replay_stats`` and the run directory.
 
     Raises
     ------
@@ -272,6 +278,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         actor_episodes: list[dict] = []
         eval_returns: list[float] = []
         actor_steps = collections.Counter()
+        actor_waits: dict[tuple, float] = {}
         actor_pids: dict[int, int] = {}
         lost_tasks = lost_learner_chunks = 0
         learner_pid = None
@@ -297,6 +304,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                     continue
                 if kind == "actor":
                     actor_steps[(i, result["incarnation"])] = result["steps"]
+                    actor_waits[(i, result["incarnation"])] = result["rate_limited_s"]
                     actor_pids[i] = result["pid"]
                     actor_episodes.extend(dict(e, time_s=elapsed) for e in result["episodes"])
                     pending[actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
@@ -352,6 +360,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         eval_episodes=len(eval_returns), eval_returns=eval_returns,
         actor_episodes=sum(1 for e in actor_episodes if e["actor"] != "eval"),
         actor_restarts=lost_tasks, learner_restarts=lost_learner_chunks, actor_incarnations=len(actor_steps),
+        actor_rate_limited_s=float(sum(actor_waits.values())),
         replay_address=address,
         replay_backend=args.replay_backend if args.replay_address is None else "external",
         replay_stats=replay_stats,

@@ -25,7 +25,7 @@ import torch.optim as optim
 from ..dqn import linear_schedule
 from ..torch_nets import QNetwork
 from .client import NotReady, PrefetchingSampler, ReplayClient
-from .pacing import FixedRate, UpdateToInsertRatio
+from .pacing import FixedRate, ReplayRatio
 from .server import ReplayServer
 from .service import serve
 
@@ -92,6 +92,12 @@ def td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np
         targets = rewards + discounts * next_values.squeeze(1)
     q_values = q_network(observations).gather(1, actions.unsqueeze(1)).squeeze(1)
     return targets - q_values, q_values
+
+
+def replay_ratio(args: Args, client: ReplayClient) -> ReplayRatio:
+    """The run's :class:`~.pacing.ReplayRatio` over ``client``'s view of the replay server's counters."""
+    return ReplayRatio(args.updates_per_insert, args.learning_starts, args.rate_limit_tolerance,
+                       lambda: client.stats(retry_s=30.0), max_push=args.local_buffer_size + args.n_step)
 
 
 def _weights_to_numpy(network: torch.nn.Module) -> dict[str, np.ndarray]:
@@ -196,11 +202,12 @@ class _ApexActor:
         self.weight_version = -1
         self._pull_weights()
         self.client = ReplayClient(address, actor_id=f"actor{index}-{self.incarnation}")
+        self.limiter = replay_ratio(args, self.client)
         self.builder = NStepBuilder(args.n_step, args.gamma)
         self.local: list[tuple] = []
         self.obs, _ = self.env.reset(seed=seed)
         self.episode_return, self.episode_length = 0.0, 0
-        self.steps = self.pushes = 0
+        self.steps = self.pushes = self.rate_limit_timeouts = 0
 
     def _pull_weights(self) -> None:
         version, weights = ray.get(self.parameter_server.pull.remote(self.weight_version))
@@ -217,6 +224,8 @@ class _ApexActor:
                  "discounts": discounts.astype(np.float32)}
         with torch.no_grad():  # the actor's own copy is both networks: Ape-X's initial priorities
             delta, _ = td_errors(self.q_network, self.q_network, batch)
+        if not self.limiter.wait_to_insert(len(self.local), timeout_s=30.0):
+            self.rate_limit_timeouts += 1  # the learner is gone or restarting: push anyway, as without a limit
         self.client.push(batch, np.abs(delta.numpy()).astype(np.float64) + self.args.per_eps)
         self.pushes += 1
         self.local = []
@@ -258,7 +267,8 @@ class _ApexActor:
             pace.wait()
         return {"actor": self.index, "incarnation": self.incarnation, "pid": os.getpid(), "episodes": episodes,
                 "steps": self.steps,
-                "pushes": self.pushes, "epsilon": self.epsilon, "retries": self.client.retries}
+                "pushes": self.pushes, "epsilon": self.epsilon, "retries": self.client.retries,
+                "rate_limited_s": self.limiter.waited_s, "rate_limit_timeouts": self.rate_limit_timeouts}
 
     def pid(self) -> int:
         """The process id (tests kill it)."""
@@ -288,7 +298,7 @@ class _Learner:
         self.sampler = PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) \
             if args.sample_prefetch else None
         self.parameter_server = parameter_server
-        self.limiter: UpdateToInsertRatio | None = None
+        self.limiter = replay_ratio(args, self.client)
         self.updates = 0
         saved = ray.get(parameter_server.learner_state.remote())
         self.resumed = saved is not None
@@ -327,14 +337,8 @@ class _Learner:
         returns early, so the driver can evaluate and check its clock).
         """
         args = self.args
-        if self.limiter is None:
-            if self.updates == 0:
-                self.client.wait_ready(timeout_s=600.0, min_size=args.learning_starts)
-            # made once the replay holds its learning_starts transitions (or, restarted, whatever it holds)
-            self.limiter = UpdateToInsertRatio(
-                args.updates_per_insert,
-                lambda: self.client.stats(retry_s=30.0).get("inserted_transitions", 0),
-                slack=args.updates_per_insert * args.learning_starts)
+        if self.updates == 0:
+            self.client.wait_ready(timeout_s=600.0, min_size=args.learning_starts)
         losses, q_means, stale = [], [], 0
         sample_s = update_s = 0.0
         start = time.perf_counter()
@@ -343,7 +347,7 @@ class _Learner:
         for _ in range(int(updates)):
             if self.updates >= args.max_updates:
                 break
-            if not self.limiter.wait(timeout_s=5.0):
+            if not self.limiter.wait_to_update(timeout_s=5.0):
                 break  # the actors are behind (or stalled): hand the chunk back, the driver checks its clock
             fraction = self.updates / max(1, args.max_updates)
             beta = linear_schedule(args.per_beta, 1.0, 1.0, fraction)

@@ -1,22 +1,23 @@
-"""Pacing of the Ape-X loops: ``FixedRate`` (actors pushing at a set rate) and ``UpdateToInsertRatio`` (the learner
-kept at a fixed number of updates per transition the actors insert).
+"""Pacing of the Ape-X loops: ``FixedRate`` (actors pushing at a set rate) and ``ReplayRatio`` (learner and actors
+kept at a fixed number of learner updates per transition inserted).
 
 ``FixedRate`` is one schedule on the monotonic clock: each :meth:`FixedRate.wait` sleeps until the next tick. An
 iteration that ran late re-bases the schedule at "now" instead of bursting through the missed ticks, so a stalled
 actor does not flood the replay with a backlog when it recovers.
 
-``UpdateToInsertRatio`` is a rate limiter in the manner of Reverb's ``SampleToInsertRatio``: without it the learner's
-replay ratio (samples drawn per transition inserted) is whatever the machine's speeds make it, and so are the
-learning dynamics. On a quiet 2-core machine the Ape-X learner ran 0.88 updates per actor step and ended its budget
-unsolved; on a loaded one it ran 0.4-0.5 and solved. The limiter fixes the ratio, so the same arguments learn the
-same way on a laptop, in CI and on a board.
+``ReplayRatio`` is a two-sided rate limiter in the manner of Reverb's ``SampleToInsertRatio``: without it the replay
+ratio (samples drawn per transition inserted) is whatever the machine's speeds make it, and so are the learning
+dynamics. On a quiet 2-core machine the Ape-X learner ran 0.88 updates per actor step and ended its budget unsolved;
+on a loaded one it ran 0.4-0.5 and solved; with other jobs on the cores it fell to 0.1. The limiter holds the
+learner back when it runs ahead of the actors and the actors when they run ahead of the learner, so the same
+arguments learn the same way on a laptop, in CI and on a board.
 """
 from __future__ import annotations
 
 import time
 from typing import Callable
 
-__all__ = ["FixedRate", "UpdateToInsertRatio"]
+__all__ = ["FixedRate", "ReplayRatio"]
 
 
 class FixedRate:
@@ -38,58 +39,74 @@ class FixedRate:
             self._next = time.monotonic()
 
 
-class UpdateToInsertRatio:
-    """Allows the learner's ``n``-th update only once ``n <= ratio * inserted + slack``.
+class ReplayRatio:
+    """Keeps learner updates ``U`` and inserted transitions ``I`` near ``U = ratio * (I - min_inserted)``.
 
-    ``inserted`` counts the transitions inserted into the replay since this limiter was made, read through
-    ``read_inserted`` (the replay server's monotone ``inserted_transitions`` counter) only when the budget runs out.
-    A counter that goes backwards means the server restarted (its counters start at 0 again): the new reading is
-    counted as inserted since that restart, so the total keeps growing. ``slack`` is the head start a learner gets
-    on data already stored (the initial ``learning_starts`` fill, or the replay a restarted learner finds).
-    ``ratio <= 0`` disables the limit.
+    Both counters are the replay server's own (``update_calls``, and ``inserted_transitions`` for the learner or
+    ``pushed_transitions``, which also counts the server's insertion queue, for the actors), read through
+    ``read_stats``; every process then sees the same line, a restarted learner or actor included. A restarted
+    server starts both counters at 0 again, so the line restarts with it. The learner may run ``tolerance``
+    updates ahead of the line, the actors ``tolerance / ratio`` transitions ahead; past that they wait. No deadlock:
+    both wait at once only if ``2 * tolerance < ratio * n`` for a push of ``n`` transitions, which the constructor
+    refuses for ``n`` up to ``max_push``. ``ratio == 0`` disables the limit (nothing waits, nothing is read).
 
     Parameters
     ----------
     ratio : float
-        Updates allowed per inserted transition (samples per insert = ``ratio * batch_size``).
-    read_inserted : callable
-        Returns the server's inserted-transitions counter.
-    slack : float
-        Updates allowed before any insert.
+        Learner updates per inserted transition (samples per insert = ``ratio * batch_size``).
+    min_inserted : int
+        Transitions the replay holds before learning starts (``learning_starts``).
+    tolerance : float
+        Updates either side may run ahead of the line.
+    read_stats : callable
+        Returns the replay server's stats dict (:meth:`~.client.ReplayClient.stats`).
+    max_push : int
+        The largest push an actor makes (checked against the deadlock condition).
     poll_s : float
-        Sleep between counter reads while the learner is ahead.
+        Sleep between reads while waiting.
     """
 
-    def __init__(self, ratio: float, read_inserted: Callable[[], int], slack: float = 0.0,
-                 poll_s: float = 0.01) -> None:
-        if ratio < 0 or slack < 0 or poll_s <= 0:
-            raise ValueError(f"ratio and slack must be >= 0 and poll_s > 0, not {ratio!r}, {slack!r}, {poll_s!r}")
-        self.ratio, self.slack, self.poll_s = float(ratio), float(slack), float(poll_s)
-        self._read = read_inserted
-        self._last = int(read_inserted()) if self.ratio > 0 else 0
-        self.inserted = 0
-        """transitions inserted since the limiter was made"""
-        self.updates = 0
-        """updates recorded with :meth:`record_update`"""
+    def __init__(self, ratio: float, min_inserted: int, tolerance: float, read_stats: Callable[[], dict],
+                 max_push: int = 1, poll_s: float = 0.01) -> None:
+        if not (ratio >= 0 and tolerance >= 0 and poll_s > 0):
+            raise ValueError(f"ratio and tolerance must be >= 0 and poll_s > 0, not {ratio!r}, {tolerance!r}, "
+                             f"{poll_s!r}")
+        if ratio > 0 and 2 * tolerance < ratio * max_push + 1:
+            raise ValueError(f"tolerance {tolerance!r} is too small for pushes of {max_push} at ratio {ratio!r}: "
+                             f"learner and actors could both wait (need 2 * tolerance >= ratio * push + 1)")
+        self.ratio, self.min_inserted, self.tolerance = float(ratio), int(min_inserted), float(tolerance)
+        self.poll_s = float(poll_s)
+        self._read = read_stats
+        self.server_updates = self.server_inserted = self.server_pushed = 0
+        """the server's counters at the last read"""
+        self.local_updates = 0
+        """updates recorded since the last read (the server has them too; this spares a read per update)"""
         self.waited_s = 0.0
-        """total time :meth:`wait` slept"""
+        """total time spent waiting"""
+        self.reads = 0
+        """counter reads so far"""
 
     def _refresh(self) -> None:
-        now = int(self._read())
-        self.inserted += now - self._last if now >= self._last else now
-        self._last = now
+        stats = self._read()
+        self.reads += 1
+        self.server_updates = int(stats.get("update_calls", 0))
+        self.server_inserted = int(stats.get("inserted_transitions", 0))
+        self.server_pushed = int(stats.get("pushed_transitions", 0))
+        self.local_updates = 0
 
-    def allowed(self) -> bool:
-        """Whether one more update fits the budget (with the inserts counted so far)."""
-        return self.ratio <= 0 or self.updates + 1 <= self.ratio * self.inserted + self.slack
+    def update_allowed(self) -> bool:
+        """Learner side: whether one more update stays within ``tolerance`` of the line (counters as last read)."""
+        updates = self.server_updates + self.local_updates + 1
+        return updates <= self.ratio * (self.server_inserted - self.min_inserted) + self.tolerance
 
-    def wait(self, timeout_s: float) -> bool:
-        """Block until one more update is allowed; False if ``timeout_s`` passed first (actors stalled)."""
-        if self.allowed():
-            return True
+    def insert_allowed(self, n: int) -> bool:
+        """Actor side: whether ``n`` more transitions stay within ``tolerance`` of the line (counters as last read)."""
+        return self.ratio * (self.server_pushed + n - self.min_inserted) <= self.server_updates + self.tolerance
+
+    def _wait(self, allowed: Callable[[], bool], timeout_s: float) -> bool:
         start = time.monotonic()
         self._refresh()
-        while not self.allowed():
+        while not allowed():
             if time.monotonic() - start >= timeout_s:
                 self.waited_s += time.monotonic() - start
                 return False
@@ -98,6 +115,18 @@ class UpdateToInsertRatio:
         self.waited_s += time.monotonic() - start
         return True
 
+    def wait_to_update(self, timeout_s: float) -> bool:
+        """Learner: block until one more update is allowed; False after ``timeout_s`` (the actors stalled)."""
+        if self.ratio <= 0 or self.update_allowed():
+            return True
+        return self._wait(self.update_allowed, timeout_s)
+
     def record_update(self) -> None:
-        """Count one update the learner made."""
-        self.updates += 1
+        """Learner: count one update made (and sent to the server) since the last read."""
+        self.local_updates += 1
+
+    def wait_to_insert(self, n: int, timeout_s: float) -> bool:
+        """Actor: read the counters and block until a push of ``n`` is allowed; False after ``timeout_s``."""
+        if self.ratio <= 0:
+            return True
+        return self._wait(lambda: self.insert_allowed(n), timeout_s)

@@ -121,16 +121,20 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
 
 
 def test_the_learner_keeps_to_its_updates_per_insert(local_ray, tmp_path):
-    """A learner far faster than its one throttled actor is held at 0.1 updates per inserted transition."""
-    args = small_args(tmp_path, num_actors=1, updates_per_insert=0.1, max_updates=150, actor_max_sps=400.0)
+    """A learner faster than its one throttled actor is held at 0.05 updates per inserted transition: its 150
+    updates wait for 3,000 inserts (7.5 s of the actor at 400 steps/s; unlimited, they take about a second)."""
+    args = small_args(tmp_path, num_actors=1, updates_per_insert=0.05, rate_limit_tolerance=5.0, max_updates=150,
+                      actor_max_sps=400.0)
     summary = apex.train(args)
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 150
     inserted = summary["replay_stats"]["inserted_transitions"]
-    assert summary["updates"] <= 0.1 * inserted + 0.1 * args.learning_starts  # 150 updates needed >= 1400 inserts
+    assert summary["updates"] <= 0.05 * (inserted - args.learning_starts) + 5
     rows = list(csv.DictReader(open(Path(summary["run_dir"]) / "metrics.csv")))
-    assert sum(float(row["charts/rate_limited_s"]) for row in rows) > 1.0  # it did wait for the actor
+    assert sum(float(row["charts/rate_limited_s"]) for row in rows) > 0  # it did wait for the actor
     with pytest.raises(ValueError, match=r"^updates_per_insert must be >= 0 \(0: unlimited\), not -1.0$"):
         apex.train(small_args(tmp_path, updates_per_insert=-1.0))
+    with pytest.raises(ValueError, match=r"^rate_limit_tolerance 1.0 is too small for pushes of up to 28 "):
+        apex.train(small_args(tmp_path, rate_limit_tolerance=1.0))
 
 
 @pytest.mark.slow  # ~30 s, mostly Ray starting worker processes on a loaded 2-core machine

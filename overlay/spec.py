@@ -313,10 +313,11 @@ class GaeSpec:
     error vs float64 unchanged, 1.9e-4 -> 2.0e-4 on the 1e-3 test)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
-    pipeline_depth: int = 16
+    pipeline_depth: int = 18
     """cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk (the
     HDL's: 2 for the last loaded row to reach its BRAM, 1 pop of the bootstrap row (a bubble in a continuation
-    chunk), 1 BRAM read, 1 dequantization, 10 PE stages, 1 write-back)"""
+    chunk), 1 BRAM read, 3 dequantization stages (multiply, add, clamp: ``DEQUANT_LATENCY``), 10 PE stages
+    (``PE_LATENCY``), 1 write-back)"""
 
     batches_max = 0xFFFF
     """largest BATCHES of one operation (the core's batch counter is 16 bits)"""
@@ -766,14 +767,14 @@ class ParsaSpec:
     """format of ALPHA, GAMMA, EPSILON and EPSILON_DECAY: UQ1.16 holds 1.0 exactly"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes"""
-    act_depth: int = 20
+    act_depth: int = 21
     """CYCLES_ACT = n_dims + (tilings of the busiest worker) + act_depth (the HDL's depth:
     ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
-    update_depth: int = 8
+    update_depth: int = 9
     """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (the HDL's depth: ``core.py`` UPDATE_DEPTH)"""
     mailbox_wait: int = 250
     """wait states a read of MBOX_ACTION may be held while a MAILBOX decision runs (then it answers with DONE = 0
-    and the driver reads again): covers a decision of the OPaL shape on either board (93 and 127 cycles); at most
+    and the driver reads again): covers a decision of the OPaL shape on either board (95 and 129 cycles); at most
     1,000, below the 1,024 cycles the ``rtl`` backend's AXI-Lite master waits for an answer"""
 
     def __post_init__(self) -> None:

@@ -190,6 +190,15 @@ def test_compute_phase_is_t_plus_pipeline_depth_regardless_of_lanes(lanes, rtl_s
     assert status == S.Status.DONE and cycles == 16 + spec.pipeline_depth
 
 
+def test_pipeline_depth_is_the_sum_of_the_hdl_stages():
+    """The spec's depth is the HDL's: 2 (last row to its BRAM) + 1 (bootstrap pop) + 1 (BRAM read) + the
+    dequantizer's stages + the PE's + 1 (write-back); the cycle test above measures the total, this names the parts."""
+    from pynq_rl.overlay.hdl.gae.core import DEQUANT_LATENCY
+    from pynq_rl.overlay.hdl.gae.pe import PE_LATENCY
+    assert DEQUANT_LATENCY == 3  # multiply, add the offset, clamp: one register each (issue 15)
+    assert S.GaeSpec().pipeline_depth == 2 + 1 + 1 + DEQUANT_LATENCY + PE_LATENCY + 1
+
+
 def test_rtl_overlay_dumps_a_waveform(tmp_path):
     overlay = RLOverlay(backend="rtl", board=RTL_TEST_BOARD, vcd=str(tmp_path / "gae"))
     overlay.gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))

@@ -21,6 +21,7 @@ Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae
 * COMPUTE: rows are popped backward, one per cycle (T, T-1, ..., 0), dequantized, and fed to the PEs; each PE's
   A_t and R_t are written back in place through the write port. ``cycles`` counts this phase:
   ``T + spec.pipeline_depth`` (see :attr:`GaeSpec.pipeline_depth` for the breakdown; a test holds them equal).
+  Dequantization takes :data:`DEQUANT_LATENCY` stages (multiply, add the offset, clamp), the PE ``PE_LATENCY``.
 * DRAIN: rows 0..T-1 are read forward (the next row is prefetched while the current one leaves) and sent on
   ``m_axis`` as output records, TLAST on the last beat.
 
@@ -38,7 +39,10 @@ from ..common.bram import ram_sdp_rf
 from ..common.arith import and2, assign, saturate
 from .pe import coef_powers, gae_pe
 
-__all__ = ["gae_core", "CoreConfig"]
+__all__ = ["gae_core", "CoreConfig", "DEQUANT_LATENCY"]
+
+#: Register stages from a stack word on the BRAM output to the PE inputs (:func:`_dequant`: multiply, add, clamp).
+DEQUANT_LATENCY = 3
 
 t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
 
@@ -108,50 +112,85 @@ def _word_pack(word, done, value, reward):
 @block
 def _dequant(reward, value, done, valid, boot, saturated,
              word, in_valid, in_boot, q8, lane_active, cfg, clock, spec: GaeSpec):
-    """Stack word -> PE inputs, registered: raw words pass; q8 codes become sat(code * SCALE + OFFSET)."""
+    """Stack word -> PE inputs in :data:`DEQUANT_LATENCY` register stages: raw words pass; q8 codes become
+    sat(code * SCALE + OFFSET).
+
+    One operation per stage, so no carry chain sits behind an unregistered multiplier (issue 15; it was all one
+    cycle, the core's critical path: 70-81 MHz on the ECP5-85)::
+
+        1  M   r_prod = code * SCALE          (the DSP's M register; the stack word is copied beside it)
+        2  P   r_sum = r_prod + OFFSET        (a post-adder with its P register on a DSP48; the word copied on)
+        3  S   reward = q8 ? sat(r_sum) : word, saturated = the q8 clamp flag of a valid, active, non-bootstrap row
+
+    Only the latency changes (:attr:`GaeSpec.pipeline_depth` counts it); the values are those of one cycle.
+    """
     lo, hi = spec.data.min_code, spec.data.max_code
-    wide = dict(min=-(1 << 42), max=1 << 42)
-    r_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
-    v_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
-    r_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))   # q8 words hold sign-extended codes
-    v_code = Signal(intbv(0, min=-(1 << 7), max=1 << 7))
     scale_bits = spec.scale.width
+    code_bits = 8    # q8 words hold sign-extended codes in their low byte
+    # code x scale fits 8 + 25 bits (-128 x -2**24 = 2**31 is the one product needing the 33rd); + OFFSET: 34
+    prod_range = dict(min=-(1 << (code_bits + scale_bits - 2)), max=(1 << (code_bits + scale_bits - 2)) + 1)
+    sum_range = dict(min=-(1 << (code_bits + scale_bits - 1)), max=1 << (code_bits + scale_bits - 1))
+    r_code = Signal(intbv(0, min=-(1 << (code_bits - 1)), max=1 << (code_bits - 1)))
+    v_code = Signal(intbv(0, min=-(1 << (code_bits - 1)), max=1 << (code_bits - 1)))
     r_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))  # 8 x 25: one DSP
     v_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))
-    r_full, v_full = Signal(intbv(0, **wide)), Signal(intbv(0, **wide))
+    # stage 1
+    r_prod, v_prod = Signal(intbv(0, **prod_range)), Signal(intbv(0, **prod_range))
+    word1 = Signal(intbv(0)[65:])
+    valid1, boot1, active1 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    # stage 2
+    r_sum, v_sum = Signal(intbv(0, **sum_range)), Signal(intbv(0, **sum_range))
+    word2 = Signal(intbv(0)[65:])
+    valid2, boot2, active2 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    r_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+    v_word = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
 
     @always_comb
     def split():
-        r_word.next = word[32:0].signed()
-        v_word.next = word[64:32].signed()
-        r_code.next = word[8:0].signed()
-        v_code.next = word[40:32].signed()
+        r_code.next = word[code_bits:0].signed()
+        v_code.next = word[32 + code_bits:32].signed()
         r_scale.next = cfg.r_scale[scale_bits:].signed()   # START refused scales outside this range
         v_scale.next = cfg.v_scale[scale_bits:].signed()
+        r_word.next = word2[32:0].signed()
+        v_word.next = word2[64:32].signed()
 
-    @always_comb
-    def scale():
-        if q8:
-            r_full.next = r_code * r_scale + cfg.r_offset
-            v_full.next = v_code * v_scale + cfg.v_offset
-        else:
-            r_full.next = r_word
-            v_full.next = v_word
+    @always(clock.posedge)
+    def multiply():
+        r_prod.next = r_code * r_scale
+        v_prod.next = v_code * v_scale
+        word1.next = word
+        valid1.next = in_valid
+        boot1.next = in_boot
+        active1.next = lane_active
+
+    @always(clock.posedge)
+    def offset():
+        r_sum.next = r_prod + cfg.r_offset
+        v_sum.next = v_prod + cfg.v_offset
+        word2.next = word1
+        valid2.next = valid1
+        boot2.next = boot1
+        active2.next = active1
 
     r_sat, v_sat = Signal(intbv(0, min=lo, max=hi + 1)), Signal(intbv(0, min=lo, max=hi + 1))
     r_flag, v_flag = Signal(bool(0)), Signal(bool(0))
-    clamps = [saturate(r_sat, r_flag, r_full, lo, hi), saturate(v_sat, v_flag, v_full, lo, hi)]
+    clamps = [saturate(r_sat, r_flag, r_sum, lo, hi), saturate(v_sat, v_flag, v_sum, lo, hi)]
 
     @always(clock.posedge)
-    def register():
-        valid.next = in_valid
-        boot.next = in_boot
-        done.next = word[64]
-        reward.next = r_sat
-        value.next = v_sat
-        saturated.next = ((r_flag and not in_boot) or v_flag) and in_valid and lane_active
+    def select():
+        valid.next = valid2
+        boot.next = boot2
+        done.next = word2[64]
+        if q8:
+            reward.next = r_sat
+            value.next = v_sat
+            saturated.next = ((r_flag and not boot2) or v_flag) and valid2 and active2
+        else:
+            reward.next = r_word
+            value.next = v_word
+            saturated.next = False
 
-    return split, scale, clamps, register
+    return split, multiply, offset, clamps, select
 
 
 @block

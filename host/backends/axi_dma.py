@@ -30,6 +30,9 @@ HALTED, IDLE, INT_ERR, SLV_ERR, DEC_ERR, IOC_IRQ, DLY_IRQ, ERR_IRQ = (1 << 0, 1 
                                                                       1 << 12, 1 << 13, 1 << 14)
 _W1C = IOC_IRQ | DLY_IRQ | ERR_IRQ
 _RS, _RESET = 1 << 0, 1 << 2
+_MASK32 = 0xFFFF_FFFF
+#: what a write to a DMA register does, by the end of its name
+_CONTROL, _STATUS, _LENGTH, _PLAIN = "_DMACR", "_DMASR", "_LENGTH", ""
 
 
 class StreamEndpoint(Protocol):
@@ -47,6 +50,9 @@ class _Channel:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.control, self.status = f"{prefix}_DMACR", f"{prefix}_DMASR"  # register names, built once
+        self.address_register = "MM2S_SA" if prefix == "MM2S" else "S2MM_DA"
+        self.address_msb = f"{self.address_register}_MSB"
         self.pending: np.ndarray | None = None   # MM2S: bytes not yet accepted by the core
         self.address = 0                          # S2MM: next write address
         self.remaining = 0                        # S2MM: room left in the armed buffer
@@ -69,6 +75,13 @@ class AxiDmaModel(RegisterFile):
         self.memory, self.core = memory, core
         self.mm2s, self.s2mm = _Channel("MM2S"), _Channel("S2MM")
         super().__init__(AXI_DMA_REGISTERS)
+        # every writable offset decoded once: (register, its channel, what a write does); the bus calls write()
+        # for each word from Python, so the per-write name parsing of a generic register file is avoided
+        self._decode = {}
+        for name, reg in AXI_DMA_REGISTERS.items():
+            channel = self.mm2s if name.startswith("MM2S") else self.s2mm
+            kind = next((k for k in (_CONTROL, _STATUS, _LENGTH) if name.endswith(k)), _PLAIN)
+            self._decode[reg["address_offset"]] = (name, channel, kind, ~self._pulse_mask[name] & _MASK32)
 
     def reset(self) -> None:
         super().reset()
@@ -76,47 +89,47 @@ class AxiDmaModel(RegisterFile):
             if channel is not None:
                 channel.__init__(channel.prefix)
 
-    def _status(self, channel: _Channel) -> str:
-        return f"{channel.prefix}_DMASR"
-
     def _fail(self, channel: _Channel, bit: int) -> None:
         channel.busy, channel.pending = False, None
-        self.values[self._status(channel)] |= bit | ERR_IRQ | HALTED
-        self.values[f"{channel.prefix}_DMACR"] &= ~_RS
+        self.values[channel.status] |= bit | ERR_IRQ | HALTED
+        self.values[channel.control] &= ~_RS
 
     def _complete(self, channel: _Channel) -> None:
         channel.busy = False
-        self.values[self._status(channel)] |= IDLE | IOC_IRQ
+        self.values[channel.status] |= IDLE | IOC_IRQ
 
     def write(self, offset: int, value: int) -> None:
-        name = self._by_offset.get(offset)
-        if name is not None and name.endswith("_DMASR"):  # write-1-to-clear interrupt bits, nothing else
-            self.values[name] &= ~(value & _W1C)
+        """Bus write at ``offset``: DMASR clears the interrupt bits written as 1 (nothing else), DMACR runs, halts
+        or resets, LENGTH starts a transfer; unmapped offsets are ignored (every DMA register is read-write)."""
+        decoded = self._decode.get(offset)
+        if decoded is None:
             return
-        super().write(offset, value)
-
-    def on_write(self, name: str, value: int) -> None:
-        channel = self.mm2s if name.startswith("MM2S") else self.s2mm
-        status = self._status(channel)
-        if name.endswith("_DMACR"):
+        name, channel, kind, keep = decoded
+        values = self.values
+        if kind is _STATUS:  # write-1-to-clear interrupt bits, nothing else
+            values[name] &= ~(value & _W1C)
+            return
+        value &= _MASK32
+        values[name] = value
+        if kind is _CONTROL:
             if value & _RESET:  # PG021: a soft reset on either channel resets the whole DMA
                 self.reset()
             elif value & _RS:
-                self.values[status] &= ~HALTED
+                values[channel.status] &= ~HALTED
             else:
-                self.values[status] |= HALTED
-        elif name.endswith("_LENGTH"):
+                values[channel.status] |= HALTED
+            self.values[name] &= keep  # self-clearing Reset never reads back as 1 (reset() made a new dict)
+        elif kind is _LENGTH:
             self._start(channel, value)
 
     def _start(self, channel: _Channel, nbytes: int) -> None:
-        status = self._status(channel)
+        status = channel.status
         if self.values[status] & HALTED or channel.busy:
             return  # PG021: LENGTH writes while halted or busy have no effect
         if nbytes == 0:
             self._fail(channel, INT_ERR)
             return
-        address_reg = "MM2S_SA" if channel is self.mm2s else "S2MM_DA"
-        address = self.values[address_reg] | (self.values[f"{address_reg}_MSB"] << 32)
+        address = self.values[channel.address_register] | (self.values[channel.address_msb] << 32)
         self.values[status] &= ~IDLE
         channel.busy = True
         if channel is self.mm2s:

@@ -26,11 +26,17 @@ import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import replay as model
-from .stream_ip import StreamCoreIP
+from .stream_ip import StreamCoreIP, StreamState
 
 __all__ = ["ReplayCoreIP"]
 
-_MODES = frozenset(mode.value for mode in S.ReplayMode)
+_MODES = {mode.value: mode for mode in S.ReplayMode}  # CTRL.MODE value -> the mode (no enum call per START)
+_CLEAR, _DUMP, _SAMPLE = S.ReplayMode.CLEAR, S.ReplayMode.DUMP, S.ReplayMode.SAMPLE
+# STATUS flags as plain ints: the emulated bus runs every operation from Python, where IntFlag arithmetic costs a
+# microsecond per operation
+_SATURATED, _ERR_CONFIG, _ERR_STREAM = (int(S.Status.SATURATED), int(S.Status.ERR_CONFIG),
+                                        int(S.Status.ERR_STREAM))
+_SET = S.ReplayMode.SET
 
 
 class ReplayCoreIP(StreamCoreIP):
@@ -58,21 +64,22 @@ class ReplayCoreIP(StreamCoreIP):
             self.tree.reseed(value)
 
     def start(self, mode: int) -> None:
-        if mode not in _MODES:
-            self.finish(S.Status.ERR_CONFIG)
+        started = _MODES.get(mode)
+        if started is None:
+            self.finish(_ERR_CONFIG)
             return
-        self._mode = S.ReplayMode(mode)
-        if self._mode == S.ReplayMode.CLEAR:
+        self._mode = started
+        if started == _SET:
+            self.begin_load()
+        elif started == _CLEAR:
             self.tree.clear()
             self.values["CYCLES"] = self.spec.capacity // self.spec.k
             self.finish()
-        elif self._mode == S.ReplayMode.DUMP:
+        elif started == _DUMP:
             self.drain(self.tree.dump(), self.spec.dump_cycles)
-        elif self._mode == S.ReplayMode.SET:
-            self.begin_load()
         elif not self._sample_config_ok():
-            self.finish(S.Status.ERR_CONFIG)
-        elif self._mode == S.ReplayMode.SAMPLE:
+            self.finish(_ERR_CONFIG)
+        elif started == _SAMPLE:
             self._sample(None)
         else:
             self.begin_load()
@@ -88,20 +95,32 @@ class ReplayCoreIP(StreamCoreIP):
         depth = self.spec.sample_depth - (0 if uniforms is None else 3)
         self.drain(model.pack_results(indices, codes), count + depth, flags)
 
-    def close_input(self, data: bytes) -> None:
-        records, partial = self.words(data)
-        flags = S.Status.ERR_STREAM if partial else S.Status(0)
-        if self._mode == S.ReplayMode.SET:
-            indices, codes = model.unpack_set(records)
+    def stream_in(self, data: np.ndarray, last: bool) -> int:
+        """As :meth:`StreamCoreIP.stream_in`; a SET stream offered whole (TLAST with it, nothing buffered before:
+        what the emulated DMA does) is applied from the DMA's bytes without the copies of buffering them."""
+        if last and self.state == StreamState.LOAD and not self._inbox:
+            self.close_input(data)
+            return len(data)
+        return super().stream_in(data, last)
+
+    def close_input(self, data: bytes | np.ndarray) -> None:
+        whole = len(data) // 8 * 8
+        flags = _ERR_STREAM if whole != len(data) else 0  # a partial record trailed the whole ones
+        if self._mode == _SET:
+            # the records' uint32 halves (index, code) as views of the stream's bytes: no unpacking copies
+            indices, codes = model.record_words(np.frombuffer(data, dtype="<u4", count=whole // 4))
             result = self.tree.set(indices, codes)
-            flags |= S.Status.SATURATED if result.saturated else S.Status(0)
-            flags |= S.Status.ERR_CONFIG if result.rejected else S.Status(0)
-            self.values["CYCLES"] = len(records) + self.spec.set_depth
+            if result.saturated:
+                flags |= _SATURATED
+            if result.rejected:
+                flags |= _ERR_CONFIG
+            self.values["CYCLES"] = whole // 8 + self.spec.set_depth
             self.finish(flags)
             return
+        records = np.frombuffer(data, dtype="<u8", count=whole // 8)
         count = self.values["COUNT"]
         if len(records) != count:
-            flags |= S.Status.ERR_STREAM
+            flags |= _ERR_STREAM
         uniforms = (records[:count] & np.uint64(0xFFFF_FFFF)).astype(np.uint32)
         if len(uniforms) == 0:
             self.finish(flags)

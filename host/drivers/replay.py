@@ -31,6 +31,9 @@ from .stream_core import StreamCore
 __all__ = ["ReplayCore", "ReplaySaturationWarning"]
 
 _RECORD = 8
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
+_SET, _SAMPLE, _SAMPLE_UNIFORM = int(S.ReplayMode.SET), int(S.ReplayMode.SAMPLE), int(S.ReplayMode.SAMPLE_UNIFORM)
+_SATURATED = int(S.Status.SATURATED)  # plain ints: IntFlag arithmetic costs a microsecond a time
 
 
 class ReplaySaturationWarning(UserWarning):
@@ -41,10 +44,11 @@ def _as_indices(indices, capacity: int) -> np.ndarray:
     array = np.asarray(indices)
     if array.ndim != 1:
         raise ValueError(f"indices must be 1-D, not shape {array.shape}")
-    if array.size and not np.issubdtype(array.dtype, np.integer):
+    if array.size and array.dtype.kind not in "iu":  # np.issubdtype(dtype, np.integer), without its microseconds
         raise TypeError(f"indices must be integers, not dtype {array.dtype}")
-    # two reductions before the cast (a uint64 2**64-1 must not be reported as -1); the mask only on an error
-    if array.size and (array.max() >= capacity or (array.dtype.kind == "i" and array.min() < 0)):
+    # two reductions before the cast (a uint64 2**64-1 must not be reported as -1); the mask only on an error.
+    # The ufuncs' own reduce: ndarray.max/min add a Python-level wrapper call each.
+    if array.size and (_MAX(array) >= capacity or (array.dtype.kind == "i" and _MIN(array) < 0)):
         i = int(np.flatnonzero((array < 0) | (array >= capacity))[0])
         raise IndexError(f"indices[{i}] = {array[i]} is outside the core's capacity [0, {capacity})")
     return array.astype(np.int64, copy=False)
@@ -133,17 +137,19 @@ class ReplayCore(StreamCore):
             The core or its DMA did not finish in time or reported an error.
         """
         indices = _as_indices(indices, self.capacity)
-        priorities = float_array("priorities", priorities, finite=False)  # the model names NaN/inf/negative ones
+        if not (type(priorities) is np.ndarray and priorities.dtype == np.float64):  # else already what it becomes
+            priorities = float_array("priorities", priorities, finite=False)  # the model names NaN/inf/negatives
         if priorities.shape != indices.shape:
             raise ValueError(f"priorities must have the shape of indices {indices.shape}, not {priorities.shape}")
-        codes, saturated = model.encode_priorities(model.priority_powers(priorities, self.alpha), self.spec.leaf)
+        # checks, p**alpha, leaf codes and SET records in one pass of the model's host-side encoding
+        records, saturated = model.encode_set_records(indices, priorities, self._alpha, self.spec.leaf)
         if saturated:
             message = (f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
                        f"({self.spec.leaf}) was clipped to it")
             if self.strict:
                 raise ValueError(message)
             warnings.warn(message, ReplaySaturationWarning, stacklevel=2)
-        self._set_codes(indices, codes, timeout_s)
+        self._set_records(records, timeout_s)
 
     def sample(self, n: int, beta: float = 0.4, uniforms=None,
                timeout_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -177,13 +183,13 @@ class ReplayCore(StreamCore):
         if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= float(beta) <= 1.0):
             raise ValueError(f"beta must be a number in [0, 1], not {beta!r}")
         n = int(n)
-        mode = S.ReplayMode.SAMPLE
+        mode = _SAMPLE
         if uniforms is not None:
             uniforms = np.asarray(uniforms)
             if (uniforms.shape != (n,) or not np.issubdtype(uniforms.dtype, np.integer)
                     or np.any(uniforms < 0) or np.any(uniforms > 0xFFFF_FFFF)):
                 raise ValueError(f"uniforms must be {n} integers in [0, 2**32)")
-            mode = S.ReplayMode.SAMPLE_UNIFORM
+            mode = _SAMPLE_UNIFORM
         total = self.total_code
         if total == 0:
             raise ValueError("cannot sample: every priority in the replay core is 0 (call update() first)")
@@ -191,11 +197,13 @@ class ReplayCore(StreamCore):
         self._write_parameter("STRIDE", S.ReplaySpec.stride(n))
         send = None if uniforms is None else model.pack_uniforms(uniforms)
         records = self._run(mode, send, n * _RECORD, timeout_s, f"sample n={n}", n + self.spec.sample_depth)
-        indices, codes = model.unpack_results(records.view(np.uint64))
+        # the result records' index and code halves as views of the received bytes (codes stay uint32: every
+        # expression below promotes them to float64 exactly, as int64 codes would)
+        indices, codes = model.record_words(records.view("<u4"))
         probabilities = codes / float(total)
         # (N * P(i))**-beta / max_j (N * P(j))**-beta = (c_min / c_i)**beta: N and the total cancel
-        weights = np.power(codes.min() / codes.astype(np.float64), float(beta))
-        return indices, probabilities, weights.astype(np.float32)
+        weights = np.power(float(_MIN(codes)) / codes, float(beta))
+        return indices.astype(np.int64), probabilities, weights.astype(np.float32)
 
     def priorities(self, timeout_s: float | None = None) -> np.ndarray:
         """Every stored leaf priority (``p**alpha`` as quantized, float64), in index order (one DUMP)."""
@@ -236,19 +244,22 @@ class ReplayCore(StreamCore):
 
     # -- transfers --------------------------------------------------------------------------------------------------
     def _set_codes(self, indices: np.ndarray, codes: np.ndarray, timeout_s: float | None) -> None:
-        """SET batches of at most ``max_count`` records (leaf codes already validated)."""
-        chunk = self.spec.max_count
-        for start in range(0, len(indices), chunk):
-            part = slice(start, start + chunk)
-            count = len(indices[part])
-            self._run(S.ReplayMode.SET, model.pack_set(indices[part], codes[part]), 0, timeout_s,
-                      f"set of {count} records", count + self.spec.set_depth)
+        """SET ``codes`` (already validated) at ``indices``."""
+        self._set_records(model.pack_set(indices, codes), timeout_s)
 
-    def _run(self, mode: S.ReplayMode, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
+    def _set_records(self, records: np.ndarray, timeout_s: float | None) -> None:
+        """SET batches of at most ``max_count`` records (uint64, as :func:`~pynq_rl.overlay.models.replay.pack_set`
+        makes them)."""
+        chunk = self.spec.max_count
+        for start in range(0, len(records), chunk):
+            part = records[start:start + chunk]
+            self._run(_SET, part, 0, timeout_s, f"set of {len(part)} records", len(part) + self.spec.set_depth)
+
+    def _run(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
              what: str, cycles: int) -> np.ndarray:
         """One operation whose core work takes ``cycles`` (the spec's formula; see ``StreamCore._transfer``)."""
         out = self._transfer(mode, send, recv_bytes, timeout_s, what, cycles)
-        if self._last_status & S.Status.SATURATED:  # the driver saturates first, so the core never should
+        if self._last_status & _SATURATED:  # the driver saturates first, so the core never should
             raise RuntimeError(f"Replay core saturated a leaf during {what}: driver and core disagree on the format")
         return out
 

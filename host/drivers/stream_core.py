@@ -33,6 +33,9 @@ _DMA_STOPPED = 1 << _DMA_FIELDS["Idle"]["bit_offset"] | _DMA_ERROR_BITS
 _DMA_WORDS = {name: reg["address_offset"] >> 2 for name, reg in S.AXI_DMA_REGISTERS.items()}
 _DONE, _BUSY = int(S.Status.DONE), int(S.Status.BUSY)
 _STATUS_ERRORS = sum(int(flag) for flag in S.Status if flag.name.startswith("ERR_"))
+_START = int(S.Ctrl.START)  # plain ints: IntFlag arithmetic costs a microsecond per operation in Python
+#: per DMA channel: (DMASR word, direction in messages)
+_DMA_CHANNELS = {"MM2S": (_DMA_WORDS["MM2S_DMASR"], "to"), "S2MM": (_DMA_WORDS["S2MM_DMASR"], "from")}
 
 
 class StreamCore(DefaultIP):
@@ -76,13 +79,16 @@ class StreamCore(DefaultIP):
         self._dma_description = dict(self.device.ip_dict[dma_path], device=self.device)
         self._bind_dma()
         dma_parameters = self._dma_description["parameters"]
+        self._stream_bytes = int(dma_parameters["c_m_axi_mm2s_data_width"]) // 8
         # unknown width: write the upper address word too, as PYNQ always does (on a ZU+ buffers can lie above 4 GiB)
         self._dma_address_bits = int(dma_parameters.get("c_addr_width", 64))
         self._dma_max_bytes = (1 << int(dma_parameters.get("c_sg_length_width", S.AXI_DMA_LENGTH_WIDTH))) - 1
         self._timeout_s = 5.0
         self._dma_buffers: dict[str, Any] = {}
+        self._dma_views: dict[str, tuple[Any, np.ndarray, int]] = {}  # name: (buffer, plain uint8 view, address)
         self._parameters: dict[str, int] = {}  # parameter registers as this driver last wrote them
-        self._last_status = S.Status(0)
+        self._mode_shift = self.registers["CTRL"]["fields"]["MODE"]["bit_offset"]
+        self._last_status = 0  # STATUS at the end of the last operation (an int: test flags with &)
         self._idle_known = False  # True while the core is idle by this driver's own bookkeeping (_check_idle)
 
     @property
@@ -97,7 +103,7 @@ class StreamCore(DefaultIP):
     @property
     def stream_bytes(self) -> int:
         """Bytes per stream beat (the DMA's memory-mapped data width)."""
-        return int(self._dma_description["parameters"]["c_m_axi_mm2s_data_width"]) // 8
+        return self._stream_bytes
 
     def _bind_dma(self) -> None:
         """(Re)build PYNQ's DMA driver (its constructor starts both channels) and index its registers' window."""
@@ -226,8 +232,7 @@ class StreamCore(DefaultIP):
 
     def _start(self, mode: int) -> None:
         """Pulse CTRL.START with CTRL.MODE = ``mode``."""
-        mode_field = self.registers["CTRL"]["fields"]["MODE"]["bit_offset"]
-        self._write("CTRL", S.Ctrl.START | int(mode) << mode_field)
+        self._write("CTRL", _START | int(mode) << self._mode_shift)
 
     def _deadline(self, timeout_s: float | None, cycles: int) -> Deadline:
         """The deadline of an operation known to take ``cycles`` cycles of the PL clock.
@@ -246,8 +251,23 @@ class StreamCore(DefaultIP):
     def _wait_done(self, deadline: Deadline, describe: Callable[[], str]) -> int:
         """Wait for STATUS.DONE before ``deadline``; return STATUS as read (the timeout message shows the last one
         read)."""
-        return wait_until(lambda: self._reg("STATUS"), lambda value: bool(value & _DONE), deadline,
+        word = self._words["STATUS"]
+        return self._poll(lambda: int(self._array[word]), _DONE, deadline,
                           lambda value: f"{self.title} core not DONE (STATUS={S.Status(value)!r}, {describe()})")
+
+    @staticmethod
+    def _poll(read: Callable[[], int], mask: int, deadline: Deadline, describe: Callable[[int], str]) -> int:
+        """``polling.wait_until(read, value & mask, deadline, describe)``, the same accesses in the same order,
+        with the first poll inline: on ``emu`` (and mostly on a board) the first read finds the operation over,
+        and then the wait costs one call rather than a loop of closures."""
+        deadline.begin()
+        value = read()
+        if value & mask:
+            return value
+        if deadline.expired():
+            raise TimeoutError(f"timed out after {deadline.describe()}: {describe(value)}")
+        deadline.pause()
+        return wait_until(read, lambda polled: bool(polled & mask), deadline, describe)
 
     # -- one streamed operation -----------------------------------------------------------------------------------
     def _dma_buffer(self, name: str, nbytes: int):
@@ -258,6 +278,8 @@ class StreamCore(DefaultIP):
                 buffer.freebuffer()
             size = 1 << max(12, (nbytes - 1).bit_length())
             buffer = self._dma_buffers[name] = allocate((size,), dtype=np.uint8, target=self.device)
+            # a plain view (a PynqBuffer's slices are buffers too, dearer to make) and the buffer's fixed address
+            self._dma_views[name] = (buffer, buffer.view(np.ndarray), int(buffer.physical_address))
         return buffer
 
     def _transfer(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
@@ -270,20 +292,21 @@ class StreamCore(DefaultIP):
         both channels before the one deadline, and returns a copy of the received bytes. On an error or a timeout
         the core and its DMA are reset (the core's memories survive a soft reset) before the exception propagates.
         """
-        payload = None if send is None else np.ascontiguousarray(send).view(np.uint8).ravel()
-        beats = -(-(0 if payload is None else len(payload)) // self.stream_bytes) - (-recv_bytes // self.stream_bytes)
+        payload = None if send is None else np.ascontiguousarray(send).view(np.uint8).reshape(-1)
+        sent = 0 if payload is None else len(payload)
+        beats = -(-sent // self._stream_bytes) - (-recv_bytes // self._stream_bytes)
         deadline = self._deadline(timeout_s, cycles + beats)
         self._check_idle()
         send_buffer = recv_buffer = None
-        if payload is not None and len(payload):
-            send_buffer = self._dma_buffer("in", len(payload))
-            np.asarray(send_buffer)[:len(payload)] = payload  # a plain view: PynqBuffer slices are buffers too
+        if sent:
+            send_buffer = self._dma_buffer("in", sent)
+            self._dma_views["in"][1][:sent] = payload
         if recv_bytes:
             recv_buffer = self._dma_buffer("out", recv_bytes)
             self._start_dma("S2MM", recv_buffer, recv_bytes)
         self._start(mode)
         if send_buffer is not None:
-            self._start_dma("MM2S", send_buffer, len(payload))
+            self._start_dma("MM2S", send_buffer, sent)
         try:
             status = self._wait_done(deadline, lambda: what)
             if status & _STATUS_ERRORS:
@@ -297,9 +320,9 @@ class StreamCore(DefaultIP):
             raise
         if received != recv_bytes:
             raise RuntimeError(f"{self.title} core returned {received} bytes for {what}, expected {recv_bytes}")
-        self._last_status = S.Status(status)
+        self._last_status = status
         self._idle_known = True
-        return np.asarray(recv_buffer)[:recv_bytes].copy() if recv_buffer is not None else np.zeros(0, np.uint8)
+        return self._dma_views["out"][1][:recv_bytes].copy() if recv_buffer is not None else np.zeros(0, np.uint8)
 
     def _start_dma(self, channel: str, buffer, nbytes: int) -> None:
         """Start a simple-mode transfer of ``nbytes`` on DMA ``channel`` (``"MM2S"`` or ``"S2MM"``) from/into
@@ -315,7 +338,8 @@ class StreamCore(DefaultIP):
         if channel == "MM2S":
             buffer.flush()
         address = "MM2S_SA" if channel == "MM2S" else "S2MM_DA"
-        physical = int(buffer.physical_address)
+        known = self._dma_views.get("in" if channel == "MM2S" else "out")
+        physical = known[2] if known is not None and known[0] is buffer else int(buffer.physical_address)
         self._dma_array[_DMA_WORDS[address]] = physical & 0xFFFF_FFFF
         if self._dma_address_bits > 32:
             self._dma_array[_DMA_WORDS[f"{address}_MSB"]] = physical >> 32
@@ -336,11 +360,10 @@ class StreamCore(DefaultIP):
         RuntimeError
             The DMA reported an internal, slave or decode error.
         """
-        status_word = _DMA_WORDS[f"{channel}_DMASR"]
-        direction = "to" if channel == "MM2S" else "from"
-        status = wait_until(lambda: int(self._dma_array[status_word]), lambda value: bool(value & _DMA_STOPPED),
-                            deadline, lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still "
-                                                    f"busy (DMASR={value:#x})")
+        status_word, direction = _DMA_CHANNELS[channel]
+        status = self._poll(lambda: int(self._dma_array[status_word]), _DMA_STOPPED, deadline,
+                            lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still busy "
+                                          f"(DMASR={value:#x})")
         if status & _DMA_ERROR_BITS:
             for bit, text in _DMA_ERRORS.items():
                 if status & bit:

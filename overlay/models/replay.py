@@ -28,7 +28,7 @@ and, where numba is installed, compiled loops that the emulated core and the ben
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,18 +39,19 @@ try:  # numba is optional: the numpy path gives identical bits where no wheel ex
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["SumTree", "SetResult", "check_priorities", "priority_powers", "encode_priorities", "sample_fractions",
+__all__ = ["SumTree", "SetResult", "check_priorities", "priority_powers", "encode_priorities", "encode_set_records",
+           "sample_fractions",
            "sample_targets", "descend",
            "xorshift32_stream", "sample_float64", "probability_error_bound", "pack_set", "pack_uniforms",
-           "unpack_set", "unpack_results", "pack_results", "HAVE_NUMBA"]
+           "record_words", "unpack_set", "unpack_results", "pack_results", "HAVE_NUMBA"]
 
 HAVE_NUMBA = _numba is not None
 _U32 = (1 << 32) - 1
 
 
-@dataclass(frozen=True)
-class SetResult:
-    """Flags of one set batch, as the core raises them in STATUS."""
+class SetResult(NamedTuple):
+    """Flags of one set batch, as the core raises them in STATUS (a named tuple: one is made per SET, and the
+    emulated core runs a SET per driver update)."""
 
     saturated: bool
     """a code was larger than the largest leaf code and was saturated (SATURATED)"""
@@ -107,15 +108,59 @@ def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray
     return codes, bool(np.any(scaled > leaf.max_code))
 
 
+def encode_set_records(indices: np.ndarray, priorities: np.ndarray, alpha: float,
+                       leaf: QFormat) -> tuple[np.ndarray, bool]:
+    """The SET records that store ``priorities**alpha`` at ``indices``, and whether a code saturated.
+
+    Bit for bit ``pack_set(indices, encode_priorities(priority_powers(priorities, alpha), leaf)[0])`` and the same
+    ``ValueError`` for a priority that is negative, NaN or infinite (or whose power overflows to infinity): the
+    host side of one ``update`` in one compiled pass over the checks, the encoding and the packing where numba is
+    installed (the powers stay numpy's ``np.power``, so the codes cannot depend on which pow ran). ``indices``
+    must fit 32 bits (the driver checked them against the capacity).
+    """
+    p = np.asarray(priorities, dtype=np.float64).reshape(-1)
+    index = np.asarray(indices).reshape(-1)
+    if index.shape != p.shape:
+        raise ValueError(f"indices and priorities differ in length: {index.shape} vs {p.shape}")
+    if _numba is None:
+        codes, saturated = encode_priorities(priority_powers(p, alpha), leaf)
+        return pack_set(index, codes), saturated
+    kernels = _kernels()
+    first_bad = kernels["first_bad"](p)  # before the powers: a refused batch raises no numpy warning first
+    if first_bad < 0:
+        powers = np.power(p, float(alpha))
+        records = np.empty(p.shape, dtype=np.uint64)
+        first_bad, saturated = kernels["encode_records"](p, powers, index, 2.0 ** leaf.frac, leaf.max_code, records)
+        if first_bad < 0:
+            return records, bool(saturated)
+        p = powers  # a power that overflowed: refused as encode_priorities refuses it
+    raise ValueError(f"priorities must be finite and >= 0; priorities[{first_bad}] is {p[first_bad]!r}")
+
+
 def pack_set(indices: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Set records (uint64: index in bits [31:0], code in [63:32]) for indices and codes that fit 32 bits."""
-    return (np.asarray(codes, dtype=np.uint64) << np.uint64(32)) | np.asarray(indices, dtype=np.uint64)
+    """Set records (uint64: index in bits [31:0], code in [63:32]) for indices and codes that fit 32 bits.
+
+    Written as the stream carries them, two little-endian 32-bit words per record (index, then code): two
+    assignments rather than two conversions, a shift and an or (the emulated core packs every sampled batch)."""
+    indices, codes = np.asarray(indices), np.asarray(codes)
+    if indices.shape != codes.shape:
+        indices, codes = np.broadcast_arrays(indices, codes)
+    words = np.empty(2 * indices.size, dtype="<u4")
+    low, high = record_words(words)
+    low[:], high[:] = indices.reshape(-1), codes.reshape(-1)
+    return words.view("<u8").reshape(indices.shape)
+
+
+def record_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The records of a stream read as little-endian 32-bit ``words`` (two per record), split without a copy:
+    views of their bits [31:0] (index, uniform) and [63:32] (code)."""
+    return words[0::2], words[1::2]
 
 
 def unpack_set(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(indices, codes)`` of set records."""
-    records = np.asarray(records, dtype=np.uint64)
-    return (records & np.uint64(_U32)).astype(np.int64), (records >> np.uint64(32)).astype(np.int64)
+    """``(indices, codes)`` of set records (int64)."""
+    low, high = record_words(np.ascontiguousarray(records, dtype="<u8").view("<u4"))
+    return low.astype(np.int64), high.astype(np.int64)
 
 
 def pack_uniforms(uniforms: np.ndarray) -> np.ndarray:
@@ -244,8 +289,14 @@ class SumTree:
 
     def set(self, indices: np.ndarray, codes: np.ndarray) -> SetResult:
         """SET: apply ``(index, code)`` records in order (codes as carried by the stream: any uint32)."""
-        indices = np.asarray(indices, dtype=np.int64).ravel()
-        codes = np.asarray(codes, dtype=np.int64).ravel()
+        if self.use_numba:  # integer arrays go in as they are (views included): the kernel widens each value
+            if not (isinstance(indices, np.ndarray) and indices.dtype.kind in "iu" and indices.ndim == 1):
+                indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+            if not (isinstance(codes, np.ndarray) and codes.dtype.kind in "iu" and codes.ndim == 1):
+                codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+        else:
+            indices = np.asarray(indices, dtype=np.int64).ravel()
+            codes = np.asarray(codes, dtype=np.int64).ravel()
         if indices.shape != codes.shape:
             raise ValueError(f"indices and codes differ in length: {indices.shape} vs {codes.shape}")
         if self.use_numba:  # one compiled pass checks, saturates and applies the records in order
@@ -386,19 +437,50 @@ def _kernels() -> dict:
         return -1, saturated
 
     @njit
+    def first_bad(p):
+        # check_priorities: the first value that is negative, NaN or infinite, or -1
+        for i in range(p.shape[0]):
+            value = p[i]
+            if not value >= 0.0 or value == np.inf:
+                return i
+        return -1
+
+    @njit
+    def encode_records(p, powers, indices, scale, max_code, out):
+        # encode_set_records after first_bad(p): priority_powers' zero rule, encode_priorities on the power,
+        # pack_set; returns (first power that overflowed (or is NaN) or -1, saturated)
+        saturated = False
+        ceiling = np.float64(max_code)
+        for i in range(p.shape[0]):
+            power = powers[i] if p[i] > 0.0 else 0.0
+            if not power >= 0.0 or power == np.inf:  # encode_priorities refuses it
+                return i, saturated
+            scaled = np.floor(power * scale + 0.5)
+            if scaled > ceiling:
+                saturated = True
+                scaled = ceiling
+            code = np.int64(scaled)
+            if code == 0 and power > 0.0:
+                code = 1
+            out[i] = (np.uint64(code) << np.uint64(32)) | np.uint64(indices[i])
+        return -1, saturated
+
+    @njit
     def set_records(levels, indices, codes, k_bits, max_code):
-        # SET with the core's checks: returns (change in nonzero leaves, records rejected, saturated)
+        # SET with the core's checks: returns (change in nonzero leaves, records rejected, saturated). Indices and
+        # codes may be any integer arrays (the uint32 halves of the stream's records, viewed in place): both are
+        # widened to int64 first, as the numpy path converts them.
         leaves = levels[len(levels) - 1]
         capacity = leaves.shape[0]
         changed = 0
         rejected = 0
         saturated = False
         for r in range(indices.shape[0]):
-            i = indices[r]
+            i = np.int64(indices[r])
             if i < 0 or i >= capacity:
                 rejected += 1
                 continue
-            new = codes[r]
+            new = np.int64(codes[r])
             if new > max_code:
                 saturated = True
                 new = max_code
@@ -459,5 +541,5 @@ def _kernels() -> dict:
                 node = base + child
             out[j] = node
 
-    _compiled.update(xorshift=xorshift, encode=encode, set=set_records, sample=sample_prng, descend=descend_loop)
+    _compiled.update(xorshift=xorshift, encode=encode, first_bad=first_bad, encode_records=encode_records, set=set_records, sample=sample_prng, descend=descend_loop)
     return _compiled

@@ -39,6 +39,9 @@ Implementations (``key``: what is timed):
   descends all ``batch`` targets together level by level; an update writes the leaves and recomputes each
   ancestor level from its children (no drift, duplicates are harmless).
 
+The goal line is issue 13's: the driver on ``emu`` (the first ``driver_<board>`` row measured) samples at >= 2x and
+updates at >= 1x ``cpprb``; the model alone is quoted beside it.
+
 Before timing, each implementation is checked: the models bit-exactly against each other (same tree after the same
 sets, same samples from the same PRNG state); the driver's samples against the model's for the same seed; the
 numpy tree's samples against ``searchsorted`` on the float64 prefix sums of the same uniforms; cpprb's and
@@ -69,7 +72,10 @@ from _replay_impls import (ALPHA, BETA, P_MAX, P_MIN, Data, Impl, NumpySumTree, 
 OPS = ("sample", "update", "update_hot", "insert")
 UNITS = {"sample": "samples/s", "update": "updates/s", "update_hot": "hot_updates/s", "insert": "inserts/s"}
 BASELINE = "cpprb"
-GOAL = {"key": "model_numba", "sample_ratio": 2.0, "update_ratio": 1.0}
+#: issue 13's goal is the whole driver path on emu: the first ``driver_<board>`` row measured (the board whose core
+#: holds the buffer, ZCU106 at 2**20 leaves); the bit-exact model alone is reported beside it
+GOAL = {"key": "driver", "sample_ratio": 2.0, "update_ratio": 1.0}
+MODEL_KEY = "model_numba"
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -149,11 +155,12 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
 
 def goal_text(rows: list[dict]) -> dict:
     by_key = {row["key"]: row for row in rows}
-    model, base = by_key.get(GOAL["key"], {}), by_key.get(BASELINE, {})
+    model = next((row for row in rows if row["key"].startswith("driver_") and row["status"] == "ok"), {})
+    base = by_key.get(BASELINE, {})
     if model.get("status") != "ok" or base.get("status") != "ok":
         return {**GOAL, "sample_ratio_measured": None, "update_ratio_measured": None,
                 "hot_update_ratio_measured": None, "met": None,
-                "text": f"`{GOAL['key']}` vs `{BASELINE}`: not measured in this run."}
+                "text": f"the driver on emu vs `{BASELINE}`: not measured in this run."}
     sample_ratio = model[f"ratio_vs_{BASELINE}[sample]"]
     update_ratio = model[f"ratio_vs_{BASELINE}[update]"]
     sample_ok, update_ok = sample_ratio >= GOAL["sample_ratio"], update_ratio >= GOAL["update_ratio"]
@@ -172,9 +179,13 @@ def goal_text(rows: list[dict]) -> dict:
         parts.append("against `cpprb_stratified` "
                      f"{model['median[samples/s]'] / strat['median[samples/s]']:.3g}x samples/s and "
                      f"{model['median[updates/s]'] / strat['median[updates/s]']:.3g}x updates/s")
-    return {**GOAL, "sample_ratio_measured": sample_ratio, "update_ratio_measured": update_ratio,
+    alone = by_key.get(MODEL_KEY, {})
+    if alone.get("status") == "ok":
+        parts.append(f"the bit-exact model alone (`{MODEL_KEY}`, no driver or bus) "
+                     f"{alone[f'ratio_vs_{BASELINE}[sample]']:.3g}x / {alone[f'ratio_vs_{BASELINE}[update]']:.3g}x")
+    return {**GOAL, "key": model["key"], "sample_ratio_measured": sample_ratio, "update_ratio_measured": update_ratio,
             "hot_update_ratio_measured": hot_ratio, "met": sample_ok and update_ok,
-            "text": f"`{GOAL['key']}` (the bit-exact model the emu backend runs): " + "; ".join(parts) + "."}
+            "text": f"`{model['key']}` (the whole driver path on emu, issue 13's goal): " + "; ".join(parts) + "."}
 
 
 def markdown(result: dict) -> str:

@@ -80,6 +80,11 @@ def test_environment_arguments_and_goal_are_recorded(results):
         return
     assert goal["sample_ratio_measured"] > 0 and goal["update_ratio_measured"] > 0
     assert goal["met"] in (True, False) and ("NOT met" in goal["text"]) != goal["met"]
+    # issue 13's goal is the whole driver path (the first driver row measured), the model alone beside it
+    assert goal["key"] == "driver_zcu106" and goal["text"].startswith("`driver_zcu106` (the whole driver path")
+    rows = {row["key"]: row for row in data["rows"]}
+    assert goal["update_ratio_measured"] == rows["driver_zcu106"]["ratio_vs_cpprb[update]"]
+    assert "`model_numba`" in goal["text"] or rows["model_numba"]["status"] != "ok"
 
 
 def test_markdown_table_lists_every_row_and_is_printed(results):

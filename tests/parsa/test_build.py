@@ -26,7 +26,8 @@ def test_hdl_refuses_a_spec_with_other_depths():
     from myhdl import ResetSignal, Signal
 
     spec = dataclasses.replace(S.ParsaSpec(workers=1, tiles_per_worker=4, max_tilings=1, keys=1), act_depth=3)
-    with pytest.raises(ValueError, match=r"^this HDL has act_depth 20"):
+    with pytest.raises(ValueError, match=rf"^this HDL has act_depth {core.ACT_DEPTH} and update_depth "
+                                         rf"{core.UPDATE_DEPTH}; the spec says 3 and"):
         parsa_core_top(*top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
 
 

@@ -158,13 +158,14 @@ def test_bad_config_changes_nothing():
 
 
 def test_partial_record_clear_and_overlapping_rows():
-    """A trailing partial record (ERR_STREAM, the whole records still answered, TLAST on the last), CLEAR, and two
-    tilings of one worker over the same rows (the update pass forwards the row it just wrote)."""
+    """A trailing partial record (ERR_STREAM, the whole records still answered, TLAST on the last), CLEAR, and
+    tilings of one worker over the same rows: the update pass reads a row before the writes of the two tilings ahead
+    of it reach the bank, so it forwards them (the twins are 1, 2 and 3 tilings apart in worker 0)."""
     board = small_board(16)
     rng = np.random.default_rng(4)
     twin = M.Descriptor(0, (0,), 3, 4, 0, 0)
-    descriptors = [twin, twin, M.Descriptor(1, (1,), 2, 3, 1 << 15, 5)]
-    regs = {"N_DIMS": 2, "N_ACTIONS": 3, "N_TILINGS": 3, "ALPHA": 1 << 16, "GAMMA": 1 << 16, "EPSILON": 0,
+    descriptors = [twin, twin, M.Descriptor(0, (1,), 3, 4, 0, 8), twin, M.Descriptor(1, (1,), 2, 3, 1 << 15, 5)]
+    regs = {"N_DIMS": 2, "N_ACTIONS": 3, "N_TILINGS": 5, "ALPHA": 1 << 16, "GAMMA": 1 << 16, "EPSILON": 0,
             "OPTIONS": 1}
     config = config_stream(rng, 2, descriptors)
     states = M.pack_states([0] * 6, [1] * 6, [1000, -2000, 3000, 500, 7, -9],

@@ -11,8 +11,23 @@ same cycle) decides, as the model's ACT loop does (:mod:`pynq_rl.overlay.models.
 
 The FSM registers ``a`` (``chosen_r``) and EPSILON' on that edge; from the next cycle ``chosen_q`` = q(s, chosen_r)
 goes to the record and the key memory. A terminal record chooses nothing: the PRNG and EPSILON keep their values.
+
+Only ``best`` arrives in the choice cycle itself: the PRNG and EPSILON change only in a choice cycle (or by a SEED or
+EPSILON write), at least a whole record apart, so the draw is computed ahead, in registers, every cycle (issue 15:
+the xorshift step, the multiply and the action select in one cycle were the core's slowest xc7 path, 4.06 ns)::
+
+    draw       <- x                                  (x of the current PRNG state)
+    rand_prod  <- draw[31:16] * N_ACTIONS            (the multiplier's output register)
+    draw_lo_lt <- draw[15:0] < EPSILON
+    eps_prod   <- EPSILON * EPSILON_DECAY            (the multiplier's output register)
+    choice cycle: a = rand_prod >> 16 if draw_lo_lt else best; EPSILON' = eps_prod >> COEF_FRAC
+
+so the choice uses the PRNG state of two cycles before and EPSILON of one cycle before, which are the values of the
+choice cycle: between two choices they change only by a register write. A SEED or EPSILON write that lands within
+those cycles of a running decision's choice is a race between the host and the core (as one in the choice cycle
+itself already was): the draw uses the values from before the write.
 """
-from myhdl import always_comb, block, intbv, Signal
+from myhdl import always, always_comb, block, intbv, Signal
 
 from ...spec import PRNG_ZERO_SEED, xorshift32_step
 from ..common.mux import mux_tree
@@ -27,9 +42,9 @@ def action_choice(explore, chosen, eps_next, chosen_q, prng, best, qs, chosen_r,
                   terminal, seed, seed_written, clock, reset, wd: ParsaWidths):
     """Epsilon-greedy choice, EPSILON decay, the PRNG and q of the registered action.
 
-    explore      : Signal(bool), out -- x[15:0] < EPSILON (combinational)
-    chosen       : Signal(intbv[ACTION_BITS]), out -- the action to register (combinational)
-    eps_next     : Signal(32), out -- EPSILON after one decay (combinational)
+    explore      : Signal(bool), out -- x[15:0] < EPSILON (registered ahead, see above)
+    chosen       : Signal(intbv[ACTION_BITS]), out -- the action to register (a select of registers and ``best``)
+    eps_next     : Signal(32), out -- EPSILON after one decay (registered ahead)
     chosen_q     : Signal(signed VALUE_W), out -- q(s, chosen_r) (combinational)
     prng         : Signal(32), out -- the PRNG state (SEED read); steps in the choice cycle of a non-terminal record
     best         : Signal(intbv[ACTION_BITS]), in -- the argmax tree's action
@@ -47,29 +62,32 @@ def action_choice(explore, chosen, eps_next, chosen_q, prng, best, qs, chosen_r,
     wd           : ParsaWidths
     """
     ab, cf = wd.action_bits, wd.spec.coef.frac
-    prng_next = Signal(intbv(xorshift32_step(PRNG_ZERO_SEED))[32:])
+    first_draw = xorshift32_step(PRNG_ZERO_SEED)
+    prng_next = Signal(intbv(first_draw)[32:])
+    draw = Signal(intbv(first_draw)[32:])
     prng_step = Signal(bool(0))
-    rand_action = Signal(intbv(0)[ab + 16:])
-    eps_prod = Signal(intbv(0)[2 * cf + 3:])
+    rand_prod = Signal(intbv(0)[len(n_actions) + 16:])        # the full product (DESIGN.md section 5)
+    eps_prod = Signal(intbv(0)[2 * cf + 2:])
 
     # # #
     insts = [xorshift32(prng, seed, seed_written, prng_step, clock, reset), xorshift32_next(prng_next, prng),
              mux_tree(chosen_q, qs, chosen_r)]
 
-    @always_comb
-    def choice():
-        explore.next = prng_next[16:] < eps
-        rand_action.next = (prng_next[32:16] * n_actions) >> 16
+    @always(clock.posedge)
+    def ahead():
+        draw.next = prng_next
+        rand_prod.next = draw[32:16] * n_actions
+        explore.next = draw[16:] < eps
         eps_prod.next = eps[cf + 1:] * decay
-        prng_step.next = choosing and not terminal
 
     @always_comb
     def chosen_action():
+        prng_step.next = choosing and not terminal
         eps_next.next = eps_prod >> cf
         if explore:
-            chosen.next = rand_action[ab:]
+            chosen.next = rand_prod[ab + 16:16]
         else:
             chosen.next = best
 
-    insts += [choice, chosen_action]
+    insts += [ahead, chosen_action]
     return insts

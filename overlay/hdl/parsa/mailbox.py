@@ -38,12 +38,16 @@ def window_registers() -> tuple[str, ...]:
 
 @block
 def _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, rd_index, clock, depth: int):
-    """The window as ``depth`` 64-bit record words: written a 32-bit half at a time, read asynchronously.
+    """The window as ``depth`` 64-bit record words: written a 32-bit half at a time, read into a register.
+
+    The read is registered so that the LUT RAM's output goes straight to a flip-flop: read asynchronously, it ran
+    through the stream multiplexer into the core's record and LOAD logic in the same cycle, the ParSa test build's
+    critical path on the ECP5 (issue 15: ``mailbox_index`` -> DPRAM -> 8 LUTs -> STATUS.SATURATED, 97.6 MHz).
 
     lo_mem, hi_mem : lists of Signal(32) -- record word halves (written by the bus, no reset: LUT RAM)
-    rd_lo, rd_hi   : Signal(32), out -- the halves of record word ``rd_index``
+    rd_lo, rd_hi   : Signal(32), out -- the halves of record word ``rd_index`` of the previous cycle (registered)
     w_strobe, w_addr, w_data : Signal, in -- the register file's window write (``w_addr``: the word address)
-    rd_index       : Signal, in
+    rd_index       : Signal, in -- the word to read on this edge
     clock          : Signal(bool), in
     depth          : int -- record words of the largest record (1 + ceil(MAX_DIMS / 2))
     """
@@ -67,7 +71,7 @@ def _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, rd_in
             else:
                 lo_mem[w_row].next = w_data
 
-    @always_comb
+    @always(clock.posedge)
     def read():
         rd_lo.next = lo_mem[rd_index]
         rd_hi.next = hi_mem[rd_index]
@@ -123,6 +127,7 @@ def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tr
     hi_mem = [Signal(intbv(0)[32:]) for _ in range(depth)]
     rd_lo, rd_hi = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
     index = Signal(intbv(0, min=0, max=depth))
+    next_index = Signal(intbv(0, min=0, max=depth))   # ``index`` after this edge: the word the window reads
     last_index = Signal(intbv(0, min=0, max=depth))
     armed, sinking, first, running, fresh = [Signal(bool(0)) for _ in range(5)]
     kept = Signal(intbv(0)[keep_w:])
@@ -130,8 +135,20 @@ def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tr
     dim_bits = len(intbv(0, min=0, max=md + 1))
 
     # # #
-    memory = _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, index, clock, depth)
+    memory = _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, next_index, clock, depth)
     memory.name = "window"
+
+    @always_comb
+    def read_address():
+        # what ``control`` does to ``index`` on this edge, so the registered read holds word ``index`` in every cycle
+        if soft_reset:
+            next_index.next = index
+        elif start and not busy:
+            next_index.next = 0
+        elif armed and core_s_tready and index != last_index:
+            next_index.next = index + 1
+        else:
+            next_index.next = index
 
     @always_comb
     def source():
@@ -195,4 +212,4 @@ def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tr
         mbox_q.next = kept_q
         hold.next = running
 
-    return memory, source, sink, control, results
+    return memory, read_address, source, sink, control, results

@@ -5,10 +5,16 @@ Pipeline (``go`` starts it; dimension d is issued d cycles later)::
 
     P0 issue d     dimension record (OFFSET, SCALE) and state word d read (registered memories)
     P1             diff = clamp(s_d - o_d, 0, 2**31 - 1)
-    P2             product = diff * scale        (31 x 32 bits, registered operands and product: DSP cascade)
-    P3             u_d = min(product >> 24, 65535) written to u_mem[d]
+    P2             the four 16-bit partial products diff_i * scale_j (registered operands and products: one
+                   multiplier each, its output register used)
+    P3             product = ll + (lh + hl) << 16 + hh << 32
+    P4             u_d = min(product >> 24, 65535) written to u_mem[d]
 
-so u_d is readable :data:`LATENCY` cycles after ``go`` + d. The positions are registers, not a memory: every
+so u_d is readable :data:`LATENCY` cycles after ``go`` + d. The partial products are split by hand and summed a
+cycle later (issue 15): as one 31 x 32 multiply, yosys built it from four multipliers whose outputs ran through
+the partial-product adders in the same cycle, no multiplier used its output register (xc7), and on the ECP5 that
+multiplier and its 44-stage carry chain was the test build's critical path after the mailbox read was registered
+(107 MHz). The positions are registers, not a memory: every
 worker reads four of them at once (a 4 x WORKERS-port memory makes yosys 0.23 abort in memory_libmap). The dimension records are double-banked like the
 descriptors: CONFIG writes the shadow bank, a successful CONFIG makes it the active one.
 """
@@ -20,7 +26,7 @@ from .params import ParsaWidths
 __all__ = ["parsa_positions", "LATENCY"]
 
 #: cycles from ``go`` to the first cycle u_0 can be read from u_mem (u_d: LATENCY + d)
-LATENCY = 5
+LATENCY = 6
 
 
 @block
@@ -46,16 +52,18 @@ def parsa_positions(u_mem, go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
     dim_raddr = Signal(intbv(0, min=0, max=2 * md))
     pair_raddr = Signal(intbv(0, min=0, max=pairs))
     dim_q, pair_q = Signal(intbv(0)[64:]), Signal(intbv(0)[64:])
-    p0_valid, p1_valid, p2_valid, p3_valid = [Signal(bool(0)) for _ in range(4)]
+    p0_valid, p1_valid, p2_valid, p3_valid, p4_valid = [Signal(bool(0)) for _ in range(5)]
     p0_d = Signal(intbv(0, min=0, max=md))
-    p1_d, p2_d, p3_d = [Signal(intbv(0)[widths.dim_bits:]) for _ in range(3)]
+    p1_d, p2_d, p3_d, p4_d = [Signal(intbv(0)[widths.dim_bits:]) for _ in range(4)]
     p1_odd = Signal(bool(0))
     state = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     offset = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     diff = Signal(intbv(0, min=-(1 << 32), max=1 << 32))
     p2_diff = Signal(intbv(0)[31:])
     p2_scale = Signal(intbv(0)[32:])
-    p3_prod = Signal(intbv(0)[63:])
+    p3_ll, p3_lh = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])     # diff[15:0] * scale[15:0], * scale[31:16]
+    p3_hl, p3_hh = Signal(intbv(0)[31:]), Signal(intbv(0)[31:])     # diff[30:16] * scale[15:0], * scale[31:16]
+    p4_prod = Signal(intbv(0)[63:])
     u_new = Signal(intbv(0)[16:])
 
     # # #
@@ -84,6 +92,7 @@ def parsa_positions(u_mem, go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
         p1_valid.next = p0_valid
         p2_valid.next = p1_valid
         p3_valid.next = p2_valid
+        p4_valid.next = p3_valid
 
     @always_comb
     def operands():
@@ -110,18 +119,24 @@ def parsa_positions(u_mem, go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
             p2_diff.next = diff[31:]
         p2_scale.next = dim_q[64:32]
         p2_d.next = p1_d
-        # P2 -> P3: the product
-        p3_prod.next = p2_diff * p2_scale
+        # P2 -> P3: the partial products
+        p3_ll.next = p2_diff[16:] * p2_scale[16:]
+        p3_lh.next = p2_diff[16:] * p2_scale[32:16]
+        p3_hl.next = p2_diff[31:16] * p2_scale[16:]
+        p3_hh.next = p2_diff[31:16] * p2_scale[32:16]
         p3_d.next = p2_d
+        # P3 -> P4: their sum, the whole product (< 2**63)
+        p4_prod.next = p3_ll + ((p3_lh + p3_hl) << 16) + (p3_hh << 32)
+        p4_d.next = p3_d
 
     @always_comb
     def position():
-        if (p3_prod >> 40) != 0:
+        if (p4_prod >> 40) != 0:
             u_new.next = 0xFFFF
         else:
-            u_new.next = p3_prod >> 24
+            u_new.next = p4_prod >> 24
 
-    writes = [_position_register(u_mem[d], u_new, p3_valid, p3_d, clock, d) for d in range(md)]
+    writes = [_position_register(u_mem[d], u_new, p4_valid, p4_d, clock, d) for d in range(md)]
     return addresses, dims, states, issue, operands, difference, datapath, position, writes
 
 

@@ -15,9 +15,18 @@ previous rows go to a temp memory in S1 before S7 overwrites them (the write tra
 key memory is never read and written at one address in one cycle).
 
 UPDATE pass (``upd_go``): the previous rows are read back from the temp memory, one per cycle, and each gets
-``row[a_prev] = sat(row[a_prev] + increment)``: read (U1), add and write (U2). A row written in U2 and read again by
-the next tiling in the same cycle (only overlapping descriptors do this) is forwarded, so the result is the
-model's sequential one.
+``row[a_prev] = sat(row[a_prev] + increment)``::
+
+    U0 issue j        temp memory read: the row index of tiling j
+    U1                policy bank read of that row
+    U2                the row (or a forwarded one) -> ``src``
+    U3                add, saturate, write back
+
+The bank's output goes only to a register (U2): issue 15, a block RAM read, the add, the saturation and the write
+back in one cycle was the Pynq-Z2 build's slowest path. Tiling j's read (U1) is issued before the writes of tilings
+j - 1 (U3 one cycle later) and j - 2 (U3 on the same edge, read-first) reach the bank, so when j reads the row one
+of them writes (only overlapping descriptors do this) U2 takes that row instead: j - 1's ``new_row`` as U3 computes
+it, else j - 2's as written (``last_row``); the hits are compared in U1. The result is the model's sequential one.
 """
 from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
 
@@ -30,8 +39,8 @@ __all__ = ["parsa_worker", "ACT_LATENCY", "UPDATE_LATENCY"]
 
 #: cycles from the edge that issues a worker's last tiling (S0) to the edge after which ``acc`` holds it (S8)
 ACT_LATENCY = 9
-#: cycles from the edge that issues the last update (U0) to the edge that writes it (U2)
-UPDATE_LATENCY = 3
+#: cycles from the edge that issues the last update (U0) to the edge that writes it (U3)
+UPDATE_LATENCY = 4
 
 
 @block
@@ -144,11 +153,11 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     bank_wdata, bank_q = Signal(intbv(0)[widths.row_w:]), Signal(intbv(0)[widths.row_w:])
 
     u0_valid, u0_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
-    u1_valid, u2_valid = Signal(bool(0)), Signal(bool(0))
-    u2_addr = Signal(intbv(0)[rb:])
-    last_valid, last_addr = Signal(bool(0)), Signal(intbv(0)[rb:])
-    last_row = Signal(intbv(0)[widths.row_w:])
-    src = Signal(intbv(0)[widths.row_w:])                      # the row being updated (forwarded if just written)
+    u1_valid, u2_valid, u3_valid = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    u2_addr, u3_addr = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
+    hit_prev, hit_prev2 = Signal(bool(0)), Signal(bool(0))     # U2's row is the one U3 writes / wrote last
+    last_row = Signal(intbv(0)[widths.row_w:])                 # the row U3 wrote on the previous edge
+    src = Signal(intbv(0)[widths.row_w:])                      # U3: the row being updated (registered in U2)
     src_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
     new_cols = [Signal(intbv(0)[vw:]) for _ in range(ma)]
     col_flags = [Signal(bool(0)) for _ in range(ma)]
@@ -305,24 +314,27 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
                 u0_i.next = u0_i + 1
         u1_valid.next = u0_valid
         u2_valid.next = u1_valid
-        last_valid.next = u2_valid
+        u3_valid.next = u2_valid
         if bus.upd_go:
             upd_sat.next = 0
-        elif u2_valid and any_flag:
+        elif u3_valid and any_flag:
             upd_sat.next = 1
 
     @always(clock.posedge)
     def update_pipeline():
+        # U1 -> U2: the row address, and whether the row is one the two tilings ahead write after this read
         u2_addr.next = tmp_q
-        last_addr.next = u2_addr
-        last_row.next = new_row
-
-    @always_comb
-    def forward():
-        if last_valid and last_addr == u2_addr:
+        hit_prev.next = u2_valid and u2_addr == tmp_q
+        hit_prev2.next = u3_valid and u3_addr == tmp_q
+        # U2 -> U3: the row as the model's sequential updates leave it
+        u3_addr.next = u2_addr
+        if hit_prev:
+            src.next = new_row
+        elif hit_prev2:
             src.next = last_row
         else:
             src.next = bank_q
+        last_row.next = new_row
 
     for a in range(ma):
         insts.append(field_signed(src_cols[a], src, a * vw))
@@ -337,9 +349,9 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     # -- the policy bank: one write port (update, load, clear), one registered read port (act, update, dump) -----
     @always_comb
     def bank_ports():
-        if u2_valid:
+        if u3_valid:
             bank_we.next = 1
-            bank_waddr.next = u2_addr
+            bank_waddr.next = u3_addr
             bank_wdata.next = new_row
         else:
             bank_we.next = bus.pol_we and (bus.pol_all or bus.pol_worker == index)
@@ -362,5 +374,5 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         pol_rdata.next = bank_q
 
     insts += [desc_write_port, configuration, act_issue, coordinates, key_addresses, act_pipeline, update_issue,
-              update_pipeline, forward, flags_or, bank_ports, dump_port]
+              update_pipeline, flags_or, bank_ports, dump_port]
     return insts

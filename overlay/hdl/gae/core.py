@@ -300,9 +300,12 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     powers_inst.name = "powers"
     insts.append(powers_inst)
 
-    @always_comb
+    @always(clock.posedge)
     def coefficients():
-        # START refuses coefficients above 1.0, so the clamp only keeps the PE inputs in range while idle
+        # START refuses coefficients above 1.0, so the clamp only keeps the PE inputs in range while idle.
+        # Registered: the 32-bit compare and select would otherwise sit in front of the PE's gamma multiply (the
+        # core's critical path after the dequantizer's, ECP5). The registers are static during an operation and
+        # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result.
         if cfg.gamma <= one:
             gamma_c.next = cfg.gamma[len(gamma_c):]
         else:

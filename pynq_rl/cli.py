@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     apex.add_argument("--replay-address", default=None,
                       help="host:port of an external replay server (e.g. on a board) instead of a Ray-hosted one")
     apex.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start Ray locally)")
-    apex.add_argument("--max-updates", type=int, default=30_000, help="learner gradient steps at most")
+    apex.add_argument("--max-updates", type=int, default=50_000, help="learner gradient steps at most")
     apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
     apex.add_argument("--sample-prefetch", type=int, default=1,
                       help="batches the learner keeps in flight while it trains (default 1; 0: sample synchronously)")

@@ -127,8 +127,9 @@ class Args:
     # Learner
     total_timesteps: int = 0
     """unused by Ape-X (actors run until the learner stops); kept for CLI symmetry"""
-    max_updates: int = 30_000
-    """learner gradient steps at most"""
+    max_updates: int = 50_000
+    """learner gradient steps at most (at the rate limit, CartPole-v1 seed 0 stood at 449.2 of 450 after 30,000,
+    the former default; seed 1 solved after 22,400)"""
     updates_per_insert: float = 0.5
     """rate limit: learner updates per transition inserted into the replay (Reverb's samples-per-insert /
     batch_size); the learner waits when it runs ahead of the actors, the actors when they run ahead of the learner,

@@ -418,6 +418,18 @@ def _kernels() -> dict:
         return s
 
     @njit
+    def leaf_code(value, scale, ceiling):
+        # one finite value >= 0 -> (its leaf code, whether it saturated): round half up, clamp, nonzero stays >= 1
+        scaled = np.floor(value * scale + 0.5)
+        saturated = scaled > ceiling
+        if saturated:
+            scaled = ceiling
+        code = np.int64(scaled)
+        if code == 0 and value > 0.0:
+            code = 1
+        return code, saturated
+
+    @njit
     def encode(p, scale, max_code, out):
         # encode_priorities element by element: returns (first bad index or -1, saturated)
         saturated = False
@@ -426,13 +438,8 @@ def _kernels() -> dict:
             value = p[i]
             if not value >= 0.0 or value == np.inf:  # negative, NaN or infinite
                 return i, saturated
-            scaled = np.floor(value * scale + 0.5)
-            if scaled > ceiling:
-                saturated = True
-                scaled = ceiling
-            code = np.int64(scaled)
-            if code == 0 and value > 0.0:
-                code = 1
+            code, clipped = leaf_code(value, scale, ceiling)
+            saturated |= clipped
             out[i] = code
         return -1, saturated
 
@@ -455,13 +462,8 @@ def _kernels() -> dict:
             power = powers[i] if p[i] > 0.0 else 0.0
             if not power >= 0.0 or power == np.inf:  # encode_priorities refuses it
                 return i, saturated
-            scaled = np.floor(power * scale + 0.5)
-            if scaled > ceiling:
-                saturated = True
-                scaled = ceiling
-            code = np.int64(scaled)
-            if code == 0 and power > 0.0:
-                code = 1
+            code, clipped = leaf_code(power, scale, ceiling)
+            saturated |= clipped
             out[i] = (np.uint64(code) << np.uint64(32)) | np.uint64(indices[i])
         return -1, saturated
 

@@ -250,7 +250,9 @@ def test_update_streams_the_models_set_records(overlay, monkeypatch):
     assert saturated and len(sent) == 1
     np.testing.assert_array_equal(sent[0], model.pack_set(indices, codes))
     monkeypatch.undo()
-    np.testing.assert_array_equal(replay.dump_codes()[indices[6:]], codes[6:])
+    last = {int(index): int(code) for index, code in zip(indices, codes)}  # later records of an index win
+    assert len(last) < len(indices)  # indices[5] repeats indices[4]; the small rtl build draws more repeats
+    np.testing.assert_array_equal(replay.dump_codes()[list(last)], list(last.values()))
 
 
 @pytest.mark.skipif(not model.HAVE_NUMBA, reason="the call count is the compiled path's")

@@ -305,7 +305,8 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         # START refuses coefficients above 1.0, so the clamp only keeps the PE inputs in range while idle.
         # Registered: the 32-bit compare and select would otherwise sit in front of the PE's gamma multiply (the
         # core's critical path after the dequantizer's, ECP5). The registers are static during an operation and
-        # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result.
+        # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result;
+        # the lookahead powers behind gamma_lambda_c settle with 9 or more cycles to spare (coef_powers).
         if cfg.gamma <= one:
             gamma_c.next = cfg.gamma[len(gamma_c):]
         else:

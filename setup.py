@@ -62,6 +62,7 @@ setup(
             "build>=1.0",  # tests/test_packaging.py builds the wheel users install
             "wheel>=0.40",
             "pytest>=7",
+            "pytest-xdist>=3.5",  # pytest.ini: the suite runs on 2 workers, one test file per worker at a time
             "hypothesis>=6",
             "nbmake>=1.4",
             "ipykernel",

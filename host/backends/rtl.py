@@ -17,6 +17,7 @@ import numpy as np
 from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, traceSignals
 
 from ...overlay import spec as S
+from ...overlay.hdl.common.elaborate import elaborate
 from ...overlay.hdl.top import CORE_TOPS
 from ..drivers.polling import CycleDeadline
 from .device import EmulatedDevice
@@ -66,7 +67,7 @@ class RtlSimulation:
         self.cycle = 0
         self._settled = 0                # time units run since the last falling edge (see settle)
         self.ended: str | None = None
-        system = _system(board_spec, self.ports, self.clock, self.reset)
+        system = elaborate(_system, board_spec, self.ports, self.clock, self.reset)
         if vcd:
             path = Path(vcd)
             traceSignals.directory = str(path.parent or ".")

@@ -21,6 +21,7 @@ import numpy as np
 from myhdl import always_comb, block, intbv, Signal
 
 from .. import spec as S
+from ..hdl.common.elaborate import elaborate
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
 from .verilog import convert, module_name
@@ -121,7 +122,7 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or pe_module_name(spec, with_powers)
-    top = (pe_with_powers if with_powers else pe_unit)(*_pe_ports(spec, with_powers), spec)
+    top = elaborate(pe_with_powers if with_powers else pe_unit, *_pe_ports(spec, with_powers), spec)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(not used|not driven).*")
         top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)

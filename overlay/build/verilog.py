@@ -15,6 +15,7 @@ from pathlib import Path
 from myhdl import ResetSignal, Signal
 
 from .. import spec as S
+from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 
 __all__ = ["module_name", "convert", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT", "LINT_FLAGS"]
@@ -70,7 +71,7 @@ def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None
     out_dir.mkdir(parents=True, exist_ok=True)
     name = name or module_name(core, spec)
     aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    top = make_top(*make_ports(spec), aclk, aresetn, spec)
+    top = elaborate(make_top, *make_ports(spec), aclk, aresetn, spec)
     with warnings.catch_warnings():
         for message in _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()):
             warnings.filterwarnings("ignore", message=message)

@@ -106,3 +106,27 @@ def test_common_blocks_convert_and_lint(tmp_path):
         result = subprocess.run(["verilator", "--lint-only", "-Wall", "-Wno-WIDTH", str(tmp_path / f"{name}.v")],
                                 capture_output=True, text=True)
         assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr
+
+
+def test_elaborate_builds_on_a_shallow_stack_and_reraises():
+    """``elaborate`` returns what the block function returns, built where ``inspect.stack()`` (which MyHDL calls for
+    every instance) is short however deep the caller is, and raises the block function's own error."""
+    import inspect
+
+    from pynq_rl.overlay.hdl.common.elaborate import elaborate
+
+    depths = []
+
+    def build(width):
+        depths.append(len(inspect.stack()))
+        return fifo_sync(Signal(intbv(0)[width:]), Signal(bool(0)), Signal(bool(0)), Signal(intbv(0, min=0, max=17)),
+                         Signal(intbv(0)[width:]), Signal(bool(0)), Signal(bool(0)), Signal(bool(0)),
+                         ResetSignal(0, active=0, isasync=False), 16)
+
+    def deep(n):
+        return elaborate(build, 8) if n == 0 else deep(n - 1)
+
+    assert deep(200).name
+    assert depths[0] < 20
+    with pytest.raises(ZeroDivisionError):
+        elaborate(lambda: 1 // 0)

@@ -27,6 +27,7 @@ from myhdl import block, delay, instance, intbv, ResetSignal, Signal, Simulation
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP
 from pynq_rl.overlay import spec as S
+from pynq_rl.overlay.hdl.common.elaborate import elaborate
 from pynq_rl.overlay.hdl.gae.core import CoreConfig, gae_core
 from pynq_rl.overlay.models import gae as model
 from tests.gae.test_rtl import operation, run_operation
@@ -70,7 +71,7 @@ class _CoreBench:
         self.s_tvalid, self.s_tlast, self.m_tready = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
         ports = (self.m_tdata, self.m_tvalid, self.m_tlast, self.s_tready, self.s_tdata, self.s_tvalid, self.s_tlast,
                  self.m_tready)
-        self.sim = Simulation(_bench(spec, self.cfg, ports, self.clock, self.reset))
+        self.sim = Simulation(elaborate(_bench, spec, self.cfg, ports, self.clock, self.reset))
         for _ in range(3):
             self.tick()
         self.reset.next = 1

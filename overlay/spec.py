@@ -313,11 +313,11 @@ class GaeSpec:
     error vs float64 unchanged, 1.9e-4 -> 2.0e-4 on the 1e-3 test)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
-    pipeline_depth: int = 18
+    pipeline_depth: int = 19
     """cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk (the
     HDL's: 2 for the last loaded row to reach its BRAM, 1 pop of the bootstrap row (a bubble in a continuation
-    chunk), 1 BRAM read, 3 dequantization stages (multiply, add, clamp: ``DEQUANT_LATENCY``), 10 PE stages
-    (``PE_LATENCY``), 1 write-back)"""
+    chunk), 1 BRAM read, 4 dequantization stages (read register, multiply, add, clamp: ``DEQUANT_LATENCY``), 10 PE
+    stages (``PE_LATENCY``), 1 write-back)"""
 
     batches_max = 0xFFFF
     """largest BATCHES of one operation (the core's batch counter is 16 bits)"""

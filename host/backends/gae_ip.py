@@ -5,7 +5,8 @@ traffic from the MyHDL simulation):
 
 * ``CTRL.START`` checks the configuration (``1 <= T <= T_MAX``, ``1 <= LANES_USED <= LANES``,
   ``1 <= BATCHES <= batches_max``, ``1 <= CHUNKS <= chunks_max``, coefficients at most 1.0, a known MODE). A bad
-  one sets ``DONE | ERR_CONFIG`` and nothing else happens. Otherwise the core is ``BUSY`` and accepts
+  one sets ``DONE | ERR_CONFIG`` and nothing else happens. Otherwise the operation's parameters are the registers'
+  values at START (writes while BUSY take effect at the next START, as in the HDL) and the core is ``BUSY``; it accepts
   ``BATCHES x (S + 1)`` input records, ``S = T + (CHUNKS - 1) x T_MAX`` steps per lane-batch (its chunks latest
   first, :meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`).
 * LOAD: stream bytes are accepted while loading; the record count must end exactly at TLAST, else
@@ -42,10 +43,11 @@ class GaeCoreIP(StreamCoreIP):
     def __init__(self, spec: S.GaeSpec) -> None:
         self.spec = spec
         self._mode = S.GaeMode.RAW
+        self._sampled: dict[str, int] = {}
         super().__init__(S.GAE_REGISTERS, spec.parameter_registers())
 
-    def _signed(self, name: str) -> int:
-        value = self.values[name]
+    def _signed(self, name: str, values: dict[str, int] | None = None) -> int:
+        value = (self.values if values is None else values)[name]
         return value - (1 << 32) if value & (1 << 31) else value
 
     def _config_ok(self, mode: int) -> bool:
@@ -64,21 +66,22 @@ class GaeCoreIP(StreamCoreIP):
             self.finish(S.Status.ERR_CONFIG)
             return
         self._mode = S.GaeMode(mode)
+        self._sampled = dict(self.values)   # the operation's parameters: what the registers held at START
         self.begin_load()
 
     def close_input(self, data: bytes) -> None:
         """TLAST: exactly BATCHES x (S + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
         never hangs)."""
-        n_batches = self.values["BATCHES"]
-        n_steps = self.values["T"] + (self.values["CHUNKS"] - 1) * self.spec.t_max
-        expected = n_batches * (n_steps + 1) * self.spec.input_record_bytes(self._mode)
+        spec, mode, v = self.spec, self._mode, self._sampled
+        n_batches = v["BATCHES"]
+        n_steps = v["T"] + (v["CHUNKS"] - 1) * spec.t_max
+        expected = n_batches * (n_steps + 1) * spec.input_record_bytes(mode)
         if len(data) != expected:
             self.finish(S.Status.ERR_STREAM)
             return
-        spec, mode, v = self.spec, self._mode, self.values
         records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
         rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches)
-        signed = {name: self._signed(name) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
+        signed = {name: self._signed(name, v) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
         result = model.gae_fixed(spec, rewards, values, dones, v["GAMMA"], v["GAMMA_LAMBDA"], mode,
                                  signed["R_SCALE"], signed["R_OFFSET"], signed["V_SCALE"], signed["V_OFFSET"])
         output = model.pack_output(spec, result.advantages, result.returns)

@@ -23,14 +23,14 @@ from ..drivers.polling import CycleDeadline
 from .device import EmulatedDevice
 from .regfile import RegisterFile
 
-__all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded"]
+__all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded", "clock_source", "CLOCK_PERIOD"]
 
 _serial = itertools.count()
 _active: "RtlSimulation | None" = None
 
 #: Simulation time units per clock period (a tick ends on a falling edge; :meth:`RtlSimulation.settle` runs one
 #: unit, up to three times a cycle, so inputs propagate before the rising edge).
-_PERIOD = 8
+CLOCK_PERIOD = 8
 
 #: Cycles a bus access to a non-simulated IP (the DMA register model) is charged, as the interconnect would.
 _DMA_ACCESS_CYCLES = 4
@@ -83,7 +83,7 @@ class RtlSimulation:
         """Advance ``cycles`` clock cycles (inputs set before the call are sampled at the first rising edge)."""
         if self.ended:
             raise SimulationEnded(f"this rtl simulation has ended: {self.ended}")
-        self._run(_PERIOD * cycles - self._settled)
+        self._run(CLOCK_PERIOD * cycles - self._settled)
         self._settled = 0
         self.cycle += cycles
 
@@ -92,8 +92,8 @@ class RtlSimulation:
         reads the handshakes the next edge will complete, as cocotb's ``ReadOnly`` does)."""
         if self.ended:
             raise SimulationEnded(f"this rtl simulation has ended: {self.ended}")
-        if self._settled >= _PERIOD // 2 - 1:
-            raise RuntimeError(f"settle() called more than {_PERIOD // 2 - 1} times in one clock cycle")
+        if self._settled >= CLOCK_PERIOD // 2 - 1:
+            raise RuntimeError(f"settle() called more than {CLOCK_PERIOD // 2 - 1} times in one clock cycle")
         self._run(1)
         self._settled += 1
 
@@ -123,15 +123,24 @@ def _system(board_spec, ports, clock, reset):
         top.name = f"{slot.name}_top"
         tops.append(top)
 
+    clock_generator = clock_source(clock, CLOCK_PERIOD)
+    return tops, clock_generator
+
+
+@block
+def clock_source(clock, period: int = CLOCK_PERIOD):
+    """A free-running ``clock`` of ``period`` simulation time units, low for the first half (a testbench block: the
+    rtl backend's and the test benches' simulations all clock their designs with it)."""
+
     @instance
-    def clock_generator():
+    def toggle():
         while True:
-            yield delay(_PERIOD // 2)
+            yield delay(period // 2)
             clock.next = 1
-            yield delay(_PERIOD // 2)
+            yield delay(period // 2)
             clock.next = 0
 
-    return tops, clock_generator
+    return toggle
 
 
 class _AxiLiteMaster:

@@ -2,7 +2,7 @@
 AXI4-Stream ports for its DMA. Port names follow Vivado's conventions (``s_axi_control_*``, ``s_axis_*``,
 ``m_axis_*``, ``aclk``, ``aresetn``) so IP packaging infers the interfaces.
 """
-from myhdl import always_comb, block, ConcatSignal, intbv, Signal
+from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from .. import spec as S
 from .common.axi_lite import AxiLiteBus, axi_lite_regfile
@@ -101,6 +101,8 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     aclk          : Signal(bool), in
     aresetn       : ResetSignal(active=0), in
     spec          : GaeSpec
+
+    An operation runs with the parameter registers' values at its START; writes while BUSY wait for the next one.
     """
     table = S.GAE_REGISTERS
     cfg = CoreConfig(spec)
@@ -119,18 +121,27 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     @always_comb
     def configuration():
         cfg.t_count.next = t_reg
-        cfg.lanes_used.next = lanes_reg
         cfg.batches.next = batches_reg
         cfg.chunks.next = chunks_reg
-        cfg.gamma.next = gamma_reg
-        cfg.gamma_lambda.next = gamma_lambda_reg
         cfg.mode.next = ctrl[mode_hi:mode_lo]
-        cfg.r_scale.next = r_scale.signed()
-        cfg.r_offset.next = r_offset.signed()
-        cfg.v_scale.next = v_scale.signed()
-        cfg.v_offset.next = v_offset.signed()
 
-    return regs, core, configuration
+    @always(aclk.posedge)
+    def operation_parameters():
+        # The parameters the core reads during an operation are the registers' values at START: they follow the
+        # registers while the core is not BUSY and hold while it is, so a write while BUSY takes effect at the
+        # next START (as in the emulated IP). T, BATCHES, CHUNKS and MODE the core latches itself at START. One
+        # cycle behind the registers, which START never sees: the register file takes one transaction at a time,
+        # so a write's START pulse comes at least three cycles after the previous write stored its data.
+        if not cfg.busy:
+            cfg.lanes_used.next = lanes_reg
+            cfg.gamma.next = gamma_reg
+            cfg.gamma_lambda.next = gamma_lambda_reg
+            cfg.r_scale.next = r_scale.signed()
+            cfg.r_offset.next = r_offset.signed()
+            cfg.v_scale.next = v_scale.signed()
+            cfg.v_offset.next = v_offset.signed()
+
+    return regs, core, configuration, operation_parameters
 
 
 @block

@@ -7,25 +7,26 @@ C**j x delta_{t+j} (or C**k x A_{t+k}) only counts once j (or k) elements were i
 data operand is a delay-line slot the bootstrap row cleared, and rnd(C * 0) + x = x whatever C is. Those elements
 had to be loaded first (one record per beat at best) and popped (one per cycle). Counting edges from the START
 edge (0) and calling d the edge at which the clamp register takes the new value (a register written one edge
-earlier), element i of a T-step operation (t = T - 1 - i) reads C**j at edge T + 13 + i (PE stage 4: load T + 1
-beats, 2 waits, the bootstrap pop, i pops, BRAM, 3 dequantizer and 4 PE stages) and C**k at T + 16 + i (stage 7);
-with i >= j and T >= i + 1 a tap has 16 - j cycles to spare and the tail 19 - k: the least, 9, is C**7 of a k = 8
+earlier), element i of a T-step operation (t = T - 1 - i) reads C**j at edge T + 14 + i (PE stage 4: load T + 1
+beats, 2 waits, the bootstrap pop, i pops, BRAM, 4 dequantizer and 4 PE stages) and C**k at T + 17 + i (stage 7);
+with i >= j and T >= i + 1 a tap has 17 - j cycles to spare and the tail 20 - k: the least, 10, is C**7 of a k = 8
 build (the spec caps k at 8) at T = 8.
 
 The bench drives :func:`gae_core` directly (no AXI-Lite in between, one input beat per cycle on one-beat q8
 records) and lets the new GAMMA_LAMBDA reach the clamp ``d`` cycles *after* the START edge. The result must equal
 the model with the new value up to the margin and differ one cycle later (so the probe measures the real gap: it
-fails if the pipeline gets shorter or the chain longer). :func:`test_bus_writes_gamma_lambda_then_start_back_to_back`
+fails if the pipeline gets shorter or the chain longer; through the core top a write after START cannot reach the
+core at all: the top holds the parameters from START on). :func:`test_bus_writes_gamma_lambda_then_start_back_to_back`
 is the ordinary case through the rtl bus model (GAMMA_LAMBDA the last write before START), T = 1 .. 10, q8 and raw.
 """
 import dataclasses
 import itertools
 
 import numpy as np
-from myhdl import block, delay, instance, intbv, ResetSignal, Signal, Simulation
+from myhdl import block, intbv, ResetSignal, Signal, Simulation
 
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
-from pynq_rl.host.backends.rtl import RtlCoreIP
+from pynq_rl.host.backends.rtl import CLOCK_PERIOD, clock_source, RtlCoreIP
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.hdl.common.elaborate import elaborate
 from pynq_rl.overlay.hdl.gae.core import CoreConfig, gae_core
@@ -35,24 +36,15 @@ from tests.gae.test_rtl import operation, run_operation
 #: The largest lookahead a GaeSpec allows, and a build whose q8 records are one 8-byte beat (3 lanes: 7 bytes).
 K_MAX = 8
 SPEC = S.GaeSpec(lanes=3, t_max=24, lookahead=K_MAX, stream_bytes=8)
-#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 16 - 7;
-#: T = 9, C**7 read one cycle later (10) and C**8 in play (19 - 8 = 11)
-MARGINS = [(K_MAX, 16 - (K_MAX - 1)), (K_MAX + 1, 17 - (K_MAX - 1))]
-_PERIOD = 8
+#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 17 - 7;
+#: T = 9, C**7 read one cycle later (11) and C**8 in play (20 - 8 = 12)
+MARGINS = [(K_MAX, 17 - (K_MAX - 1)), (K_MAX + 1, 18 - (K_MAX - 1))]
 
 
 @block
 def _bench(spec, cfg, ports, clock, reset):
     core = gae_core(*ports, cfg, clock, reset, spec)
-
-    @instance
-    def clock_generator():
-        while True:
-            yield delay(_PERIOD // 2)
-            clock.next = 1
-            yield delay(_PERIOD // 2)
-            clock.next = 0
-
+    clock_generator = clock_source(clock, CLOCK_PERIOD)
     return core, clock_generator
 
 
@@ -84,7 +76,7 @@ class _CoreBench:
         self.sim.quit()
 
     def tick(self) -> None:
-        self.sim.run(_PERIOD, quiet=1)
+        self.sim.run(CLOCK_PERIOD, quiet=1)
 
     def late_coefficient_run(self, n_steps: int, mode: S.GaeMode, change_after: int, seed: int) -> tuple[bytes, bytes]:
         """One operation with a new GAMMA_LAMBDA reaching the clamp register ``change_after`` cycles after the START

@@ -26,10 +26,24 @@ def small_board(k: int, lanes: int = 3, t_max: int = 24) -> S.BoardSpec:
 
 def run_operation(ip, regs: dict, stream: np.ndarray, max_polls: int = 4000):
     """Registers, START, the input stream, then poll STATUS and collect the output: what the driver does."""
+    start_operation(ip, regs)
+    return finish_operation(ip, stream, max_polls)
+
+
+def write_registers(ip, regs: dict) -> None:
     for name, value in regs.items():
         ip.write(S.GAE_REGISTERS[name]["address_offset"], value & 0xFFFF_FFFF)
-    mode = regs.get("CTRL", 0)
-    ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], mode | S.Ctrl.START)
+
+
+def start_operation(ip, regs: dict) -> None:
+    """The registers, then CTRL.START (with the MODE of ``regs["CTRL"]``)."""
+    write_registers(ip, regs)
+    ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], regs.get("CTRL", 0) | S.Ctrl.START)
+
+
+def finish_operation(ip, stream: np.ndarray, max_polls: int = 4000):
+    """The input stream of a started operation, then poll STATUS and collect the output: ``(bytes, STATUS,
+    CYCLES)``."""
     sent = 0
     out = bytearray()
     while sent < len(stream):
@@ -96,6 +110,32 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     assert got[0] == expected[0], "output stream differs from the model"
     assert got[1] == expected[1], f"STATUS {S.Status(got[1])!r} != model {S.Status(expected[1])!r}"
     assert got[2] == expected[2] == spec.cycles(n_steps, regs["BATCHES"])
+
+
+@pytest.mark.parametrize("backend", ["emu", "rtl"])
+def test_parameters_written_while_busy_wait_for_the_next_start(backend, rtl_simulation):
+    """An operation runs with the registers' values at its START: GAMMA, GAMMA_LAMBDA, LANES_USED and the q8 scales
+    and offsets rewritten while it is BUSY change nothing in it (the HDL held them live before: the coefficients
+    changed mid-operation there, at TLAST in the emulation); the next operation uses the new values."""
+    board = small_board(2)
+    spec = board.cores[0].spec
+    ip = (RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS) if backend == "rtl"
+          else GaeCoreIP(spec))
+    regs, stream = operation(spec, S.GaeMode.Q8, np.random.default_rng(7), 20, 2 * spec.lanes, 0.99, 0.95, 64.0)
+    later = {"GAMMA": 1 << 22, "GAMMA_LAMBDA": 3 << 20, "LANES_USED": 1, "R_SCALE": -regs["R_SCALE"] // 3,
+             "V_SCALE": regs["V_SCALE"] // 5, "R_OFFSET": regs["R_OFFSET"] // 2, "V_OFFSET": -regs["V_OFFSET"]}
+    assert all(regs[name] != value for name, value in later.items())
+
+    start_operation(ip, regs)
+    assert ip.read(S.GAE_REGISTERS["STATUS"]["address_offset"]) & S.Status.BUSY
+    write_registers(ip, later)
+    got = finish_operation(ip, stream)
+    assert got == run_operation(GaeCoreIP(spec), regs, stream), "a write while BUSY changed the running operation"
+
+    ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], regs["CTRL"] | S.Ctrl.START)
+    again = finish_operation(ip, stream)
+    assert again == run_operation(GaeCoreIP(spec), regs | later, stream), "the next START ignored the new values"
+    assert again[0] != got[0]
 
 
 @pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
@@ -195,7 +235,7 @@ def test_pipeline_depth_is_the_sum_of_the_hdl_stages():
     dequantizer's stages + the PE's + 1 (write-back); the cycle test above measures the total, this names the parts."""
     from pynq_rl.overlay.hdl.gae.core import DEQUANT_LATENCY
     from pynq_rl.overlay.hdl.gae.pe import PE_LATENCY
-    assert DEQUANT_LATENCY == 3  # multiply, add the offset, clamp: one register each (issue 15)
+    assert DEQUANT_LATENCY == 4  # register the BRAM read, multiply, add the offset, clamp: one each (issue 15)
     assert S.GaeSpec().pipeline_depth == 2 + 1 + 1 + DEQUANT_LATENCY + PE_LATENCY + 1
 
 

@@ -21,7 +21,7 @@ Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae
 * COMPUTE: rows are popped backward, one per cycle (T, T-1, ..., 0), dequantized, and fed to the PEs; each PE's
   A_t and R_t are written back in place through the write port. ``cycles`` counts this phase:
   ``T + spec.pipeline_depth`` (see :attr:`GaeSpec.pipeline_depth` for the breakdown; a test holds them equal).
-  Dequantization takes :data:`DEQUANT_LATENCY` stages (multiply, add the offset, clamp), the PE ``PE_LATENCY``.
+  Dequantization takes :data:`DEQUANT_LATENCY` stages (register the read, multiply, add the offset, clamp), the PE ``PE_LATENCY``.
 * DRAIN: rows 0..T-1 are read forward (the next row is prefetched while the current one leaves) and sent on
   ``m_axis`` as output records, TLAST on the last beat.
 
@@ -42,7 +42,7 @@ from .pe import coef_powers, gae_pe
 __all__ = ["gae_core", "CoreConfig", "DEQUANT_LATENCY"]
 
 #: Register stages from a stack word on the BRAM output to the PE inputs (:func:`_dequant`: multiply, add, clamp).
-DEQUANT_LATENCY = 3
+DEQUANT_LATENCY = 4
 
 t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
 
@@ -116,8 +116,10 @@ def _dequant(reward, value, done, valid, boot, saturated,
     sat(code * SCALE + OFFSET).
 
     One operation per stage, so no carry chain sits behind an unregistered multiplier (issue 15; it was all one
-    cycle, the core's critical path: 70-81 MHz on the ECP5-85)::
+    cycle, the core's critical path: 70-81 MHz on the ECP5-85), and no multiplier behind a BRAM's read data (the
+    BRAM stacks' clock-to-out then LUT, multiply and carry chain: 78.6 MHz on the ECP5-85)::
 
+        0  R   word0 = word                   (the stack's read data registered: a BRAM output register)
         1  M   r_prod = code * SCALE          (the DSP's M register; the stack word is copied beside it)
         2  P   r_sum = r_prod + OFFSET        (a post-adder with its P register on a DSP48; the word copied on)
         3  S   reward = q8 ? sat(r_sum) : word, saturated = the q8 clamp flag of a valid, active, non-bootstrap row
@@ -134,6 +136,9 @@ def _dequant(reward, value, done, valid, boot, saturated,
     v_code = Signal(intbv(0, min=-(1 << (code_bits - 1)), max=1 << (code_bits - 1)))
     r_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))  # 8 x 25: one DSP
     v_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))
+    # stage 0
+    word0 = Signal(intbv(0)[65:])
+    valid0, boot0, active0 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     # stage 1
     r_prod, v_prod = Signal(intbv(0, **prod_range)), Signal(intbv(0, **prod_range))
     word1 = Signal(intbv(0)[65:])
@@ -147,21 +152,28 @@ def _dequant(reward, value, done, valid, boot, saturated,
 
     @always_comb
     def split():
-        r_code.next = word[code_bits:0].signed()
-        v_code.next = word[32 + code_bits:32].signed()
+        r_code.next = word0[code_bits:0].signed()
+        v_code.next = word0[32 + code_bits:32].signed()
         r_scale.next = cfg.r_scale[scale_bits:].signed()   # START refused scales outside this range
         v_scale.next = cfg.v_scale[scale_bits:].signed()
         r_word.next = word2[32:0].signed()
         v_word.next = word2[64:32].signed()
 
     @always(clock.posedge)
+    def read_register():
+        word0.next = word
+        valid0.next = in_valid
+        boot0.next = in_boot
+        active0.next = lane_active
+
+    @always(clock.posedge)
     def multiply():
         r_prod.next = r_code * r_scale
         v_prod.next = v_code * v_scale
-        word1.next = word
-        valid1.next = in_valid
-        boot1.next = in_boot
-        active1.next = lane_active
+        word1.next = word0
+        valid1.next = valid0
+        boot1.next = boot0
+        active1.next = active0
 
     @always(clock.posedge)
     def offset():
@@ -190,7 +202,7 @@ def _dequant(reward, value, done, valid, boot, saturated,
             value.next = v_word
             saturated.next = False
 
-    return split, multiply, offset, clamps, select
+    return split, read_register, multiply, offset, clamps, select
 
 
 @block
@@ -306,7 +318,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         # Registered: the 32-bit compare and select would otherwise sit in front of the PE's gamma multiply (the
         # core's critical path after the dequantizer's, ECP5). The registers are static during an operation and
         # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result;
-        # the lookahead powers behind gamma_lambda_c settle with 9 or more cycles to spare (coef_powers).
+        # the lookahead powers behind gamma_lambda_c settle with 10 or more cycles to spare (coef_powers).
         if cfg.gamma <= one:
             gamma_c.next = cfg.gamma[len(gamma_c):]
         else:

@@ -14,6 +14,10 @@ so ``acc`` holds the worker's preference vector ``ACT_LATENCY`` cycles after the
 previous rows go to a temp memory in S1 before S7 overwrites them (the write trails the read by 6 addresses, so the
 key memory is never read and written at one address in one cycle).
 
+A Horner stage past ``ndims`` multiplies by 1 and adds 0 (the operands are selected, not the result), so each stage
+is one multiply-add straight into its register: a DSP48 with its P register (issue 15; selecting the result after
+the add left the Pynq-Z2 build's 12 Horner DSPs without M or P registers).
+
 UPDATE pass (``upd_go``): the previous rows are read back from the temp memory, one per cycle, and each gets
 ``row[a_prev] = sat(row[a_prev] + increment)``::
 
@@ -141,6 +145,9 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     s3_ndims, s3_nt, s3_base = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[rb:])
     s3_i = Signal(intbv(0, min=0, max=mt))
     s4_h, s5_h, s6_h = Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:])
+    # Horner operands: h_next = a * b + c, with b = 1 and c = 0 for a dim past ndims
+    h4_a, h4_b, h4_c = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
+    h5_b, h5_c, h6_b, h6_c = [Signal(intbv(0)[8:]) for _ in range(4)]
     s4_t2, s4_t3, s5_t3 = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     s4_ndims, s5_ndims = Signal(intbv(0)[3:]), Signal(intbv(0)[3:])
     s4_nt, s5_nt = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
@@ -231,6 +238,28 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         t3.next = s3_p3 >> 16
 
     @always_comb
+    def horner_operands():
+        h4_a.next = t0 if s3_ndims >= 1 else 0
+        if s3_ndims >= 2:
+            h4_b.next = s3_nt
+            h4_c.next = t1
+        else:
+            h4_b.next = 1
+            h4_c.next = 0
+        if s4_ndims >= 3:
+            h5_b.next = s4_nt
+            h5_c.next = s4_t2
+        else:
+            h5_b.next = 1
+            h5_c.next = 0
+        if s5_ndims >= 4:
+            h6_b.next = s5_nt
+            h6_c.next = s5_t3
+        else:
+            h6_b.next = 1
+            h6_c.next = 0
+
+    @always_comb
     def key_addresses():
         key_raddr.next = bus.key_base + s0_i
         key_waddr.next = bus.key_base + s7_i
@@ -264,12 +293,7 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         s3_base.next = s2_base
         s3_i.next = s2_i
         # S3 -> S4: Horner over dims 0 and 1 (row-index wide: a valid descriptor never wraps)
-        if s3_ndims >= 2:
-            s4_h.next = t0 * s3_nt + t1
-        elif s3_ndims == 1:
-            s4_h.next = t0
-        else:
-            s4_h.next = 0
+        s4_h.next = h4_a * h4_b + h4_c
         s4_t2.next = t2
         s4_t3.next = t3
         s4_ndims.next = s3_ndims
@@ -277,20 +301,14 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         s4_base.next = s3_base
         s4_i.next = s3_i
         # S4 -> S5: dim 2
-        if s4_ndims >= 3:
-            s5_h.next = s4_h * s4_nt + s4_t2
-        else:
-            s5_h.next = s4_h
+        s5_h.next = s4_h * h5_b + h5_c
         s5_t3.next = s4_t3
         s5_ndims.next = s4_ndims
         s5_nt.next = s4_nt
         s5_base.next = s4_base
         s5_i.next = s4_i
         # S5 -> S6: dim 3
-        if s5_ndims >= 4:
-            s6_h.next = s5_h * s5_nt + s5_t3
-        else:
-            s6_h.next = s5_h
+        s6_h.next = s5_h * h6_b + h6_c
         s6_base.next = s5_base
         s6_i.next = s5_i
         # S6 -> S7: row
@@ -373,6 +391,6 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     def dump_port():
         pol_rdata.next = bank_q
 
-    insts += [desc_write_port, configuration, act_issue, coordinates, key_addresses, act_pipeline, update_issue,
-              update_pipeline, flags_or, bank_ports, dump_port]
+    insts += [desc_write_port, configuration, act_issue, coordinates, horner_operands, key_addresses, act_pipeline,
+              update_issue, update_pipeline, flags_or, bank_ports, dump_port]
     return insts

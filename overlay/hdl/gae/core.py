@@ -21,7 +21,8 @@ Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae
 * COMPUTE: rows are popped backward, one per cycle (T, T-1, ..., 0), dequantized, and fed to the PEs; each PE's
   A_t and R_t are written back in place through the write port. ``cycles`` counts this phase:
   ``T + spec.pipeline_depth`` (see :attr:`GaeSpec.pipeline_depth` for the breakdown; a test holds them equal).
-  Dequantization takes :data:`DEQUANT_LATENCY` stages (register the read, multiply, add the offset, clamp), the PE ``PE_LATENCY``.
+  Dequantization takes :data:`DEQUANT_LATENCY` stages (register the read, multiply, add the offset, clamp), the PE
+  ``PE_LATENCY``.
 * DRAIN: rows 0..T-1 are read forward (the next row is prefetched while the current one leaves) and sent on
   ``m_axis`` as output records, TLAST on the last beat.
 

@@ -125,7 +125,8 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
     top = elaborate(pe_with_powers if with_powers else pe_unit, *_pe_ports(spec, with_powers), spec)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*(not used|not driven).*")
-        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
+        # on a fresh thread too: Block.convert elaborates the design again (MyHDL's _clear re-runs the block)
+        elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     return out_dir / f"{name}.v"
 
 

@@ -75,7 +75,8 @@ def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None
     with warnings.catch_warnings():
         for message in _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()):
             warnings.filterwarnings("ignore", message=message)
-        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
+        # on a fresh thread too: Block.convert elaborates the design again (MyHDL's _clear re-runs the block)
+        elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     return out_dir / f"{name}.v"
 
 

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +20,9 @@ import numpy as np
 from myhdl import always_comb, block, intbv, Signal
 
 from .. import spec as S
-from ..hdl.common.elaborate import elaborate
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
-from .verilog import convert, module_name
+from .verilog import convert, convert_block, module_name
 from .yosys import synthesis_source, synthesize, yosys_datdir
 
 __all__ = ["HEPPO", "FIT_CHECKS", "FAMILIES", "WHAT_IF_COEF", "Build", "pe_unit", "pe_with_powers", "convert_pe",
@@ -119,15 +117,8 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
     Ports: ``adv, ret, out_valid, saturated`` out; ``reward, value, done, in_valid, in_bootstrap, gamma``,
     ``powers_bus`` (or ``gamma_lambda``), ``clock`` in.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or pe_module_name(spec, with_powers)
-    top = elaborate(pe_with_powers if with_powers else pe_unit, *_pe_ports(spec, with_powers), spec)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*(not used|not driven).*")
-        # on a fresh thread too: Block.convert elaborates the design again (MyHDL's _clear re-runs the block)
-        elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
-    return out_dir / f"{name}.v"
+    return convert_block(pe_with_powers if with_powers else pe_unit, (*_pe_ports(spec, with_powers), spec), out_dir,
+                         name or pe_module_name(spec, with_powers), (".*(not used|not driven).*",))
 
 
 def loop_registers(verilog: str) -> list[str]:

@@ -18,7 +18,7 @@ from .. import spec as S
 from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 
-__all__ = ["module_name", "convert", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT", "LINT_FLAGS"]
+__all__ = ["module_name", "convert", "convert_block", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT", "LINT_FLAGS"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
@@ -67,15 +67,25 @@ def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None
         ``core`` has no HDL.
     """
     make_top, make_ports = CORE_TOPS[_core(core)]
+    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
+    return convert_block(make_top, (*make_ports(spec), aclk, aresetn, spec), out_dir, name or module_name(core, spec),
+                         _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()))
+
+
+def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_warnings: tuple[str, ...] = ()) -> Path:
+    """Convert the MyHDL block ``build(*args)`` to ``<out_dir>/<name>.v`` (``initial_values=True``, no testbench);
+    return the path. Warnings matching a regular expression of ``expected_warnings`` are silenced.
+
+    Elaboration and conversion both run through :func:`.elaborate`: ``Block.convert`` elaborates the design a second
+    time (MyHDL's ``_clear`` calls the block function again), so a conversion on the caller's stack pays MyHDL's
+    per-instance ``inspect.stack()`` for every frame above it.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    name = name or module_name(core, spec)
-    aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    top = elaborate(make_top, *make_ports(spec), aclk, aresetn, spec)
+    top = elaborate(build, *args)
     with warnings.catch_warnings():
-        for message in _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()):
+        for message in expected_warnings:
             warnings.filterwarnings("ignore", message=message)
-        # on a fresh thread too: Block.convert elaborates the design again (MyHDL's _clear re-runs the block)
         elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     return out_dir / f"{name}.v"
 

@@ -93,6 +93,23 @@ def _column_update(out, flag, col, increment, a_prev, index: int):
 
 
 @block
+def _horner_operands(b, c, ndims, n_t, t, dim: int):
+    """Operands of the Horner stage ``h * b + c`` over dim ``dim``: ``n_t`` and that dim's coordinate ``t`` when the
+    tiling has the dim (``ndims > dim``), else 1 and 0, so ``h`` passes unchanged through the same multiply-add."""
+
+    @always_comb
+    def pick():
+        if ndims > dim:
+            b.next = n_t
+            c.next = t
+        else:
+            b.next = 1
+            c.next = 0
+
+    return pick
+
+
+@block
 def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_mem, clock, reset, index: int,
                  widths: ParsaWidths):
     """Worker ``index``: descriptor banks, policy bank, key-row memory, ACT and UPDATE passes.
@@ -238,26 +255,12 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         t3.next = s3_p3 >> 16
 
     @always_comb
-    def horner_operands():
+    def first_coordinate():
         h4_a.next = t0 if s3_ndims >= 1 else 0
-        if s3_ndims >= 2:
-            h4_b.next = s3_nt
-            h4_c.next = t1
-        else:
-            h4_b.next = 1
-            h4_c.next = 0
-        if s4_ndims >= 3:
-            h5_b.next = s4_nt
-            h5_c.next = s4_t2
-        else:
-            h5_b.next = 1
-            h5_c.next = 0
-        if s5_ndims >= 4:
-            h6_b.next = s5_nt
-            h6_c.next = s5_t3
-        else:
-            h6_b.next = 1
-            h6_c.next = 0
+
+    insts += [_horner_operands(h4_b, h4_c, s3_ndims, s3_nt, t1, 1),
+              _horner_operands(h5_b, h5_c, s4_ndims, s4_nt, s4_t2, 2),
+              _horner_operands(h6_b, h6_c, s5_ndims, s5_nt, s5_t3, 3)]
 
     @always_comb
     def key_addresses():
@@ -391,6 +394,6 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     def dump_port():
         pol_rdata.next = bank_q
 
-    insts += [desc_write_port, configuration, act_issue, coordinates, horner_operands, key_addresses, act_pipeline,
+    insts += [desc_write_port, configuration, act_issue, coordinates, first_coordinate, key_addresses, act_pipeline,
               update_issue, update_pipeline, flags_or, bank_ports, dump_port]
     return insts

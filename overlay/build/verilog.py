@@ -18,7 +18,8 @@ from .. import spec as S
 from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 
-__all__ = ["module_name", "convert", "convert_block", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT", "LINT_FLAGS"]
+__all__ = ["module_name", "convert", "convert_block", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT",
+           "LINT_FLAGS"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")

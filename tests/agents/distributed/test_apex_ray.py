@@ -204,10 +204,15 @@ def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch
 
 @pytest.mark.slow
 def test_apex_learns_cartpole_on_emu(tmp_path):
-    """2 actors, replay core on emu, Ray started by train() itself: mean of the last 20 greedy episodes >= 450."""
+    """2 actors, replay core on emu, Ray started by train() itself: mean of the last 20 greedy episodes >= 450.
+
+    The budget is wall-clock (the rate limiter makes learning per update machine-independent, not updates per
+    second): seeds 0-4 solved after 7,200-25,400 updates; a CI machine ran ~56 updates/s, and one CI run stood at
+    446.1 after 23,600 updates when a 420 s budget ran out, so the budget is 600 s (~33,000 updates there).
+    """
     if ray.is_initialized():
         ray.shutdown()
-    summary = apex.train(apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=420.0,
+    summary = apex.train(apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=600.0,
                                    progress=False))
     print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
     assert summary["solved"] and summary["eval_mean_return"] >= 450.0

@@ -351,13 +351,20 @@ class GaeSpec:
 
     def stream_rows(self, n_steps: int) -> np.ndarray:
         """Time index of each input record of one lane-batch of ``n_steps`` steps, in stream order (``n_steps + 1``
-        records; index ``n_steps`` is the bootstrap row). The output records follow the same order without the
-        bootstrap row."""
+        records; index ``n_steps`` is the bootstrap row). The output records come newest first
+        (:meth:`output_rows`)."""
         chunks, first = self.chunking(n_steps)
         tail = n_steps - first
         parts = [np.arange(tail, n_steps + 1)]
         parts += [np.arange(tail - c * self.t_max, tail - (c - 1) * self.t_max) for c in range(1, chunks)]
         return np.concatenate(parts)
+
+    def output_rows(self, n_steps: int) -> np.ndarray:
+        """Time index of each output record of one lane-batch of ``n_steps`` steps, in stream order: newest first,
+        ``n_steps - 1`` down to 0. The core drains each chunk's results in the order its PEs write them back (the
+        drain trails the write-back instead of waiting for A_0) and the chunks come latest first, so the whole
+        lane-batch leaves in reverse time order; the driver flips it back with a view."""
+        return np.arange(n_steps - 1, -1, -1)
 
     @property
     def done_bytes(self) -> int:

@@ -124,19 +124,18 @@ def test_an_rtl_wait_polls_once_per_microsecond_of_pl_time():
     assert device.poll_cycles == 100  # the Pynq-Z2's 100 MHz
     overlay.replay.update(np.arange(64), np.ones(64))
     steady(overlay, lambda: overlay.replay.sample(32))
-    stream_out, calls = RtlCoreIP.stream_out, [0]
+    duplex = RtlCoreIP.stream_duplex
 
-    def slow(self, max_bytes):  # nothing for the first 1,000 cycles' worth of polls
-        calls[0] += 1
-        return stream_out(self, max_bytes) if device.simulation.cycle >= start + 1000 else (np.zeros(0, np.uint8),
-                                                                                          False)
-    RtlCoreIP.stream_out = slow
+    def slow(self, data, last, max_bytes, max_cycles=None):  # no output for the first 1,000 cycles' worth of polls
+        held = device.simulation.cycle < start + 1000
+        return duplex(self, data, last, 0 if held else max_bytes, max_cycles)
+    RtlCoreIP.stream_duplex = slow
     try:
         start = device.simulation.cycle
         with overlay.bus_stats() as bus:
             overlay.replay.sample(32)
     finally:
-        RtlCoreIP.stream_out = stream_out
+        RtlCoreIP.stream_duplex = duplex
     assert 5 + 5 <= bus.register_reads <= 5 + 15  # ~1,000 cycles of delay at one poll per 100 cycles
 
 

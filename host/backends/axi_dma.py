@@ -9,6 +9,8 @@ emulated DDR and a core's AXI-Stream ports:
 * S2MM: writing ``S2MM_LENGTH`` arms the channel with a buffer; bytes the core emits land at ``S2MM_DA``;
   on TLAST the channel goes idle and ``S2MM_LENGTH`` reads back the bytes received. A packet longer than the
   buffer is an internal error, as in hardware.
+* The two channels run at once on a board. A simulated core (``stream_duplex``) gets them in the same clock cycles;
+  an emulated core, which has no cycles, takes its input and then gives its output.
 
 Status follows PG021: ``Halted`` until RS=1, ``Idle`` once a transfer completes, ``IOC_Irq`` / ``Err_Irq``
 write-1-to-clear (storing the written value instead breaks the next transfer with "DMA channel not idle").
@@ -43,6 +45,8 @@ class StreamEndpoint(Protocol):
 
     def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
         """Take up to ``max_bytes`` of output; return them and whether they end with TLAST."""
+
+    # optional: stream_duplex(data | None, last, max_bytes) -> (bytes accepted, output, TLAST): both at once
 
 
 class _Channel:
@@ -151,20 +155,28 @@ class AxiDmaModel(RegisterFile):
         return self.mm2s.busy or self.s2mm.busy
 
     def service(self) -> bool:
-        """Move whatever can move between memory and the core; return True if any byte moved."""
-        moved = False
-        mm2s = self.mm2s
-        if mm2s.busy and mm2s.pending is not None:
-            accepted = self.core.stream_in(mm2s.pending, last=True)
-            if accepted:
-                moved = True
-                mm2s.pending = mm2s.pending[accepted:]
-                if len(mm2s.pending) == 0:
-                    mm2s.pending = None
-                    self._complete(mm2s)
-        s2mm = self.s2mm
+        """Move whatever can move between memory and the core; return True if any byte moved.
+
+        A core with ``stream_duplex`` (a simulated one: it has cycles) gets both channels in the same cycles, as on
+        a board; an emulated one takes its input, then gives its output."""
+        mm2s, s2mm = self.mm2s, self.s2mm
+        sending = mm2s.busy and mm2s.pending is not None
+        duplex = getattr(self.core, "stream_duplex", None)
+        if duplex is not None:
+            if not (sending or s2mm.busy):
+                return False
+            accepted, data, last = duplex(mm2s.pending if sending else None, True,
+                                          s2mm.remaining + 1 if s2mm.busy else 0)
+        else:
+            accepted = self.core.stream_in(mm2s.pending, last=True) if sending else 0
+            data, last = self.core.stream_out(s2mm.remaining + 1) if s2mm.busy else (np.zeros(0, np.uint8), False)
+        moved = bool(accepted)
+        if accepted:
+            mm2s.pending = mm2s.pending[accepted:]
+            if len(mm2s.pending) == 0:
+                mm2s.pending = None
+                self._complete(mm2s)
         if s2mm.busy:
-            data, last = self.core.stream_out(s2mm.remaining + 1)
             if len(data) > s2mm.remaining:
                 self._fail(s2mm, INT_ERR)  # packet longer than the armed buffer
                 return True

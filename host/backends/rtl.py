@@ -249,6 +249,46 @@ class RtlCoreIP(RegisterFile):
         return np.frombuffer(bytes(out), dtype=np.uint8), last
 
 
+    def stream_duplex(self, data: np.ndarray | None, last: bool, max_bytes: int,
+                      max_cycles: int | None = None) -> tuple[int, np.ndarray, bool]:
+        """Drive ``s_axis`` and take ``m_axis`` in the same cycles, as the DMA's two channels do on a board (a core
+        that loads the next chunk while it drains the current one needs both at once), cycle by cycle for as long as
+        a beat moves either way.
+
+        ``data``: the bytes to send (None: the MM2S channel is idle), TLAST on the last beat if ``last``;
+        ``max_bytes``: how much the S2MM channel takes (0: idle; it stops at TLAST). Returns (bytes sent, bytes
+        received, TLAST received). ``max_cycles`` bounds the cycles spent (a bench timing beat by beat).
+        """
+        s_port, m_port, width = self.s_axis, self.m_axis, self.beat_bytes
+        n_in = 0 if data is None else len(data)
+        accepted = 0
+        out = bytearray()
+        got_last = False
+        cycles = 0
+        while max_cycles is None or cycles < max_cycles:
+            sending = accepted < n_in and bool(s_port.tready)
+            taking = not got_last and len(out) + width <= max_bytes
+            receiving = taking and bool(m_port.tvalid)
+            if not (sending or receiving):
+                break
+            if sending:
+                chunk = bytes(data[accepted:accepted + width])
+                s_port.tdata.next = int.from_bytes(chunk.ljust(width, b"\0"), "little")
+                s_port.tlast.next = last and accepted + width >= n_in
+                accepted += len(chunk)
+            s_port.tvalid.next = sending
+            m_port.tready.next = taking
+            if receiving:
+                out += int(m_port.tdata).to_bytes(width, "little")
+                got_last = bool(m_port.tlast)
+            self.sim.tick()                              # the beats move on this edge
+            cycles += 1
+        s_port.tvalid.next = False
+        s_port.tlast.next = False
+        m_port.tready.next = False
+        return accepted, np.frombuffer(bytes(out), dtype=np.uint8), got_last
+
+
 class RtlDevice(EmulatedDevice):
     """An emulated ``board_spec`` whose cores run as cycle-accurate MyHDL simulations (see :class:`EmulatedDevice`).
 

@@ -8,9 +8,11 @@ operation holds as many lane-batches as the DMA's largest transfer and the batch
 rollout below tens of megabytes); a bigger rollout takes one operation per group of lane-batches.
 
 Any T is one operation: the core chains T_MAX chunks itself. Each lane-batch streams its chunks from the latest
-to the earliest (:meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`); the PEs keep their recursion state from one
-chunk to the next, so the result is the one-long-sequence recursion bit for bit (no carry folded into a bootstrap
-value, no extra rounding), and in q8 mode one block (one set of scale registers) covers all chunks.
+to the earliest (:meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`) and gets its results back newest first
+(:meth:`~pynq_rl.overlay.spec.GaeSpec.output_rows`: the core drains a chunk while it writes it back; decoding flips
+them with a view); the PEs keep their recursion state from one chunk to the next, so the result is the
+one-long-sequence recursion bit for bit (no carry folded into a bootstrap value, no extra rounding), and in q8 mode
+one block (one set of scale registers) covers all chunks.
 
 Parameter registers are cached (:meth:`StreamCore._write_parameter`); the four q8 scale registers, which change
 with every rollout, go out as one burst (all four whenever any differs; raw mode leaves them alone, as the core

@@ -262,38 +262,26 @@ def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int
     return rewards, values, _from_batches(dones.astype(np.int64), n_envs)
 
 
-def _output_order(spec: GaeSpec, n_steps: int) -> np.ndarray:
-    """Time index of each output record of one lane-batch, in stream order."""
-    order = spec.stream_rows(n_steps)
-    return order[order != n_steps]
-
-
 def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
     """Pack int codes (T, N) into the output stream of one operation: B lane-batches of T records each (unused
-    lanes are 0), each in :meth:`GaeSpec.stream_rows` order."""
+    lanes are 0), each newest first (time T - 1 down to 0, :meth:`GaeSpec.output_rows`)."""
     n_steps, n_envs = advantages.shape
     n_batches = batches(spec, n_envs)
     records = np.zeros(n_batches * n_steps, dtype=output_record_dtype(spec))
     shaped = records.reshape(n_batches, n_steps)
-    if n_steps > spec.t_max:
-        order = _output_order(spec, n_steps)
-        advantages, returns = advantages[order], returns[order]
-    shaped["advantage"] = _to_batches(spec, advantages)
-    shaped["ret"] = _to_batches(spec, returns)
+    shaped["advantage"] = _to_batches(spec, advantages[::-1])
+    shaped["ret"] = _to_batches(spec, returns[::-1])
     return records
 
 
 def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int,
                   n_batches: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`pack_output`: int64 codes (T, N) of advantages and returns of ``n_batches`` lane-batches,
-    the last one ``n_lanes`` wide."""
+    the last one ``n_lanes`` wide, in time order (the stream carries them newest first)."""
     n_envs = (n_batches - 1) * spec.lanes + n_lanes
-    shaped = records.reshape(n_batches, -1)
-    adv, ret = shaped["advantage"], shaped["ret"]
-    if shaped.shape[1] > spec.t_max:
-        back = np.argsort(_output_order(spec, shaped.shape[1]))
-        adv, ret = adv[:, back], ret[:, back]
-    return (_from_batches(adv.astype(np.int64), n_envs), _from_batches(ret.astype(np.int64), n_envs))
+    shaped = records.reshape(n_batches, -1)[:, ::-1]
+    return (_from_batches(shaped["advantage"].astype(np.int64), n_envs),
+            _from_batches(shaped["ret"].astype(np.int64), n_envs))
 
 
 def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:

@@ -7,9 +7,10 @@ C**j x delta_{t+j} (or C**k x A_{t+k}) only counts once j (or k) elements were i
 data operand is a delay-line slot the bootstrap row cleared, and rnd(C * 0) + x = x whatever C is. Those elements
 had to be loaded first (one record per beat at best) and popped (one per cycle). Counting edges from the START
 edge (0) and calling d the edge at which the clamp register takes the new value (a register written one edge
-earlier), element i of a T-step operation (t = T - 1 - i) reads C**j at edge T + 14 + i (PE stage 4: load T + 1
-beats, 2 waits, the bootstrap pop, i pops, BRAM, 4 dequantizer and 4 PE stages) and C**k at T + 17 + i (stage 7);
-with i >= j and T >= i + 1 a tap has 17 - j cycles to spare and the tail 20 - k: the least, 10, is C**7 of a k = 8
+earlier), element i of a T-step operation (t = T - 1 - i) reads C**j at edge T + 15 + i (PE stage 4: load T + 1
+beats, the full stack handed to the compute, 2 waits, the bootstrap pop, i pops, BRAM, 4 dequantizer and 4 PE
+stages) and C**k at T + 18 + i (stage 7);
+with i >= j and T >= i + 1 a tap has 18 - j cycles to spare and the tail 21 - k: the least, 11, is C**7 of a k = 8
 build (the spec caps k at 8) at T = 8.
 
 The bench drives :func:`gae_core` directly (no AXI-Lite in between, one input beat per cycle on one-beat q8
@@ -36,9 +37,9 @@ from tests.gae.test_rtl import operation, run_operation
 #: The largest lookahead a GaeSpec allows, and a build whose q8 records are one 8-byte beat (3 lanes: 7 bytes).
 K_MAX = 8
 SPEC = S.GaeSpec(lanes=3, t_max=24, lookahead=K_MAX, stream_bytes=8)
-#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 17 - 7;
-#: T = 9, C**7 read one cycle later (11) and C**8 in play (20 - 8 = 12)
-MARGINS = [(K_MAX, 17 - (K_MAX - 1)), (K_MAX + 1, 18 - (K_MAX - 1))]
+#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 18 - 7;
+#: T = 9, C**7 read one cycle later (12) and C**8 in play (21 - 8 = 13)
+MARGINS = [(K_MAX, 18 - (K_MAX - 1)), (K_MAX + 1, 19 - (K_MAX - 1))]
 
 
 @block

@@ -1,30 +1,35 @@
-"""The GAE core behind its streams: record assembly, BRAM FILO stacks, LANES processing elements, control FSM.
+"""The GAE core behind its streams: record assembly, BRAM FILO stacks, LANES processing elements, control.
 
-Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae_ip`)::
+Operation (the same contract as the emulated IP, :mod:`pynq_rl.host.backends.gae_ip`): START with a good
+configuration makes the core BUSY until the last output beat (DONE) or a stream error (DONE|ERR_STREAM, once the
+chunks before it are out); a bad configuration sets DONE|ERR_CONFIG at once. In between, three engines work on
+consecutive chunks at the same time, so the stream, not the phases, sets the pace (issue 15)::
 
-    IDLE --start, config ok--> LOAD --(T+1) records--> COMPUTE --row 0 written back--> DRAIN --last batch--> IDLE
-         --start, config bad--> IDLE with DONE|ERR_CONFIG                                 DRAIN --more--> LOAD
-                                LOAD --TLAST early--> IDLE with DONE|ERR_STREAM
-                                LOAD --last record of the last batch without TLAST--> DISCARD --TLAST--> IDLE with
-                                                                                       DONE|ERR_STREAM
+    loader   | load c+1 (rows drain c freed) |            | load c+2 (rows drain c+1 frees)     |
+    compute  |                               | compute c+1 (pops, write-backs)   |
+    drain    | drain c, newest first         |     drain c+1, trailing the write-backs          |
 
-* BATCHES lane-batches run back to back in one operation: each is loaded, computed and drained in turn; TLAST ends
-  only the last batch's input (a TLAST before it is ERR_STREAM) and marks only the last batch's last output beat.
-  The last batch uses LANES_USED lanes, the others all of them; CYCLES sums the compute phases.
-* CHUNKS T_MAX chunks make one lane-batch of ``T + (CHUNKS - 1) x T_MAX`` steps: each chunk is loaded, computed and
-  drained in turn, the first (latest) T steps and the bootstrap row, the others T_MAX steps without one. A
-  continuation chunk's top slot (where the bootstrap row would be) is popped as a bubble, so the PEs see no
-  bootstrap row and keep V_{t+1} and their delta and A histories: the recursion goes on across the chunk boundary.
-
-* LOAD: beats of ``s_axis`` shift into a record register; each complete record is pushed as one row (one word per
-  lane: reward, value, done) into the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV).
-* COMPUTE: rows are popped backward, one per cycle (T, T-1, ..., 0), dequantized, and fed to the PEs; each PE's
-  A_t and R_t are written back in place through the write port. ``cycles`` counts this phase:
-  ``T + spec.pipeline_depth`` (see :attr:`GaeSpec.pipeline_depth` for the breakdown; a test holds them equal).
-  Dequantization takes :data:`DEQUANT_LATENCY` stages (register the read, multiply, add the offset, clamp), the PE
-  ``PE_LATENCY``.
-* DRAIN: rows 0..T-1 are read forward (the next row is prefetched while the current one leaves) and sent on
-  ``m_axis`` as output records, TLAST on the last beat.
+* BATCHES lane-batches run back to back in one operation, each as CHUNKS chunks (``T + (CHUNKS - 1) x T_MAX``
+  steps: the first (latest) T steps and the bootstrap row, then T_MAX steps each without one); TLAST ends only the
+  last record of the last chunk of the last batch (earlier: ERR_STREAM; missing: the core discards up to TLAST, then
+  ERR_STREAM). The last batch uses LANES_USED lanes, the others all of them. A continuation chunk's top slot (where
+  the bootstrap row would be) is popped as a bubble, so the PEs keep V_{t+1} and their delta and A histories: the
+  recursion goes on across the chunk boundary.
+* Loader: beats of ``s_axis`` shift into a record register; each complete record is one row (one word per lane:
+  reward, value, done) of the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV). Chunks
+  alternate direction: time t at row t ("up"), then at row L - t ("down"), L the chunk's length. The previous
+  chunk's drain frees its rows newest first, which is exactly the order the next chunk loads them, so a record
+  waits (TREADY low on its last beat) only until the drain has read its row (:func:`_row_free`); no second buffer.
+* Compute: once a chunk is loaded and the previous one written back, its rows are popped backward, one per cycle
+  (t = L, L - 1, ..., 0), dequantized and fed to the PEs; each PE's A_t and R_t are written back in place. The drain
+  has the read port first (the compute issues a bubble, which the PEs pass), write-backs have the write port first
+  (the loader holds its row). ``cycles`` counts the compute's cycles but not its bubbles: ``T + spec.pipeline_depth``
+  per chunk (:attr:`GaeSpec.pipeline_depth`; a test holds them equal). Dequantization takes
+  :data:`DEQUANT_LATENCY` stages (register the read, multiply, add the offset, clamp), the PE ``PE_LATENCY``.
+* Drain: each chunk's results are read newest first (t = L - 1 .. 0, the write-back order, each once written back),
+  so the drain trails the compute instead of waiting for A_0; they leave on ``m_axis`` as output records, TLAST on
+  the operation's last beat. A lane-batch's output is therefore in reverse time order
+  (:meth:`GaeSpec.output_rows`); the driver flips it with a view.
 
 Stream handshakes are AXI4-Stream (a beat moves on ``tvalid and tready``)::
 
@@ -44,8 +49,12 @@ __all__ = ["gae_core", "CoreConfig", "DEQUANT_LATENCY"]
 
 #: Register stages from a stack word on the BRAM output to the PE inputs (:func:`_dequant`: multiply, add, clamp).
 DEQUANT_LATENCY = 4
+#: Output beats left in the sender when the drain reads its next row: the read takes two cycles (issue, BRAM), so
+#: three keeps the stream gap-free and the row never waits on the BRAM output without back-pressure.
+DRAIN_LEAD = 3
 
-t_state = enum("IDLE", "LOAD", "DISCARD", "COMPUTE", "DRAIN")
+t_state = enum("IDLE", "BUSY")
+t_load = enum("IDLE", "LOAD", "DISCARD", "FULL", "FAIL")
 
 
 class CoreConfig:
@@ -237,12 +246,23 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     state = Signal(t_state.IDLE)
     q8 = Signal(bool(0))
+    # -- loader: beats -> records -> stack rows; it owns the operation's position (lane-batch, chunk)
+    load_state = Signal(t_load.IDLE)
     record = Signal(intbv(0)[raw_width - beat:])   # the beats before the current one (the oldest at the bottom)
     row = Signal(intbv(0)[raw_width:])
-    row_valid = Signal(bool(0))
+    row_valid = Signal(bool(0))                    # ``row`` is assembled and not yet written (a write-back may hold it)
+    load_write = Signal(bool(0))                   # ``row`` takes the write port this cycle
     beat_count = Signal(intbv(0, min=0, max=beats_raw + 1))
-    load_row = Signal(intbv(0, min=0, max=depth + 1))
-    # memories: one write port (load rows, then write-back) and one read port (pops, then drain) per lane
+    load_row = Signal(intbv(0, min=0, max=depth + 1))  # time index of the next row to write
+    load_len = Signal(intbv(0, min=0, max=depth + 1))  # the chunk's length L (its top slot is time L)
+    load_end = Signal(intbv(0, min=0, max=depth + 1))  # its last input row: L (first chunk) or L - 1 (continuation)
+    load_up, load_first, load_cont = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    row_free = Signal(bool(0))
+    # lane-batches of this operation still to load, the current one included; chunks of the current lane-batch
+    batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
+    chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
+    last_batch, last_chunk, last_record = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    # memories: one write port (loads, write-backs first) and one read port (the drain first, then pops) per lane
     wr_addr = Signal(intbv(0, min=0, max=depth))
     rd_addr = Signal(intbv(0, min=0, max=depth))
     wr_en, rd_en = Signal(bool(0)), Signal(bool(0))
@@ -250,13 +270,17 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     wb_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
     wr_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
     rd_words = [Signal(intbv(0)[65:]) for _ in range(lanes)]
-    # compute
-    issue_row = Signal(intbv(0, min=-1, max=depth + 1))
+    # -- compute: pops, PEs, write-backs of one chunk
+    comp_busy = Signal(bool(0))
+    comp_len = Signal(intbv(0, min=0, max=depth + 1))
+    comp_up, comp_cont, comp_last_batch = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    issue_row = Signal(intbv(0, min=-1, max=depth + 1))  # time index of the next pop
     issuing = Signal(bool(0))
     issue_wait = Signal(intbv(0, min=0, max=4))   # cycles until row T is in its BRAM (read-first: no bypass)
     issue_valid, issue_boot = Signal(bool(0)), Signal(bool(0))   # a pop issued (BRAM reads on the next edge)
     rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0))         # its data is on the BRAM output
-    wb_row = Signal(intbv(0, min=-1, max=depth + 1))
+    wb_row = Signal(intbv(0, min=-1, max=depth + 1))   # time index of the next write-back
+    wb_count = Signal(intbv(0, min=0, max=depth + 1))  # write-backs of this chunk issued
     pe_valid = [Signal(bool(0)) for _ in range(lanes)]
     pe_sat = [Signal(bool(0)) for _ in range(lanes)]
     dq_sat = [Signal(bool(0)) for _ in range(lanes)]
@@ -265,22 +289,22 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     powers = [Signal(intbv(0, min=0, max=one + 1)) for _ in range(spec.lookahead + 1)]
     gamma_c = Signal(intbv(0, min=0, max=one + 1))
     gamma_lambda_c = Signal(intbv(0, min=0, max=one + 1))
-    # drain
+    cycles = Signal(modbv(0)[32:])
+    # -- drain: reads a chunk's results newest first while they are written back; the next chunk waits in ``pend``
+    dr_len = Signal(intbv(0, min=0, max=depth + 1))
+    dr_count = Signal(intbv(0, min=0, max=depth + 1))  # rows of the draining chunk read
+    dr_up, dr_last = Signal(bool(0)), Signal(bool(0))
+    pend_valid, pend_up, pend_last = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    pend_len = Signal(intbv(0, min=0, max=depth + 1))
+    dr_read, dr_read_last = Signal(bool(0)), Signal(bool(0))    # the read port's read this cycle is the drain's
+    prefetched, prefetched_last = Signal(bool(0)), Signal(bool(0))  # the drain's row is on the BRAM output
+    dr_want = Signal(bool(0))
+    # -- sender: one output record shifting out
     out_sr = Signal(intbv(0)[out_width:])
     out_beats = Signal(intbv(0, min=0, max=beats_out + 1))
-    drain_row = Signal(intbv(0, min=0, max=depth + 1))
-    send_row = Signal(intbv(0, min=0, max=depth + 1))
-    prefetched = Signal(bool(0))
-    cycles = Signal(modbv(0)[32:])
-    # lane-batches of this operation still to finish, the current one included
-    batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
-    last_batch = Signal(bool(0))
-    # chunks of the current lane-batch still to finish, the current one included; the current one's length and
-    # its last input row (T and T for the first chunk, T_MAX and T_MAX - 1 for a continuation)
-    chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
-    last_chunk, last_record, continuing = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    chunk_len = Signal(intbv(0, min=0, max=depth + 1))
-    load_end = Signal(intbv(0, min=0, max=depth + 1))
+    out_last = Signal(bool(0))                     # the record in ``out_sr`` is the operation's last
+    out_free = Signal(bool(0))
+    in_ready = Signal(bool(0))
 
     insts = []
     pieces = []
@@ -301,10 +325,10 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         pe = gae_pe(adv, ret, pe_valid[n], raw_sat, dq[0], dq[1], dq_done, dq_valid, dq_boot, gamma_c, powers,
                     clock, spec)
         pe.name = f"pe{n}"
-        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, last_batch, n),
+        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, comp_last_batch, n),
                   and2(pe_sat[n], raw_sat, lane_active),
                   _result_word(wb_words[n], ret, adv, lane_active),
-                  _word_register(wr_words[n], load_words[n], wb_words[n], row_valid, clock)]
+                  _word_register(wr_words[n], load_words[n], wb_words[n], load_write, clock)]
         pieces.append((rd_words[n](32, 0), rd_words[n](64, 32)))
     out_fields = [p[0] for p in pieces] + [p[1] for p in pieces]
     pad = out_width - 64 * lanes
@@ -319,7 +343,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         # Registered: the 32-bit compare and select would otherwise sit in front of the PE's gamma multiply (the
         # core's critical path after the dequantizer's, ECP5). The registers are static during an operation and
         # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result;
-        # the lookahead powers behind gamma_lambda_c settle with 10 or more cycles to spare (coef_powers).
+        # the lookahead powers behind gamma_lambda_c settle with 11 or more cycles to spare (coef_powers).
         if cfg.gamma <= one:
             gamma_c.next = cfg.gamma[len(gamma_c):]
         else:
@@ -331,14 +355,19 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     insts.append(coefficients)
     insts.append(_or_reduce(any_sat, pe_sat + dq_sat))
+    last_beat_of_record = Signal(bool(0))
 
     @always_comb
     def stream_ports():
-        s_tready.next = state == t_state.LOAD or state == t_state.DISCARD
+        in_ready.next = (load_state == t_load.DISCARD
+                         or (load_state == t_load.LOAD
+                             and (not last_beat_of_record or (row_free and not (row_valid and out_valid)))))
         m_tdata.next = out_sr[beat:0]
         m_tvalid.next = out_beats != 0
-        m_tlast.next = out_beats == 1 and send_row == chunk_len and last_record
+        m_tlast.next = out_beats == 1 and out_last
         out_valid.next = pe_valid[0]
+        load_write.next = row_valid and not pe_valid[0]
+        out_free.next = out_beats == 0 or (out_beats == 1 and m_tready)
 
     @always_comb
     def batch_end():
@@ -346,8 +375,10 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         last_chunk.next = chunks_left == 1
         last_record.next = batches_left == 1 and chunks_left == 1
 
-    insts.append(batch_end)
-    last_beat_of_record = Signal(bool(0))
+    insts += [batch_end, assign(s_tready, in_ready),
+              _row_free(row_free, load_row, row_valid, load_len, load_up, load_first, dr_len, dr_count, dr_up),
+              _drain_wants(dr_want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up,
+                           wb_count, beats_out)]
     scales_ok = Signal(bool(0))
     insts.append(_scales_fit(scales_ok, cfg.r_scale, cfg.v_scale, spec.scale.width))
     record_shifted = Signal(intbv(0)[raw_width - beat:])
@@ -372,15 +403,22 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         issue_boot.next = False
         rd_valid.next = issue_valid
         rd_boot.next = issue_boot
-        row_valid.next = False
+        dr_read.next = False
         if cfg.soft_reset:
             state.next = t_state.IDLE
+            load_state.next = t_load.IDLE
+            comp_busy.next = False
+            row_valid.next = False
+            dr_len.next = 0
+            dr_count.next = 0
+            pend_valid.next = False
+            prefetched.next = False
+            out_beats.next = 0
             cfg.busy.next = False
             cfg.done.next = False
             cfg.err_config.next = False
             cfg.err_stream.next = False
             cfg.saturated.next = False
-            out_beats.next = 0
         elif state == t_state.IDLE:
             if cfg.start:
                 cfg.done.next = False
@@ -394,25 +432,76 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                         and cfg.chunks >= 1 and cfg.chunks <= spec.chunks_max
                         and cfg.gamma <= one and cfg.gamma_lambda <= one
                         and cfg.mode <= 1 and (cfg.mode == 0 or scales_ok)):
-                    state.next = t_state.LOAD
+                    state.next = t_state.BUSY
                     cfg.busy.next = True
                     q8.next = cfg.mode == 1
+                    load_state.next = t_load.LOAD
                     beat_count.next = 0
                     load_row.next = 0
+                    row_valid.next = False
+                    load_first.next = True
+                    load_up.next = True
+                    load_cont.next = False
+                    load_len.next = cfg.t_count[len(load_len):]
+                    load_end.next = cfg.t_count[len(load_end):]
                     batches_left.next = cfg.batches[len(batches_left):]
                     chunks_left.next = cfg.chunks[len(chunks_left):]
-                    continuing.next = False
-                    chunk_len.next = cfg.t_count[len(chunk_len):]
-                    load_end.next = cfg.t_count[len(load_end):]
+                    comp_busy.next = False
+                    dr_len.next = 0
+                    dr_count.next = 0
+                    pend_valid.next = False
+                    prefetched.next = False
+                    out_beats.next = 0
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True
-        elif state == t_state.LOAD:
-            if row_valid:
+        else:
+            if any_sat:
+                cfg.saturated.next = True
+            # ---- sender: shift the record out; the drain's next row follows on the beat after its last
+            taken = prefetched and out_free
+            if out_beats != 0 and m_tready:
+                out_sr.next = out_sr >> beat
+                out_beats.next = out_beats - 1
+                if out_beats == 1 and out_last:   # the operation's last beat: everything else finished before
+                    state.next = t_state.IDLE
+                    load_state.next = t_load.IDLE
+                    cfg.busy.next = False
+                    cfg.done.next = True
+            if taken:
+                out_sr.next = out_row
+                out_beats.next = beats_out
+                out_last.next = prefetched_last
+                prefetched.next = False
+            if dr_read:
+                prefetched.next = True
+                prefetched_last.next = dr_read_last
+            # ---- drain: read the draining chunk's rows, newest first, each once its write-back is in
+            if dr_want:
+                rd_en.next = True
+                if dr_up:
+                    rd_addr.next = dr_len - 1 - dr_count
+                else:
+                    rd_addr.next = dr_count + 1
+                dr_read.next = True
+                dr_read_last.next = dr_last and dr_count == dr_len - 1
+                dr_count.next = dr_count + 1
+            elif pend_valid and dr_count == dr_len:
+                dr_len.next = pend_len
+                dr_up.next = pend_up
+                dr_last.next = pend_last
+                dr_count.next = 0
+                pend_valid.next = False
+            # ---- loader: one record per row; a row is written when the write port is free of write-backs
+            if load_write:
                 wr_en.next = True
-                wr_addr.next = load_row[len(wr_addr):]
+                if load_up:
+                    wr_addr.next = load_row[len(wr_addr):]
+                else:
+                    wr_addr.next = load_len - load_row
                 load_row.next = load_row + 1
-            if s_tvalid:
+                row_valid.next = False
+            if load_state == t_load.LOAD and s_tvalid and in_ready:
                 record.next = record_shifted
                 if last_beat_of_record:
                     beat_count.next = 0
@@ -423,104 +512,149 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                         this_row = load_row + 1
                     if this_row == load_end:
                         if s_tlast == last_record:
-                            state.next = t_state.COMPUTE
-                            issue_row.next = chunk_len
-                            issuing.next = True
-                            issue_wait.next = 2
-                            wb_row.next = chunk_len - 1
+                            load_state.next = t_load.FULL
                         elif s_tlast:
-                            state.next = t_state.IDLE
-                            cfg.busy.next = False
-                            cfg.done.next = True
-                            cfg.err_stream.next = True
+                            load_state.next = t_load.FAIL
                         else:
-                            state.next = t_state.DISCARD
+                            load_state.next = t_load.DISCARD
                     elif s_tlast:
-                        state.next = t_state.IDLE
-                        cfg.busy.next = False
-                        cfg.done.next = True
-                        cfg.err_stream.next = True
+                        load_state.next = t_load.FAIL
                 else:
                     beat_count.next = beat_count + 1
                     if s_tlast:
-                        state.next = t_state.IDLE
-                        cfg.busy.next = False
-                        cfg.done.next = True
-                        cfg.err_stream.next = True
-        elif state == t_state.DISCARD:
-            if s_tvalid and s_tlast:
+                        load_state.next = t_load.FAIL
+            elif load_state == t_load.DISCARD and s_tvalid and s_tlast:
+                load_state.next = t_load.FAIL
+            # ---- compute: a full chunk starts once the previous one is written back; the loader moves on
+            if load_state == t_load.FULL and not comp_busy:
+                comp_busy.next = True
+                comp_len.next = load_len
+                comp_up.next = load_up
+                comp_cont.next = load_cont
+                comp_last_batch.next = last_batch
+                issue_row.next = load_len
+                issuing.next = True
+                issue_wait.next = 2
+                wb_row.next = load_len - 1
+                wb_count.next = 0
+                pend_valid.next = True
+                pend_len.next = load_len
+                pend_up.next = load_up
+                pend_last.next = last_record
+                if last_record:
+                    load_state.next = t_load.IDLE
+                else:
+                    load_state.next = t_load.LOAD
+                    load_first.next = False
+                    load_up.next = not load_up
+                    load_row.next = 0
+                    if last_chunk:       # the next lane-batch, from its first chunk
+                        batches_left.next = batches_left - 1
+                        chunks_left.next = cfg.chunks[len(chunks_left):]
+                        load_cont.next = False
+                        load_len.next = cfg.t_count[len(load_len):]
+                        load_end.next = cfg.t_count[len(load_end):]
+                    else:                # the next (earlier) chunk of this lane-batch
+                        chunks_left.next = chunks_left - 1
+                        load_cont.next = True
+                        load_len.next = spec.t_max
+                        load_end.next = spec.t_max - 1
+            elif comp_busy:
+                # the drain's read, its data in flight and its data waiting for the sender hold the read port
+                yielding = issuing and issue_wait == 0 and (dr_want or dr_read or (prefetched and not taken))
+                if not yielding:
+                    cycles.next = cycles + 1
+                if issue_wait != 0:
+                    issue_wait.next = issue_wait - 1
+                elif issuing and not yielding:
+                    rd_en.next = True
+                    if comp_up:
+                        rd_addr.next = issue_row[len(rd_addr):]
+                    else:
+                        rd_addr.next = comp_len - issue_row
+                    # a continuation chunk's top slot is a bubble: no bootstrap row, the PEs' state carries over
+                    issue_valid.next = not (comp_cont and issue_row == comp_len)
+                    issue_boot.next = issue_row == comp_len and not comp_cont
+                    if issue_row == 0:
+                        issuing.next = False
+                    issue_row.next = issue_row - 1
+                if out_valid:
+                    wr_en.next = True
+                    if comp_up:
+                        wr_addr.next = wb_row[len(wr_addr):]
+                    else:
+                        wr_addr.next = comp_len - wb_row
+                    wb_row.next = wb_row - 1
+                    wb_count.next = wb_count + 1
+                    if wb_row == 0:
+                        comp_busy.next = False
+                        cfg.cycles.next = cycles + 1
+            # ---- a stream error ends the operation once the chunks before it are out
+            if (load_state == t_load.FAIL and not comp_busy and not pend_valid and dr_count == dr_len
+                    and not dr_read and not prefetched and out_beats == 0):
                 state.next = t_state.IDLE
+                load_state.next = t_load.IDLE
                 cfg.busy.next = False
                 cfg.done.next = True
                 cfg.err_stream.next = True
-        elif state == t_state.COMPUTE:
-            cycles.next = cycles + 1
-            if row_valid:  # the last loaded row is written on the first compute cycle
-                wr_en.next = True
-                wr_addr.next = load_row[len(wr_addr):]
-            if issue_wait != 0:
-                issue_wait.next = issue_wait - 1
-            elif issuing:
-                rd_en.next = True
-                rd_addr.next = issue_row[len(rd_addr):]
-                # a continuation chunk's top slot is a bubble: no bootstrap row, the PEs' state carries over
-                issue_valid.next = not (continuing and issue_row == chunk_len)
-                issue_boot.next = issue_row == chunk_len and not continuing
-                if issue_row == 0:
-                    issuing.next = False
-                issue_row.next = issue_row - 1
-            if any_sat:
-                cfg.saturated.next = True
-            if out_valid:
-                wr_en.next = True
-                wr_addr.next = wb_row[len(wr_addr):]
-                wb_row.next = wb_row - 1
-                if wb_row == 0:
-                    state.next = t_state.DRAIN
-                    drain_row.next = 0
-                    send_row.next = 0
-                    prefetched.next = False
-                    cfg.cycles.next = cycles + 1
-        elif state == t_state.DRAIN:
-            sending_last = out_beats == 1 and m_tready
-            out_free = out_beats == 0 or sending_last
-            if out_beats != 0 and m_tready:
-                out_sr.next = out_sr >> beat
-                out_beats.next = out_beats - 1
-                if sending_last and send_row == chunk_len:
-                    if last_record:
-                        state.next = t_state.IDLE
-                        cfg.busy.next = False
-                        cfg.done.next = True
-                    else:
-                        state.next = t_state.LOAD
-                        beat_count.next = 0
-                        load_row.next = 0
-                        if last_chunk:       # the next lane-batch, from its first chunk
-                            batches_left.next = batches_left - 1
-                            chunks_left.next = cfg.chunks[len(chunks_left):]
-                            continuing.next = False
-                            chunk_len.next = cfg.t_count[len(chunk_len):]
-                            load_end.next = cfg.t_count[len(load_end):]
-                        else:                # the next (earlier) chunk of this lane-batch
-                            chunks_left.next = chunks_left - 1
-                            continuing.next = True
-                            chunk_len.next = spec.t_max
-                            load_end.next = spec.t_max - 1
-            if prefetched and out_free:
-                out_sr.next = out_row
-                out_beats.next = beats_out
-                send_row.next = send_row + 1
-                prefetched.next = False
-            elif not prefetched and not rd_en and drain_row < chunk_len:
-                rd_en.next = True
-                rd_addr.next = drain_row[len(rd_addr):]
-                drain_row.next = drain_row + 1
-            if rd_en:
-                prefetched.next = True
 
     insts += [stream_ports, record_end, control]
     return insts
+
+
+@block
+def _row_free(free, load_row, row_valid, load_len, load_up, load_first, dr_len, dr_count, dr_up):
+    """The stack row the record being assembled goes to is free: the operation's first chunk, or the drain of the
+    chunk before (the other direction) has read it, or it lies beyond that chunk's rows.
+
+    Chunks alternate direction (time t at row t "up", at row L - t "down"), so the drain of an up chunk frees rows
+    L - 1, L - 2, ..., 0 in the order the next (down) chunk loads t = 0, 1, ... into them, and the reverse; its
+    top slot (row L up, 0 down) was popped before the drain's first read.
+    """
+
+    @always_comb
+    def check():
+        this_row = load_row + 0
+        if row_valid:
+            this_row = load_row + 1
+        p = this_row + 0
+        if not load_up:
+            p = load_len - this_row
+        if load_first:
+            free.next = True
+        elif dr_up == load_up or dr_count == 0:
+            free.next = False
+        elif p > dr_len:
+            free.next = True
+        elif dr_up:
+            free.next = p + dr_count >= dr_len
+        else:
+            free.next = p <= dr_count
+
+    return check
+
+
+@block
+def _drain_wants(want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up, wb_count,
+                 beats_out: int):
+    """The drain reads its next row this cycle: one is left, its result is written back (the chunk's compute has
+    moved on, or its write-backs passed this row), nothing of the drain's is in flight, and the sender will be ready
+    for the row when it arrives two cycles later (:data:`DRAIN_LEAD` beats or fewer left), so the row waits on the
+    BRAM output, where it holds up the compute's pops, only under back-pressure."""
+
+    if beats_out <= DRAIN_LEAD:   # records of DRAIN_LEAD beats or fewer: any count is near enough
+        @always_comb
+        def check():
+            written = dr_count < wb_count or not (comp_busy and comp_up == dr_up)
+            want.next = dr_count < dr_len and written and not dr_read and not prefetched
+    else:
+        @always_comb
+        def check():
+            written = dr_count < wb_count or not (comp_busy and comp_up == dr_up)
+            want.next = (dr_count < dr_len and written and not dr_read and not prefetched
+                         and out_beats <= DRAIN_LEAD)
+
+    return check
 
 
 @block

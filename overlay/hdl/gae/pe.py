@@ -81,8 +81,8 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
     ``gamma_lambda`` changes (21 for C**8). Nothing waits for it, and nothing needs to: C**j only matters once j
     elements were issued ahead of the one reading it (before that the delay-line slot it multiplies holds the 0 the
     bootstrap row wrote, and rnd(C * 0) + x = x), and those had to be loaded and popped first. Element i of a
-    T-step operation reads C**j (PE stage 4) T + 14 + i cycles after START and C**k (stage 7) T + 17 + i, so with
-    i >= j, T >= i + 1 a tap has 17 - j cycles to spare and the tail 20 - k: at least 10 for any k <= 8, even if
+    T-step operation reads C**j (PE stage 4) T + 15 + i cycles after START and C**k (stage 7) T + 18 + i, so with
+    i >= j, T >= i + 1 a tap has 18 - j cycles to spare and the tail 21 - k: at least 11 for any k <= 8, even if
     GAMMA_LAMBDA reached the core after START (the core top holds it from START on; ``tests/gae/test_coef_settling.py``
     drives the bare core late to measure the margin on a k = 8 build and fails if it shrinks).
 

@@ -435,10 +435,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     state.next = t_state.BUSY
                     cfg.busy.next = True
                     q8.next = cfg.mode == 1
+                    # the compute, drain and sender are idle whenever the core is (an operation ends only after
+                    # all three finished; SOFT_RESET clears them): only the loader needs the new operation
                     load_state.next = t_load.LOAD
                     beat_count.next = 0
                     load_row.next = 0
-                    row_valid.next = False
                     load_first.next = True
                     load_up.next = True
                     load_cont.next = False
@@ -446,12 +447,6 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     load_end.next = cfg.t_count[len(load_end):]
                     batches_left.next = cfg.batches[len(batches_left):]
                     chunks_left.next = cfg.chunks[len(chunks_left):]
-                    comp_busy.next = False
-                    dr_len.next = 0
-                    dr_count.next = 0
-                    pend_valid.next = False
-                    prefetched.next = False
-                    out_beats.next = 0
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True

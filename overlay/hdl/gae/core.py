@@ -253,11 +253,16 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     row_valid = Signal(bool(0))                    # ``row`` is assembled and not yet written (a write-back may hold it)
     load_write = Signal(bool(0))                   # ``row`` takes the write port this cycle
     beat_count = Signal(intbv(0, min=0, max=beats_raw + 1))
-    load_row = Signal(intbv(0, min=0, max=depth + 1))  # time index of the next row to write
+    asm_row = Signal(intbv(0, min=0, max=depth + 2))   # time index of the record being assembled
+    asm_addr = Signal(intbv(0, min=-1, max=depth + 2))  # its stack row, and the row after it in the chunk's direction
+    asm_step = Signal(intbv(0, min=-2, max=depth + 3))
+    row_addr = Signal(intbv(0, min=0, max=depth))      # the stack row of ``row``
     load_len = Signal(intbv(0, min=0, max=depth + 1))  # the chunk's length L (its top slot is time L)
     load_end = Signal(intbv(0, min=0, max=depth + 1))  # its last input row: L (first chunk) or L - 1 (continuation)
     load_up, load_first, load_cont = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    row_free = Signal(bool(0))
+    record_done = Signal(bool(0))                  # the last beat of a record moves this cycle
+    check_addr = Signal(intbv(0, min=-2, max=depth + 3))  # the row being assembled from the next cycle on
+    row_free_next, row_free = Signal(bool(0)), Signal(bool(0))  # it is free (registered: no carry chain to TREADY)
     # lane-batches of this operation still to load, the current one included; chunks of the current lane-batch
     batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
     chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
@@ -274,12 +279,14 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     comp_busy = Signal(bool(0))
     comp_len = Signal(intbv(0, min=0, max=depth + 1))
     comp_up, comp_cont, comp_last_batch = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    issue_row = Signal(intbv(0, min=-1, max=depth + 1))  # time index of the next pop
+    issue_row = Signal(intbv(0, min=-1, max=depth + 1))  # time index of the next pop, and its stack row
+    issue_addr = Signal(intbv(0, min=-1, max=depth + 1))
     issuing = Signal(bool(0))
     issue_wait = Signal(intbv(0, min=0, max=4))   # cycles until row T is in its BRAM (read-first: no bypass)
     issue_valid, issue_boot = Signal(bool(0)), Signal(bool(0))   # a pop issued (BRAM reads on the next edge)
     rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0))         # its data is on the BRAM output
-    wb_row = Signal(intbv(0, min=-1, max=depth + 1))   # time index of the next write-back
+    wb_row = Signal(intbv(0, min=-1, max=depth + 1))   # time index of the next write-back, and its stack row
+    wb_addr = Signal(intbv(0, min=-1, max=depth + 1))
     wb_count = Signal(intbv(0, min=0, max=depth + 1))  # write-backs of this chunk issued
     pe_valid = [Signal(bool(0)) for _ in range(lanes)]
     pe_sat = [Signal(bool(0)) for _ in range(lanes)]
@@ -293,6 +300,8 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     # -- drain: reads a chunk's results newest first while they are written back; the next chunk waits in ``pend``
     dr_len = Signal(intbv(0, min=0, max=depth + 1))
     dr_count = Signal(intbv(0, min=0, max=depth + 1))  # rows of the draining chunk read
+    dr_addr = Signal(intbv(0, min=-1, max=depth + 2))  # the stack row it reads next
+    dr_started = Signal(bool(0))                       # it has read a row
     dr_up, dr_last = Signal(bool(0)), Signal(bool(0))
     pend_valid, pend_up, pend_last = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     pend_len = Signal(intbv(0, min=0, max=depth + 1))
@@ -367,6 +376,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         m_tlast.next = out_beats == 1 and out_last
         out_valid.next = pe_valid[0]
         load_write.next = row_valid and not pe_valid[0]
+        record_done.next = load_state == t_load.LOAD and s_tvalid and in_ready and last_beat_of_record
         out_free.next = out_beats == 0 or (out_beats == 1 and m_tready)
 
     @always_comb
@@ -376,7 +386,8 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         last_record.next = batches_left == 1 and chunks_left == 1
 
     insts += [batch_end, assign(s_tready, in_ready),
-              _row_free(row_free, load_row, row_valid, load_len, load_up, load_first, dr_len, dr_count, dr_up),
+              _pick(check_addr, record_done, asm_step, asm_addr),
+              _row_free(row_free_next, check_addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_up),
               _drain_wants(dr_want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up,
                            wb_count, beats_out)]
     scales_ok = Signal(bool(0))
@@ -411,6 +422,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             row_valid.next = False
             dr_len.next = 0
             dr_count.next = 0
+            dr_started.next = False
             pend_valid.next = False
             prefetched.next = False
             out_beats.next = 0
@@ -439,7 +451,10 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     # all three finished; SOFT_RESET clears them): only the loader needs the new operation
                     load_state.next = t_load.LOAD
                     beat_count.next = 0
-                    load_row.next = 0
+                    asm_row.next = 0
+                    asm_addr.next = 0
+                    asm_step.next = 1
+                    row_free.next = True   # the operation's first chunk has every row to itself
                     load_first.next = True
                     load_up.next = True
                     load_cont.next = False
@@ -474,27 +489,31 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             # ---- drain: read the draining chunk's rows, newest first, each once its write-back is in
             if dr_want:
                 rd_en.next = True
+                rd_addr.next = dr_addr[len(rd_addr):]
                 if dr_up:
-                    rd_addr.next = dr_len - 1 - dr_count
+                    dr_addr.next = dr_addr - 1
                 else:
-                    rd_addr.next = dr_count + 1
+                    dr_addr.next = dr_addr + 1
                 dr_read.next = True
-                dr_read_last.next = dr_last and dr_count == dr_len - 1
+                dr_read_last.next = dr_last and dr_count + 1 == dr_len
                 dr_count.next = dr_count + 1
+                dr_started.next = True
             elif pend_valid and dr_count == dr_len:
                 dr_len.next = pend_len
                 dr_up.next = pend_up
                 dr_last.next = pend_last
                 dr_count.next = 0
+                dr_started.next = False
+                if pend_up:               # newest first: row L - 1 down to 0, or row 1 up to L
+                    dr_addr.next = pend_len - 1
+                else:
+                    dr_addr.next = 1
                 pend_valid.next = False
             # ---- loader: one record per row; a row is written when the write port is free of write-backs
+            row_free.next = row_free_next
             if load_write:
                 wr_en.next = True
-                if load_up:
-                    wr_addr.next = load_row[len(wr_addr):]
-                else:
-                    wr_addr.next = load_len - load_row
-                load_row.next = load_row + 1
+                wr_addr.next = row_addr
                 row_valid.next = False
             if load_state == t_load.LOAD and s_tvalid and in_ready:
                 record.next = record_shifted
@@ -502,10 +521,14 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     beat_count.next = 0
                     row.next = concat(s_tdata, record)
                     row_valid.next = True
-                    this_row = load_row + 0
-                    if row_valid:
-                        this_row = load_row + 1
-                    if this_row == load_end:
+                    row_addr.next = asm_addr[len(row_addr):]
+                    asm_row.next = asm_row + 1
+                    asm_addr.next = asm_step
+                    if load_up:
+                        asm_step.next = asm_step + 1
+                    else:
+                        asm_step.next = asm_step - 1
+                    if asm_row == load_end:
                         if s_tlast == last_record:
                             load_state.next = t_load.FULL
                         elif s_tlast:
@@ -531,6 +554,12 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 issuing.next = True
                 issue_wait.next = 2
                 wb_row.next = load_len - 1
+                if load_up:               # pops from row L down, write-backs from L - 1; or from rows 0 and 1 up
+                    issue_addr.next = load_len
+                    wb_addr.next = load_len - 1
+                else:
+                    issue_addr.next = 0
+                    wb_addr.next = 1
                 wb_count.next = 0
                 pend_valid.next = True
                 pend_len.next = load_len
@@ -542,7 +571,8 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     load_state.next = t_load.LOAD
                     load_first.next = False
                     load_up.next = not load_up
-                    load_row.next = 0
+                    asm_row.next = 0
+                    row_free.next = False   # checked again next cycle, against the new chunk
                     if last_chunk:       # the next lane-batch, from its first chunk
                         batches_left.next = batches_left - 1
                         chunks_left.next = cfg.chunks[len(chunks_left):]
@@ -554,6 +584,15 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                         load_cont.next = True
                         load_len.next = spec.t_max
                         load_end.next = spec.t_max - 1
+                    if not load_up:      # the next chunk runs up: time 0 at row 0
+                        asm_addr.next = 0
+                        asm_step.next = 1
+                    elif last_chunk:     # it runs down: time 0 at row L
+                        asm_addr.next = cfg.t_count[len(load_len):]
+                        asm_step.next = cfg.t_count[len(load_len):] - 1
+                    else:
+                        asm_addr.next = spec.t_max
+                        asm_step.next = spec.t_max - 1
             elif comp_busy:
                 # the drain's read, its data in flight and its data waiting for the sender hold the read port
                 yielding = issuing and issue_wait == 0 and (dr_want or dr_read or (prefetched and not taken))
@@ -563,10 +602,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     issue_wait.next = issue_wait - 1
                 elif issuing and not yielding:
                     rd_en.next = True
+                    rd_addr.next = issue_addr[len(rd_addr):]
                     if comp_up:
-                        rd_addr.next = issue_row[len(rd_addr):]
+                        issue_addr.next = issue_addr - 1
                     else:
-                        rd_addr.next = comp_len - issue_row
+                        issue_addr.next = issue_addr + 1
                     # a continuation chunk's top slot is a bubble: no bootstrap row, the PEs' state carries over
                     issue_valid.next = not (comp_cont and issue_row == comp_len)
                     issue_boot.next = issue_row == comp_len and not comp_cont
@@ -575,10 +615,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     issue_row.next = issue_row - 1
                 if out_valid:
                     wr_en.next = True
+                    wr_addr.next = wb_addr[len(wr_addr):]
                     if comp_up:
-                        wr_addr.next = wb_row[len(wr_addr):]
+                        wb_addr.next = wb_addr - 1
                     else:
-                        wr_addr.next = comp_len - wb_row
+                        wb_addr.next = wb_addr + 1
                     wb_row.next = wb_row - 1
                     wb_count.next = wb_count + 1
                     if wb_row == 0:
@@ -598,33 +639,42 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
 
 @block
-def _row_free(free, load_row, row_valid, load_len, load_up, load_first, dr_len, dr_count, dr_up):
-    """The stack row the record being assembled goes to is free: the operation's first chunk, or the drain of the
-    chunk before (the other direction) has read it, or it lies beyond that chunk's rows.
+def _pick(y, select, when_set, otherwise):
+    """``y = when_set if select else otherwise``."""
+
+    @always_comb
+    def logic():
+        if select:
+            y.next = when_set
+        else:
+            y.next = otherwise
+
+    return logic
+
+
+@block
+def _row_free(free, addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_up):
+    """Stack row ``addr`` (the next record's) is free: the operation's first chunk, or the drain of the chunk
+    before (the other direction, which has read a row) has read it, or it lies beyond that chunk's rows.
 
     Chunks alternate direction (time t at row t "up", at row L - t "down"), so the drain of an up chunk frees rows
     L - 1, L - 2, ..., 0 in the order the next (down) chunk loads t = 0, 1, ... into them, and the reverse; its
-    top slot (row L up, 0 down) was popped before the drain's first read.
+    top slot (row L up, 0 down) was popped before the drain's first read. ``dr_addr`` is the row the drain reads
+    next: an up chunk's drain has read the rows above it, a down chunk's those below. The core registers the
+    result (one cycle late on the drain's side only delays a record; the loader's own side is checked for the
+    row it will assemble next), so no carry chain reaches TREADY.
     """
 
     @always_comb
     def check():
-        this_row = load_row + 0
-        if row_valid:
-            this_row = load_row + 1
-        p = this_row + 0
-        if not load_up:
-            p = load_len - this_row
         if load_first:
             free.next = True
-        elif dr_up == load_up or dr_count == 0:
+        elif dr_up == load_up or not dr_started:
             free.next = False
-        elif p > dr_len:
-            free.next = True
         elif dr_up:
-            free.next = p + dr_count >= dr_len
+            free.next = addr > dr_addr
         else:
-            free.next = p <= dr_count
+            free.next = addr < dr_addr or addr > dr_len
 
     return check
 

@@ -5,7 +5,7 @@ adder cascades) are built from instances with plain Signals and convert to clean
 """
 from myhdl import always, always_comb, block, intbv, Signal
 
-__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2"]
+__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2", "mux2"]
 
 
 @block
@@ -223,5 +223,19 @@ def add2(y, a, b):
     @always_comb
     def logic():
         y.next = a + b
+
+    return logic
+
+
+@block
+def mux2(y, when_set, otherwise, select):
+    """``y = when_set if select else otherwise`` (combinational)."""
+
+    @always_comb
+    def logic():
+        if select:
+            y.next = when_set
+        else:
+            y.next = otherwise
 
     return logic

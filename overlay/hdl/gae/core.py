@@ -42,7 +42,7 @@ from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, 
 
 from ...spec import GaeMode, GaeSpec
 from ..common.bram import ram_sdp_rf
-from ..common.arith import and2, assign, saturate
+from ..common.arith import and2, assign, mux2, saturate
 from .pe import coef_powers, gae_pe
 
 __all__ = ["gae_core", "CoreConfig", "DEQUANT_LATENCY"]
@@ -386,7 +386,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         last_record.next = batches_left == 1 and chunks_left == 1
 
     insts += [batch_end, assign(s_tready, in_ready),
-              _pick(check_addr, record_done, asm_step, asm_addr),
+              mux2(check_addr, asm_step, asm_addr, record_done),
               _row_free(row_free_next, check_addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_up),
               _drain_wants(dr_want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up,
                            wb_count, beats_out)]
@@ -636,20 +636,6 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     insts += [stream_ports, record_end, control]
     return insts
-
-
-@block
-def _pick(y, select, when_set, otherwise):
-    """``y = when_set if select else otherwise``."""
-
-    @always_comb
-    def logic():
-        if select:
-            y.next = when_set
-        else:
-            y.next = otherwise
-
-    return logic
 
 
 @block

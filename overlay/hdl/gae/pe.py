@@ -48,7 +48,7 @@ which this block must match bit for bit.
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from ...spec import GaeSpec
-from ..common.arith import add2, and2, assign, delay_line, or2, saturate
+from ..common.arith import add2, and2, assign, delay_line, mux2, or2, saturate
 
 __all__ = ["gae_pe", "coef_powers", "PE_LATENCY"]
 
@@ -267,20 +267,6 @@ def _carry(valid_q, clear_q, v_q, sat_q, dead_q, valid_d, clear_d, v_d, sat_d, d
 
 
 @block
-def _select(y, near, far, take_near):
-    """``y = near if take_near else far`` (combinational)."""
-
-    @always_comb
-    def logic():
-        if take_near:
-            y.next = near
-        else:
-            y.next = far
-
-    return logic
-
-
-@block
 def gae_pe(adv, ret, out_valid, saturated,
            reward, value, done, in_valid, in_bootstrap,
            gamma, powers, clock, spec: GaeSpec):
@@ -440,7 +426,7 @@ def gae_pe(adv, ret, out_valid, saturated,
         # is one flip-flop (yosys packs the valid chain into SRL16s, whose clock-to-out is slow)
         ahead7, ahead = Signal(bool(0)), Signal(bool(0))
         insts += [or2(ahead7, valid7, clear7), _register(ahead, ahead7, clock),
-                  _select(source, history[k - 2], history[k - 1], ahead)]
+                  mux2(source, history[k - 2], history[k - 1], ahead)]
         tail_mac = _mac(raw_adv, source, tail_coef, part7, clock, cf, m_reg=True, p_reg=False)
     else:
         cut7, part8 = Signal(bool(0)), _like(part7)

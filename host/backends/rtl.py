@@ -222,32 +222,11 @@ class RtlCoreIP(RegisterFile):
 
     def stream_in(self, data: np.ndarray, last: bool) -> int:
         """Drive ``s_axis`` beat by beat while the core is ready; return the bytes it took."""
-        port, width = self.s_axis, self.beat_bytes
-        accepted = 0
-        while accepted < len(data) and port.tready:
-            chunk = bytes(data[accepted:accepted + width])
-            port.tdata.next = int.from_bytes(chunk.ljust(width, b"\0"), "little")
-            port.tvalid.next = True
-            port.tlast.next = last and accepted + width >= len(data)
-            self.sim.tick()                              # the beat moves on this edge (tready was high)
-            accepted += len(chunk)
-        port.tvalid.next = False
-        port.tlast.next = False
-        return accepted
+        return self.stream_duplex(data, last, 0)[0]
 
     def stream_out(self, max_bytes: int) -> tuple[np.ndarray, bool]:
         """Take beats from ``m_axis`` while the core offers them (up to ``max_bytes``)."""
-        port, width = self.m_axis, self.beat_bytes
-        out = bytearray()
-        last = False
-        port.tready.next = True
-        while port.tvalid and len(out) + width <= max_bytes and not last:
-            out += int(port.tdata).to_bytes(width, "little")
-            last = bool(port.tlast)
-            self.sim.tick()                              # the beat moves on this edge
-        port.tready.next = False
-        return np.frombuffer(bytes(out), dtype=np.uint8), last
-
+        return self.stream_duplex(None, False, max_bytes)[1:]
 
     def stream_duplex(self, data: np.ndarray | None, last: bool, max_bytes: int,
                       max_cycles: int | None = None) -> tuple[int, np.ndarray, bool]:

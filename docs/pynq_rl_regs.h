@@ -263,7 +263,7 @@
 #define PYNQ_RL_REPLAY_TOTAL_HI_OFFSET                       0x20u
 #define PYNQ_RL_REPLAY_TOTAL_HI_RESET                        0x00000000u
 
-/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read returns the current state (save it to resume the sample stream) */
+/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when the operation ends), a read returns the current state (save it to resume the sample stream) */
 #define PYNQ_RL_REPLAY_SEED_OFFSET                           0x24u
 #define PYNQ_RL_REPLAY_SEED_RESET                            0x9E3779B9u
 
@@ -397,7 +397,7 @@
 #define PYNQ_RL_PARSA_GAMMA_OFFSET                           0x40u
 #define PYNQ_RL_PARSA_GAMMA_RESET                            0x00000000u
 
-/* EPSILON (read-write): Exploration probability, unsigned with COEF_FRAC fractional bits (<= 1.0); live: decays after every chosen action */
+/* EPSILON (read-write): Exploration probability, unsigned with COEF_FRAC fractional bits (<= 1.0); live: decays after every chosen action (a write while BUSY acts when the operation ends) */
 #define PYNQ_RL_PARSA_EPSILON_OFFSET                         0x44u
 #define PYNQ_RL_PARSA_EPSILON_RESET                          0x00000000u
 
@@ -415,7 +415,7 @@
 #define PYNQ_RL_PARSA_OPTIONS_EMIT_VALUES_SIZE               1u
 #define PYNQ_RL_PARSA_OPTIONS_EMIT_VALUES_MASK               0x00000002u
 
-/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read returns the current state */
+/* SEED (read-write): PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when the operation ends), a read returns the current state */
 #define PYNQ_RL_PARSA_SEED_OFFSET                            0x50u
 #define PYNQ_RL_PARSA_SEED_RESET                             0x9E3779B9u
 
@@ -423,7 +423,7 @@
 #define PYNQ_RL_PARSA_REWARD_KEY_OFFSET                      0x54u
 #define PYNQ_RL_PARSA_REWARD_KEY_RESET                       0x00000000u
 
-/* REWARD (read-write): Writing it stores a pending reward (value code) for REWARD_KEY, used by that key's next state record without the REWARD flag */
+/* REWARD (read-write): Writing it stores a pending reward (value code) for REWARD_KEY, used by that key's next state record without the REWARD flag (while BUSY: stored when the operation ends, for REWARD_KEY then) */
 #define PYNQ_RL_PARSA_REWARD_OFFSET                          0x58u
 #define PYNQ_RL_PARSA_REWARD_RESET                           0x00000000u
 

@@ -473,8 +473,9 @@ REPLAY_REGISTERS = MappingProxyType({
     }),
     "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (low 32 bits)"),
     "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (high 32 bits)"),
-    "SEED": _register(0x24, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read "
-                                        "returns the current state (save it to resume the sample stream)",
+    "SEED": _register(0x24, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
+                                        "the operation ends), a read returns the current state (save it to "
+                                        "resume the sample stream)",
                       reset=PRNG_ZERO_SEED),
     "COUNT": _register(0x28, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: samples in this batch (1..MAX_COUNT)"),
     "STRIDE": _register(0x2C, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: stratum width as a UQ0.32 fraction, "
@@ -691,18 +692,21 @@ PARSA_REGISTERS = MappingProxyType({
     "ALPHA": _register(0x3C, READ_WRITE, "Step size per tiling, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
     "GAMMA": _register(0x40, READ_WRITE, "Discount, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
     "EPSILON": _register(0x44, READ_WRITE, "Exploration probability, unsigned with COEF_FRAC fractional bits "
-                                           "(<= 1.0); live: decays after every chosen action"),
+                                           "(<= 1.0); live: decays after every chosen action (a write while BUSY "
+                                           "acts when the operation ends)"),
     "EPSILON_DECAY": _register(0x48, READ_WRITE, "Factor applied to EPSILON after every chosen action (<= 1.0)",
                                reset=1 << 16),  # 1.0 in UQ1.16 (ParsaSpec.coef): no decay until configured
     "OPTIONS": _register(0x4C, READ_WRITE, "Run-time options", {
         "ONLINE": (0, 1, "apply Sarsa updates"),
         "EMIT_VALUES": (1, 1, "follow each action record with the N_ACTIONS q values"),
     }),
-    "SEED": _register(0x50, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED), a read returns "
-                                        "the current state", reset=PRNG_ZERO_SEED),
+    "SEED": _register(0x50, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
+                                        "the operation ends), a read returns the current state",
+                      reset=PRNG_ZERO_SEED),
     "REWARD_KEY": _register(0x54, READ_WRITE, "Key addressed by the next REWARD write"),
     "REWARD": _register(0x58, READ_WRITE, "Writing it stores a pending reward (value code) for REWARD_KEY, used by "
-                                          "that key's next state record without the REWARD flag"),
+                                          "that key's next state record without the REWARD flag (while BUSY: "
+                                          "stored when the operation ends, for REWARD_KEY then)"),
     "CYCLES_ACT": _register(0x5C, READ_ONLY, "Cycles from a state record's last beat to its action record"),
     "CYCLES_UPDATE": _register(0x60, READ_ONLY, "Cycles of the Sarsa update pass of the last state record"),
     **_PARSA_MAILBOX,

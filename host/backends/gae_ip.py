@@ -43,7 +43,6 @@ class GaeCoreIP(StreamCoreIP):
     def __init__(self, spec: S.GaeSpec) -> None:
         self.spec = spec
         self._mode = S.GaeMode.RAW
-        self._sampled: dict[str, int] = {}
         super().__init__(S.GAE_REGISTERS, spec.parameter_registers())
 
     def _signed(self, name: str, values: dict[str, int] | None = None) -> int:
@@ -66,13 +65,12 @@ class GaeCoreIP(StreamCoreIP):
             self.finish(S.Status.ERR_CONFIG)
             return
         self._mode = S.GaeMode(mode)
-        self._sampled = dict(self.values)   # the operation's parameters: what the registers held at START
         self.begin_load()
 
     def close_input(self, data: bytes) -> None:
         """TLAST: exactly BATCHES x (S + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
         never hangs)."""
-        spec, mode, v = self.spec, self._mode, self._sampled
+        spec, mode, v = self.spec, self._mode, self.started   # the registers at START
         n_batches = v["BATCHES"]
         n_steps = v["T"] + (v["CHUNKS"] - 1) * spec.t_max
         expected = n_batches * (n_steps + 1) * spec.input_record_bytes(mode)

@@ -15,7 +15,9 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE``, se
   changes nothing. CLEAR: policy 0, keys forgotten.
 * MAILBOX: ACT on the one record in the mailbox window (MBOX_KEY, MBOX_REWARD, MBOX_STATE_*), no streams; the
   action record's header goes to MBOX_ACTION (with the live STATUS bits) and MBOX_Q.
-* A write of ``REWARD`` stores a pending reward for ``REWARD_KEY``; a write of ``SEED`` reseeds the PRNG.
+* A write of ``REWARD`` stores a pending reward for ``REWARD_KEY``; a write of ``SEED`` reseeds the PRNG; a write
+  of ``EPSILON`` sets the live value. During an operation these three act once it ends (as the HDL holds them);
+  every other register counts as it was at START (``N_TILINGS`` too, read when CONFIG's input closes).
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; policy and configuration survive.
 """
 from __future__ import annotations
@@ -31,6 +33,8 @@ __all__ = ["ParsaCoreIP"]
 
 class ParsaCoreIP(StreamCoreIP):
     """Emulated ParSa core with build parameters ``spec`` (unconfigured, policy 0)."""
+
+    WRITE_EFFECTS = ("EPSILON", "SEED", "REWARD")
 
     def __init__(self, spec: S.ParsaSpec) -> None:
         self.spec = spec
@@ -85,7 +89,7 @@ class ParsaCoreIP(StreamCoreIP):
         handler(words, partial)
 
     def _config(self, words: np.ndarray, partial: bool) -> None:
-        n_dims, n_tilings = self.core.n_dims, self.values["N_TILINGS"]
+        n_dims, n_tilings = self.core.n_dims, self.started["N_TILINGS"]
         if partial or len(words) != n_dims + 2 * n_tilings:
             self.finish(S.Status.ERR_STREAM)
             return

@@ -13,7 +13,8 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE`` sel
   early yields the results of the records received (TLAST on the last of them) and ``ERR_STREAM``; extra records
   are swallowed up to TLAST with ``ERR_STREAM``.
 * DUMP: every leaf code as a ``uint32``, index order. CLEAR: everything 0.
-* ``SEED`` writes reseed the PRNG; reads of ``SEED``, ``TOTAL``, ``TOTAL_HI`` and ``NONZERO`` are live.
+* ``SEED`` writes reseed the PRNG (during an operation, once it ends); reads of ``SEED``, ``TOTAL``, ``TOTAL_HI``
+  and ``NONZERO`` are live. ``COUNT`` and ``STRIDE`` are the values at START, as the HDL latches them.
 * ``CYCLES``: records + the spec's pipeline depth of that operation (what the HDL takes with a stream that
   delivers one beat per cycle; SAMPLE_UNIFORM 3 less, counted from its first input beat), DUMP capacity/2 + 3
   (``spec.dump_cycles``), CLEAR K**(LEVELS-1).
@@ -41,6 +42,8 @@ _SET = S.ReplayMode.SET
 
 class ReplayCoreIP(StreamCoreIP):
     """Emulated replay core with build parameters ``spec`` (a fresh, empty sum tree)."""
+
+    WRITE_EFFECTS = ("SEED",)
 
     def __init__(self, spec: S.ReplaySpec) -> None:
         self.spec = spec
@@ -85,12 +88,12 @@ class ReplayCoreIP(StreamCoreIP):
             self.begin_load()
 
     def _sample_config_ok(self) -> bool:
-        count, stride = self.values["COUNT"], self.values["STRIDE"]
+        count, stride = self.started["COUNT"], self.started["STRIDE"]
         return 1 <= count <= self.spec.max_count and count * stride < 1 << 32 and self.tree.total > 0
 
     def _sample(self, uniforms: np.ndarray | None, flags: S.Status = S.Status(0)) -> None:
-        count = self.values["COUNT"] if uniforms is None else len(uniforms)
-        indices, codes = self.tree.sample(count, uniforms, self.values["STRIDE"])  # None: the PRNG draws them
+        count = self.started["COUNT"] if uniforms is None else len(uniforms)
+        indices, codes = self.tree.sample(count, uniforms, self.started["STRIDE"])  # None: the PRNG draws them
         # SAMPLE_UNIFORM counts from its first input beat, after the 3 cycles of START checks
         depth = self.spec.sample_depth - (0 if uniforms is None else 3)
         self.drain(model.pack_results(indices, codes), count + depth, flags)
@@ -118,7 +121,7 @@ class ReplayCoreIP(StreamCoreIP):
             self.finish(flags)
             return
         records = np.frombuffer(data, dtype="<u8", count=whole // 8)
-        count = self.values["COUNT"]
+        count = self.started["COUNT"]
         if len(records) != count:
             flags |= _ERR_STREAM
         uniforms = (records[:count] & np.uint64(0xFFFF_FFFF)).astype(np.uint32)

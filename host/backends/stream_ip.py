@@ -5,6 +5,11 @@ IDLE (waiting for ``CTRL.START``), LOAD (accepting its input stream until TLAST)
 stream, TLAST on the last byte). ``CTRL.SOFT_RESET`` aborts whatever runs and clears STATUS. Subclasses say what
 START does in each mode (:meth:`StreamCoreIP.start`) and what a closed input means (:meth:`StreamCoreIP.close_input`);
 this class does the bookkeeping the hardware's FSM does, identically for every core.
+
+Writes during an operation behave as in the HDL cores. The operation computes with the registers' values at its
+START (:attr:`StreamCoreIP.started`, what the cores latch), so a parameter written while BUSY counts from the next
+START. A write that acts on the core's state (a core's :attr:`StreamCoreIP.WRITE_EFFECTS`: SEED reseeding a PRNG...)
+is held while BUSY and acts when the operation ends, with the last value written (the HDL's ``held_while_busy``).
 """
 from __future__ import annotations
 
@@ -43,20 +48,37 @@ class StreamCoreIP(RegisterFile):
         Values of its read-only build-parameter registers (``spec.parameter_registers()``).
     """
 
+    #: Registers whose writes act on the core's state through :meth:`on_register` (not only store a value the next
+    #: START reads): held while BUSY, applied when the operation ends.
+    WRITE_EFFECTS: tuple[str, ...] = ()
+
     def __init__(self, table: Mapping[str, dict], parameters: Mapping[str, int]) -> None:
         self._parameters = dict(parameters)
+        self.started: dict[str, int] = {}
+        self._held: dict[str, int] = {}
         super().__init__(table)
 
     def reset(self) -> None:
         super().reset()
         self.values.update(self._parameters)
+        self._held = {}                 # the HDL's held pulses reset with the registers
         self.abort()
 
     def abort(self) -> None:
-        """Drop the running operation and both streams (SOFT_RESET; the core's memories are kept)."""
+        """Drop the running operation and both streams (SOFT_RESET; the core's memories are kept); writes held
+        during it act now."""
         self.state = StreamState.IDLE
         self._inbox = bytearray()
         self._outbox = np.zeros(0, dtype=np.uint8)
+        self._apply_held()
+
+    def _apply_held(self) -> None:
+        """The writes of :attr:`WRITE_EFFECTS` held during the operation that just ended: each acts once, with the
+        value last written (the register reads it back, even where the operation updated it meanwhile)."""
+        held, self._held = self._held, {}
+        for name, value in held.items():
+            self.values[name] = value
+            self.on_register(name, value)
 
     # -- status -----------------------------------------------------------------------------------------------------
     def set_status(self, flags: S.Status | int) -> None:
@@ -64,9 +86,10 @@ class StreamCoreIP(RegisterFile):
         self.values["STATUS"] = int(flags)
 
     def finish(self, flags: S.Status | int = 0) -> None:
-        """End the operation: back to IDLE with DONE and ``flags``."""
+        """End the operation: back to IDLE with DONE and ``flags``; writes held during it act now."""
         self.state = StreamState.IDLE
         self.values["STATUS"] = int(flags) | _DONE
+        self._apply_held()
 
     def begin_load(self) -> None:
         """Accept the input stream from now on."""
@@ -87,20 +110,25 @@ class StreamCoreIP(RegisterFile):
     # -- control ----------------------------------------------------------------------------------------------------
     def on_write(self, name: str, value: int) -> None:
         if name != "CTRL":
-            self.on_register(name, value)
+            if name in self.WRITE_EFFECTS and self.state != StreamState.IDLE:
+                self._held[name] = value
+            else:
+                self.on_register(name, value)
         elif value & _SOFT_RESET:
             self.abort()
             self.values["STATUS"] = 0
         elif value & _START and self.state == StreamState.IDLE:
             self.values["STATUS"] = _BUSY  # START clears DONE and the sticky flags
             self.values["CYCLES"] = 0
+            self.started = dict(self.values)
             self.start(self.field("CTRL", "MODE"))
 
     def on_register(self, name: str, value: int) -> None:
         """Hook: a register other than CTRL was written."""
 
     def start(self, mode: int) -> None:
-        """Hook: START in ``mode`` (STATUS is BUSY): finish, drain or begin_load."""
+        """Hook: START in ``mode`` (STATUS is BUSY; :attr:`started` holds the registers): finish, drain or
+        begin_load."""
         raise NotImplementedError
 
     def close_input(self, data: bytes) -> None:

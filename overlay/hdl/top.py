@@ -5,7 +5,7 @@ AXI4-Stream ports for its DMA. Port names follow Vivado's conventions (``s_axi_c
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from .. import spec as S
-from .common.axi_lite import AxiLiteBus, axi_lite_regfile
+from .common.axi_lite import AxiLiteBus, axi_lite_regfile, held_while_busy
 from .common.axis import AxiStream
 from .gae.core import CoreConfig, gae_core
 from .replay.core import replay_core, ReplayConfig
@@ -155,14 +155,18 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
     aresetn       : ResetSignal(active=0), in
     spec          : ReplaySpec
 
-    SEED is stored on write (the write pulse reloads the PRNG) and read live from the PRNG; TOTAL, TOTAL_HI and
-    NONZERO are live views of the root and the nonzero-leaf counter.
+    SEED is stored on write (the write pulse reloads the PRNG; during an operation, once it ends) and read live from
+    the PRNG; TOTAL, TOTAL_HI and NONZERO are live views of the root and the nonzero-leaf counter. COUNT and STRIDE
+    the core latches at START.
     """
     table = S.REPLAY_REGISTERS
     cfg = ReplayConfig()
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
     live = {"TOTAL": cfg.total_lo, "TOTAL_HI": cfg.total_hi, "NONZERO": cfg.nonzero, "SEED": cfg.prng}
-    storage, status, wiring = register_wiring(table, cfg, spec, live, written={"SEED": cfg.seed_load})
+    # a SEED write during an operation reseeds the PRNG when it ends (held_while_busy)
+    written = {"SEED": Signal(bool(0))}
+    seed_write = held_while_busy(cfg.seed_load, written["SEED"], cfg.busy, aclk, aresetn)
+    storage, status, wiring = register_wiring(table, cfg, spec, live, written)
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
     regs.name = "regs"
     ctrl, count, stride, seed = storage["CTRL"], storage["COUNT"], storage["STRIDE"], storage["SEED"]
@@ -176,7 +180,7 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
         cfg.stride.next = stride
         cfg.seed.next = seed
 
-    return regs, core, configuration
+    return regs, core, configuration, seed_write
 
 
 @block
@@ -192,7 +196,9 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 
     EPSILON and SEED are stored on write (the write pulse loads the core's live EPSILON / reseeds its PRNG) and read
     live (EPSILON decays as actions are chosen; SEED is the PRNG state); a REWARD write stores a pending reward for
-    REWARD_KEY. Registers reset to their table's ``reset`` values (EPSILON_DECAY to 1.0).
+    REWARD_KEY. Those three writes act when the core is not BUSY: during an operation, once it ends
+    (:func:`~.common.axi_lite.held_while_busy`); the other run-time registers the core latches at START. Registers
+    reset to their table's ``reset`` values (EPSILON_DECAY to 1.0).
 
     The mailbox (:func:`~.parsa.mailbox.parsa_mailbox`) sits between the stream ports and the core: the window
     registers (MBOX_KEY, MBOX_REWARD, MBOX_STATE_*) go to its memory, MODE = MAILBOX reaches the core as ACT with the
@@ -205,7 +211,10 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     w_strobe, w_addr, w_data = Signal(bool(0)), Signal(intbv(0)[len(s_axi_control.awaddr) - 2:]), Signal(intbv(0)[32:])
     live = {"CYCLES_ACT": cfg.cycles_act, "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live,
             "SEED": cfg.seed_live, "MBOX_ACTION": mbox_action, "MBOX_Q": mbox_q}
-    written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
+    # the register file's write pulses of EPSILON, SEED and REWARD reach the core once it is not BUSY
+    acting = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
+    written = {name: Signal(bool(0)) for name in acting}
+    held = [held_while_busy(pulse, written[name], cfg.busy, aclk, aresetn) for name, pulse in acting.items()]
     window = window_registers()
     storage, status, wiring = register_wiring(table, cfg, spec, live, written, window)
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn,
@@ -252,7 +261,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
         cfg.reward_key.next = reward_key
         cfg.reward.next = reward
 
-    return regs, mailbox, core, mode_field, configuration
+    return regs, mailbox, core, mode_field, configuration, held
 
 
 MODE_MAILBOX, MODE_ACT = int(S.ParsaMode.MAILBOX), int(S.ParsaMode.ACT)

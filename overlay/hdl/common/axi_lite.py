@@ -23,7 +23,7 @@ from myhdl import always_comb, always_seq, block, concat, intbv, Signal
 
 from ...spec import READ_ONLY
 
-__all__ = ["AxiLiteBus", "axi_lite_regfile"]
+__all__ = ["AxiLiteBus", "axi_lite_regfile", "held_while_busy"]
 
 
 class AxiLiteBus:
@@ -176,6 +176,36 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
 
     insts.append(handshake)
     return insts
+
+
+@block
+def held_while_busy(pulse_out, pulse_in, busy, clock, reset):
+    """``pulse_out`` = ``pulse_in`` (a register's ``written`` pulse), held back while ``busy``.
+
+    A write whose pulse acts on a core's state (SEED reseeds a PRNG, EPSILON loads the live exploration rate, REWARD
+    stores a pending reward) must not change an operation halfway through: that operation would then mix old and new
+    values, and the emulation, which computes an operation whole, could not say which records saw which. So a pulse
+    that comes while the core is BUSY is remembered and fires in the first cycle the core is not (an operation's
+    end, or SOFT_RESET's), once however many writes came meanwhile: the register's storage holds the last of them,
+    which is what the firing pulse loads. Outside an operation it passes through combinationally, as before.
+
+    pulse_out : Signal(bool), out
+    pulse_in  : Signal(bool), in  -- the register file's ``written`` pulse
+    busy      : Signal(bool), in  -- the core's STATUS.BUSY
+    clock     : Signal(bool), in
+    reset     : ResetSignal, in   -- forgets a held pulse (the register's storage resets too)
+    """
+    pending = Signal(bool(0))
+
+    @always_seq(clock.posedge, reset=reset)
+    def hold():
+        pending.next = busy and (pending or pulse_in)
+
+    @always_comb
+    def fire():
+        pulse_out.next = (pulse_in or pending) and not busy
+
+    return hold, fire
 
 
 @block

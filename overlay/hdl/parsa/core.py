@@ -131,6 +131,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     # stream bookkeeping and the act timing
     word_count = Signal(intbv(0)[33:])
     expected = Signal(intbv(0)[34:])
+    tilings_bad = Signal(bool(0))              # N_TILINGS at START is 0 or more than the workers hold
     timer = Signal(intbv(0)[32:])
     t_run, t_last, t_choose = [Signal(intbv(0, min=0, max=MD + MT + ACT_DEPTH + 2)) for _ in range(3)]
     t_go = Signal(intbv(0, min=0, max=MD + ACT_GO_AFTER_DIMS + 2))
@@ -304,6 +305,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                     cfg.busy.next = 1
                     if cfg.mode == MODE_CONFIG:
                         expected.next = cfg.n_dims + 2 * cfg.n_tilings
+                        tilings_bad.next = cfg.n_tilings == 0 or cfg.n_tilings > W * MT
                         bus.cfg_begin.next = 1
                         check_clear.next = 1
                         state.next = t_state.CFG
@@ -346,7 +348,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                 cfg.done.next = 1
                 cfg.busy.next = 0
                 state.next = t_state.IDLE
-                if cfg_bad or overflow_any or cfg.n_tilings == 0 or cfg.n_tilings > W * MT:
+                if cfg_bad or overflow_any or tilings_bad:
                     cfg.err_config.next = 1
                 else:
                     bus.cfg_commit.next = 1

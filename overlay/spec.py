@@ -313,6 +313,12 @@ class GaeSpec:
     error vs float64 unchanged, 1.9e-4 -> 2.0e-4 on the 1e-3 test)"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes (the DMA's memory-mapped width on the board's HP port)"""
+    multiplier_port_bits: int = 25
+    """widest signed operand of the fabric's multiplier primitive: 25 for the Zynq boards' DSP48E1/E2 (a data x
+    coefficient product is 2 DSPs, each with its M register), 18 for an 18 x 18 primitive such as the ECP5's
+    MULT18X18D, the place-and-route stand-in (the coefficient is split at bit 17 too: 4 primitives per product, each
+    output registered, since yosys and nextpnr-ecp5 put no register inside a MULT18X18D). The arithmetic, the
+    latency and every result are the same either way; only the HDL's partial products differ."""
     pipeline_depth: int = 19
     """cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk (the
     HDL's: 2 for the last loaded row to reach its BRAM, 1 pop of the bootstrap row (a bubble in a continuation
@@ -334,6 +340,9 @@ class GaeSpec:
             raise ValueError(f"GaeSpec.stream_bytes must be a power of two from 4 to 128, not {self.stream_bytes!r}")
         if self.data.width != 32:
             raise ValueError(f"GaeSpec.data must be 32 bits wide (stream words are int32), not {self.data.width!r}")
+        if self.multiplier_port_bits not in (18, 25):
+            raise ValueError(f"GaeSpec.multiplier_port_bits must be 25 (DSP48) or 18 (18 x 18 multipliers), not "
+                             f"{self.multiplier_port_bits!r}")
 
     def cycles(self, n_steps: int, batches: int = 1) -> int:
         """CYCLES of an operation of ``batches`` lane-batches of ``n_steps`` each: the compute phases, summed, one

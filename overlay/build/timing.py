@@ -38,7 +38,8 @@ cores' register reads came back X), and runs it in Icarus:
 
 Output: ``timing.json`` and ``timing.md`` under ``--out``, with provenance (:func:`.provenance.environment`) and the
 goals of issue 15 marked met or not. ECP5 is a stand-in (its multipliers are 18x18 and its fabric slower than
-7-series); neither the ECP5 Fmax nor the xc7 ``sta`` figure is a Vivado sign-off.
+7-series; a GAE build is routed in its 18 x 18 form, :meth:`TimingBuild.for_ecp5`); neither the ECP5 Fmax nor the
+xc7 ``sta`` figure is a Vivado sign-off.
 
 ``--quick`` (CI): the PE alone, the PE with its chain and a one-lane, T_MAX = 8 GAE core (both post-route
 simulated), a few minutes on one CPU. The full run takes tens of minutes; runs are one at a time (the machine
@@ -140,6 +141,14 @@ class TimingBuild:
             return convert(self.core, self.spec, out_dir)
         return convert_pe(self.spec, out_dir, with_powers=self.kind == "pe+powers")
 
+    def for_ecp5(self) -> "TimingBuild":
+        """The build as routed on the ECP5: a GAE build with 18 x 18 multipliers (``GaeSpec.multiplier_port_bits``:
+        each coefficient split too, every MULT18X18D output registered, which yosys and nextpnr-ecp5 would not
+        do inside the primitive). Same arithmetic, latency and module name; the xc7 figures are the boards' build."""
+        if self.core != "gae":
+            return self
+        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, multiplier_port_bits=18))
+
 
 def plan(quick: bool = False) -> list[TimingBuild]:
     """The builds of a report, cheapest first (a slow big core only delays the end).
@@ -216,16 +225,22 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
         run_dir = work / current.top
         run_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
+        routed_build = current.for_ecp5()
         try:
             rtl = current.convert(run_dir)
             source, _ = synthesis_source(rtl)
+            if routed_build is current:
+                ecp5_rtl, ecp5_source = rtl, source
+            else:
+                ecp5_rtl = routed_build.convert(run_dir / "ecp5")
+                ecp5_source, _ = synthesis_source(ecp5_rtl)
         except Exception as exc:  # noqa: BLE001 - a build that does not convert is reported
             row["ecp5_status"] = row["xc7_status"] = f"conversion failed: {type(exc).__name__}: {exc}"
             log(f"{current.top}: {row['ecp5_status']}")
             return rows
         next_build = None
         try:
-            synth = synth_ecp5(source, current.top, run_dir)
+            synth = synth_ecp5(ecp5_source, current.top, run_dir)
             limit = route_timeout_s if reduced(current) is not None else TIMEOUTS_S["nextpnr"]
             pnr = place_and_route(synth["netlist"], run_dir, freq_mhz, seed, timeout_s=limit)
             row.update(ecp5_status="ok", ecp5=_ecp5_row(synth, pnr))
@@ -254,7 +269,7 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
                 row["xc7_status"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                 log(f"{current.top}: xc7 {row['xc7_status']}")
         if current.simulate and row.get("ecp5_status") == "ok":
-            row["simulation"] = _simulate(current, run_dir, rtl, row["ecp5"].pop("_routed"))
+            row["simulation"] = _simulate(routed_build, run_dir, ecp5_rtl, row["ecp5"].pop("_routed"))
             log(f"{current.top}: post-route simulation {'pass' if row['simulation']['passed'] else 'FAIL'}")
         row.get("ecp5", {}).pop("_routed", None)
         row["runtime[s]"] = round(time.perf_counter() - t0, 1)
@@ -340,7 +355,10 @@ def make_report(rows: list[dict], env: dict, arguments: dict, runtime_s: float) 
             "caveats": [
                 "ECP5 (LFE5UM-85F, speed 8) is a stand-in: no open tool places and routes the Zynq-7020 here. Its "
                 "multipliers are 18x18 and its fabric is slower than 7-series, so its Fmax is not the Pynq-Z2's; "
-                "the path shapes (which registers are missing) carry over.",
+                "the path shapes (which registers are missing) carry over. The GAE builds are routed with "
+                "`GaeSpec.multiplier_port_bits = 18`: each 25-bit coefficient split at bit 17 like the data, so "
+                "every product is four MULT18X18Ds each followed by a fabric register (the boards' build has two "
+                "DSP48s with their M registers instead; same arithmetic, latency and results).",
                 "The xc7 figure is yosys `sta` after `synth_xilinx -abc9`: xc7 cell delays, no routing. yosys 0.23 "
                 "has no timing arcs for CARRY4, so a carry chain counts as zero delay and paths through one end "
                 "there (the count of endpoints without an arrival time says how many).",

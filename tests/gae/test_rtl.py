@@ -19,9 +19,9 @@ from pynq_rl.overlay.models import gae as model
 from tests.common.boards import RTL_TEST_BOARD
 
 
-def small_board(k: int, lanes: int = 3, t_max: int = 24) -> S.BoardSpec:
-    return dataclasses.replace(S.board(None), cores=(
-        S.CoreSlot("gae", S.GaeSpec(lanes=lanes, t_max=t_max, lookahead=k), 0x0_0000, 0x1_0000),))
+def small_board(k: int, lanes: int = 3, t_max: int = 24, port_bits: int = 25) -> S.BoardSpec:
+    spec = S.GaeSpec(lanes=lanes, t_max=t_max, lookahead=k, multiplier_port_bits=port_bits)
+    return dataclasses.replace(S.board(None), cores=(S.CoreSlot("gae", spec, 0x0_0000, 0x1_0000),))
 
 
 def run_operation(ip, regs: dict, stream: np.ndarray, max_polls: int = 4000):
@@ -99,7 +99,8 @@ def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
-    board = small_board(k)
+    ports = data.draw(st.sampled_from([25, 18]), label="multiplier port bits (DSP48, or 18 x 18 partial products)")
+    board = small_board(k, port_bits=ports)
     spec = board.cores[0].spec
     seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
     n_steps = data.draw(st.integers(1, 5 * spec.t_max // 2), label="T (1 to 3 chunks)")
@@ -118,6 +119,22 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     assert got[0] == expected[0], "output stream differs from the model"
     assert got[1] == expected[1], f"STATUS {S.Status(got[1])!r} != model {S.Status(expected[1])!r}"
     assert got[2] == expected[2] == spec.cycles(n_steps, regs["BATCHES"])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_18x18_partial_products_change_no_result_and_no_cycle(k, rtl_simulation):
+    """``multiplier_port_bits=18`` (the ECP5 place-and-route build): every product's coefficient split too, into four
+    registered 18 x 18 products (k = 1 keeps its unregistered tail product whole). Raw and q8 operations with
+    saturating magnitudes, two lane-batches of two chunks: output, STATUS and CYCLES are the model's."""
+    board = small_board(k, port_bits=18)
+    spec = board.cores[0].spec
+    rtl = RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS)
+    for mode, seed in ((S.GaeMode.RAW, 1), (S.GaeMode.Q8, 2)):
+        regs, stream = operation(spec, mode, np.random.default_rng(seed), spec.t_max + 7, 2 * spec.lanes, 0.99,
+                                 0.95, 4096.0)
+        got = run_operation(rtl, regs, stream)
+        assert got == run_operation(GaeCoreIP(spec), regs, stream), f"{mode.name}: rtl != model"
+        assert got[2] == spec.cycles(spec.t_max + 7, 2)
 
 
 @pytest.mark.parametrize("backend", ["emu", "rtl"])

@@ -21,7 +21,9 @@ register, no adder behind an unregistered product)::
     F   y = (p_hi + lo) >> (f - 17)                                      (one fabric adder, then saturation)
 
 which equals ``(a * b + 2**(f-1) + x * 2**f) >> f`` exactly (nested floor divisions by powers of two; the low
-17 bits of ``x * 2**f + 2**(f-1)`` are 0, so ``lo`` carries nothing else). Ten register stages
+17 bits of ``x * 2**f + 2**(f-1)`` are 0, so ``lo`` carries nothing else). On a fabric of 18 x 18 multipliers
+(``GaeSpec.multiplier_port_bits = 18``: the ECP5 place-and-route build) ``b`` is split at bit 17 as well and the M
+registers hold the four 18 x 18 products (:func:`_partial_products`); the stages are the same. Ten register stages
 (:data:`PE_LATENCY`)::
 
     1      operands: r - V; V_{t+1} for the gamma product, reset to 0 when d_t (the mask [alive_t])
@@ -101,7 +103,7 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
     for j in range(2, len(powers)):
         operand = _ranged(-1, powers[j - 1].max - 1)         # signed, as :func:`_mac` takes its data operand
         rounded = Signal(intbv(0, min=0, max=(1 << cf) + 2))  # C**j in [0, 1]: never negative
-        mul = _mac(rounded, operand, gamma_lambda, None, clock, cf)
+        mul = _mac(rounded, operand, gamma_lambda, None, clock, cf, port_bits=spec.multiplier_port_bits)
         mul.name = f"pow{j}_mul"
         insts += [assign(operand, powers[j - 1]), mul, _register(powers[j], rounded, clock)]
     return insts
@@ -138,7 +140,7 @@ def mac_range(a, b, x, shift: int) -> tuple[int, int]:
 
 
 @block
-def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True):
+def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, port_bits: int = 25):
     """``y = rnd(a * b / 2**shift) + x``, exact (one rounding), as two DSP48s with M and P registers.
 
     ``a`` (signed, wider than 18 bits) is split at bit 17; ``b`` (unsigned, at most 24 bits) enters both products
@@ -149,6 +151,10 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True):
         y = (p_hi + lo) >> (shift - 17)                           combinational
 
     ``a``, ``b`` and ``x`` are sampled together; ``y`` follows ``m_reg + p_reg`` clock edges later.
+
+    ``port_bits`` (``GaeSpec.multiplier_port_bits``) below the 25 bits of ``b``, with ``m_reg``: the multiplier
+    primitive is 18 x 18, so ``b`` is split at bit 17 too (:func:`_partial_products`). The M registers then hold the
+    four 18 x 18 products, and each of ``m_lo``, ``m_hi`` is one adder of two of them, in the P stage.
 
     y : Signal(intbv), out -- wide enough for :func:`mac_range`
     """
@@ -173,12 +179,15 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True):
     prod_lo, prod_hi = _ranged(0, lo_max), _ranged(hi_min, hi_max)
     m_lo, m_hi = _like(prod_lo), _like(prod_hi)
 
-    @always_comb
-    def multiply():
-        prod_lo.next = a_lo * b_signed
-        prod_hi.next = a_hi * b_signed
+    if m_reg and len(b_signed) > port_bits:
+        insts.append(_partial_products(m_lo, m_hi, a_lo, a_hi, b_signed, clock))
+    else:
+        @always_comb
+        def multiply():
+            prod_lo.next = a_lo * b_signed
+            prod_hi.next = a_hi * b_signed
 
-    insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(m_hi, prod_hi, clock, m_reg)]
+        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(m_hi, prod_hi, clock, m_reg)]
 
     if x is None:
         cq = None
@@ -227,6 +236,70 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True):
         y.next = full >> down
 
     return insts + [final_add, round_shift]
+
+
+@block
+def _partial_products(m_lo, m_hi, a_lo, a_hi, b, clock):
+    """``m_lo = a_lo * b``, ``m_hi = a_hi * b`` one clock edge later, from four registered 18 x 18 products.
+
+    ``b`` (signed, 19 to 35 bits) is split like ``a`` at bit 17, into an unsigned low and a signed high part::
+
+        q_ll = a_lo * b_lo,  q_lh = a_lo * b_hi,  q_hl = a_hi * b_lo,  q_hh = a_hi * b_hi     (registered)
+        m_lo = q_ll + q_lh * 2**17,  m_hi = q_hl + q_hh * 2**17                             (one adder each)
+
+    exact, since ``b = b_lo + b_hi * 2**17``. Each register is right behind its multiplier, which is what a fabric
+    whose multipliers have no usable internal register needs (the ECP5 stand-in: synthesized whole, a 25-bit ``b``
+    becomes two MULT18X18Ds summed by a 40-bit carry chain before the register, the slowest path of every GAE
+    build). The shifted terms are wiring (a concatenation with zeros).
+
+    m_lo, m_hi : Signal(intbv), out -- as wide as ``a_lo * b``, ``a_hi * b``
+    a_lo       : Signal(intbv[17]), in  -- the data operand's unsigned low part
+    a_hi       : Signal(signed), in     -- its signed high part
+    b          : Signal(signed), in
+    clock      : Signal(bool), in
+    """
+    width = len(b)
+    b_lo = Signal(intbv(0)[_SPLIT_BIT:])
+    b_hi = _ranged(-(1 << (width - _SPLIT_BIT - 1)), (1 << (width - _SPLIT_BIT - 1)) - 1)
+
+    @always_comb
+    def split():
+        b_lo.next = b[_SPLIT_BIT:]
+        b_hi.next = b[width:_SPLIT_BIT].signed()
+
+    insts = [split]
+    products = []
+    for x_part, y_part in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)):
+        low, high = _product_range(x_part, y_part)
+        product = _ranged(min(low, -1), high)       # declared signed: sums of them stay signed expressions
+        registered = _like(product)
+        products.append((product, registered))
+        insts.append(_register(registered, product, clock))
+    (p_ll, q_ll), (p_lh, q_lh), (p_hl, q_hl), (p_hh, q_hh) = products
+
+    @always_comb
+    def multiply():
+        p_ll.next = a_lo * b_lo
+        p_lh.next = a_lo * b_hi
+        p_hl.next = a_hi * b_lo
+        p_hh.next = a_hi * b_hi
+
+    lh_wires, hh_wires = ConcatSignal(q_lh, intbv(0)[_SPLIT_BIT:]), ConcatSignal(q_hh, intbv(0)[_SPLIT_BIT:])
+    lh_size, hh_size = len(lh_wires), len(hh_wires)
+    lh_shifted = _ranged(q_lh.min << _SPLIT_BIT, (q_lh.max - 1) << _SPLIT_BIT)
+    hh_shifted = _ranged(q_hh.min << _SPLIT_BIT, (q_hh.max - 1) << _SPLIT_BIT)
+
+    @always_comb
+    def shift():
+        lh_shifted.next = lh_wires[lh_size:].signed()
+        hh_shifted.next = hh_wires[hh_size:].signed()
+
+    @always_comb
+    def join():
+        m_lo.next = q_ll + lh_shifted
+        m_hi.next = q_hl + hh_shifted
+
+    return insts + [multiply, shift, join]
 
 
 @block
@@ -286,6 +359,7 @@ def gae_pe(adv, ret, out_valid, saturated,
     """
     k = spec.lookahead
     cf = spec.coef.frac
+    ports = spec.multiplier_port_bits
     lo, hi = spec.data.min_code, spec.data.max_code
     insts = []
 
@@ -314,7 +388,7 @@ def gae_pe(adv, ret, out_valid, saturated,
 
     # stages 2-4: delta_t = sat(rnd(GAMMA * V_{t+1}) + (r - V)) --------------------------------------------------
     raw_delta = _ranged(*mac_range(gv_operand, gamma, rv1, cf))
-    gv_mac = _mac(raw_delta, gv_operand, gamma, rv1, clock, cf)
+    gv_mac = _mac(raw_delta, gv_operand, gamma, rv1, clock, cf, port_bits=ports)
     gv_mac.name = "gamma_v"
     insts.append(gv_mac)
     v2, v3, v4 = _data(spec), _data(spec), _data(spec)
@@ -387,12 +461,12 @@ def gae_pe(adv, ret, out_valid, saturated,
     part7 = _data(spec, k + 1)
     if k > 1:
         part = _ranged(*mac_range(delta_hist[0], coefs[1], delta4, cf))
-        tap = _mac(part, delta_hist[0], coefs[1], delta4, clock, cf)
+        tap = _mac(part, delta_hist[0], coefs[1], delta4, clock, cf, port_bits=ports)
         tap.name = "tap1"
         insts.append(tap)
         for j in range(2, k):                                  # k >= 3: the other taps, masked by chain_j
             term = _ranged(*mac_range(delta_hist[j - 1], coefs[j], None, cf))
-            mul = _mac(term, delta_hist[j - 1], coefs[j], None, clock, cf)
+            mul = _mac(term, delta_hist[j - 1], coefs[j], None, clock, cf, port_bits=ports)
             mul.name = f"tap{j}"
             kill4, kill5, kill6 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
             chain_j = chains[j - 1]
@@ -427,7 +501,7 @@ def gae_pe(adv, ret, out_valid, saturated,
         ahead7, ahead = Signal(bool(0)), Signal(bool(0))
         insts += [or2(ahead7, valid7, clear7), _register(ahead, ahead7, clock),
                   mux2(source, history[k - 2], history[k - 1], ahead)]
-        tail_mac = _mac(raw_adv, source, tail_coef, part7, clock, cf, m_reg=True, p_reg=False)
+        tail_mac = _mac(raw_adv, source, tail_coef, part7, clock, cf, m_reg=True, p_reg=False, port_bits=ports)
     else:
         cut7, part8 = Signal(bool(0)), _like(part7)
         tail_coef_inst = _masked_register(tail_coef, powers[k], cut7, clock)    # aligned with stage 8

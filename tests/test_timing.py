@@ -246,3 +246,29 @@ def test_xc7_sta_falls_back_to_abc_when_abc9_aborts(monkeypatch, tmp_path):
     assert got["abc9_error"] == "synth_xilinx -abc9 + sta of top failed (exit -6) in here:"
     monkeypatch.setattr(timing_tools, "_xc7_sta_run", lambda *args, abc9: {"flow": "synth_xilinx -abc9"})
     assert "abc9_error" not in T.xc7_sta(tmp_path / "top.v", "top", tmp_path)
+
+
+def test_an_only_run_stopped_midway_lists_just_the_builds_it_wrote(monkeypatch, tmp_path):
+    """``--only`` writes its report after every build: a run stopped before its second build must not name that
+    build among the re-run ones (the stopped run of 2026-11-26 listed a build whose row was still the old one)."""
+    row = {"core": "gae", "kind": "core", "label": "test", "ecp5_status": "skipped here", "xc7_status": "skipped"}
+    old_rows = [dict(row, module=top) for top in ("gae_pe_k2", "gae_pe_powers_k2")]
+    env = {"date": "then", "git_commit": "0" * 40, "git_describe": "0000000", "cpu_count": 2}
+    previous = T.make_report(old_rows, env, {"quick": False, "freq_mhz": 100.0, "seed": 1}, 1.0)
+    (tmp_path / "timing.json").write_text(json.dumps(previous))
+    routed = []
+
+    def run_build(build, *args, **kwargs):
+        if routed:
+            raise KeyboardInterrupt          # stopped while routing the second build
+        routed.append(build.top)
+        return [dict(row, module=build.top, label="new")]
+
+    monkeypatch.setattr(T, "run_build", run_build)
+    monkeypatch.setattr(T, "missing_tools", lambda *args, **kwargs: [])
+    monkeypatch.setattr(T, "_environment", lambda: env)
+    with pytest.raises(KeyboardInterrupt):
+        T.build_timing(tmp_path, only=["gae_pe"], log=lambda msg: None)
+    written = json.loads((tmp_path / "timing.json").read_text())
+    assert written["reruns"][-1]["modules"] == ["gae_pe_k2"]
+    assert [r["label"] for r in written["rows"]] == ["new", "test"]

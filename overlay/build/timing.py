@@ -538,8 +538,9 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
         old_rows, reruns, runtime0 = old["rows"], old.get("reruns", []), old["runtime[s]"]
         env, arguments = old["environment"], old["arguments"]
         stamp = provenance.environment()
-        reruns = reruns + [{"modules": [b.top for b in chosen], "date": stamp["date"],
-                            "git_commit": stamp["git_commit"], "git_describe": stamp["git_describe"]}]
+        rerun = {"modules": [], "date": stamp["date"], "git_commit": stamp["git_commit"],
+                 "git_describe": stamp["git_describe"]}
+        reruns = reruns + [rerun]           # its modules as their rows come in: a run stopped midway lists no more
     else:
         chosen = everything
     order = [b.top for b in everything]
@@ -547,7 +548,10 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
     new_rows: list[dict] = []
     report = make_report(old_rows, env, arguments, runtime0)
     for build in chosen:
-        new_rows += run_build(build, work, freq_mhz, seed, log, route_timeout_s)
+        built = run_build(build, work, freq_mhz, seed, log, route_timeout_s)
+        new_rows += built
+        if only:
+            rerun["modules"] += [row["module"] for row in built]
         rows = merge_rows(old_rows, new_rows, order) if only else new_rows
         report = make_report(rows, env, arguments, runtime0 if only else time.perf_counter() - t0)
         if reruns:

@@ -5,7 +5,7 @@ AXI4-Stream ports for its DMA. Port names follow Vivado's conventions (``s_axi_c
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from .. import spec as S
-from .common.axi_lite import AxiLiteBus, axi_lite_regfile, held_while_busy
+from .common.axi_lite import AxiLiteBus, axi_lite_regfile
 from .common.axis import AxiStream
 from .gae.core import CoreConfig, gae_core
 from .replay.core import replay_core, ReplayConfig
@@ -67,20 +67,21 @@ def register_wiring(table, cfg, spec, live=None, written=None, window=()):
     Read-write registers are stored, reset to their table's ``reset``; STATUS is :func:`status_word`, CYCLES is
     ``cfg.cycles``; the pulse fields of CTRL pulse ``cfg.<field>``; the read-only identity and build-parameter
     registers are ``spec.parameter_registers()``. ``live`` and ``written`` add a core's own live registers and
-    write pulses. Registers named in ``window`` are kept by the core, not stored here (the register file's
-    ``window`` port).
+    write pulses; a write pulse (a write that acts on the core, such as SEED's) is held while ``cfg.busy``, so it
+    acts when the operation ends. Registers named in ``window`` are kept by the core, not stored here (the
+    register file's ``window`` port).
 
     Returns ``(storage, status, wiring)``: register name -> stored Signal(32), the STATUS word, and the keyword
-    arguments ``live``, ``constants``, ``pulses``, ``written`` of :func:`axi_lite_regfile`. The top instantiates the
-    register file itself (MyHDL wants instances made in a block's own body) and binds ``status`` and the storage it
-    reads to locals, so the Verilog keeps their names.
+    arguments ``live``, ``constants``, ``pulses``, ``written``, ``written_busy`` of :func:`axi_lite_regfile`. The
+    top instantiates the register file itself (MyHDL wants instances made in a block's own body) and binds
+    ``status`` and the storage it reads to locals, so the Verilog keeps their names.
     """
     storage = {name: Signal(intbv(reg["reset"])[32:]) for name, reg in table.items()
                if reg["access"] != S.READ_ONLY and name not in window}
     status = status_word(table["STATUS"], cfg)
     wiring = {"live": {"STATUS": status, "CYCLES": cfg.cycles, **(live or {})},
               "constants": spec.parameter_registers(), "pulses": _control_pulses(table["CTRL"], cfg),
-              "written": written}
+              "written": written, "written_busy": cfg.busy}
     return storage, status, wiring
 
 
@@ -163,10 +164,7 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
     cfg = ReplayConfig()
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
     live = {"TOTAL": cfg.total_lo, "TOTAL_HI": cfg.total_hi, "NONZERO": cfg.nonzero, "SEED": cfg.prng}
-    # a SEED write during an operation reseeds the PRNG when it ends (held_while_busy)
-    written = {"SEED": Signal(bool(0))}
-    seed_write = held_while_busy(cfg.seed_load, written["SEED"], cfg.busy, aclk, aresetn)
-    storage, status, wiring = register_wiring(table, cfg, spec, live, written)
+    storage, status, wiring = register_wiring(table, cfg, spec, live, written={"SEED": cfg.seed_load})
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
     regs.name = "regs"
     ctrl, count, stride, seed = storage["CTRL"], storage["COUNT"], storage["STRIDE"], storage["SEED"]
@@ -180,7 +178,7 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
         cfg.stride.next = stride
         cfg.seed.next = seed
 
-    return regs, core, configuration, seed_write
+    return regs, core, configuration
 
 
 @block
@@ -197,7 +195,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     EPSILON and SEED are stored on write (the write pulse loads the core's live EPSILON / reseeds its PRNG) and read
     live (EPSILON decays as actions are chosen; SEED is the PRNG state); a REWARD write stores a pending reward for
     REWARD_KEY. Those three writes act when the core is not BUSY: during an operation, once it ends
-    (:func:`~.common.axi_lite.held_while_busy`); the other run-time registers the core latches at START. Registers
+    (:func:`register_wiring`); the other run-time registers the core latches at START. Registers
     reset to their table's ``reset`` values (EPSILON_DECAY to 1.0).
 
     The mailbox (:func:`~.parsa.mailbox.parsa_mailbox`) sits between the stream ports and the core: the window
@@ -211,10 +209,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     w_strobe, w_addr, w_data = Signal(bool(0)), Signal(intbv(0)[len(s_axi_control.awaddr) - 2:]), Signal(intbv(0)[32:])
     live = {"CYCLES_ACT": cfg.cycles_act, "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live,
             "SEED": cfg.seed_live, "MBOX_ACTION": mbox_action, "MBOX_Q": mbox_q}
-    # the register file's write pulses of EPSILON, SEED and REWARD reach the core once it is not BUSY
-    acting = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
-    written = {name: Signal(bool(0)) for name in acting}
-    held = [held_while_busy(pulse, written[name], cfg.busy, aclk, aresetn) for name, pulse in acting.items()]
+    written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
     window = window_registers()
     storage, status, wiring = register_wiring(table, cfg, spec, live, written, window)
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn,
@@ -261,7 +256,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
         cfg.reward_key.next = reward_key
         cfg.reward.next = reward
 
-    return regs, mailbox, core, mode_field, configuration, held
+    return regs, mailbox, core, mode_field, configuration
 
 
 MODE_MAILBOX, MODE_ACT = int(S.ParsaMode.MAILBOX), int(S.ParsaMode.ACT)

@@ -43,7 +43,7 @@ class AxiLiteBus:
 
 @block
 def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset, written=None, window=None,
-                     hold=None, hold_cycles: int = 0):
+                     hold=None, hold_cycles: int = 0, written_busy=None):
     """AXI-Lite register file for ``table``.
 
     bus       : AxiLiteBus
@@ -63,6 +63,8 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
                 mailbox)
     hold      : dict register name -> Signal(bool), in (optional) -- a read of that register waits while the signal
                 is high, at most ``hold_cycles`` wait states (a result register read before its result is ready)
+    written_busy : Signal(bool), in (optional) -- the core's BUSY: a ``written`` pulse that comes while it is high
+                is held until it drops (:func:`held_while_busy`)
 
     A register in both ``storage`` and ``live`` is written to ``storage`` and read from ``live`` (a register whose
     read value is state the write only initializes, such as a PRNG seed).
@@ -100,7 +102,13 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
     for name, pulse in written.items():
         if name not in storage:
             raise ValueError(f"register {name} is not writable: no write pulse")
-        insts.append(_write_pulse(pulse, write_strobe, write_addr, table[name]["address_offset"], clock, reset))
+        offset = table[name]["address_offset"]
+        if written_busy is None:
+            insts.append(_write_pulse(pulse, write_strobe, write_addr, offset, clock, reset))
+        else:
+            raw = Signal(bool(0))
+            insts += [_write_pulse(raw, write_strobe, write_addr, offset, clock, reset),
+                      held_while_busy(pulse, raw, written_busy, clock, reset)]
 
     # read multiplexer: a cascade of comparators, one per register
     previous = Signal(intbv(0)[32:])
@@ -190,7 +198,7 @@ def held_while_busy(pulse_out, pulse_in, busy, clock, reset):
     which is what the firing pulse loads. Outside an operation it passes through combinationally, as before.
 
     pulse_out : Signal(bool), out
-    pulse_in  : Signal(bool), in  -- the register file's ``written`` pulse
+    pulse_in  : Signal(bool), in  -- the register's write pulse
     busy      : Signal(bool), in  -- the core's STATUS.BUSY
     clock     : Signal(bool), in
     reset     : ResetSignal, in   -- forgets a held pulse (the register's storage resets too)

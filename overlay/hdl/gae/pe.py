@@ -161,27 +161,20 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
     if shift <= _SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
         raise ValueError(f"_mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
                          f"got {len(a)} bits, min {a.min}, shift {shift}")
-    width = len(a)
     down = shift - _SPLIT_BIT
     insts = []
     b_signed = _ranged(-1, b.max - 1)                  # a signed copy: a signed product with it stays signed
-    a_lo = Signal(intbv(0)[_SPLIT_BIT:])
-    a_hi = Signal(intbv(0, min=-(1 << (width - _SPLIT_BIT - 1)), max=1 << (width - _SPLIT_BIT - 1)))
-
-    @always_comb
-    def split():
-        a_lo.next = a[_SPLIT_BIT:]
-        a_hi.next = a[width:_SPLIT_BIT].signed()
-
-    insts += [assign(b_signed, b), split]
+    a_lo, a_hi = _halves(a)
+    insts += [assign(b_signed, b), _split(a_lo, a_hi, a)]
     lo_min, lo_max = _product_range(a_lo, b)
     hi_min, hi_max = _product_range(a_hi, b)
-    prod_lo, prod_hi = _ranged(0, lo_max), _ranged(hi_min, hi_max)
-    m_lo, m_hi = _like(prod_lo), _like(prod_hi)
+    m_lo, m_hi = _ranged(0, lo_max), _ranged(hi_min, hi_max)
 
     if m_reg and len(b_signed) > port_bits:
         insts.append(_partial_products(m_lo, m_hi, a_lo, a_hi, b_signed, clock))
     else:
+        prod_lo, prod_hi = _like(m_lo), _like(m_hi)
+
         @always_comb
         def multiply():
             prod_lo.next = a_lo * b_signed
@@ -238,6 +231,25 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
     return insts + [final_add, round_shift]
 
 
+def _halves(value: Signal) -> tuple[Signal, Signal]:
+    """Signals for ``value`` (signed, wider than 18 bits) split at bit 17: an unsigned low and a signed high part."""
+    top = 1 << (len(value) - _SPLIT_BIT - 1)
+    return Signal(intbv(0)[_SPLIT_BIT:]), _ranged(-top, top - 1)
+
+
+@block
+def _split(low, high, value):
+    """``low = value[16:0]`` (unsigned), ``high = value >> 17`` (signed): wiring."""
+    width = len(value)
+
+    @always_comb
+    def wires():
+        low.next = value[_SPLIT_BIT:]
+        high.next = value[width:_SPLIT_BIT].signed()
+
+    return wires
+
+
 @block
 def _partial_products(m_lo, m_hi, a_lo, a_hi, b, clock):
     """``m_lo = a_lo * b``, ``m_hi = a_hi * b`` one clock edge later, from four registered 18 x 18 products.
@@ -258,16 +270,8 @@ def _partial_products(m_lo, m_hi, a_lo, a_hi, b, clock):
     b          : Signal(signed), in
     clock      : Signal(bool), in
     """
-    width = len(b)
-    b_lo = Signal(intbv(0)[_SPLIT_BIT:])
-    b_hi = _ranged(-(1 << (width - _SPLIT_BIT - 1)), (1 << (width - _SPLIT_BIT - 1)) - 1)
-
-    @always_comb
-    def split():
-        b_lo.next = b[_SPLIT_BIT:]
-        b_hi.next = b[width:_SPLIT_BIT].signed()
-
-    insts = [split]
+    b_lo, b_hi = _halves(b)
+    insts = [_split(b_lo, b_hi, b)]
     products = []
     for x_part, y_part in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)):
         low, high = _product_range(x_part, y_part)

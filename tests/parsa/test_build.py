@@ -1,6 +1,7 @@
 """The ParSa build parameters against what the HDL and the OPaL policy need (no simulation)."""
 import dataclasses
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,23 @@ def test_report_plans_the_boards_parsa_builds():
                                                    for name in ("Pynq-Z2", "ZCU106")]
     bits = parsa_memory_bits(builds[1].spec)
     assert bits["policy_bits"] == 8 * 4096 * 10 * 16  # workers x rows x actions x value bits
+
+
+@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
+def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_path):
+    """The CONFIG check's three multiplies (n_t ** 2, ** 3, ** 4) each map to a DSP48E1 with its M or P register.
+
+    Fed the bare register of the square, the C3 multipliers took it as their own input register (yosys
+    ``xilinx_dsp``), and the square's DSP was left with neither: the one unregistered multiply of the overlay."""
+    from myhdl import ResetSignal, Signal, intbv
+
+    from pynq_rl.overlay.build.timing_tools import xc7_sta
+    from pynq_rl.overlay.hdl.parsa.config_check import parsa_config_check
+    from pynq_rl.overlay.hdl.parsa.params import ParsaWidths
+
+    ports = (Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[64:]), Signal(intbv(0)[64:]), Signal(intbv(0)[4:]),
+             Signal(bool(0)), Signal(bool(0)), ResetSignal(0, active=1, isasync=False))
+    parsa_config_check(*ports, ParsaWidths(S.board("Pynq-Z2").slot("parsa").spec)).convert(
+        hdl="Verilog", path=str(tmp_path), name="config_check", testbench=False)
+    result = xc7_sta(tmp_path / "config_check.v", "config_check", tmp_path)
+    assert (result["dsp"], result["dsp_with_mreg_or_preg"]) == (3, 3)

@@ -3,11 +3,13 @@ can arrive every two beats::
 
     C1  worker < WORKERS, ndims <= MAX_SET_DIMS, dims used < N_DIMS, 1 <= tiles <= n_t <= tiles + 1
     C2  n_t ** 2; room = TILES_PER_WORKER - base (or base > TILES_PER_WORKER)
-    C3  n_t ** 3 = n_t ** 2 * n_t, n_t ** 4 = n_t ** 2 * n_t ** 2
+    C3  n_t ** 3 = n_t ** 2 * n_t, n_t ** 4 = n_t ** 2 * n_t ** 2 (formed for ndims >= 3 only, zero otherwise)
     C4  rows = n_t ** ndims (a select), past or rows > room  -> ``bad`` (sticky until ``clear``)
 
 Every product is registered as it leaves its multiplier, with nothing behind it in the same cycle (a DSP48's P
-register; issue 15: the C2 -> C3 chain of two multiplies and a select was the ParSa core's slowest xc7 path).
+register; issue 15: the C2 -> C3 chain of two multiplies and a select was the ParSa core's slowest xc7 path). C3
+multiplies a gated copy of the square, not its bare register: a DSP48 fed from a bare register takes that register
+as its own input register (yosys ``xilinx_dsp``), which left the square's multiplier with neither M nor P.
 
 ``bad`` includes a descriptor :data:`LATENCY` cycles after its strobe. (The per-worker tiling count is checked by
 each worker: ``overflow``.)
@@ -92,8 +94,11 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
         c3_ndims.next = c2_ndims
         c3_nt.next = c2_nt
         c3_n2.next = c2_n2
-        c3_n3.next = c2_n2 * c2_nt
-        c3_n4.next = c2_n2 * c2_n2
+        high_n2 = intbv(0)[16:]     # the square where C4 may select a higher power (operand isolation)
+        if c2_ndims >= 3:
+            high_n2[:] = c2_n2
+        c3_n3.next = high_n2 * c2_nt
+        c3_n4.next = high_n2 * high_n2
 
     @always_comb
     def select_rows():

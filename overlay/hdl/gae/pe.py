@@ -23,7 +23,8 @@ register, no adder behind an unregistered product)::
 which equals ``(a * b + 2**(f-1) + x * 2**f) >> f`` exactly (nested floor divisions by powers of two; the low
 17 bits of ``x * 2**f + 2**(f-1)`` are 0, so ``lo`` carries nothing else). On a fabric of 18 x 18 multipliers
 (``GaeSpec.multiplier_port_bits = 18``: the ECP5 place-and-route build) ``b`` is split at bit 17 as well and the M
-registers hold the four 18 x 18 products (:func:`_partial_products`); the stages are the same. Ten register stages
+registers hold the four 18 x 18 products (:func:`_partial_products`), regrouped so the P stage is one adder deep as
+well; the stages are the same. Ten register stages
 (:data:`PE_LATENCY`)::
 
     1      operands: r - V; V_{t+1} for the gamma product, reset to 0 when d_t (the mask [alive_t])
@@ -147,14 +148,20 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
     as a signed 25-bit operand; ``x`` (signed, or None for 0) rides on the high DSP's C port::
 
         M: m_lo = a_lo * b, m_hi = a_hi * b, xq = x            registered when m_reg
-        P: p_hi = m_hi + (xq * 2**(shift-17) + 2**(shift-18)), lo = m_lo >> 17     registered when p_reg
-        y = (p_hi + lo) >> (shift - 17)                           combinational
+        P: p_hi = m_hi + (xq * 2**(shift-17) + 2**(shift-18)), p_lo = m_lo >> 17     registered when p_reg
+        y = (p_hi + p_lo) >> (shift - 17)                         combinational
 
     ``a``, ``b`` and ``x`` are sampled together; ``y`` follows ``m_reg + p_reg`` clock edges later.
 
     ``port_bits`` (``GaeSpec.multiplier_port_bits``) below the 25 bits of ``b``, with ``m_reg``: the multiplier
-    primitive is 18 x 18, so ``b`` is split at bit 17 too (:func:`_partial_products`). The M registers then hold the
-    four 18 x 18 products, and each of ``m_lo``, ``m_hi`` is one adder of two of them, in the P stage.
+    primitive is 18 x 18, so ``b`` is split at bit 17 too and the M registers hold the four 18 x 18 products
+    (:func:`_partial_products`). They enter the P stage regrouped, one adder on each side::
+
+        P: p_hi = q_hl + (xq * 2**(shift-17) + 2**(shift-18)),  p_lo = q_lh + (q_hh * 2**17 + q_ll >> 17)
+
+    the same sum (``m_hi = q_hl + q_hh * 2**17``, ``m_lo >> 17 = q_lh + q_ll >> 17`` exactly, as ``q_lh * 2**17``
+    is a multiple of 2**17), but ``q_ll >> 17`` is below bit 17, so ``q_hh * 2**17 + q_ll >> 17`` is wiring: two
+    adders deep to ``y`` instead of three (the A loop's second half has no P register, issue 15).
 
     y : Signal(intbv), out -- wide enough for :func:`mac_range`
     """
@@ -166,21 +173,34 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
     b_signed = _ranged(-1, b.max - 1)                  # a signed copy: a signed product with it stays signed
     a_lo, a_hi = _halves(a)
     insts += [assign(b_signed, b), _split(a_lo, a_hi, a)]
-    lo_min, lo_max = _product_range(a_lo, b)
-    hi_min, hi_max = _product_range(a_hi, b)
-    m_lo, m_hi = _ranged(0, lo_max), _ranged(hi_min, hi_max)
 
     if m_reg and len(b_signed) > port_bits:
-        insts.append(_partial_products(m_lo, m_hi, a_lo, a_hi, b_signed, clock))
+        b_lo, b_hi = _halves(b_signed)
+        q_ll, q_lh, q_hl, q_hh = (_product_signal(u, v) for u, v in
+                                  ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)))
+        insts += [_split(b_lo, b_hi, b_signed), _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi,
+                                                                  clock)]
+        ll_top = (q_ll.max - 1) >> _SPLIT_BIT
+        wired = _ranged(q_hh.min << _SPLIT_BIT, ((q_hh.max - 1) << _SPLIT_BIT) + ll_top)  # q_hh * 2**17 + q_ll >> 17
+        lo_term = _ranged(q_lh.min + wired.min, q_lh.max - 1 + wired.max - 1)
+        insts += [_wire_below(wired, q_hh, q_ll), add2(lo_term, q_lh, wired)]
+        hi_term = q_hl
     else:
-        prod_lo, prod_hi = _like(m_lo), _like(m_hi)
+        lo_max = _product_range(a_lo, b)[1]
+        m_lo, hi_term = _ranged(0, lo_max), _ranged(*_product_range(a_hi, b))
+        prod_lo, prod_hi = _like(m_lo), _like(hi_term)
+        lo_term = _ranged(-1, lo_max >> _SPLIT_BIT)    # declared signed: the final sum stays a signed expression
 
         @always_comb
         def multiply():
             prod_lo.next = a_lo * b_signed
             prod_hi.next = a_hi * b_signed
 
-        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(m_hi, prod_hi, clock, m_reg)]
+        @always_comb
+        def low_part():
+            lo_term.next = m_lo >> _SPLIT_BIT
+
+        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(hi_term, prod_hi, clock, m_reg), low_part]
 
     if x is None:
         cq = None
@@ -199,26 +219,22 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
             cq.next = joined[size:].signed()
 
         insts.append(constant)
-    sum_hi = _ranged(hi_min + c_min, hi_max + c_max)
-    low_top = lo_max >> _SPLIT_BIT
-    lo_part = _ranged(-1, low_top)                      # declared signed: the final sum stays a signed expression
-    p_hi, p_lo = _like(sum_hi), _like(lo_part)
+    sum_hi = _ranged(hi_term.min + c_min, hi_term.max - 1 + c_max)
+    p_hi, p_lo = _like(sum_hi), _like(lo_term)
 
     if cq is None:
         bias = 1 << (down - 1)
 
         @always_comb
         def post_add():
-            sum_hi.next = m_hi + bias
-            lo_part.next = m_lo >> _SPLIT_BIT
+            sum_hi.next = hi_term + bias
     else:
         @always_comb
         def post_add():
-            sum_hi.next = m_hi + cq
-            lo_part.next = m_lo >> _SPLIT_BIT
+            sum_hi.next = hi_term + cq
 
-    insts += [post_add, _stage(p_hi, sum_hi, clock, p_reg), _stage(p_lo, lo_part, clock, p_reg)]
-    full = _ranged(sum_hi.min, sum_hi.max - 1 + low_top)
+    insts += [post_add, _stage(p_hi, sum_hi, clock, p_reg), _stage(p_lo, lo_term, clock, p_reg)]
+    full = _ranged(sum_hi.min + lo_term.min, sum_hi.max - 1 + lo_term.max - 1)
 
     @always_comb
     def final_add():
@@ -250,36 +266,29 @@ def _split(low, high, value):
     return wires
 
 
+def _product_signal(u: Signal, v: Signal) -> Signal:
+    """A Signal for ``u * v``, declared signed (sums of such products stay signed expressions)."""
+    low, high = _product_range(u, v)
+    return _ranged(min(low, -1), high)
+
+
 @block
-def _partial_products(m_lo, m_hi, a_lo, a_hi, b, clock):
-    """``m_lo = a_lo * b``, ``m_hi = a_hi * b`` one clock edge later, from four registered 18 x 18 products.
+def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock):
+    """The four 18 x 18 products of ``a * b`` (both split at bit 17), each registered right behind its multiplier::
 
-    ``b`` (signed, 19 to 35 bits) is split like ``a`` at bit 17, into an unsigned low and a signed high part::
+        q_ll = a_lo * b_lo,  q_lh = a_lo * b_hi,  q_hl = a_hi * b_lo,  q_hh = a_hi * b_hi     (one clock edge later)
 
-        q_ll = a_lo * b_lo,  q_lh = a_lo * b_hi,  q_hl = a_hi * b_lo,  q_hh = a_hi * b_hi     (registered)
-        m_lo = q_ll + q_lh * 2**17,  m_hi = q_hl + q_hh * 2**17                             (one adder each)
+    so ``a * b = q_ll + (q_lh + q_hl) * 2**17 + q_hh * 2**34``. A fabric whose multipliers have no usable internal
+    register needs the register right there (the ECP5 stand-in: synthesized whole, a 25-bit ``b`` becomes two
+    MULT18X18Ds summed by a 40-bit carry chain before the register, the slowest path of every GAE build).
 
-    exact, since ``b = b_lo + b_hi * 2**17``. Each register is right behind its multiplier, which is what a fabric
-    whose multipliers have no usable internal register needs (the ECP5 stand-in: synthesized whole, a 25-bit ``b``
-    becomes two MULT18X18Ds summed by a 40-bit carry chain before the register, the slowest path of every GAE
-    build). The shifted terms are wiring (a concatenation with zeros).
-
-    m_lo, m_hi : Signal(intbv), out -- as wide as ``a_lo * b``, ``a_hi * b``
-    a_lo       : Signal(intbv[17]), in  -- the data operand's unsigned low part
-    a_hi       : Signal(signed), in     -- its signed high part
-    b          : Signal(signed), in
+    q_*        : Signal(signed), out -- as from :func:`_product_signal`
+    a_lo, b_lo : Signal(intbv[17]), in -- the unsigned low parts
+    a_hi, b_hi : Signal(signed), in    -- the signed high parts
     clock      : Signal(bool), in
     """
-    b_lo, b_hi = _halves(b)
-    insts = [_split(b_lo, b_hi, b)]
-    products = []
-    for x_part, y_part in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)):
-        low, high = _product_range(x_part, y_part)
-        product = _ranged(min(low, -1), high)       # declared signed: sums of them stay signed expressions
-        registered = _like(product)
-        products.append((product, registered))
-        insts.append(_register(registered, product, clock))
-    (p_ll, q_ll), (p_lh, q_lh), (p_hl, q_hl), (p_hh, q_hh) = products
+    products = [_like(q) for q in (q_ll, q_lh, q_hl, q_hh)]
+    p_ll, p_lh, p_hl, p_hh = products
 
     @always_comb
     def multiply():
@@ -288,22 +297,20 @@ def _partial_products(m_lo, m_hi, a_lo, a_hi, b, clock):
         p_hl.next = a_hi * b_lo
         p_hh.next = a_hi * b_hi
 
-    lh_wires, hh_wires = ConcatSignal(q_lh, intbv(0)[_SPLIT_BIT:]), ConcatSignal(q_hh, intbv(0)[_SPLIT_BIT:])
-    lh_size, hh_size = len(lh_wires), len(hh_wires)
-    lh_shifted = _ranged(q_lh.min << _SPLIT_BIT, (q_lh.max - 1) << _SPLIT_BIT)
-    hh_shifted = _ranged(q_hh.min << _SPLIT_BIT, (q_hh.max - 1) << _SPLIT_BIT)
+    return [multiply] + [_register(q, p, clock) for q, p in zip((q_ll, q_lh, q_hl, q_hh), products)]
+
+
+@block
+def _wire_below(y, high, low):
+    """``y = high * 2**17 + low >> 17`` for an unsigned ``low`` below 2**34: wiring (a concatenation)."""
+    joined = ConcatSignal(high, low(2 * _SPLIT_BIT, _SPLIT_BIT))
+    size = len(joined)
 
     @always_comb
-    def shift():
-        lh_shifted.next = lh_wires[lh_size:].signed()
-        hh_shifted.next = hh_wires[hh_size:].signed()
+    def wires():
+        y.next = joined[size:].signed()
 
-    @always_comb
-    def join():
-        m_lo.next = q_ll + lh_shifted
-        m_hi.next = q_hl + hh_shifted
-
-    return insts + [multiply, shift, join]
+    return wires
 
 
 @block

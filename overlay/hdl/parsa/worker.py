@@ -14,9 +14,11 @@ so ``acc`` holds the worker's preference vector ``ACT_LATENCY`` cycles after the
 previous rows go to a temp memory in S1 before S7 overwrites them (the write trails the read by 6 addresses, so the
 key memory is never read and written at one address in one cycle).
 
-A Horner stage past ``ndims`` multiplies by 1 and adds 0 (the operands are selected, not the result), so each stage
+A Horner stage past ``ndims`` multiplies 0 and adds h (the operands are selected, not the result), so each stage
 is one multiply-add straight into its register: a DSP48 with its P register (issue 15; selecting the result after
-the add left the Pynq-Z2 build's 12 Horner DSPs without M or P registers).
+the add left the Pynq-Z2 build's 12 Horner DSPs without M or P registers, and a product operand straight from the
+previous stage's register let yosys take that register as the next DSP's input register instead, see
+:func:`_horner_operands`).
 
 UPDATE pass (``upd_go``): the previous rows are read back from the temp memory, one per cycle, and each gets
 ``row[a_prev] = sat(row[a_prev] + increment)``::
@@ -93,18 +95,25 @@ def _column_update(out, flag, col, increment, a_prev, index: int):
 
 
 @block
-def _horner_operands(b, c, ndims, n_t, t, dim: int):
-    """Operands of the Horner stage ``h * b + c`` over dim ``dim``: ``n_t`` and that dim's coordinate ``t`` when the
-    tiling has the dim (``ndims > dim``), else 1 and 0, so ``h`` passes unchanged through the same multiply-add."""
+def _horner_operands(a, b, c, h, ndims, n_t, t, dim: int):
+    """Operands of the Horner stage ``a * b + c`` over dim ``dim``: ``h``, ``n_t`` and that dim's coordinate ``t``
+    when the tiling has the dim (``ndims > dim``), else 0, ``n_t`` and ``h``, so ``h`` passes unchanged through the
+    same multiply-add, on its addend.
+
+    The product's operand is never the previous stage's bare register (issue 15): a DSP48 fed from one takes it as
+    its own input register (yosys ``xilinx_dsp``), leaving the previous stage's multiply-add without its P register
+    and its whole multiply in front of the next DSP's input. Which of the two DSPs yosys packs first decided it: the
+    Pynq-Z2 ParSa core alone had 3 of 39 DSPs unregistered, the whole overlay none."""
 
     @always_comb
     def pick():
+        b.next = n_t
         if ndims > dim:
-            b.next = n_t
+            a.next = h
             c.next = t
         else:
-            b.next = 1
-            c.next = 0
+            a.next = 0
+            c.next = h
 
     return pick
 
@@ -162,9 +171,12 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     s3_ndims, s3_nt, s3_base = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[rb:])
     s3_i = Signal(intbv(0, min=0, max=mt))
     s4_h, s5_h, s6_h = Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:])
-    # Horner operands: h_next = a * b + c, with b = 1 and c = 0 for a dim past ndims
+    # Horner operands: h_next = a * b + c, with a = 0 and c = h for a dim past ndims
+    h_first = Signal(intbv(0)[8:])                                        # dim 0's coordinate, or 0
     h4_a, h4_b, h4_c = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
-    h5_b, h5_c, h6_b, h6_c = [Signal(intbv(0)[8:]) for _ in range(4)]
+    h5_a, h6_a = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
+    h5_b, h6_b = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
+    h5_c, h6_c = Signal(intbv(0)[max(rb, 8):]), Signal(intbv(0)[max(rb, 8):])
     s4_t2, s4_t3, s5_t3 = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     s4_ndims, s5_ndims = Signal(intbv(0)[3:]), Signal(intbv(0)[3:])
     s4_nt, s5_nt = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
@@ -256,11 +268,11 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
 
     @always_comb
     def first_coordinate():
-        h4_a.next = t0 if s3_ndims >= 1 else 0
+        h_first.next = t0 if s3_ndims >= 1 else 0
 
-    insts += [_horner_operands(h4_b, h4_c, s3_ndims, s3_nt, t1, 1),
-              _horner_operands(h5_b, h5_c, s4_ndims, s4_nt, s4_t2, 2),
-              _horner_operands(h6_b, h6_c, s5_ndims, s5_nt, s5_t3, 3)]
+    insts += [_horner_operands(h4_a, h4_b, h4_c, h_first, s3_ndims, s3_nt, t1, 1),
+              _horner_operands(h5_a, h5_b, h5_c, s4_h, s4_ndims, s4_nt, s4_t2, 2),
+              _horner_operands(h6_a, h6_b, h6_c, s5_h, s5_ndims, s5_nt, s5_t3, 3)]
 
     @always_comb
     def key_addresses():
@@ -304,14 +316,14 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         s4_base.next = s3_base
         s4_i.next = s3_i
         # S4 -> S5: dim 2
-        s5_h.next = s4_h * h5_b + h5_c
+        s5_h.next = h5_a * h5_b + h5_c
         s5_t3.next = s4_t3
         s5_ndims.next = s4_ndims
         s5_nt.next = s4_nt
         s5_base.next = s4_base
         s5_i.next = s4_i
         # S5 -> S6: dim 3
-        s6_h.next = s5_h * h6_b + h6_c
+        s6_h.next = h6_a * h6_b + h6_c
         s6_base.next = s5_base
         s6_i.next = s5_i
         # S6 -> S7: row

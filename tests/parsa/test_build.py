@@ -1,4 +1,5 @@
-"""The ParSa build parameters against what the HDL and the OPaL policy need (no simulation)."""
+"""The ParSa build parameters against what the HDL and the OPaL policy need (no simulation), and what yosys maps its
+multiplies to."""
 import dataclasses
 import importlib.util
 import shutil
@@ -16,6 +17,7 @@ _spec = importlib.util.spec_from_file_location("parsa_cycles", _SCRIPT)
 parsa_cycles = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(parsa_cycles)
 build_for, opal_layout = parsa_cycles.build_for, parsa_cycles.opal_layout
+needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
 
 
 def test_spec_depths_are_the_hdl_depths():
@@ -59,7 +61,7 @@ def test_report_plans_the_boards_parsa_builds():
     assert bits["policy_bits"] == 8 * 4096 * 10 * 16  # workers x rows x actions x value bits
 
 
-@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
+@needs_yosys
 def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_path):
     """The CONFIG check's three multiplies (n_t ** 2, ** 3, ** 4) each map to a DSP48E1 with its M or P register.
 
@@ -67,7 +69,7 @@ def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_pa
     ``xilinx_dsp``), and the square's DSP was left with neither: the one unregistered multiply of the overlay."""
     from myhdl import ResetSignal, Signal, intbv
 
-    from pynq_rl.overlay.build.timing_tools import xc7_sta
+    from pynq_rl.overlay.build.yosys import synthesize
     from pynq_rl.overlay.hdl.parsa.config_check import parsa_config_check
     from pynq_rl.overlay.hdl.parsa.params import ParsaWidths
 
@@ -75,11 +77,12 @@ def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_pa
              Signal(bool(0)), Signal(bool(0)), ResetSignal(0, active=1, isasync=False))
     parsa_config_check(*ports, ParsaWidths(S.board("Pynq-Z2").slot("parsa").spec)).convert(
         hdl="Verilog", path=str(tmp_path), name="config_check", testbench=False)
-    result = xc7_sta(tmp_path / "config_check.v", "config_check", tmp_path)
+    result = synthesize(tmp_path / "config_check.v", "config_check", "xc7", [], tmp_path / "yosys", depth=False,
+                        timeout=900)
     assert (result["dsp"], result["dsp_with_mreg_or_preg"]) == (3, 3)
 
 
-@pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys is not installed")
+@needs_yosys
 def test_every_multiply_of_the_pynq_z2_core_keeps_a_dsp_pipeline_register(tmp_path):
     """The Pynq-Z2 ParSa core synthesized alone (as the resource report does): all 39 DSP48E1s use M or P.
 

@@ -124,15 +124,15 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
 def loop_registers(verilog: str) -> list[str]:
     """Names of the registers on each PE's A feedback loop in converted Verilog (for ``setattr -set keep 1``).
 
-    These are ``*_adv3`` (A_t) and the taps of the ``adv_hist`` delay line (A_{t+2} .. A_{t+k}, k >= 2): the
-    fabric registers yosys could absorb into a DSP whose output feeds back to its own input (DESIGN.md section
-    5). The loop's pipeline register inside the DSPs (their M registers) is meant to be absorbed. The last
-    pattern (a register taking ``*_tail_mul_product_rounded``) finds the tail register of PEs before issue 15.
+    These are ``*_adv3`` (A_t), the taps of the ``adv_hist`` delay line (A_{t+2} .. A_{t+k-1}, k >= 3) and
+    ``*_adv_tail`` (A_{t+k}, the tail product's operand, k >= 2): the fabric registers yosys could absorb into a
+    DSP whose output feeds back to its own input (DESIGN.md section 5). The loop's pipeline register inside the
+    DSPs (their M registers) is meant to be absorbed. The last pattern (a register taking ``*_tail_mul_product_rounded``) finds the tail register of PEs before issue 15.
     """
     names = set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv3)\b", verilog, re.M))
     names |= set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv_hist\w*)\b", verilog, re.M))
-    # a tap that also feeds another block may be named after that block's port: find it by its process
-    for block_text in re.findall(r"begin: \w+_adv_hist_stage\d+_seq\b(.*?)\nend\b", verilog, re.S):
+    # a tap (or adv_tail, a dff_en instance) may be named after a block's port: find it by its process
+    for block_text in re.findall(r"begin: \w+_(?:adv_hist_stage\d+|adv_tail)_seq\b(.*?)\nend\b", verilog, re.S):
         names |= set(re.findall(r"^\s*(\w+)\s*<=", block_text, re.M))
     names |= set(re.findall(r"^\s*(\w+)\s*<=\s*\w+_tail_mul_product_rounded\s*;", verilog, re.M))
     return sorted(names)

@@ -32,18 +32,32 @@ well; the stages are the same. Ten register stages
     4      F: delta_t = sat(...); C**j registered with reset [not alive_t] (the tap masks)
     5-6    M, P of rnd(C * delta_{t+1}) + delta_t (k >= 3: the other taps without addend, masked by chain_j)
     7      F: partial_t; C**k registered with reset [not chain_k] (the tail mask)
-    8      the A loop, first half: M of rnd(C**k * A_{t+k}) + partial_t
-    9      the A loop, second half: A_t = sat(post-adder + fabric adder), no P register  (``adv3``)
+    8      the A loop, first half: M of rnd(C**k * A_{t+k}) + partial_t, straight from the register ``adv_tail``
+    9      the A loop, second half: A_t = sat(post-adder + fabric adder), no P register, into ``adv_tail``; the
+           unclamped sum into ``adv3``
     10     R_t = sat(A_t + V_t), A_t copied beside it (outputs)
 
-The A feedback loop is A (``adv3``) -> ``adv_hist`` (A_{t+2} .. A_{t+k}) -> a 2-way select -> M registers ->
-adders and saturation -> A: two register stages, so k >= 2 closes it (the point of the lookahead, HEPPO eq.
-10/11). Stages 1-8 are free running (a bubble passes as an invalid slot) and the history shifts only on valid
-data, so while the element ahead is still in stage 9 A_{t+k} is one register nearer: the select takes
-``adv_hist[k-3]`` (``adv3`` for k = 2) then, ``adv_hist[k-2]`` otherwise. The bootstrap row counts as the element
-ahead (it writes A_T = 0). For k = 1 the loop is one cycle: stage 8 only registers, stage 9 multiplies ``adv3``
-combinationally. The loop registers are ``adv3`` and ``adv_hist`` (kept by name in synthesis: the yosys
-DSP-feedback bug, DESIGN.md section 5); the M registers inside the loop are the DSPs'.
+The A feedback loop (k >= 2) is ``adv_tail`` -> M registers -> adders and saturation -> ``adv_tail``: two register
+stages, so k >= 2 closes it (the point of the lookahead, HEPPO eq. 10/11), with nothing but wires between a
+register and a multiplier. Stages 1-7 are free running (a bubble passes as an invalid slot) and the A history
+shifts only on valid data, so which A the element in stage 8 needs depends on whether the element ahead is still
+in stage 9 (then A_{t+k} is one register nearer). ``adv_tail`` resolves that a cycle early, as the element enters
+stage 8 (``ahead7``; the bootstrap row counts as an element: it writes A_T = 0)::
+
+    adv_tail <= 0                                  on the bootstrap row in stage 9 (clear8, priority)
+             <= A of the element in stage 9        k = 2 (the clamp's output), element in stage 9
+                or the last A written              k = 2, none in stage 9 (see below)
+             <= valid8 ? adv_hist[k-4] : adv_hist[k-3]    k >= 3 (adv_hist[-1] being the clamped adv3)
+             holds                                 no element entering stage 8
+
+For k = 2 the two cases are one wire: the tail's M registers load only with an element (or zeros with the
+bootstrap row) and hold otherwise, so with stage 9 empty its sum recomputes the last element's A exactly, and
+``adv_tail`` takes the clamp's output in every case. ``adv3`` keeps the unclamped sum of the last element written
+(clamped where read: stage 10, the history), so each of the two loop flip-flops sits beside its own driver (the
+carry chain, the clamp's LUT4) on the ECP5. For k = 1 the loop is one cycle: stage 8 only registers, stage 9
+multiplies ``adv3`` (clamped) combinationally. The loop registers are ``adv3``, ``adv_hist`` and ``adv_tail``
+(kept by name in synthesis: the yosys DSP-feedback bug, DESIGN.md section 5); the M registers inside the loop are
+the DSPs'.
 
 Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.23); see :mod:`pynq_rl.overlay.models.gae`,
 which this block must match bit for bit.
@@ -51,7 +65,7 @@ which this block must match bit for bit.
 from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
 
 from ...spec import GaeSpec
-from ..common.arith import add2, and2, assign, delay_line, mux2, or2, saturate
+from ..common.arith import add2, and2, assign, delay_line, dff_en, mux2, or2, saturate
 
 __all__ = ["gae_pe", "coef_powers", "PE_LATENCY"]
 
@@ -116,8 +130,14 @@ def _product_range(a, b):
 
 
 @block
-def _stage(q, d, clock, registered: bool):
-    """``q <= d`` on every clock edge, or ``q = d`` (a wire) when not ``registered``."""
+def _stage(q, d, clock, registered: bool, load=None, clear=None):
+    """``q <= d`` on every clock edge, or ``q = d`` (a wire) when not ``registered``.
+
+    With ``load`` (registered only) the register loads ``d`` only when ``load`` is high and is cleared to 0 when
+    ``clear`` is (priority): a DSP48's CEM / RSTM, the fabric flip-flops' CE / LSR.
+    """
+    if registered and load is not None:
+        return dff_en(q, d, load, clear, clock)
     if registered:
         @always(clock.posedge)
         def seq():
@@ -141,7 +161,8 @@ def mac_range(a, b, x, shift: int) -> tuple[int, int]:
 
 
 @block
-def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, port_bits: int = 25):
+def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, port_bits: int = 25,
+         load=None, clear=None):
     """``y = rnd(a * b / 2**shift) + x``, exact (one rounding), as two DSP48s with M and P registers.
 
     ``a`` (signed, wider than 18 bits) is split at bit 17; ``b`` (unsigned, at most 24 bits) enters both products
@@ -152,6 +173,10 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         y = (p_hi + p_lo) >> (shift - 17)                         combinational
 
     ``a``, ``b`` and ``x`` are sampled together; ``y`` follows ``m_reg + p_reg`` clock edges later.
+
+    ``load`` / ``clear`` (Signals, with ``m_reg``): the M registers (products and ``xq``) sample only when ``load``
+    is high and hold otherwise, and ``clear`` zeroes them (then ``y`` = 0). Without ``p_reg``, ``y`` is then a
+    function of the last sampled operands alone, however many cycles ago: the A loop relies on that.
 
     ``port_bits`` (``GaeSpec.multiplier_port_bits``) below the 25 bits of ``b``, with ``m_reg``: the multiplier
     primitive is 18 x 18, so ``b`` is split at bit 17 too and the M registers hold the four 18 x 18 products
@@ -165,6 +190,8 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
 
     y : Signal(intbv), out -- wide enough for :func:`mac_range`
     """
+    if load is not None and not m_reg:
+        raise ValueError("_mac: load / clear gate the M registers, so they need m_reg")
     if shift <= _SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
         raise ValueError(f"_mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
                          f"got {len(a)} bits, min {a.min}, shift {shift}")
@@ -179,7 +206,7 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         q_ll, q_lh, q_hl, q_hh = (_product_signal(u, v) for u, v in
                                   ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)))
         insts += [_split(b_lo, b_hi, b_signed), _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi,
-                                                                  clock)]
+                                                                  clock, load, clear)]
         ll_top = (q_ll.max - 1) >> _SPLIT_BIT
         wired = _ranged(q_hh.min << _SPLIT_BIT, ((q_hh.max - 1) << _SPLIT_BIT) + ll_top)  # q_hh * 2**17 + q_ll >> 17
         lo_term = _ranged(q_lh.min + wired.min, q_lh.max - 1 + wired.max - 1)
@@ -200,14 +227,15 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         def low_part():
             lo_term.next = m_lo >> _SPLIT_BIT
 
-        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg), _stage(hi_term, prod_hi, clock, m_reg), low_part]
+        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg, load, clear),
+                  _stage(hi_term, prod_hi, clock, m_reg, load, clear), low_part]
 
     if x is None:
         cq = None
         c_min = c_max = 1 << (down - 1)
     else:
         xq = _like(x)
-        insts.append(_stage(xq, x, clock, m_reg))
+        insts.append(_stage(xq, x, clock, m_reg, load, clear))
         # C = x * 2**down + 2**(down-1): wiring (x, then a one and down-1 zeros)
         joined = ConcatSignal(xq, intbv(1 << (down - 1))[down:])
         size = len(joined)
@@ -273,7 +301,7 @@ def _product_signal(u: Signal, v: Signal) -> Signal:
 
 
 @block
-def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock):
+def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock, load=None, clear=None):
     """The four 18 x 18 products of ``a * b`` (both split at bit 17), each registered right behind its multiplier::
 
         q_ll = a_lo * b_lo,  q_lh = a_lo * b_hi,  q_hl = a_hi * b_lo,  q_hh = a_hi * b_hi     (one clock edge later)
@@ -286,6 +314,7 @@ def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock):
     a_lo, b_lo : Signal(intbv[17]), in -- the unsigned low parts
     a_hi, b_hi : Signal(signed), in    -- the signed high parts
     clock      : Signal(bool), in
+    load, clear : Signal(bool) or None, in -- as :func:`_stage`'s (None: free running)
     """
     products = [_like(q) for q in (q_ll, q_lh, q_hl, q_hh)]
     p_ll, p_lh, p_hl, p_hh = products
@@ -297,7 +326,7 @@ def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock):
         p_hl.next = a_hi * b_lo
         p_hh.next = a_hi * b_hi
 
-    return [multiply] + [_register(q, p, clock) for q, p in zip((q_ll, q_lh, q_hl, q_hh), products)]
+    return [multiply] + [_stage(q, p, clock, True, load, clear) for q, p in zip((q_ll, q_lh, q_hl, q_hh), products)]
 
 
 @block
@@ -469,7 +498,6 @@ def gae_pe(adv, ret, out_valid, saturated,
               _carry(valid5, clear5, v5, sat5, None, valid4, clear4, v4, sat4, None, clock),
               _carry(valid6, clear6, v6, sat6, None, valid5, clear5, v5, sat5, None, clock),
               _carry(valid7, clear7, v7, sat7, None, valid6, clear6, v6, sat6, None, clock)]
-    part7 = _data(spec, k + 1)
     if k > 1:
         part = _ranged(*mac_range(delta_hist[0], coefs[1], delta4, cf))
         tap = _mac(part, delta_hist[0], coefs[1], delta4, clock, cf, port_bits=ports)
@@ -491,28 +519,54 @@ def gae_pe(adv, ret, out_valid, saturated,
         delta5, delta6 = _data(spec), _data(spec)
         insts += [_register(delta5, delta4, clock), _register(delta6, delta5, clock)]
         part = delta6
+    part7 = _like(part)                   # its exact range: the loop's sum is 34 bits for k = 2, its clamp a LUT4
     insts.append(_register(part7, part, clock))
 
     # stages 8-9: the A loop: A_t = sat(partial_t + [chain_k] rnd(C**k * A_{t+k})) ----------------------------------
-    # The mask is the tail coefficient's synchronous reset. adv3 and adv_hist keep their names: the synthesis
-    # report finds the loop registers by them (DESIGN.md section 5).
-    adv3 = _data(spec)
-    adv_hist = [_data(spec) for _ in range(k - 1)]            # A_{t+2} .. A_{t+k}, shifted as A_t is written
+    # The mask is the tail coefficient's synchronous reset. adv3, adv_hist and adv_tail keep their names: the
+    # synthesis report finds the loop registers by them (DESIGN.md section 5).
+    adv_hist = [_data(spec) for _ in range(k - 2)]            # A_{t+2} .. A_{t+k-1}, shifted as A_t is written
     v8, v9 = _data(spec), _data(spec)
     valid8, clear8, sat8, valid9, clear9, sat9 = [Signal(bool(0)) for _ in range(6)]
     insts.append(_carry(valid8, clear8, v8, sat8, None, valid7, clear7, v7, sat7, None, clock))
     tail_coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))    # C**k, or 0 when chain_k is 0
-    raw_adv = _ranged(*mac_range(adv3, tail_coef, part7, cf))
+    raw_adv = _ranged(*mac_range(_data(spec), tail_coef, part7, cf))
+    adv_c = _data(spec)                                       # A_t = sat(raw_adv) (k <= 2 read it)
+    a_clamped = Signal(bool(0))                               # A_t clamped: stage 9 (k = 1) or 10 (k >= 2)
+    sat9_next = Signal(bool(0))                               # the element's flag so far, into stage 9's register
+    if k > 1:
+        # adv3 keeps the raw sum of the element last written, clamped where it is read: the clamp's LUTs then
+        # feed adv_tail alone, and the sum's carry chain feeds adv3 (each flip-flop beside its driver)
+        adv3, adv_a = _like(raw_adv), _data(spec)
+        insts += [saturate(adv_a, a_clamped, adv3, lo, hi), assign(sat9_next, sat8)]
+        if k == 2:
+            insts.append(saturate(adv_c, None, raw_adv, lo, hi))
+        adv3_next = raw_adv
+    else:
+        adv3 = adv_a = _data(spec)                            # k = 1: adv3 is the multiplier's operand
+        adv3_next = adv_c
+        clamped8 = Signal(bool(0))
+        insts += [saturate(adv_c, a_clamped, raw_adv, lo, hi), and2(clamped8, a_clamped, valid8),
+                  or2(sat9_next, sat8, clamped8)]
     if k > 1:
         tail_coef_inst = _masked_register(tail_coef, powers[k], cut6, clock)    # aligned with stage 7
-        history = [adv3] + adv_hist                           # A of the last, second last ... element written
-        source = _data(spec)                                  # A_{t+k}
-        # the element ahead is still in stage 8: a register of its own (from stage 7), so the select's control
-        # is one flip-flop (yosys packs the valid chain into SRL16s, whose clock-to-out is slow)
-        ahead7, ahead = Signal(bool(0)), Signal(bool(0))
-        insts += [or2(ahead7, valid7, clear7), _register(ahead, ahead7, clock),
-                  mux2(source, history[k - 2], history[k - 1], ahead)]
-        tail_mac = _mac(raw_adv, source, tail_coef, part7, clock, cf, m_reg=True, p_reg=False, port_bits=ports)
+        # adv_tail is A_{t+k} for the element in stage 8, a register: no select in front of the multipliers.
+        # The tail's M registers load only with an element in stage 8 (or the bootstrap row, as zeros), so with
+        # no element in stage 9 the loop's sum recomputes the last one: adv_c == adv3 then.
+        adv_tail = _data(spec)
+        ahead7 = Signal(bool(0))                              # an element (or the bootstrap row) in stage 8
+        history = [adv_c, adv_a] + adv_hist                   # A of the element in stage 9, the last written, ...
+        if k == 2:
+            tail_next = adv_c                                 # history[0], or history[1] == adv_c (no element)
+            insts.append(or2(ahead7, valid7, clear7))
+        else:
+            tail_next = _data(spec)
+            insts += [or2(ahead7, valid7, clear7), mux2(tail_next, history[k - 2], history[k - 1], valid8)]
+        at = dff_en(adv_tail, tail_next, ahead7, clear8, clock)
+        at.name = "adv_tail"
+        insts.append(at)
+        tail_mac = _mac(raw_adv, adv_tail, tail_coef, part7, clock, cf, m_reg=True, p_reg=False, port_bits=ports,
+                        load=ahead7, clear=clear7)
     else:
         cut7, part8 = Signal(bool(0)), _like(part7)
         tail_coef_inst = _masked_register(tail_coef, powers[k], cut7, clock)    # aligned with stage 8
@@ -522,21 +576,19 @@ def gae_pe(adv, ret, out_valid, saturated,
     tail_mac.name = "tail_mac"
     insts += [tail_coef_inst, tail_mac]
     if adv_hist:
-        ah = delay_line(adv_hist, adv3, valid8, clear8, clock)
+        ah = delay_line(adv_hist, adv_a, valid8, clear8, clock)
         ah.name = "adv_hist"
         insts.append(ah)
-    adv_c, adv_sat = _data(spec), Signal(bool(0))
-    insts.append(saturate(adv_c, adv_sat, raw_adv, lo, hi))
 
     @always(clock.posedge)
     def stage9():
         if clear8:
             adv3.next = 0
         elif valid8:
-            adv3.next = adv_c
+            adv3.next = adv3_next
         valid9.next = valid8
         v9.next = v8
-        sat9.next = sat8 or (adv_sat and valid8)
+        sat9.next = sat9_next
 
     insts.append(stage9)
 
@@ -545,14 +597,16 @@ def gae_pe(adv, ret, out_valid, saturated,
     ret_c, ret_sat = _data(spec), Signal(bool(0))
     adv10, ret10 = _data(spec), _data(spec)
     valid10, sat10 = Signal(bool(0)), Signal(bool(0))
-    insts += [add2(raw_ret, adv3, v9), saturate(ret_c, ret_sat, raw_ret, lo, hi)]
+    flag10 = Signal(bool(0))                                   # R_t clamped, or (k >= 2) A_t
+    insts += [add2(raw_ret, adv_a, v9), saturate(ret_c, ret_sat, raw_ret, lo, hi),
+              or2(flag10, ret_sat, a_clamped) if k > 1 else assign(flag10, ret_sat)]
 
     @always(clock.posedge)
     def stage10():
         valid10.next = valid9
-        adv10.next = adv3
+        adv10.next = adv_a
         ret10.next = ret_c
-        sat10.next = sat9 or ret_sat
+        sat10.next = sat9 or flag10
 
     @always_comb
     def outputs():

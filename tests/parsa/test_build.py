@@ -34,6 +34,16 @@ def test_hdl_refuses_a_spec_with_other_depths():
         parsa_core_top(*top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
 
 
+@pytest.mark.parametrize("board", [None, "ZCU106"])
+def test_every_argmax_level_of_a_board_build_ends_in_a_register(board):
+    """Issue 15: with 10 actions (4 tree levels) in 3 register stages, one cycle held two compare-and-select
+    levels, the Pynq-Z2 core's slowest path (89 MHz on the ECP5). One register per level up to 16 actions."""
+    from pynq_rl.overlay.hdl.parsa import reduce as R
+    levels = (S.board(board).slot("parsa").spec.max_actions - 1).bit_length()
+    assert levels <= R.ARGMAX_STAGES
+    assert R._registered_levels(levels, R.ARGMAX_STAGES) == set(range(levels))
+
+
 def test_opal_policy_fits_the_zcu106_build():
     """OPaL's DDoS shape (22744 tiles, 136 tilings) schedules onto the ZCU106 build (8 workers): at most 17 tilings
     per worker, the busiest bank one 4-D tiling (7**4 = 2401 rows) plus smaller ones, within its 4096 rows."""

@@ -16,8 +16,9 @@ __all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max
 
 #: register stages of the worker-sum tree
 SUM_STAGES = 3
-#: register stages of the argmax tree
-ARGMAX_STAGES = 3
+#: register stages of the argmax tree: one per level up to 16 actions (two compare-and-select levels in one cycle
+#: ran at 89 MHz on the ECP5 with the Pynq-Z2 build's 10 actions, issue 15)
+ARGMAX_STAGES = 4
 
 
 def _registered_levels(levels: int, stages: int) -> set[int]:

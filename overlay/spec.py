@@ -787,7 +787,7 @@ class ParsaSpec:
     """format of ALPHA, GAMMA, EPSILON and EPSILON_DECAY: UQ1.16 holds 1.0 exactly"""
     stream_bytes: int = 8
     """AXI-Stream TDATA width in bytes"""
-    act_depth: int = 22
+    act_depth: int = 23
     """CYCLES_ACT = n_dims + (tilings of the busiest worker) + act_depth (the HDL's depth:
     ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
     update_depth: int = 9

@@ -19,8 +19,8 @@ One module per job:
 * :mod:`.record_out`, :mod:`.emitter` -- action records and policy rows out of ``m_axis``;
 * :mod:`.params` -- derived widths and the bus the controller broadcasts to the workers.
 
-Pipeline depths (``ParsaSpec.act_depth`` = 22, ``update_depth`` = 9, checked at elaboration): CYCLES_ACT =
-n_dims + busiest + 22, CYCLES_UPDATE = busiest + 9, where busiest = tilings of the busiest worker.
+Pipeline depths (``ParsaSpec.act_depth`` = 23, ``update_depth`` = 9, checked at elaboration): CYCLES_ACT =
+n_dims + busiest + 23, CYCLES_UPDATE = busiest + 9, where busiest = tilings of the busiest worker.
 
 Behaviour the emulated IP does not show: action records leave as each state record completes (the emulated IP
 answers after TLAST), so a host must drain ``m_axis`` while it feeds ``s_axis`` (the DMA does); the final word

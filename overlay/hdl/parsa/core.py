@@ -32,10 +32,10 @@ ACT, one state record (``n`` = N_DIMS, ``B`` = tilings of the busiest worker)::
 
     RUN cycle 0           positions unit starts: u_d for d < n, one per cycle (positions.LATENCY)
     RUN cycle n + 3       act_go: every worker issues its tilings, one per cycle (worker.ACT_LATENCY)
-    RUN cycle n + B + 12  every worker's preference vector is final; sum tree (SUM_STAGES), q = sat(sum) (1),
+    RUN cycle n + B + 13  every worker's preference vector is final; sum tree (SUM_STAGES), q = sat(sum) (1),
                           argmax (ARGMAX_STAGES)
-    RUN cycle n + B + 20  choice: PRNG step, the explore test and random action drawn ahead; EPSILON decays
-    RUN cycle n + B + 21  q[a] selected; the action record is loaded into the emitter; key memory written
+    RUN cycle n + B + 21  choice: PRNG step, the explore test and random action drawn ahead; EPSILON decays
+    RUN cycle n + B + 22  q[a] selected; the action record is loaded into the emitter; key memory written
 
 so ``CYCLES_ACT = n + B + ACT_DEPTH``. The Sarsa update (ONLINE, a reward, the key holds a previous state) then
 runs ``B + UPDATE_DEPTH`` cycles: gamma * q[a] (1), delta = sat(r + rnd(...) - q) (1), alpha * delta (1),

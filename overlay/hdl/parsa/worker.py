@@ -8,7 +8,8 @@ ACT pass (``act_go``): the worker's tilings are issued one per cycle through an 
     S3..S5            Horner: h = h * n_t + t_j for j < ndims   (one multiply per stage, row-index wide)
     S6                row = base + h
     S7                policy bank read (one row: max_actions values); (key, i) <- row
-    S8                acc[a] += row[a] for every action
+    S8                the row registered (the block RAM's output register where the fabric has one)
+    S9                acc[a] += row[a] for every action
 
 so ``acc`` holds the worker's preference vector ``ACT_LATENCY`` cycles after the last tiling was issued. The key's
 previous rows go to a temp memory in S1 before S7 overwrites them (the write trails the read by 6 addresses, so the
@@ -43,8 +44,8 @@ from .params import ParsaWidths, WorkerBus
 
 __all__ = ["parsa_worker", "ACT_LATENCY", "UPDATE_LATENCY"]
 
-#: cycles from the edge that issues a worker's last tiling (S0) to the edge after which ``acc`` holds it (S8)
-ACT_LATENCY = 9
+#: cycles from the edge that issues a worker's last tiling (S0) to the edge after which ``acc`` holds it (S9)
+ACT_LATENCY = 10
 #: cycles from the edge that issues the last update (U0) to the edge that writes it (U3)
 UPDATE_LATENCY = 4
 
@@ -160,7 +161,7 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     f_dim0, f_dim1, f_dim2, f_dim3 = fields["dim0"], fields["dim1"], fields["dim2"], fields["dim3"]
     f_ndims, f_tiles, f_nt, f_shift, f_base = (fields["ndims"], fields["tiles"], fields["n_t"], fields["shift"],
                                                fields["base"])
-    v2, v3, v4, v5, v6, v7, v8 = [Signal(bool(0)) for _ in range(7)]   # stage Sk holds a tiling
+    v2, v3, v4, v5, v6, v7, v8, v9 = [Signal(bool(0)) for _ in range(8)]   # stage Sk holds a tiling
     u_sel0, u_sel1, u_sel2, u_sel3 = [Signal(intbv(0)[16:]) for _ in range(4)]
     s2_u0, s2_u1, s2_u2, s2_u3 = [Signal(intbv(0)[16:]) for _ in range(4)]
     s2_ndims, s2_tiles, s2_nt = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
@@ -258,6 +259,7 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         v6.next = v5
         v7.next = v6
         v8.next = v7
+        v9.next = v8
 
     @always_comb
     def coordinates():
@@ -330,9 +332,18 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         s7_row.next = s6_base + s6_h
         s7_i.next = s6_i
 
+    # the row is registered before the adds (issue 15: a block RAM's clock-to-out, then the accumulators' carry
+    # chains in one cycle was the Pynq-Z2 build's slowest path, 95.6 MHz on the ECP5)
+    row8 = Signal(intbv(0)[widths.row_w:])
+
+    @always(clock.posedge)
+    def act_row():
+        row8.next = bank_q
+
+    insts.append(act_row)
     for a in range(ma):
-        insts.append(field_signed(bank_cols[a], bank_q, a * vw))
-        insts.append(_acc_lane(accs[a], bank_cols[a], bus.act_go, v8, clock))
+        insts.append(field_signed(bank_cols[a], row8, a * vw))
+        insts.append(_acc_lane(accs[a], bank_cols[a], bus.act_go, v9, clock))
 
     # -- UPDATE pass -------------------------------------------------------------------------------------------------
     @always_seq(clock.posedge, reset=reset)

@@ -1,8 +1,9 @@
 """The GAE processing element alone in MyHDL, against the model, with bubbles anywhere in its input.
 
 The core feeds a PE one element per cycle with gaps wherever the input stream stalls, and a continuation chunk may
-follow its predecessor after any number of idle cycles. The PE's A loop selects A_{t+k} by whether the element
-ahead is still in flight, so gaps of every length, right after the bootstrap row and between two elements, are
+follow its predecessor after any number of idle cycles. Which A_{t+k} the element entering the A loop needs
+depends on whether the element ahead is still in flight (and, for k = 2, the loop recomputes the last A while
+its second stage is empty), so gaps of every length, right after the bootstrap row and between two elements, are
 what exercises it; the core-level tests rarely stall mid-sequence.
 """
 from __future__ import annotations
@@ -116,3 +117,25 @@ def test_pe_equals_model_with_gaps_anywhere(k, port_bits):
             assert any(s for _, _, s in episode) == sat
 
     check()
+
+
+@pytest.mark.parametrize("port_bits", [25, 18])
+@pytest.mark.parametrize("k", [2, 3])
+def test_pe_equals_model_with_a_gap_after_every_element(k, port_bits):
+    """Deterministic: gaps of 1, 2 and 3 cycles after each element in turn, so every element enters the loop once
+    with the element ahead still in stage 9 and once behind an empty one, and the loop's held products are read."""
+    spec = GaeSpec(lanes=1, lookahead=k, multiplier_port_bits=port_bits)
+    rng = np.random.default_rng(7)
+    n_steps = 24
+    rewards = rng.integers(-(1 << 20), 1 << 20, n_steps)
+    values = rng.integers(-(1 << 20), 1 << 20, n_steps + 1)
+    dones = np.zeros(n_steps, np.int64)
+    dones[9] = 1
+    rows = [(1, 1, 0, 0, int(values[-1]))]
+    for t in range(n_steps - 1, -1, -1):
+        rows += [(1, 0, int(dones[t]), int(rewards[t]), int(values[t]))]
+        rows += [(0, 0, 0, 0, 0)] * (t % 4)
+    gamma, gamma_lambda = round(0.99 * (1 << spec.coef.frac)), round(0.99 * 0.95 * (1 << spec.coef.frac))
+    want = gae_fixed(spec, rewards[:, None], values[:, None], dones[:, None], gamma, gamma_lambda, use_numba=False)
+    got = simulate_pe(spec, rows, gamma, gamma_lambda)
+    assert [(a, r) for a, r, _ in got] == list(zip(want.advantages[::-1, 0].tolist(), want.returns[::-1, 0].tolist()))

@@ -127,7 +127,8 @@ def loop_registers(verilog: str) -> list[str]:
     These are ``*_adv3`` (A_t), the taps of the ``adv_hist`` delay line (A_{t+2} .. A_{t+k-1}, k >= 3) and
     ``*_adv_tail`` (A_{t+k}, the tail product's operand, k >= 2): the fabric registers yosys could absorb into a
     DSP whose output feeds back to its own input (DESIGN.md section 5). The loop's pipeline register inside the
-    DSPs (their M registers) is meant to be absorbed. The last pattern (a register taking ``*_tail_mul_product_rounded``) finds the tail register of PEs before issue 15.
+    DSPs (their M registers) is meant to be absorbed. The last pattern (a register taking
+    ``*_tail_mul_product_rounded``) finds the tail register of PEs before issue 15.
     """
     names = set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv3)\b", verilog, re.M))
     names |= set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv_hist\w*)\b", verilog, re.M))

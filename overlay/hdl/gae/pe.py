@@ -555,13 +555,13 @@ def gae_pe(adv, ret, out_valid, saturated,
         # no element in stage 9 the loop's sum recomputes the last one: adv_c == adv3 then.
         adv_tail = _data(spec)
         ahead7 = Signal(bool(0))                              # an element (or the bootstrap row) in stage 8
-        history = [adv_c, adv_a] + adv_hist                   # A of the element in stage 9, the last written, ...
+        insts.append(or2(ahead7, valid7, clear7))
         if k == 2:
-            tail_next = adv_c                                 # history[0], or history[1] == adv_c (no element)
-            insts.append(or2(ahead7, valid7, clear7))
+            tail_next = adv_c                                 # the element in stage 9's A, or (none) adv3's == adv_c
         else:
+            history = [adv_a] + adv_hist                      # A of the last, second last ... element written
             tail_next = _data(spec)
-            insts += [or2(ahead7, valid7, clear7), mux2(tail_next, history[k - 2], history[k - 1], valid8)]
+            insts.append(mux2(tail_next, history[k - 3], history[k - 2], valid8))
         at = dff_en(adv_tail, tail_next, ahead7, clear8, clock)
         at.name = "adv_tail"
         insts.append(at)

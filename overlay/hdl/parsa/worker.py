@@ -201,6 +201,9 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     new_row = ConcatSignal(*reversed(new_cols)) if ma > 1 else new_cols[0]
     any_flag = Signal(bool(0))
     bank_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
+    # S8: the row registered before the adds (issue 15: a block RAM's clock-to-out, then the accumulators' carry
+    # chains in one cycle was the Pynq-Z2 build's slowest path, 95.6 MHz on the ECP5)
+    row8 = Signal(intbv(0)[widths.row_w:])
 
     # # #
     insts = []
@@ -331,16 +334,9 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         # S6 -> S7: row
         s7_row.next = s6_base + s6_h
         s7_i.next = s6_i
-
-    # the row is registered before the adds (issue 15: a block RAM's clock-to-out, then the accumulators' carry
-    # chains in one cycle was the Pynq-Z2 build's slowest path, 95.6 MHz on the ECP5)
-    row8 = Signal(intbv(0)[widths.row_w:])
-
-    @always(clock.posedge)
-    def act_row():
+        # S7 -> S8: the policy row read in S7
         row8.next = bank_q
 
-    insts.append(act_row)
     for a in range(ma):
         insts.append(field_signed(bank_cols[a], row8, a * vw))
         insts.append(_acc_lane(accs[a], bank_cols[a], bus.act_go, v9, clock))

@@ -44,6 +44,23 @@ def test_every_argmax_level_of_a_board_build_ends_in_a_register(board):
     assert R._registered_levels(levels, R.ARGMAX_STAGES) == set(range(levels))
 
 
+def test_the_descriptor_memory_feeds_only_a_register(tmp_path):
+    """Issue 15: each worker's descriptor block RAM (no output register) fed the 20:1 position muxes and the DSP48
+    behind them in one cycle, the Pynq-Z2 core's slowest xc7 path (4.04 ns). The memory is now read a cycle ahead
+    and its output goes to one register (``desc_s1``) and nowhere else, in the converted Verilog of every worker."""
+    import re
+
+    from pynq_rl.overlay.build.verilog import convert
+
+    spec = S.board("Pynq-Z2").slot("parsa").spec
+    verilog = convert("parsa", spec, tmp_path).read_text()
+    for worker in range(spec.workers):
+        q = f"core_worker{worker}_desc_q"
+        uses = [line.strip() for line in verilog.splitlines() if re.search(rf"\b{q}\b", line)]
+        readers = [line for line in uses if not line.startswith(("reg ", f"{q} <="))]
+        assert readers == [f"core_worker{worker}_desc_s1 <= {q};"], readers
+
+
 def test_opal_policy_fits_the_zcu106_build():
     """OPaL's DDoS shape (22744 tiles, 136 tilings) schedules onto the ZCU106 build (8 workers): at most 17 tilings
     per worker, the busiest bank one 4-D tiling (7**4 = 2401 rows) plus smaller ones, within its 4096 rows."""

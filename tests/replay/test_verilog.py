@@ -126,3 +126,29 @@ def test_verilog_equals_model_bit_for_bit(converted):
         assert any(s & flag for s in statuses), f"no vector raises {flag!r}"
     assert {op.mode for op in ops} >= {int(m) for m in S.ReplayMode}
     run_cocotb(spec, verilog, vectors, work)
+
+
+def test_the_updaters_column_logic_starts_from_registers(tmp_path):
+    """Issue 15: in the Pynq-Z2 build the column logic of every updater stage (the K adds, the leaf's replacement
+    and its 16:1 old-code multiplexer) was selected by a decode of the node's index bits, which arrive down a
+    register chain that synthesis packs into SRL16Es: SRL -> the multiplexer -> the subtract was the core's slowest
+    xc7 path (4.90 ns), then SRL -> the addend gate -> the add (4.11 ns). Now each column's addend and the leaf's
+    one-hot "column b is the node" are registers loaded with the read data, so no combinational block of the column
+    logic reads an index or bank signal."""
+    import re
+
+    spec = S.board("Pynq-Z2").slot("replay").spec
+    verilog = convert("replay", spec, tmp_path).read_text()
+    blocks = re.findall(r"always @\((.*?)\) begin: (\w+)\n(.*?)\nend\n", verilog, flags=re.DOTALL)
+    assigns = re.findall(r"assign (\w+) = (.*?);\n", verilog)
+    column_logic = re.compile(r"core_update\d+_(column\d+|old_mux)_")
+    combinational = [(name, body) for header, name, body in blocks
+                     if column_logic.match(name) and "posedge" not in header]
+    combinational += [(name, body) for name, body in assigns if column_logic.match(name)]
+    assert len(combinational) >= spec.levels * spec.k            # the blocks this test is about were found
+    readers = [name for name, body in combinational if re.search(r"_(node\d*|bank\d*)\b|_node\d*\[", body)]
+    assert readers == []
+    registered = {name for header, name, _ in blocks if "posedge" in header}
+    for level in range(1, spec.levels):
+        assert {f"core_update{level}_column{b}_gate" for b in range(spec.k)} <= registered
+    assert {f"core_update{spec.levels}_flag{b}_decode" for b in range(spec.k)} <= registered

@@ -16,7 +16,8 @@ number shifted by log2(K), so the path comes from the index and is never read ba
 into ``delta = code - old`` and the change of the nonzero-leaf count; the stages above add ``delta``. The word
 read is registered before any arithmetic (no logic after the block RAM's output), and the K columns are each
 added to in parallel (``delta`` where the column is the node, 0 elsewhere), so no wide multiplexer precedes an
-adder.
+adder. The column logic starts from registers loaded with the read data (edge 2), not from a decode of the
+index: above the leaves each column's addend (``delta`` or 0), in the leaf stage a one-hot "column b is the node".
 
 Hazard rule (read-after-write, every stage, per memory word): a record reads its word two edges before it writes
 it, and the memories are read-first, so a record's read misses the writes of the two records before it (the one
@@ -31,7 +32,7 @@ from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, m
 
 from ...spec import ReplaySpec
 from ..common.arith import assign
-from .select import select
+from .select import onehot_select
 from .tree import row_columns
 
 __all__ = ["update_level", "delta_signal"]
@@ -71,8 +72,7 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     v1, v2 = Signal(bool(0)), Signal(bool(0))
     value1 = Signal(intbv(0, min=in_value.min, max=in_value.max))
     value2 = Signal(intbv(0, min=in_value.min, max=in_value.max))
-    node1, node2 = Signal(intbv(0)[node_bits:]), Signal(intbv(0)[node_bits:])
-    bank2 = Signal(intbv(0)[kb:])
+    node1 = Signal(intbv(0)[node_bits:])
     row_q = Signal(intbv(0)[len(row):])
     base = Signal(intbv(0)[len(row):])
     hit1, hit2 = Signal(bool(0)), Signal(bool(0))   # the record one / two ahead wrote the same word
@@ -82,13 +82,19 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     merged = ConcatSignal(*reversed(columns))
     base_columns = row_columns(base, k)
     insts = [assign(wr_row, merged)]
-    for b in range(k):
-        if leaf:
-            inst = _replace_column(columns[b], base_columns[b], value2, bank2, b)
-        else:
-            inst = _add_column(columns[b], base_columns[b], value2, bank2, b)
-        inst.name = f"column{b}"
-        insts.append(inst)
+    if leaf:   # one-hot, registered with the read data: column b of the word is the node
+        is_node2 = [Signal(bool(0)) for _ in range(k)]
+        for b in range(k):
+            flag = _column_flag(is_node2[b], node1, kb, b, clock)
+            flag.name = f"flag{b}"
+            inst = _replace_column(columns[b], base_columns[b], value2, is_node2[b])
+            inst.name = f"column{b}"
+            insts += [flag, inst]
+    else:
+        for b in range(k):
+            inst = _add_column(columns[b], base_columns[b], value1, node1, kb, b, clock)
+            inst.name = f"column{b}"
+            insts.append(inst)
 
     if level >= 2:
         addr1, addr2 = Signal(intbv(0)[node_bits - kb:]), Signal(intbv(0)[node_bits - kb:])
@@ -98,9 +104,7 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
         def address():
             rd_addr.next = in_node[node_bits:kb]
             addr1.next = node1[node_bits:kb]
-            addr2.next = node2[node_bits:kb]
-            bank2.next = node2[kb:]
-            wr_addr.next = node2[node_bits:kb]
+            wr_addr.next = addr2
 
         @always_comb
         def hits():
@@ -108,6 +112,7 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
 
         @always(clock.posedge)
         def last_address():
+            addr2.next = addr1      # the word address, and the parent node handed up
             last_addr.next = addr2
             hit1.next = v2 and addr2 == addr1
 
@@ -115,7 +120,6 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     else:  # level 1: one word, no address: every record hits the one before
         @always_comb
         def address():
-            bank2.next = node2[kb:]
             hit2.next = last_valid
 
         @always(clock.posedge)
@@ -149,19 +153,18 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     def carry():
         node1.next = in_node
         value1.next = in_value
-        node2.next = node1
         value2.next = value1
 
     if leaf:
         old = Signal(intbv(0)[width:])
-        mux = select(old, bank2, base_columns)
+        mux = onehot_select(old, is_node2, base_columns)
         mux.name = "old_mux"
         insts.append(mux)
 
         @always(clock.posedge)
         def write_stage():
             last_row.next = merged
-            out_node.next = node2[node_bits:kb]
+            out_node.next = addr2
             out_delta.next = value2 - old
             nz_up.next = v2 and value2 != 0 and old == 0
             nz_down.next = v2 and value2 == 0 and old != 0
@@ -174,7 +177,7 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
         @always(clock.posedge)
         def write_stage():
             last_row.next = merged
-            out_node.next = node2[node_bits:kb]
+            out_node.next = addr2
             out_delta.next = value2
 
     @always_comb
@@ -185,12 +188,29 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
 
 
 @block
-def _replace_column(column, base_column, new, bank, b: int):
-    """Leaf column ``b`` of the word written back: the new code where ``bank == b``, else the word's own."""
+def _column_flag(flag, node, kb: int, b: int, clock):
+    """``flag`` (registered) = column ``b`` of its word is ``node`` (the node's low ``kb`` bits equal ``b``).
+
+    The leaf stage's column logic (the replacement and the old-code multiplexer) is selected by these registers,
+    not by a binary index: the index bits came straight down a register chain, which synthesis
+    packs into shift registers (an SRL16E's clock-to-out is 1.5 ns on xc7), and their decode fanned out to every
+    column (issue 15: SRL16E -> the 16:1 multiplexer -> the subtract was the Pynq-Z2 replay core's slowest xc7
+    path, 4.90 ns)."""
+
+    @always(clock.posedge)
+    def decode():
+        flag.next = node[kb:] == b
+
+    return decode
+
+
+@block
+def _replace_column(column, base_column, new, is_node):
+    """Leaf column of the word written back: the new code where the column is the node, else the word's own."""
 
     @always_comb
     def pick():
-        if bank == b:
+        if is_node:
             column.next = new
         else:
             column.next = base_column
@@ -199,14 +219,19 @@ def _replace_column(column, base_column, new, bank, b: int):
 
 
 @block
-def _add_column(column, base_column, delta, bank, b: int):
-    """Column ``b`` of the word written back above the leaves: the column plus ``delta`` where ``bank == b``
-    (``column`` is a modbv: in a cycle that carries no record the sum may be garbage; it is not written)."""
+def _add_column(column, base_column, delta, node, kb: int, b: int, clock):
+    """Column ``b`` of the word written back above the leaves: the column plus ``delta`` where the column is the
+    node (``column`` is a modbv: in a cycle that carries no record the sum may be garbage; it is not written).
+
+    The addend (``delta`` or 0) is registered with the read data (edge 2), so the add starts from a register: the
+    delta arrives down a chain of registers that synthesis packs into shift registers, and the gate after one of
+    those (SRL16E clock-to-out 1.5 ns on xc7) -> the add -> the memory's write data was the Pynq-Z2 replay core's
+    slowest xc7 path once the leaf's select was registered (issue 15)."""
     addend = Signal(intbv(0, min=delta.min, max=delta.max))
 
-    @always_comb
+    @always(clock.posedge)
     def gate():
-        if bank == b:
+        if node[kb:] == b:
             addend.next = delta
         else:
             addend.next = 0

@@ -223,21 +223,23 @@ def markdown(report: dict) -> str:
            "BRAM36 = RAMB36 + RAMB18/2. `ltp` = longest fabric path in cells (FF/DSP/BRAM cut paths; a carry "
            "chain cell is one level; blind inside DSPs, so read it with the count of DSPs that use their M or P "
            "register): a relative depth figure, not Fmax (yosys 0.23's `sta` stops at CARRY4/CARRY8/DSP48E2, "
-           "which have no timing model, so it is not reported). yosys over-counts LUT/FF on xcup.",
+           "which have no timing model, so it is not reported). `SRL into DSP` = shift registers (SRL16E/SRLC32E) "
+           "in a DSP48's combinational input cone: an SRL's clock-to-out is 1.5 ns on xc7, so a multiply's "
+           "operands should come from flip-flops (issue 15). yosys over-counts LUT/FF on xcup.",
            "", "## Resources", "",
            "| build | module | family | LANES | k | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | carry | "
-           "DSP with M/P reg | ltp [levels] | yosys [s] |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "DSP with M/P reg | SRL into DSP | ltp [levels] | yosys [s] |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in report["rows"]:
         if row["status"] != "ok":
             out.append(f"| {row['kind']} | `{row['module']}` | {row['family']} | {row['lanes']} | "
-                       f"{row['lookahead']} | {row['status']} |||||||||")
+                       f"{row['lookahead']} | {row['status']} ||||||||||")
             continue
         kind = row["kind"] + ("" if row["coef"] == coef_name(S.GaeSpec()) else f" ({row['coef']}, what-if)")
         out.append(f"| {kind} | `{row['module']}` | {row['family']} | {row['lanes']} | {row['lookahead']} | "
                    f"{_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
                    f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['carry']} | "
-                   f"{_fmt(row.get('dsp_with_mreg_or_preg'))} | "
+                   f"{_fmt(row.get('dsp_with_mreg_or_preg'))} | {_fmt(row.get('srl_into_dsp'))} | "
                    f"{_fmt(row.get('ltp_fabric[levels]'))} | "
                    f"{row['runtime[s]']:.0f} |")
     out += ["", "`pe` = one `gae_pe` (C**j as input ports: the replicated unit); `pe+powers` adds the `coef_powers` "

@@ -303,6 +303,15 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     insts.append(ram_sdp_rf(key_q, s7_row, key_waddr, v7, key_raddr, s0_valid, clock, keys * mt))
     insts.append(ram_sdp_rf(tmp_q, key_q, tmp_waddr, s1_valid, tmp_raddr, u0_valid, clock, mt))
 
+    @always_seq(clock.posedge, reset=reset)
+    def horner_select():
+        # S2 -> S3: what S3's Horner operands are selected by. Reset, unlike the other stage registers, so that
+        # synthesis keeps them flip-flops: S1 -> S2 -> S3 is a plain register chain, which yosys (and Vivado) pack
+        # into an SRL16E, and an SRL's clock-to-out (1.5 ns) before the select and the DSP48's A -> M setup was the
+        # Pynq-Z2 core's slowest xc7 path (4.67 ns, issue 15); a flip-flop's sync reset costs no logic
+        s3_ndims.next = s2_ndims
+        s3_nt.next = s2_nt
+
     @always(clock.posedge)
     def act_pipeline():
         s1_i.next = s0_i
@@ -323,8 +332,6 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         s3_p1.next = s2_u1 * s2_tiles + s2_shift
         s3_p2.next = s2_u2 * s2_tiles + s2_shift
         s3_p3.next = s2_u3 * s2_tiles + s2_shift
-        s3_ndims.next = s2_ndims
-        s3_nt.next = s2_nt
         s3_base.next = s2_base
         s3_i.next = s2_i
         # S3 -> S4: Horner over dims 0 and 1 (row-index wide: a valid descriptor never wraps)
@@ -428,6 +435,6 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     def dump_port():
         pol_rdata.next = bank_q
 
-    insts += [desc_write_port, desc_read_port, configuration, act_issue, coordinates, first_coordinate, key_addresses, act_pipeline,
-              update_issue, update_pipeline, flags_or, bank_ports, dump_port]
+    insts += [desc_write_port, desc_read_port, configuration, act_issue, coordinates, first_coordinate, key_addresses,
+              horner_select, act_pipeline, update_issue, update_pipeline, flags_or, bank_ports, dump_port]
     return insts

@@ -61,6 +61,25 @@ def test_the_descriptor_memory_feeds_only_a_register(tmp_path):
         assert readers == [f"core_worker{worker}_desc_s1 <= {q};"], readers
 
 
+def test_no_compare_of_ndims_sits_in_front_of_a_horner_multiplier(tmp_path):
+    """Issue 15: each Horner stage's operand select compared the tiling's ndims in the cycle of the multiply-add,
+    so the compare, the select, the multiplier and the add made the Pynq-Z2 core's slowest routed path (98.5 MHz
+    on the ECP5). Whether the tiling has a stage's dim is now a register set a stage ahead: in the converted Verilog
+    only clocked blocks read the ndims registers."""
+    import re
+
+    from pynq_rl.overlay.build.verilog import convert
+
+    spec = S.board("Pynq-Z2").slot("parsa").spec
+    verilog = convert("parsa", spec, tmp_path).read_text()
+    blocks = re.findall(r"always @\((.*?)\) begin: (\w+)\n(.*?)\nend\n", verilog, flags=re.DOTALL)
+    combinational = [(name, header + body) for header, name, body in blocks if "posedge" not in header]
+    combinational += re.findall(r"assign (\w+) = (.*?);\n", verilog)
+    assert any(name.startswith("core_worker0_") for name, _ in combinational)
+    readers = [name for name, text in combinational if re.search(r"core_worker\d+_s\d_ndims", text)]
+    assert readers == []
+
+
 def test_opal_policy_fits_the_zcu106_build():
     """OPaL's DDoS shape (22744 tiles, 136 tilings) schedules onto the ZCU106 build (8 workers): at most 17 tilings
     per worker, the busiest bank one 4-D tiling (7**4 = 2401 rows) plus smaller ones, within its 4096 rows."""

@@ -152,3 +152,18 @@ def test_the_updaters_column_logic_starts_from_registers(tmp_path):
     for level in range(1, spec.levels):
         assert {f"core_update{level}_column{b}_gate" for b in range(spec.k)} <= registered
     assert {f"core_update{spec.levels}_flag{b}_decode" for b in range(spec.k)} <= registered
+
+
+def test_each_updater_stage_registers_the_word_read_as_it_is(tmp_path):
+    """Issue 15: the updater's forwarding multiplexer sat between the tree memory's read data and the stage's
+    word register, so a block RAM's clock-to-out (4.3 ns on the ECP5, no output register) plus the multiplexer was
+    the Pynq-Z2 replay core's slowest routed path (99 MHz). Each stage now registers the word read as it is (its
+    one assignment is the memory's read data), which also lets a synthesizer take it as the block RAM's output
+    register; the forwarded words join after it."""
+    import re
+
+    spec = S.board("Pynq-Z2").slot("replay").spec
+    verilog = convert("replay", spec, tmp_path).read_text()
+    for level in range(1, spec.levels + 1):
+        sources = re.findall(rf"\bcore_update{level}_row_q <= (.*?);", verilog)
+        assert len(sources) == 1 and re.fullmatch(r"core_\w+_row", sources[0]), (level, sources)

@@ -101,10 +101,10 @@ def _column_update(out, flag, col, increment, a_prev, index: int):
 
 
 @block
-def _horner_operands(a, b, c, h, ndims, n_t, t, dim: int):
-    """Operands of the Horner stage ``a * b + c`` over dim ``dim``: ``h``, ``n_t`` and that dim's coordinate ``t``
-    when the tiling has the dim (``ndims > dim``), else 0, ``n_t`` and ``h``, so ``h`` passes unchanged through the
-    same multiply-add, on its addend.
+def _horner_operands(a, b, c, h, has_dim, n_t, t):
+    """Operands of the Horner stage ``a * b + c`` over one dim: ``h``, ``n_t`` and that dim's coordinate ``t``
+    when the tiling has the dim (``has_dim``, a register: ``ndims > dim`` decided a stage earlier), else 0, ``n_t``
+    and ``h``, so ``h`` passes unchanged through the same multiply-add, on its addend.
 
     The product's operand is never the previous stage's bare register (issue 15): a DSP48 fed from one takes it as
     its own input register (yosys ``xilinx_dsp``), leaving the previous stage's multiply-add without its P register
@@ -114,7 +114,7 @@ def _horner_operands(a, b, c, h, ndims, n_t, t, dim: int):
     @always_comb
     def pick():
         b.next = n_t
-        if ndims > dim:
+        if has_dim:
             a.next = h
             c.next = t
         else:
@@ -186,7 +186,9 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     h5_b, h6_b = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     h5_c, h6_c = Signal(intbv(0)[max(rb, 8):]), Signal(intbv(0)[max(rb, 8):])
     s4_t2, s4_t3, s5_t3 = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
-    s4_ndims, s5_ndims = Signal(intbv(0)[3:]), Signal(intbv(0)[3:])
+    s4_ndims = Signal(intbv(0)[3:])
+    # the tiling has dim j, for the stage that adds it (registered a stage ahead: no compare before a multiplier)
+    s3_has0, s3_has1, s4_has2, s5_has3 = [Signal(bool(0)) for _ in range(4)]
     s4_nt, s5_nt = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     s4_base, s5_base, s6_base = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
     s4_i, s5_i, s6_i, s7_i = [Signal(intbv(0, min=0, max=mt)) for _ in range(4)]
@@ -287,11 +289,11 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
 
     @always_comb
     def first_coordinate():
-        h_first.next = t0 if s3_ndims >= 1 else 0
+        h_first.next = t0 if s3_has0 else 0
 
-    insts += [_horner_operands(h4_a, h4_b, h4_c, h_first, s3_ndims, s3_nt, t1, 1),
-              _horner_operands(h5_a, h5_b, h5_c, s4_h, s4_ndims, s4_nt, s4_t2, 2),
-              _horner_operands(h6_a, h6_b, h6_c, s5_h, s5_ndims, s5_nt, s5_t3, 3)]
+    insts += [_horner_operands(h4_a, h4_b, h4_c, h_first, s3_has1, s3_nt, t1),
+              _horner_operands(h5_a, h5_b, h5_c, s4_h, s4_has2, s4_nt, s4_t2),
+              _horner_operands(h6_a, h6_b, h6_c, s5_h, s5_has3, s5_nt, s5_t3)]
 
     @always_comb
     def key_addresses():
@@ -305,12 +307,18 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
 
     @always_seq(clock.posedge, reset=reset)
     def horner_select():
-        # S2 -> S3: what S3's Horner operands are selected by. Reset, unlike the other stage registers, so that
+        # What the Horner stages' operands are selected by: whether the tiling has the stage's dim, decided a stage
+        # ahead (a compare of ndims, then the select, then the multiplier in one cycle was the Pynq-Z2 core's
+        # slowest ECP5 path, 98.5 MHz, issue 15), and S3's n_t. Reset, unlike the other stage registers, so that
         # synthesis keeps them flip-flops: S1 -> S2 -> S3 is a plain register chain, which yosys (and Vivado) pack
-        # into an SRL16E, and an SRL's clock-to-out (1.5 ns) before the select and the DSP48's A -> M setup was the
-        # Pynq-Z2 core's slowest xc7 path (4.67 ns, issue 15); a flip-flop's sync reset costs no logic
+        # into an SRL16E, and an SRL's clock-to-out (1.5 ns) before the DSP48's A -> M setup was the core's slowest
+        # xc7 path (4.67 ns); a flip-flop's sync reset costs no logic
         s3_ndims.next = s2_ndims
         s3_nt.next = s2_nt
+        s3_has0.next = s2_ndims >= 1
+        s3_has1.next = s2_ndims > 1
+        s4_has2.next = s3_ndims > 2
+        s5_has3.next = s4_ndims > 3
 
     @always(clock.posedge)
     def act_pipeline():
@@ -345,7 +353,6 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
         # S4 -> S5: dim 2
         s5_h.next = h5_a * h5_b + h5_c
         s5_t3.next = s4_t3
-        s5_ndims.next = s4_ndims
         s5_nt.next = s4_nt
         s5_base.next = s4_base
         s5_i.next = s4_i

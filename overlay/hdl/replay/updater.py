@@ -22,11 +22,14 @@ index: above the leaves each column's addend (``delta`` or 0), in the leaf stage
 Hazard rule (read-after-write, every stage, per memory word): a record reads its word two edges before it writes
 it, and the memories are read-first, so a record's read misses the writes of the two records before it (the one
 writing on the read edge and the one writing on the next). The stage keeps the address and the whole word of its
-last write: when the word is registered (edge 2) and the record written on the previous edge has the same word
-address, that record's word replaces the memory's (two back); when the record is modified (before edge 3) and the
-record written on the previous edge -- the one right before it -- has the same word address, that word replaces
-the registered one (one back, the newer). So any sequence of records, back to back, to the same leaf, to
-siblings, or to leaves sharing ancestors, gives exactly the model's result (tested).
+last write. On edge 2 the word read is registered as it is (nothing between the block RAM's output and its
+register: issue 15, the forwarding multiplexer there made the block RAM's clock-to-out plus a multiplexer the
+Pynq-Z2 replay core's slowest ECP5 path, 99 MHz), and beside it the word of the record written on the previous
+edge with whether it has the same word address (two back). Before edge 3 the record is modified from the newest
+of the three: the word of the record written on the previous edge -- the one right before it -- if it has the
+same word address (one back), else the two-back word if that one hit, else the memory's. So any sequence of
+records, back to back, to the same leaf, to siblings, or to leaves sharing ancestors, gives exactly the model's
+result (tested).
 """
 from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
 
@@ -73,9 +76,11 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     value1 = Signal(intbv(0, min=in_value.min, max=in_value.max))
     value2 = Signal(intbv(0, min=in_value.min, max=in_value.max))
     node1 = Signal(intbv(0)[node_bits:])
-    row_q = Signal(intbv(0)[len(row):])
+    row_q = Signal(intbv(0)[len(row):])             # the word read (edge 2)
+    two_back = Signal(intbv(0)[len(row):])          # the word the record two ahead wrote (edge 2)
     base = Signal(intbv(0)[len(row):])
     hit1, hit2 = Signal(bool(0)), Signal(bool(0))   # the record one / two ahead wrote the same word
+    hit2_q = Signal(bool(0))                        # hit2, registered with the word (edge 2)
     last_valid = Signal(bool(0))
     last_row = Signal(intbv(0)[len(row):])
     columns = [Signal(modbv(0)[width:]) for _ in range(k)]
@@ -130,15 +135,16 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
 
     @always(clock.posedge)
     def row_register():
-        if hit2:
-            row_q.next = last_row
-        else:
-            row_q.next = row
+        row_q.next = row
+        two_back.next = last_row
+        hit2_q.next = hit2
 
     @always_comb
     def forward():
         if hit1:
             base.next = last_row
+        elif hit2_q:
+            base.next = two_back
         else:
             base.next = row_q
 

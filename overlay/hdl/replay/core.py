@@ -139,7 +139,10 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     issuing, in_open, out_done = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     issued = Signal(intbv(0)[32:])
     js = Signal(modbv(0)[32:])
-    issue, discard, last_issue, count_reached = (Signal(bool(0)) for _ in range(4))
+    issue, discard, last_issue = (Signal(bool(0)) for _ in range(3))
+    # issued + 1 == COUNT (the sample being issued is the last), kept as a register beside ``issued``: the 32-bit
+    # increment and compare in front of the FSM's own logic was the Pynq-Z2 build's slowest xc7 path (issue 15)
+    count_reached = Signal(bool(0))
     # Combinational signals start at their inputs' initial values: a converted ``always @(inputs)`` block first runs
     # when an input changes, so an output whose inputs never change from power-up would otherwise keep 0 (this
     # made the first sample after power-up use u = 0 in the Verilog, never in MyHDL).
@@ -277,8 +280,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     @always_comb
     def sample_inputs():
-        count_reached.next = issued + 1 == count_q
-        last_issue.next = issued + 1 == count_q or (uniform and s_tlast)
+        last_issue.next = count_reached or (uniform and s_tlast)
         prng_enable.next = state == t_state.SAMPLE and issuing and advance and not uniform
         if uniform:
             u_in.next = s_tdata[32:]
@@ -435,6 +437,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
                         state.next = t_state.SAMPLE
                         issuing.next = True
                         issued.next = 0
+                        count_reached.next = count_q == 1
                         js.next = 0
                         in_open.next = uniform
                         out_done.next = False
@@ -449,6 +452,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 in_finished = not in_open
                 if issue:
                     issued.next = issued + 1
+                    count_reached.next = issued + 2 == count_q
                     js.next = js + stride_q
                     if last_issue:
                         issuing.next = False

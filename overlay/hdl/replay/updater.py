@@ -198,10 +198,9 @@ def _column_flag(flag, node, kb: int, b: int, clock):
     """``flag`` (registered) = column ``b`` of its word is ``node`` (the node's low ``kb`` bits equal ``b``).
 
     The leaf stage's column logic (the replacement and the old-code multiplexer) is selected by these registers,
-    not by a binary index: the index bits came straight down a register chain, which synthesis
-    packs into shift registers (an SRL16E's clock-to-out is 1.5 ns on xc7), and their decode fanned out to every
-    column (issue 15: SRL16E -> the 16:1 multiplexer -> the subtract was the Pynq-Z2 replay core's slowest xc7
-    path, 4.90 ns)."""
+    not by a binary index: the index bits came straight down a register chain, which synthesis packs into shift
+    registers (an SRL16E's clock-to-out is 1.5 ns on xc7), and their decode fanned out to every column (issue 15:
+    SRL16E -> the 16:1 multiplexer -> the subtract was the Pynq-Z2 replay core's slowest xc7 path, 4.90 ns)."""
 
     @always(clock.posedge)
     def decode():

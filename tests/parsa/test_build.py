@@ -69,14 +69,12 @@ def test_no_compare_of_ndims_sits_in_front_of_a_horner_multiplier(tmp_path):
     import re
 
     from pynq_rl.overlay.build.verilog import convert
+    from tests.common.verilog_text import processes
 
     spec = S.board("Pynq-Z2").slot("parsa").spec
-    verilog = convert("parsa", spec, tmp_path).read_text()
-    blocks = re.findall(r"always @\((.*?)\) begin: (\w+)\n(.*?)\nend\n", verilog, flags=re.DOTALL)
-    combinational = [(name, header + body) for header, name, body in blocks if "posedge" not in header]
-    combinational += re.findall(r"assign (\w+) = (.*?);\n", verilog)
-    assert any(name.startswith("core_worker0_") for name, _ in combinational)
-    readers = [name for name, text in combinational if re.search(r"core_worker\d+_s\d_ndims", text)]
+    combinational = [p for p in processes(convert("parsa", spec, tmp_path).read_text()) if not p.clocked]
+    assert any(p.name.startswith("core_worker0_") for p in combinational)
+    readers = [p.name for p in combinational if re.search(r"core_worker\d+_s\d_ndims", p.text)]
     assert readers == []
 
 

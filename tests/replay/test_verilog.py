@@ -137,18 +137,16 @@ def test_the_updaters_column_logic_starts_from_registers(tmp_path):
     logic reads an index or bank signal."""
     import re
 
+    from tests.common.verilog_text import processes
+
     spec = S.board("Pynq-Z2").slot("replay").spec
-    verilog = convert("replay", spec, tmp_path).read_text()
-    blocks = re.findall(r"always @\((.*?)\) begin: (\w+)\n(.*?)\nend\n", verilog, flags=re.DOTALL)
-    assigns = re.findall(r"assign (\w+) = (.*?);\n", verilog)
+    found = processes(convert("replay", spec, tmp_path).read_text())
     column_logic = re.compile(r"core_update\d+_(column\d+|old_mux)_")
-    combinational = [(name, body) for header, name, body in blocks
-                     if column_logic.match(name) and "posedge" not in header]
-    combinational += [(name, body) for name, body in assigns if column_logic.match(name)]
+    combinational = [p for p in found if column_logic.match(p.name) and not p.clocked]
     assert len(combinational) >= spec.levels * spec.k            # the blocks this test is about were found
-    readers = [name for name, body in combinational if re.search(r"_(node\d*|bank\d*)\b|_node\d*\[", body)]
+    readers = [p.name for p in combinational if re.search(r"_(node\d*|bank\d*)\b|_node\d*\[", p.text)]
     assert readers == []
-    registered = {name for header, name, _ in blocks if "posedge" in header}
+    registered = {p.name for p in found if p.clocked}
     for level in range(1, spec.levels):
         assert {f"core_update{level}_column{b}_gate" for b in range(spec.k)} <= registered
     assert {f"core_update{spec.levels}_flag{b}_decode" for b in range(spec.k)} <= registered

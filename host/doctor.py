@@ -2,7 +2,8 @@
 
 On a PYNQ board the overlay is loaded from its bitstream and each core computes known vectors; off board the same
 self-tests run on ``emu`` (the bit-exact numpy models) and ``rtl`` (the MyHDL cores, small builds so the cycle
-simulation stays quick). Each result is compared bit for bit with the numpy model in ``overlay/models`` and
+simulation stays quick), and on request (``--backend verilator``) on the board's shipped builds as converted Verilog
+under Verilator. Each result is compared bit for bit with the numpy model in ``overlay/models`` and
 reported with the core's own cycle count (the CYCLES register) and the throughput that gives at the board's PL
 clock.
 
@@ -16,8 +17,8 @@ clock.
   learning on: actions, q values, the policy after the updates, epsilon and the PRNG state must equal
   ``models.parsa.ParsaModel``'s; CYCLES_ACT must equal the model's.
 
-A core the backend cannot run (no HDL yet on ``rtl``, no self-test yet) is reported as SKIP with the reason, not
-as a failure.
+A core the backend cannot run (no HDL yet on ``rtl``, no Verilator installed, no self-test yet) is reported as SKIP
+with the reason, not as a failure.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from ..overlay import spec as S
 from ..overlay.models import gae as gae_model
 from ..overlay.models import parsa as parsa_model
 from ..overlay.models import replay as replay_model
+from .backends.verilator_build import VerilatorUnavailable
 from .overlay import ON_TARGET, RLOverlay
 
 __all__ = ["SelfTest", "RTL_CORES", "default_backends", "self_test_gae", "self_test_replay", "self_test_parsa",
@@ -54,7 +56,7 @@ class SelfTest:
     """The outcome of one core's self-test on one backend."""
 
     backend: str
-    """'board', 'emu' or 'rtl'"""
+    """'board', 'emu', 'rtl' or 'verilator'"""
     core: str
     """core name (``gae``, ``replay``, ...)"""
     status: str
@@ -210,8 +212,8 @@ def _overlays(backend: str, board: "str | S.BoardSpec | None"
         return [(None, lambda: RLOverlay(backend="board", board=board))]
     spec = S.board(board)
     names = [slot.name for slot in spec.cores]
-    if backend == "emu":
-        return [(names, lambda: RLOverlay(backend="emu", board=spec))]
+    if backend in ("emu", "verilator"):  # verilator: the shipped builds, as the bitstream will carry them
+        return [(names, lambda: RLOverlay(backend=backend, board=spec))]
     plans = []
     for slot in spec.cores:
         small = dataclasses.replace(slot, spec=RTL_CORES.get(slot.name, slot.spec))
@@ -248,7 +250,7 @@ def run_doctor(backends: Sequence[str] | None = None, board: "str | S.BoardSpec 
         for cores, factory in _overlays(backend, board):
             try:
                 ol = factory()
-            except ValueError as error:  # the backend cannot build this overlay (e.g. no HDL for a core on rtl)
+            except (ValueError, VerilatorUnavailable) as error:  # the backend cannot build this overlay here
                 for core in cores or ["overlay"]:
                     report(SelfTest(backend, core, SKIP, f"not available: {error}"))
                 continue

@@ -15,7 +15,7 @@
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
-    pynq-rl doctor [--backend emu --backend rtl] [--board B]  self-test every core against its model
+    pynq-rl doctor [--backend emu --backend verilator] [--board B]  self-test every core against its model
 """
 from __future__ import annotations
 
@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     agents = train.add_subparsers(dest="agent", required=True)
     ppo = _agent_parser(agents, "ppo", "PPO with GAE on the GAE core", "CartPole-v1")
     ppo.add_argument("--backend", choices=("host",) + BACKENDS, default="emu",
-                     help="where GAE runs: host (numpy reference loop) or the GAE core on board/emu/rtl")
+                     help="where GAE runs: host (numpy reference loop) or the GAE core on board/emu/rtl/verilator")
     ppo.add_argument("--steps", type=int, default=300_000, help="total environment steps (whole rollouts)")
     ppo.add_argument("--reward-norm", choices=("dynamic",), default=None, help="HEPPO dynamic reward standardization")
     ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
@@ -213,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     dqn = _agent_parser(agents, "dqn", "Double DQN with prioritized replay, priorities on the replay core",
                         "CartPole-v1")
     dqn.add_argument("--backend", choices=("numpy",) + BACKENDS, default="emu",
-                     help="where the priorities live: numpy (host sum tree) or the replay core on board/emu/rtl")
+                     help="where the priorities live: numpy (host sum tree) or the replay core on "
+                          "board/emu/rtl/verilator")
     dqn.add_argument("--steps", type=int, default=150_000, help="total environment steps")
     dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
     _add_nn_option(dqn)
@@ -222,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sarsa = _agent_parser(agents, "sarsa", "tile-coded Sarsa learning inside the ParSa core", "MountainCar-v0")
     sarsa.add_argument("--backend", choices=("float",) + BACKENDS, default="emu",
-                       help="where Sarsa runs: float (float64 host reference) or the ParSa core on board/emu/rtl")
+                       help="where Sarsa runs: float (float64 host reference) or the ParSa core on "
+                            "board/emu/rtl/verilator")
     sarsa.add_argument("--episodes", type=int, default=500, help="episodes to run")
     sarsa.add_argument("--alpha", type=float, default=0.3, help="step size (divided by the number of tilings)")
     sarsa.add_argument("--epsilon", type=float, default=0.0, help="exploration probability")

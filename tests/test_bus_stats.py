@@ -188,7 +188,7 @@ def test_board_backend_cannot_count():
     overlay = RLOverlay(backend="emu", cores=("gae",))
     overlay.backend = "board"
     overlay.device.bus = None
-    with pytest.raises(RuntimeError, match="needs backend 'emu' or 'rtl', not 'board'"):
+    with pytest.raises(RuntimeError, match="needs backend 'emu', 'rtl' or 'verilator', not 'board'"):
         with overlay.bus_stats():
             pass
 

@@ -21,9 +21,9 @@ weights ``w_i = (N P(i))^-beta / max_j w_j`` with ``beta`` annealed linearly fro
 (:mod:`.replay_buffer`). ``double_q=False`` gives the original DQN target ``max_a Q_target(s', a)``.
 
 ``replay_backend`` is the only branch on hardware: ``"numpy"`` keeps the priorities in the float64 reference sum tree,
-``"emu"``, ``"rtl"`` and ``"board"`` in the replay core of an :class:`~pynq_rl.host.overlay.RLOverlay`, through
-its driver's public methods only (``update``, ``sample``, ``clear``, ``state_dict``...). The transitions always stay
-in host memory.
+``"emu"``, ``"rtl"``, ``"verilator"`` and ``"board"`` in the replay core of an
+:class:`~pynq_rl.host.overlay.RLOverlay`, through its driver's public methods only (``update``, ``sample``, ``clear``,
+``state_dict``...). The transitions always stay in host memory.
 
 Defaults. Tuned on CartPole-v1, seed 0, 150k steps, with the priorities on the numpy and the emu backend (measured
 numbers in README.md): a 2x256 ReLU network, Adam at 5e-4 annealed linearly to 0 (a 2x128 network at 1e-3 with target
@@ -148,7 +148,8 @@ class Args:
 
     # Offload arguments
     replay_backend: str = "numpy"
-    """where the priorities live: `numpy` (float64 sum tree on the host), `emu`, `rtl` or `board` (the replay core)"""
+    """where the priorities live: `numpy` (float64 sum tree on the host), `emu`, `rtl`, `verilator` or `board` (the
+    replay core)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0

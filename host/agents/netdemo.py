@@ -324,7 +324,7 @@ class Args:
     episodes: int = 100
     """training episodes"""
     backend: str = "emu"
-    """where Sarsa runs: `float` (float64 host reference), `emu`, `rtl` or `board`"""
+    """where Sarsa runs: `float` (float64 host reference), `emu`, `rtl`, `verilator` or `board`"""
     board: str = "ZCU106"
     """the board of the overlay (the OPaL layout fits only the ZCU106 build)"""
     alpha: float = 0.1

@@ -34,12 +34,13 @@ GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]``:
     A_t = \delta_t + \gamma\lambda (1 - d_t) A_{t+1}, \qquad A_T = 0, \qquad R_t = A_t + V_t
 
 Special cases: ``lam = 1`` gives the bootstrapped discounted return minus V; ``lam = 0`` the one-step TD error.
-``gae_backend="host"`` runs :func:`compute_gae` (CleanRL's backward loop, in numpy); ``"emu"``, ``"rtl"`` and ``"board"`` run
-the GAE core of an :class:`~pynq_rl.host.overlay.RLOverlay` through its driver's ``compute()`` (float32 numpy in and
-out; ``quantize`` selects q8 or raw mode). With ``reward_norm="dynamic"`` the rewards entering GAE are standardized
-by HEPPO's running statistics (:class:`~pynq_rl.host.agents.standardize.RewardStandardizer`, updated with every
-rollout's raw rewards *before* standardizing it); the truncation bootstrap is folded in *after* standardization,
-because V is then learnt in standardized units. Logged episodic returns are always the raw ones.
+``gae_backend="host"`` runs :func:`compute_gae` (CleanRL's backward loop, in numpy); ``"emu"``, ``"rtl"``,
+``"verilator"`` and ``"board"`` run the GAE core of an :class:`~pynq_rl.host.overlay.RLOverlay` through its driver's
+``compute()`` (float32 numpy in and out; ``quantize`` selects q8 or raw mode). With ``reward_norm="dynamic"`` the
+rewards entering GAE are standardized by HEPPO's running statistics
+(:class:`~pynq_rl.host.agents.standardize.RewardStandardizer`, updated with every rollout's raw rewards *before*
+standardizing it); the truncation bootstrap is folded in *after* standardization, because V is then learnt in
+standardized units. Logged episodic returns are always the raw ones.
 
 Defaults. Tuned so that CartPole-v1 is solved within 300k steps for seeds 0-4 (mean return of the last 20
 episodes 500, and every 20-episode window after 100k steps at 500). They differ from CleanRL's (4 envs x 128 steps,
@@ -102,7 +103,7 @@ __all__ = [
     "train",
 ]
 
-GAE_BACKENDS = ("host", "emu", "rtl", "board")
+GAE_BACKENDS = ("host", "emu", "rtl", "verilator", "board")
 """accepted values of :attr:`Args.gae_backend`: the host loop, or the GAE core on a backend"""
 REWARD_NORMS = (None, "dynamic")
 """accepted values of :attr:`Args.reward_norm`"""
@@ -177,7 +178,8 @@ class Args:
 
     # Offload arguments
     gae_backend: str = "host"
-    """where GAE runs: `host` (numpy loop), `emu` (bit-exact model), `rtl` (MyHDL simulation) or `board` (the PL)"""
+    """where GAE runs: `host` (numpy loop), `emu` (bit-exact model), `rtl` (MyHDL simulation), `verilator` (the
+    converted Verilog) or `board` (the PL)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0

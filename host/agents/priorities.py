@@ -1,11 +1,11 @@
 r"""Priority stores for prioritized replay: the float64 reference sum tree and the replay core behind one interface.
 
-A *priority backend* stores ``p_i**alpha`` per slot and samples slots stratified-proportionally from it. Two kinds
-have the same public methods (:class:`PriorityBackend`): the float64 :class:`NumpySumTree` (the reference, and the
-fallback where no core is present) and the replay core's driver :class:`~pynq_rl.host.drivers.replay.ReplayCore`
-(``"emu"``, ``"rtl"``, ``"board"``, reached through :class:`~pynq_rl.host.overlay.RLOverlay`). The DQN agent's
-:class:`~.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module; it needs only
-numpy (no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
+A *priority backend* stores ``p_i**alpha`` per slot and samples slots stratified-proportionally from it. Two kinds have
+the same public methods (:class:`PriorityBackend`): the float64 :class:`NumpySumTree` (the reference, and the fallback
+where no core is present) and the replay core's driver :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``"emu"``,
+``"rtl"``, ``"verilator"``, ``"board"``, reached through :class:`~pynq_rl.host.overlay.RLOverlay`). The DQN agent's
+:class:`~.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module; it needs only numpy
+(no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ...overlay.models.replay import check_priorities, priority_powers
 
 __all__ = ["PRIORITY_BACKENDS", "PriorityBackend", "NumpySumTree", "make_priority_backend"]
 
-PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "board")
+PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "verilator", "board")
 """accepted names of a priority backend: the float64 reference sum tree, or the replay core on a backend"""
 
 
@@ -235,11 +235,11 @@ def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int
                           timeout_s: float | None = None) -> PriorityBackend:
     """The priority store named ``name``: a :class:`NumpySumTree` of ``capacity`` leaves, or an overlay's replay core.
 
-    Only the core path imports pynq (``emu``/``rtl``/``board``); nothing here needs torch.
+    Only the core path imports pynq (``emu``/``rtl``/``verilator``/``board``); nothing here needs torch.
 
     Parameters
     ----------
-    name : {"numpy", "emu", "rtl", "board"}
+    name : {"numpy", "emu", "rtl", "verilator", "board"}
         ``numpy``: the float64 reference; otherwise ``RLOverlay(backend=name, board=board).replay``.
     capacity : int
         Leaves needed (the buffer's capacity).

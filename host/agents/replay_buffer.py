@@ -7,9 +7,9 @@ The buffer splits PER in two, as DESIGN.md section 3 prescribes for the replay c
   they sit in the DMA-able DDR next to the core);
 * the **priorities** live in a *priority backend* that stores ``p_i**alpha`` per slot and samples from it: the
   float64 :class:`NumpySumTree` (the reference, and the fallback where no core is present) or the replay core's
-  driver :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``"emu"``, ``"rtl"``, ``"board"``, reached through
-  :class:`~pynq_rl.host.overlay.RLOverlay`). Both have the same public methods (:class:`PriorityBackend`), and the
-  buffer uses nothing else of the driver.
+  driver :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"``,
+  reached through :class:`~pynq_rl.host.overlay.RLOverlay`). Both have the same public methods
+  (:class:`PriorityBackend`), and the buffer uses nothing else of the driver.
 
 Sampling (both backends): stratified proportional. With ``N`` = slots holding a nonzero priority,
 
@@ -93,7 +93,7 @@ class PrioritizedReplayBuffer:
     action_dtype : numpy dtype
         Dtype of the stored actions (``int64`` for discrete actions).
     priorities : str or PriorityBackend
-        ``"numpy"`` (:class:`NumpySumTree`), ``"emu"``, ``"rtl"``, ``"board"`` (the replay core of
+        ``"numpy"`` (:class:`NumpySumTree`), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (the replay core of
         ``RLOverlay(backend=..., board=board)``), or an existing backend object (e.g. ``overlay.replay``). The buffer
         takes it over: it is cleared, its ``alpha`` set and, if ``seed`` is given, its sampler reseeded.
     alpha : float

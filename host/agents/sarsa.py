@@ -84,7 +84,7 @@ __all__ = [
     "train",
 ]
 
-BACKENDS = ("float", "emu", "rtl", "board")
+BACKENDS = ("float", "emu", "rtl", "verilator", "board")
 """accepted values of :attr:`Args.backend`: the float64 reference or the ParSa core on a backend"""
 
 
@@ -134,7 +134,8 @@ class Args:
 
     # Offload arguments
     backend: str = "emu"
-    """where Sarsa runs: `float` (float64 host reference), `emu` (bit-exact model), `rtl` (MyHDL) or `board`"""
+    """where Sarsa runs: `float` (float64 host reference), `emu` (bit-exact model), `rtl` (MyHDL), `verilator` (the
+    converted Verilog) or `board`"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0

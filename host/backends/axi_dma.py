@@ -154,19 +154,21 @@ class AxiDmaModel(RegisterFile):
         """True while either channel has a transfer under way (only then can :meth:`service` move anything)."""
         return self.mm2s.busy or self.s2mm.busy
 
-    def service(self) -> bool:
+    def service(self, idle_until: int | None = None) -> bool:
         """Move whatever can move between memory and the core; return True if any byte moved.
 
         A core with ``stream_duplex`` (a simulated one: it has cycles) gets both channels in the same cycles, as on
-        a board; an emulated one takes its input, then gives its output."""
+        a board; an emulated one takes its input, then gives its output. ``idle_until`` (a verilated core only) lets
+        the core's clock run to that cycle while a channel waits on it (see ``VerilatorCoreIP.stream_duplex``)."""
         mm2s, s2mm = self.mm2s, self.s2mm
         sending = mm2s.busy and mm2s.pending is not None
         duplex = getattr(self.core, "stream_duplex", None)
         if duplex is not None:
             if not (sending or s2mm.busy):
                 return False
+            waits = {} if idle_until is None else {"idle_until": idle_until}
             accepted, data, last = duplex(mm2s.pending if sending else None, True,
-                                          s2mm.remaining + 1 if s2mm.busy else 0)
+                                          s2mm.remaining + 1 if s2mm.busy else 0, **waits)
         else:
             accepted = self.core.stream_in(mm2s.pending, last=True) if sending else 0
             data, last = self.core.stream_out(s2mm.remaining + 1) if s2mm.busy else (np.zeros(0, np.uint8), False)

@@ -2,8 +2,9 @@
 
 Every register access the driver makes becomes an AXI4-Lite transaction on the simulated core's ports, and every
 byte the emulated AXI DMA moves becomes an AXI4-Stream beat, with back-pressure, so the driver runs unchanged
-against the cycle-accurate hardware. Time advances only with bus traffic: each access costs the cycles its
-handshake takes, which is also what lets a polling driver watch the core compute.
+against the cycle-accurate hardware. Time advances only with bus traffic (:mod:`.clocked`): each access costs the
+cycles its handshake takes, which is also what lets a polling driver watch the core compute. The ``verilator``
+backend replays these bus models cycle for cycle in C++ on the converted Verilog (:mod:`.verilator`).
 
 MyHDL allows one live simulation per process: creating a second ``rtl`` device ends the first one's simulation,
 and the first device then refuses further use with a clear error. ``vcd=path`` dumps every signal.
@@ -19,8 +20,7 @@ from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, trace
 from ...overlay import spec as S
 from ...overlay.hdl.common.elaborate import elaborate
 from ...overlay.hdl.top import CORE_TOPS
-from ..drivers.polling import CycleDeadline
-from .device import EmulatedDevice
+from .clocked import ClockedDevice
 from .regfile import RegisterFile
 
 __all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded", "clock_source", "CLOCK_PERIOD"]
@@ -32,10 +32,6 @@ _active: "RtlSimulation | None" = None
 #: unit, up to three times a cycle, so inputs propagate before the rising edge).
 CLOCK_PERIOD = 8
 
-#: Cycles a bus access to a non-simulated IP (the DMA register model) is charged, as the interconnect would.
-_DMA_ACCESS_CYCLES = 4
-#: microseconds between two polls of a waiting driver on a board (see :attr:`RtlDevice.poll_cycles`)
-POLL_INTERVAL_US = 1.0
 
 
 class SimulationEnded(RuntimeError):
@@ -268,8 +264,8 @@ class RtlCoreIP(RegisterFile):
         return accepted, np.frombuffer(bytes(out), dtype=np.uint8), got_last
 
 
-class RtlDevice(EmulatedDevice):
-    """An emulated ``board_spec`` whose cores run as cycle-accurate MyHDL simulations (see :class:`EmulatedDevice`).
+class RtlDevice(ClockedDevice):
+    """An emulated ``board_spec`` whose cores run as cycle-accurate MyHDL simulations (see :class:`ClockedDevice`).
 
     Parameters
     ----------
@@ -279,46 +275,7 @@ class RtlDevice(EmulatedDevice):
     """
 
     def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
-        self.simulation = RtlSimulation(board_spec, vcd=vcd)
-        super().__init__(board_spec,
-                         lambda slot: RtlCoreIP(self.simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
-                         tag=f"rtl{next(_serial)}:{board_spec.name}")
-
-    @property
-    def poll_cycles(self) -> int:
-        """PL cycles between two polls of a waiting driver: one poll per microsecond, about what a Python loop of
-        register reads achieves on the board's ARM, so rtl waits make the accesses a board would."""
-        return max(1, round(self.board.fclk_mhz * POLL_INTERVAL_US))
-
-    def cycle_deadline(self, cycles: int, expected: int = 0) -> CycleDeadline:
-        """A deadline ``cycles`` simulated clock cycles from now, for an operation known to take ``expected``.
-
-        The drivers wait in the simulation's time, so a wait's outcome does not depend on how fast the host runs
-        the simulation: the wait lets ``expected`` cycles pass (:meth:`idle`), then polls every
-        :attr:`poll_cycles`."""
-        return CycleDeadline(lambda: self.simulation.cycle, cycles, idle=self.idle, expected=expected,
-                             poll_cycles=self.poll_cycles)
-
-    def idle(self, cycles: int) -> None:
-        """Let ``cycles`` clock cycles pass without a bus access, the DMAs moving their streams meanwhile (a DMA
-        transfer under way may carry the simulation past them)."""
-        end = self.simulation.cycle + int(cycles)
-        while self.simulation.cycle < end:
-            self.service()
-            remaining = end - self.simulation.cycle
-            if remaining > 0:
-                self.simulation.tick(1 if any(dma.busy for dma in self.dmas.values()) else remaining)
-
-    def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
-        """Bus reads; a read of a non-simulated IP costs a few cycles, then the DMAs move what they can."""
-        if not isinstance(ip, RtlCoreIP):
-            self.simulation.tick(_DMA_ACCESS_CYCLES * count)
-        words = super().read_words(ip, offset, count)
-        self.service()
-        return words
-
-    def write_words(self, ip: RegisterFile, offset: int, words: list[int]) -> None:
-        """Bus writes (see :meth:`read_words`)."""
-        if not isinstance(ip, RtlCoreIP):
-            self.simulation.tick(_DMA_ACCESS_CYCLES * len(words))
-        super().write_words(ip, offset, words)
+        simulation = RtlSimulation(board_spec, vcd=vcd)
+        super().__init__(board_spec, simulation,
+                         lambda slot: RtlCoreIP(simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
+                         RtlCoreIP, tag=f"rtl{next(_serial)}:{board_spec.name}")

@@ -203,7 +203,7 @@ class GaeRolloutBuffer(_GaeOffload, RolloutBuffer):
     gae : object, optional
         Anything with the driver's ``compute(rewards, values, dones, *, gamma, lam, quantize)`` (a ``GaeCore``, or
         a test double).
-    backend : {"board", "emu", "rtl"}, optional
+    backend : {"board", "emu", "rtl", "verilator"}, optional
         Build ``load_core("gae", backend, board)`` on the first GAE step. Plain strings pickle, so an SB3
         model built this way saves with ``model.save`` and loads with ``PPO.load``; SB3 pickles
         ``rollout_buffer_kwargs``, and an ``overlay=`` object there makes ``model.save`` raise ``TypeError``. With none of ``overlay``, ``gae`` and ``backend``, the overlay's default backend is used (``board`` on

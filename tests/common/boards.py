@@ -1,7 +1,8 @@
 """The boards the tests run on: small builds for the rtl backend, and an overlay per backend.
 
 Test modules import these from here (``from tests.common.boards import ...``); ``tests/conftest.py`` turns them into
-fixtures. The rtl backend simulates every clock in Python (~5k cycles/s), so its builds are small.
+fixtures. The rtl backend simulates every clock in Python (~5k cycles/s), so its builds are small; the verilator
+backend runs the converted Verilog about a thousand times faster, so it gets the boards' shipped builds.
 """
 import dataclasses
 
@@ -11,9 +12,10 @@ from pynq_rl import RLOverlay
 from pynq_rl.host.overlay import ON_TARGET
 from pynq_rl.overlay import spec as S
 
-__all__ = ["BACKENDS", "RTL_TEST_BOARD", "RTL_REPLAY_TEST_BOARD", "RTL_PARSA_TEST_BOARD", "make_overlay"]
+__all__ = ["BACKENDS", "RTL_TEST_BOARD", "RTL_REPLAY_TEST_BOARD", "RTL_PARSA_TEST_BOARD", "make_overlay",
+           "require_verilator"]
 
-BACKENDS = ["emu", "rtl", "board"]
+BACKENDS = ["emu", "rtl", "verilator", "board"]
 
 #: A small build of the GAE core for the rtl backend (4 lanes, 40 timesteps).
 RTL_TEST_BOARD = dataclasses.replace(
@@ -31,11 +33,22 @@ RTL_PARSA_TEST_BOARD = dataclasses.replace(
                                            keys=4), 0x4_0000, 0x5_0000),))
 
 
-def make_overlay(backend: str, board=None) -> RLOverlay:
-    """An RLOverlay on ``backend`` (the small GAE build on rtl unless ``board`` says otherwise), or skip the test
-    where that backend cannot run here."""
+def require_verilator() -> None:
+    """Skip the test, with what to install, where the verilator backend cannot build models."""
+    from pynq_rl.host.backends.verilator_build import find_verilator, VerilatorUnavailable
+    try:
+        find_verilator()
+    except VerilatorUnavailable as error:
+        pytest.skip(str(error))
+
+
+def make_overlay(backend: str, board=None, cores=None) -> RLOverlay:
+    """An RLOverlay on ``backend`` (the small GAE build on rtl unless ``board`` says otherwise; on verilator the
+    default board's shipped build), or skip the test where that backend cannot run here."""
     if backend == "board" and not ON_TARGET:
         pytest.skip("board backend needs a PYNQ board")
+    if backend == "verilator":
+        require_verilator()
     if backend == "rtl" and board is None:
         board = RTL_TEST_BOARD
-    return RLOverlay(backend=backend, board=board)
+    return RLOverlay(backend=backend, board=board, cores=cores)

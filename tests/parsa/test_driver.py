@@ -13,7 +13,7 @@ from pynq_rl.overlay.models import parsa as P
 
 from tests.common.boards import RTL_PARSA_TEST_BOARD, make_overlay
 
-PARSA_BACKENDS = ["emu", "rtl", "board"]
+PARSA_BACKENDS = ["emu", "rtl", "verilator", "board"]
 LAYOUT = {"tilings_per_set": 2, "tiles_per_dim": 3, "tilings": [{"dims": []}, {"dims": [0]}, {"dims": [1, 2]}]}
 BOUNDS = ([-1.0, -2.0, 0.0], [1.0, 2.0, 10.0])
 #: 3 dims (within every build's MAX_DIMS) but 8 * 41**3 rows: more than any build's policy banks hold

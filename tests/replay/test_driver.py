@@ -13,7 +13,7 @@ from pynq_rl.overlay.models import replay as model
 
 from tests.common.boards import RTL_REPLAY_TEST_BOARD, make_overlay
 
-REPLAY_BACKENDS = ["emu", "rtl", "board"]
+REPLAY_BACKENDS = ["emu", "rtl", "verilator", "board"]
 
 
 @pytest.fixture(params=REPLAY_BACKENDS)

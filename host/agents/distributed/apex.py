@@ -87,7 +87,7 @@ class Args:
     num_actors: int = 2
     """number of Ape-X actors (Ray actors)"""
     replay_backend: str = "emu"
-    """where the replay server keeps the priorities: `numpy`, `emu`, `rtl` or `board` (the replay core)"""
+    """where the replay server keeps the priorities: `numpy`, `emu`, `rtl`, `verilator` or `board` (the replay core)"""
     board: str | None = None
     """the overlay's board for the replay server's core"""
     replay_address: str | None = None

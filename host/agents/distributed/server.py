@@ -99,10 +99,9 @@ class ReplayServer:
     obs_shape : tuple of int
         Shape of one observation.
     backend : str or object
-        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"board"`` (see :func:`~..priorities.make_priority_backend`), or a priority
-        object with the
-        ``ReplayCore`` methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
-        ``alpha``/``capacity``/``nonzero``.
+        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (see
+        :func:`~..priorities.make_priority_backend`), or a priority object with the ``ReplayCore`` methods ``update``,
+        ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and ``alpha``/``capacity``/``nonzero``.
     alpha : float
         Priority exponent applied by the backend.
     queue_batches : int

@@ -1,8 +1,8 @@
 """Validate, then act: every bad argument to a driver's public entry point raises ``TypeError``/``ValueError``/
 ``IndexError`` naming the argument, and leaves the core exactly as it was (leaves, banks, configuration, PRNG).
 
-A hypothesis fuzz over the three drivers on ``emu`` and ``rtl`` (small rtl builds, few examples: every rtl call is
-a simulation), plus the cases a hostile-user probe once found to change state before raising (issue 16).
+A hypothesis fuzz over the three drivers on ``emu``, ``rtl`` and ``verilator`` (small rtl builds, few examples:
+every rtl call is a simulation), plus the cases a hostile-user probe once found to change state before raising (issue 16).
 """
 import math
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.common.boards import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, make_overlay
 
 BAD_ERRORS = (TypeError, ValueError, IndexError)
-BACKENDS = ["emu", "rtl"]
+BACKENDS = ["emu", "rtl", "verilator"]
 LAYOUT = {"tilings": [{"dims": [0, 1], "tilings": 2, "tiles": 4}]}
 BOUNDS = ([0.0, 0.0], [1.0, 1.0])
 
@@ -23,7 +23,7 @@ junk = st.one_of(st.none(), st.text(max_size=3), st.just(float("nan")), st.just(
 
 
 def examples(backend: str) -> int:
-    return 40 if backend == "emu" else 6
+    return 6 if backend == "rtl" else 40  # every rtl call is a MyHDL simulation
 
 
 def fuzz(backend: str):

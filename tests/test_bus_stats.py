@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pynq_rl import RLOverlay
+from tests.common.boards import make_overlay
 
 MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bus_costs.py"
@@ -47,15 +48,15 @@ def test_each_call_costs_what_it_costs():
     assert max(sample.register_calls, update.register_calls) <= 8  # issue 13's budget for the replay calls
 
 
-@pytest.mark.parametrize("backend", ["emu", "rtl"])
+@pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_gae_streams_every_lane_batch_in_one_operation(backend):
     """Issue 13's GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
     same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 host calls; q8 mode adds its
     four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own) as one burst."""
-    overlay = RLOverlay(backend=backend, cores=("gae",))
+    overlay = make_overlay(backend, board="Pynq-Z2", cores=("gae",))
     lanes = overlay.gae.spec.lanes
     rng = np.random.default_rng(0)
-    costs, batches = {}, 8 if backend == "emu" else 3
+    costs, batches = {}, 3 if backend == "rtl" else 8
     for envs, quantize in ((lanes, False), (batches * lanes, False), (lanes, True)):
         bus = steady(overlay, lambda: overlay.gae.compute(rng.normal(size=(16, envs)), rng.normal(size=(17, envs)),
                                                           np.zeros((16, envs)), quantize=quantize))
@@ -70,12 +71,12 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
     assert q8.register_calls == one.register_calls + 1 <= 12
 
 
-@pytest.mark.parametrize("backend", ["emu", "rtl"])
+@pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_a_parsa_decision_fits_its_budget(backend):
     """Issue 13 budget: act() of one record makes no DMA transfer and at most 8 host register calls in steady state,
     on rtl too (the core holds the MBOX_ACTION read while it decides, so the driver does not poll): the record is
     one burst whatever the state's size, then START and the MBOX_ACTION read."""
-    overlay = RLOverlay(backend=backend, cores=("parsa",))
+    overlay = make_overlay(backend, board="Pynq-Z2", cores=("parsa",))
     parsa = overlay.parsa
     parsa.configure(MOUNTAINCAR, 3, ([-1.2, -0.07], [0.6, 0.07]), alpha=0.3 / 8, epsilon=0.1, frac_bits=6)
     for state, reward in (([-0.5, 0.0], None), ([-0.4, 0.01], -1.0), ([0.2, -0.05], -1.0)):

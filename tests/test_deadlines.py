@@ -107,22 +107,25 @@ def test_rtl_operations_finish_however_slow_the_host(monkeypatch):
         emu.gae.compute(rewards, values, dones)
 
 
-def test_a_hung_rtl_core_reports_after_its_cycle_budget(monkeypatch):
+@pytest.mark.parametrize("backend", ["rtl", "verilator"])
+def test_a_hung_simulated_core_reports_after_its_cycle_budget(backend, monkeypatch):
     """The output stream never drains: the GAE core stays BUSY; the wait ends after the derived cycle budget, the
-    message says so and shows the STATUS it saw (the README quotes it), and the core works again afterwards."""
-    from pynq_rl import RLOverlay
+    message says so and shows the STATUS it saw (the README quotes it), and the core works again afterwards. The
+    MyHDL simulation and the verilated Verilog time out after the same simulated cycles."""
     from pynq_rl.host.backends.rtl import RtlCoreIP
+    from pynq_rl.host.backends.verilator import VerilatorCoreIP
 
-    overlay = RLOverlay(backend="rtl", board="Pynq-Z2", cores=("gae",))
+    overlay = make_overlay(backend, board="Pynq-Z2", cores=("gae",))
     sim = overlay.device.simulation
     rewards, values, dones = rollout(2, 10, 2)
     spec = overlay.board_spec.cores[0].spec
     beats = -(-11 * spec.input_record_bytes(S.GaeMode.Q8) // spec.stream_bytes) + 10 * spec.output_record_bytes // 8
     budget = StreamCore.RTL_MARGIN * (10 + spec.pipeline_depth + beats) + StreamCore.RTL_SLACK_CYCLES
     assert budget == 4664
-    duplex = RtlCoreIP.stream_duplex   # the DMA's two channels: the input moves, the output never does
-    monkeypatch.setattr(RtlCoreIP, "stream_duplex",
-                        lambda self, data, last, max_bytes, max_cycles=None: duplex(self, data, last, 0, max_cycles))
+    ip_class = RtlCoreIP if backend == "rtl" else VerilatorCoreIP
+    duplex = ip_class.stream_duplex   # the DMA's two channels: the input moves, the output never does
+    monkeypatch.setattr(ip_class, "stream_duplex",
+                        lambda self, data, last, max_bytes, **waits: duplex(self, data, last, 0, **waits))
     start = sim.cycle
     with pytest.raises(TimeoutError, match=re.escape("timed out after 4,664 simulated cycles: GAE core not DONE "
                                                      "(STATUS=<Status.BUSY: 1>, T=10, batches=1, "

@@ -1,10 +1,10 @@
-"""Register writes during an operation, on the replay and ParSa cores, emulated and simulated.
+"""Register writes during an operation, on the replay and ParSa cores, emulated, simulated and verilated.
 
 The contract (``docs/registers.md``): an operation runs with the registers' values at its START, so a parameter
 written while BUSY counts from the next START; a write that acts on the core (SEED reseeding a PRNG, ParSa's
 EPSILON and REWARD) is held while BUSY and acts when the operation ends. Each test runs one sequence of operations
 twice on each backend: with the writes made while an operation is BUSY, and with the same writes made just after it
-ends. Everything observable must be the same in all four runs. (The GAE core's parameters have the same test in
+ends. Everything observable must be the same in every run (four, six with the converted Verilog under Verilator). (The GAE core's parameters have the same test in
 ``tests/gae/test_rtl.py``.)
 
 Without the contract the sequences differ: the emulated replay core read COUNT and STRIDE when SAMPLE_UNIFORM's input
@@ -19,6 +19,8 @@ import pytest
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.replay_ip import ReplayCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP
+from pynq_rl.host.backends.verilator import VerilatorCoreIP, VerilatorSimulation
+from pynq_rl.host.backends.verilator_build import VerilatorUnavailable, find_verilator
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as parsa_model
 from pynq_rl.overlay.models import replay as replay_model
@@ -64,23 +66,36 @@ class Bench:
                                        for name in self.observed}))
 
 
-def on_four(board: S.BoardSpec, name: str, emulated, table: dict, observed, body, rtl_simulation) -> list:
-    """``body(bench, during)`` on the emulated and the simulated core, writes during and after: the four records."""
+def on_every_backend(board: S.BoardSpec, name: str, emulated, table: dict, observed, body, rtl_simulation) -> dict:
+    """``body(bench, during)`` on the emulated core, the MyHDL core and (where Verilator is installed) its converted
+    Verilog, writes during and after: the records, by run name."""
     spec = board.cores[0].spec
-    runs = []
+    ips = {"emu": lambda: emulated(spec), "rtl": lambda: RtlCoreIP(rtl_simulation(board), name, spec, table)}
+    if verilator_available():
+        ips["verilator"] = lambda: VerilatorCoreIP(VerilatorSimulation(board), name, spec, table)
+    runs = {}
     for during in (True, False):
-        for ip in (emulated(spec), RtlCoreIP(rtl_simulation(board), name, spec, table)):
-            bench = Bench(ip, table, observed)
+        for backend, make_ip in ips.items():
+            bench = Bench(make_ip(), table, observed)
             body(bench, during)
-            runs.append(bench.seen)
+            runs[f"{backend}, writes {'while BUSY' if during else 'after'}"] = bench.seen
     return runs
 
 
-def assert_same(runs: list) -> None:
-    names = ["emu, writes while BUSY", "rtl, writes while BUSY", "emu, writes after", "rtl, writes after"]
-    for name, run in zip(names[1:], runs[1:]):
-        for step, (got, want) in enumerate(zip(run, runs[0])):
-            assert got == want, f"operation {step}: {name} {got} != {names[0]} {want}"
+def verilator_available() -> bool:
+    """True where the verilator backend can build models (Verilator and a C++ compiler installed)."""
+    try:
+        find_verilator()
+    except VerilatorUnavailable:
+        return False
+    return True
+
+
+def assert_same(runs: dict) -> None:
+    (first, reference), *others = runs.items()
+    for name, run in others:
+        for step, (got, want) in enumerate(zip(run, reference)):
+            assert got == want, f"operation {step}: {name} {got} != {first} {want}"
 
 
 def test_replay_sample_runs_with_the_registers_at_start_and_a_seed_write_waits(rtl_simulation):
@@ -102,7 +117,7 @@ def test_replay_sample_runs_with_the_registers_at_start_and_a_seed_write_waits(r
                         {"SEED": 12345, "COUNT": 5, "STRIDE": S.ReplaySpec.stride(5)}, during)
         bench.operation(mode.SAMPLE, {}, none, {}, during=False)
 
-    runs = on_four(board, "replay", ReplayCoreIP, table, ("STATUS", "CYCLES", "SEED", "TOTAL", "COUNT"), body,
+    runs = on_every_backend(board, "replay", ReplayCoreIP, table, ("STATUS", "CYCLES", "SEED", "TOTAL", "COUNT"), body,
                    rtl_simulation)
     assert_same(runs)
     # and what they all did is the model's: samples from seed 77, then 3 uniform ones, then 5 from seed 12345
@@ -115,9 +130,9 @@ def test_replay_sample_runs_with_the_registers_at_start_and_a_seed_write_waits(r
     second = replay_model.pack_results(*tree.sample(3, words.astype(np.uint32), S.ReplaySpec.stride(3))).tobytes()
     tree.reseed(12345)
     third = replay_model.pack_results(*tree.sample(5, None, S.ReplaySpec.stride(5))).tobytes()
-    assert [out for out, _ in runs[0][1:]] == [first, second, third]
-    assert all(regs["STATUS"] == S.Status.DONE for _, regs in runs[0])
-    assert runs[0][-1][1]["SEED"] == tree.prng_state
+    assert [out for out, _ in runs["emu, writes while BUSY"][1:]] == [first, second, third]
+    assert all(regs["STATUS"] == S.Status.DONE for _, regs in runs["emu, writes while BUSY"])
+    assert runs["emu, writes while BUSY"][-1][1]["SEED"] == tree.prng_state
 
 
 def test_parsa_config_and_act_run_with_the_registers_at_start_and_effect_writes_wait(rtl_simulation):
@@ -143,9 +158,10 @@ def test_parsa_config_and_act_run_with_the_registers_at_start_and_effect_writes_
         bench.operation(mode.ACT, {}, batches[0], effects, during)
         bench.operation(mode.ACT, {}, batches[1], {}, during=False)
 
-    runs = on_four(board, "parsa", ParsaCoreIP, table,
+    runs = on_every_backend(board, "parsa", ParsaCoreIP, table,
                    ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED"), body, rtl_simulation)
     assert_same(runs)
-    assert all(regs["STATUS"] == S.Status.DONE for _, regs in runs[0][:2]), "CONFIG used the N_TILINGS written late"
-    assert runs[0][2][1]["EPSILON"] == one // 4, "the EPSILON written during ACT is not the live value after it"
-    assert runs[0][2][0] and runs[0][3][0], "no action records: the batches tested nothing"
+    emu = runs["emu, writes while BUSY"]
+    assert all(regs["STATUS"] == S.Status.DONE for _, regs in emu[:2]), "CONFIG used the N_TILINGS written late"
+    assert emu[2][1]["EPSILON"] == one // 4, "the EPSILON written during ACT is not the live value after it"
+    assert emu[2][0] and emu[3][0], "no action records: the batches tested nothing"

@@ -160,7 +160,7 @@ def test_a_mailbox_decision_costs_its_bus_accesses_plus_the_core_cycles():
 
 
 # -- the driver ------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["emu", "rtl"])
+@pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_act_is_act_batch_bit_for_bit(backend):
     """The same steps (rewards, no rewards, terminals, two keys) through act() and through act_batch() one record
     at a time on two cores configured alike: the same actions, epsilon, and learnt policy."""

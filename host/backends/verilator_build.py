@@ -33,7 +33,7 @@ from typing import Iterator
 from ...overlay import spec as S
 
 __all__ = ["VerilatorUnavailable", "VerilatorTool", "ModelBuild", "find_verilator", "cache_root", "core_verilog",
-           "build_model", "HARNESS"]
+           "model_directory", "build_model", "HARNESS"]
 
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 """the C++ bus harness compiled into every model"""
@@ -228,6 +228,19 @@ def _make_flags() -> list[str]:
     return flags
 
 
+def _defines(spec, trace: bool) -> str:
+    return f"-DSTREAM_BYTES={spec.stream_bytes}" + (" -DPYNQ_RL_TRACE" if trace else "")
+
+
+def model_directory(verilog: Path, spec, trace: bool = False, tool: VerilatorTool | None = None) -> Path:
+    """Where the model of ``verilog`` (a build of ``spec``) is cached: keyed by the Verilog text, the harness, the
+    Verilator version and every flag, so a change to any of them builds a new model."""
+    tool = tool or find_verilator()
+    key = _digest(verilog.read_bytes(), HARNESS.read_bytes(), tool.version, " ".join(_VERILATOR_FLAGS), _CXX_FLAGS,
+                  _defines(spec, trace))
+    return cache_root() / "models" / key
+
+
 def build_model(core: str, spec, trace: bool = False, jobs: int | None = None) -> ModelBuild:
     """The compiled model of a build of ``core``, built on first use (see the module docstring).
 
@@ -245,10 +258,8 @@ def build_model(core: str, spec, trace: bool = False, jobs: int | None = None) -
     verilog = core_verilog(core, spec)
     from ...overlay.build.verilog import module_name
     module = module_name(core, spec)
-    defines = f"-DSTREAM_BYTES={spec.stream_bytes}" + (" -DPYNQ_RL_TRACE" if trace else "")
-    key = _digest(verilog.read_bytes(), HARNESS.read_bytes(), tool.version, " ".join(_VERILATOR_FLAGS), _CXX_FLAGS,
-                  defines)
-    final = cache_root() / "models" / key
+    defines = _defines(spec, trace)
+    final = model_directory(verilog, spec, trace, tool)
     library = final / "libvcore.so"
     if library.is_file():
         return ModelBuild(library, verilog, 0.0)
@@ -256,7 +267,7 @@ def build_model(core: str, spec, trace: bool = False, jobs: int | None = None) -
     with _locked(final.with_suffix(".lock")):
         if library.is_file():
             return ModelBuild(library, verilog, 0.0)
-        build_dir = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
+        build_dir = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=final.parent))
         started = time.perf_counter()
         command = [str(tool.executable), *_VERILATOR_FLAGS, "-j", str(jobs), "--top-module", module,
                    *(["--trace"] if trace else []), "-CFLAGS", f"{_CXX_FLAGS} {defines}", "-LDFLAGS", "-shared",

@@ -20,11 +20,10 @@ from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.replay_ip import ReplayCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP
 from pynq_rl.host.backends.verilator import VerilatorCoreIP, VerilatorSimulation
-from pynq_rl.host.backends.verilator_build import VerilatorUnavailable, find_verilator
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as parsa_model
 from pynq_rl.overlay.models import replay as replay_model
-from tests.common.boards import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD
+from tests.common.boards import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, verilator_missing
 from tests.parsa.harness import act_stream, config_stream, random_layout
 
 
@@ -71,7 +70,7 @@ def on_every_backend(board: S.BoardSpec, name: str, emulated, table: dict, obser
     Verilog, writes during and after: the records, by run name."""
     spec = board.cores[0].spec
     ips = {"emu": lambda: emulated(spec), "rtl": lambda: RtlCoreIP(rtl_simulation(board), name, spec, table)}
-    if verilator_available():
+    if not verilator_missing():
         ips["verilator"] = lambda: VerilatorCoreIP(VerilatorSimulation(board), name, spec, table)
     runs = {}
     for during in (True, False):
@@ -80,15 +79,6 @@ def on_every_backend(board: S.BoardSpec, name: str, emulated, table: dict, obser
             body(bench, during)
             runs[f"{backend}, writes {'while BUSY' if during else 'after'}"] = bench.seen
     return runs
-
-
-def verilator_available() -> bool:
-    """True where the verilator backend can build models (Verilator and a C++ compiler installed)."""
-    try:
-        find_verilator()
-    except VerilatorUnavailable:
-        return False
-    return True
 
 
 def assert_same(runs: dict) -> None:

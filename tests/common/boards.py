@@ -13,7 +13,7 @@ from pynq_rl.host.overlay import ON_TARGET
 from pynq_rl.overlay import spec as S
 
 __all__ = ["BACKENDS", "RTL_TEST_BOARD", "RTL_REPLAY_TEST_BOARD", "RTL_PARSA_TEST_BOARD", "make_overlay",
-           "require_verilator"]
+           "require_verilator", "verilator_missing"]
 
 BACKENDS = ["emu", "rtl", "verilator", "board"]
 
@@ -33,13 +33,21 @@ RTL_PARSA_TEST_BOARD = dataclasses.replace(
                                            keys=4), 0x4_0000, 0x5_0000),))
 
 
-def require_verilator() -> None:
-    """Skip the test, with what to install, where the verilator backend cannot build models."""
+def verilator_missing() -> str | None:
+    """Why the verilator backend cannot build models here (what to install), or None where it can."""
     from pynq_rl.host.backends.verilator_build import find_verilator, VerilatorUnavailable
     try:
         find_verilator()
     except VerilatorUnavailable as error:
-        pytest.skip(str(error))
+        return str(error)
+    return None
+
+
+def require_verilator() -> None:
+    """Skip the test, with what to install, where the verilator backend cannot build models."""
+    missing = verilator_missing()
+    if missing:
+        pytest.skip(missing)
 
 
 def make_overlay(backend: str, board=None, cores=None) -> RLOverlay:

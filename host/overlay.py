@@ -176,6 +176,20 @@ class RLOverlay(pynq.Overlay):
                 for slot in board_spec.cores:
                     getattr(self, slot.name).timeout_s = timeout_s
 
+    def download(self, dtbo: str | None = None) -> None:
+        """Program the PL (``pynq.Overlay.download``); drivers this overlay already bound then forget what they
+        knew of their core and bind their DMA afresh (:meth:`StreamCore.reprogrammed`), so they work on the
+        freshly reset cores instead of waiting on halted DMA channels."""
+        super().download(dtbo)
+        ip_map = self.__dict__.get("_ip_map")
+        if ip_map is None:
+            return  # the first download, from pynq.Overlay.__init__: no driver bound yet
+        for slot in self.board_spec.cores:
+            hierarchy = vars(ip_map).get(slot.name)
+            driver = vars(hierarchy).get("core") if hierarchy is not None else None
+            if driver is not None:
+                driver.reprogrammed()
+
     @property
     def gae(self) -> GaeCore:
         """The GAE core's driver (hierarchy ``gae``: ``gae/core`` with its DMA ``gae/dma``)."""

@@ -13,6 +13,9 @@ reset line reaches every core, and deadlines are counted in simulated cycles. So
 same build, CYCLES and every output equal ``rtl``'s. Unlike MyHDL, any number of ``verilator`` devices may live in
 one process.
 
+Programming the PL again (``RLOverlay.download()``) pulses the reset every core shares, as on ``rtl``: registers go
+back to their reset values, block RAM keeps its contents (as on ``emu``; a board's new bitstream would clear them).
+
 ``vcd="wave"`` writes ``wave_<core>.vcd`` per core (a separate model with tracing compiled in; slower).
 """
 from __future__ import annotations
@@ -35,8 +38,9 @@ __all__ = ["VerilatorDevice", "VerilatorSimulation", "VerilatorCoreIP", "Verilat
 
 _serial = itertools.count()
 
-#: Cycles the reset is held when a simulation starts, and when a core is "programmed" (as on ``rtl``).
-_START_RESET_CYCLES, _RESET_LOW_CYCLES, _RESET_HIGH_CYCLES = 4, 2, 1
+#: Cycles the reset is held low, then high, when a simulation starts and when a core is programmed again (as ``rtl``
+#: holds its reset, so the board's clock stays the same as there).
+START_RESET, PROGRAM_RESET = (4, 1), (2, 1)
 #: Cycles an AXI-Lite handshake may wait (a slave may hold a read with wait states: ParSa's MBOX_ACTION).
 _AXI_TIMEOUT_CYCLES = 1024
 _BUS_ERRORS = {1: "write address", 2: "write response", 3: "read address", 4: "read data"}
@@ -51,7 +55,7 @@ def _load(library: Path) -> ctypes.CDLL:
     signatures = {
         "vcore_stream_bytes": (_u32, []),
         "vcore_traced": (ctypes.c_int, []),
-        "vcore_new": (_p, [ctypes.c_char_p, _u32]),
+        "vcore_new": (_p, [ctypes.c_char_p, _u64, _u32, _u32]),
         "vcore_free": (None, [_p]),
         "vcore_cycle": (_u64, [_p]),
         "vcore_idle": (None, [_p, _u64]),
@@ -78,15 +82,20 @@ class VerilatedCore:
         The core's slot name (for messages).
     vcd : str or None
         Trace every signal to this VCD file (the model must have been built with ``trace=True``).
+    start : int
+        The board's cycle at which the model starts (its own clock starts there).
+    reset : (int, int)
+        Cycles the reset is held low, then released, before the model is ready.
     """
 
-    def __init__(self, build: ModelBuild, name: str, vcd: str | None = None) -> None:
+    def __init__(self, build: ModelBuild, name: str, vcd: str | None = None, start: int = 0,
+                 reset: tuple[int, int] = START_RESET) -> None:
         self.build, self.name = build, name
         self._lib = lib = _load(build.library)
         if vcd and not lib.vcore_traced():
             raise ValueError(f"the {name} model {build.library} was built without tracing: build it with trace=True")
         self.stream_bytes = lib.vcore_stream_bytes()
-        self._handle = lib.vcore_new(vcd.encode() if vcd else None, _START_RESET_CYCLES)
+        self._handle = lib.vcore_new(vcd.encode() if vcd else None, start, *reset)
         self._finalizer = weakref.finalize(self, lib.vcore_free, self._handle)
         self._value, self._moved, self._received, self._last = _u32(), _u64(), _u64(), ctypes.c_int()
         self._out = np.zeros(0, np.uint8)
@@ -109,7 +118,7 @@ class VerilatedCore:
         """Run with idle buses up to cycle ``until``."""
         self._lib.vcore_idle(self._live(), until)
 
-    def reset(self, start: int, low: int = _RESET_LOW_CYCLES, high: int = _RESET_HIGH_CYCLES) -> None:
+    def reset(self, start: int, low: int, high: int) -> None:
         """From cycle ``start``: hold the reset ``low`` cycles, then release it for ``high``."""
         self._lib.vcore_reset(self._live(), start, low, high)
 
@@ -174,7 +183,7 @@ class VerilatorSimulation:
             trace = None if not vcd else str(Path(vcd).with_suffix("").with_name(f"{Path(vcd).stem}_{slot.name}.vcd"))
             self.builds[slot.name] = build
             self.cores[slot.name] = VerilatedCore(build, slot.name, trace)
-        self.cycle = _START_RESET_CYCLES + 1
+        self.cycle = sum(START_RESET)
         self.ended: str | None = None
 
     def tick(self, cycles: int = 1) -> None:
@@ -182,11 +191,11 @@ class VerilatorSimulation:
         self.cycle += int(cycles)
 
     def reset(self) -> None:
-        """Pulse the reset every core shares (low 2 cycles, then high 1, as on ``rtl``)."""
+        """Pulse the reset every core shares (:data:`PROGRAM_RESET`, as on ``rtl``)."""
         start = self.cycle
         for core in self.cores.values():
-            core.reset(start)
-        self.cycle = start + _RESET_LOW_CYCLES + _RESET_HIGH_CYCLES
+            core.reset(start, *PROGRAM_RESET)
+        self.cycle = start + sum(PROGRAM_RESET)
 
     def end(self, reason: str) -> None:
         """Free every model (VCD files are closed); idempotent."""

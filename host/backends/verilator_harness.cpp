@@ -133,9 +133,10 @@ VCORE_API int vcore_traced() {
 #endif
 }
 
-// A new core, its reset held low for `reset_cycles` cycles and then released for one; `vcd` (or null) names a VCD
-// file to trace every signal into (a build with PYNQ_RL_TRACE only).
-VCORE_API Core* vcore_new(const char* vcd, uint32_t reset_cycles) {
+// A new core, every register and memory at its initial value, its clock starting at cycle `start`, its reset held
+// low for `low` cycles and then released for `high`; `vcd` (or null) names a VCD file to trace every signal into (a
+// build with PYNQ_RL_TRACE only).
+VCORE_API Core* vcore_new(const char* vcd, uint64_t start, uint32_t low, uint32_t high) {
     auto* core = new Core;
     core->context = std::make_unique<VerilatedContext>();
     core->context->debug(0);
@@ -145,6 +146,8 @@ VCORE_API Core* vcore_new(const char* vcd, uint32_t reset_cycles) {
     if (vcd != nullptr && vcd[0] != '\0') core->context->traceEverOn(true);
 #endif
     core->top = std::make_unique<Vcore>(core->context.get(), "core");
+    core->context->time(8 * start);  // the board's time base, 8 units a cycle (set once the model is added)
+    core->cycle = start;
 #ifdef PYNQ_RL_TRACE
     if (vcd != nullptr && vcd[0] != '\0') {
         core->trace = std::make_unique<VerilatedVcdC>();
@@ -158,9 +161,9 @@ VCORE_API Core* vcore_new(const char* vcd, uint32_t reset_cycles) {
     core->top->aclk = 0;
     core->top->aresetn = 0;
     core->top->s_axi_control_wstrb = 0xF;
-    for (uint32_t i = 0; i < reset_cycles; ++i) core->tick();
+    for (uint32_t i = 0; i < low; ++i) core->tick();
     core->top->aresetn = 1;
-    core->tick();
+    for (uint32_t i = 0; i < high; ++i) core->tick();
     return core;
 }
 
@@ -178,7 +181,8 @@ VCORE_API uint64_t vcore_cycle(Core* core) { return core->cycle; }
 // Let the core run to cycle `until` with its bus inputs idle.
 VCORE_API void vcore_idle(Core* core, uint64_t until) { core->catch_up(until); }
 
-// Pulse the reset: low for `low` cycles, then released for `high` (rtl's RtlCoreIP.reset).
+// Pulse the reset: low for `low` cycles, then released for `high` (rtl's RtlCoreIP.reset; block RAM keeps its
+// contents, as through a reset in the PL).
 VCORE_API void vcore_reset(Core* core, uint64_t start, uint32_t low, uint32_t high) {
     core->catch_up(start);
     core->top->aresetn = 0;

@@ -190,6 +190,12 @@ class ParsaCore(StreamCore):
             self._write("OPTIONS", value)
             self._options = value
 
+    def reprogrammed(self) -> None:
+        """The PL was programmed again (:meth:`StreamCore.reprogrammed`): the core's tiling layout and policy are
+        gone with it, so the driver is unconfigured until :meth:`configure`."""
+        super().reprogrammed()
+        self.config = None
+
     def _require_config(self) -> ParsaConfig:
         if self.config is None:
             raise RuntimeError("ParSa core not configured: call configure() first")

@@ -215,6 +215,17 @@ class StreamCore(DefaultIP):
         self._dma_array[_DMA_WORDS["MM2S_DMACR"]] = reset_bit
         self._bind_dma()
 
+    def reprogrammed(self) -> None:
+        """The PL was programmed again: the core and its DMA are back at reset, registers and memories alike.
+
+        Forget what the driver knew of them (the parameters it last wrote, that the core was idle) and bind the DMA
+        afresh, whose channels the reset halted; what the core stored is gone, as on the board.
+        :meth:`RLOverlay.download <pynq_rl.host.overlay.RLOverlay.download>` calls this on every driver it bound.
+        """
+        self._parameters.clear()
+        self._idle_known = False
+        self._bind_dma()
+
     def _check_idle(self) -> None:
         """Refuse to start an operation while one runs (``RuntimeError``).
 

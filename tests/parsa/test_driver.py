@@ -171,3 +171,15 @@ def test_opal_shape_fits_the_zcu106_build():
     assert len(config.descriptors) == 136
     actions, _ = ol.parsa.act_batch(np.random.default_rng(0).random((32, 20)), keys=np.arange(32) % 16)
     assert np.all((actions >= 0) & (actions < 10))
+
+
+def test_after_programming_the_pl_again_the_driver_asks_for_a_configuration(overlay, parsa):
+    """A download resets the core: the layout it held is gone, so the driver refuses to act until configure(), and
+    works again after it (its DMA bound afresh)."""
+    parsa.act(np.zeros(3))
+    overlay.download()
+    with pytest.raises(RuntimeError, match="not configured"):
+        parsa.act(np.zeros(3))
+    parsa.configure(LAYOUT, 3, BOUNDS, frac_bits=6, seed=5)
+    actions, _ = parsa.act_batch(np.zeros((4, 3)))
+    assert actions.shape == (4,) and parsa.dump_policy().shape == (parsa.config.layout.n_tiles, 3)

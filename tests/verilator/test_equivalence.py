@@ -86,3 +86,26 @@ def test_verilog_equals_the_myhdl_simulation_cycle_for_cycle(session):
     for step, (verilog, myhdl) in enumerate(zip(on_verilator, on_rtl)):
         assert verilog == myhdl, f"call {step}: verilator {verilog!r:.200} != rtl {myhdl!r:.200}"
     assert len(on_verilator) == len(on_rtl)
+
+
+def reprogramming_session(backend: str) -> list:
+    """Stored state, then the overlay downloaded again, then the drivers at work on the fresh cores."""
+    overlay = RLOverlay(backend=backend, board=RTL_REPLAY_TEST_BOARD)
+    replay = overlay.replay
+    replay.update([1, 2, 3], [1.0, 2.0, 3.0])
+    seen = [(replay.total_code, replay.nonzero)]
+    overlay.download()
+    seen.append((replay.total_code, replay.nonzero, bool(replay.dump_codes().any())))
+    replay.update([4], [1.0])
+    seen.append((replay.total_code, replay.nonzero, replay.sample(4)[0].tolist()))
+    return seen + ([overlay.device.simulation.cycle] if backend != "emu" else [])
+
+
+def test_programming_the_pl_again_pulses_the_reset_and_the_drivers_work_on():
+    """A download resets every core's registers (block RAM keeps its contents, as through a reset pulse; a board's
+    new bitstream would clear it too), and the drivers bound before it work on: the same on all three emulated
+    backends, cycle for cycle between rtl and verilator."""
+    on_verilator = reprogramming_session("verilator")
+    assert on_verilator[0] == on_verilator[1][:2] and on_verilator[1][2] and on_verilator[2][1] == 4
+    assert on_verilator == reprogramming_session("rtl")
+    assert on_verilator[:-1] == reprogramming_session("emu")

@@ -224,7 +224,7 @@ def test_buffer_rejects_bad_input():
         rb.sample(0)
     with pytest.raises(ValueError, match=r"^beta must be a number in \[0, 1\]"):
         rb.sample(4, beta=-0.1)
-    with pytest.raises(ValueError, match=r"^priorities must be one of \('numpy', 'emu', 'rtl', 'board'\)"):
+    with pytest.raises(ValueError, match=r"^priorities must be one of \('numpy', 'emu', 'rtl', 'verilator', 'board'\)"):
         PrioritizedReplayBuffer(8, (3,), priorities="fpga")
     assert rb.max_priority == 1.0 and len(rb) == 3  # nothing changed on the errors
 

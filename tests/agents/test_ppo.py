@@ -294,7 +294,7 @@ def test_train_smoke_dynamic_reward_norm(tmp_path):
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('host', 'emu', 'rtl', 'board'\), not 'fpga'$"),
+    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\), not 'fpga'$"),
     (dict(nn="jax"), r"^nn must be one of \('torch', 'numpy'\) or 'auto', not 'jax'$"),
     (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
     (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),

@@ -4,8 +4,8 @@ The contract (``docs/registers.md``): an operation runs with the registers' valu
 written while BUSY counts from the next START; a write that acts on the core (SEED reseeding a PRNG, ParSa's
 EPSILON and REWARD) is held while BUSY and acts when the operation ends. Each test runs one sequence of operations
 twice on each backend: with the writes made while an operation is BUSY, and with the same writes made just after it
-ends. Everything observable must be the same in every run (four, six with the converted Verilog under Verilator). (The GAE core's parameters have the same test in
-``tests/gae/test_rtl.py``.)
+ends. Everything observable must be the same in every run (four, six with the converted Verilog under Verilator).
+(The GAE core's parameters have the same test in ``tests/gae/test_rtl.py``.)
 
 Without the contract the sequences differ: the emulated replay core read COUNT and STRIDE when SAMPLE_UNIFORM's input
 closed; both cores reseeded their PRNG halfway through a batch (the HDL) or before it was computed (the emulation);
@@ -14,7 +14,6 @@ ParSa checked N_TILINGS at the end of CONFIG.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.replay_ip import ReplayCoreIP

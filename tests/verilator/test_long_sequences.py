@@ -43,6 +43,13 @@ def same(a, b, what: str) -> None:
         assert a == b, f"{what}: {a!r} != {b!r}"
 
 
+def same_calls(calls, run_call, verilated, emulated) -> None:
+    """Each call of a session made on both cores in turn (``run_call(core, call) -> results``): equal bit for bit."""
+    for step, call in enumerate(calls):
+        for a, b in zip(run_call(verilated, call), run_call(emulated, call)):
+            same(a, b, f"call {step} {call}")
+
+
 # -- GAE ------------------------------------------------------------------------------------------------------------
 gae_calls = st.tuples(st.integers(1, 2600), st.integers(1, 25), st.booleans(), st.floats(0.0, 1.0),
                       st.floats(0.0, 1.0), st.sampled_from([0.0, 0.01, 0.2]), st.integers(0, 2**32 - 1))
@@ -113,12 +120,7 @@ def test_replay_sessions_on_the_full_tree_are_the_model_bit_for_bit():
     @long_sessions(50)
     @given(calls=st.lists(replay_calls, min_size=1, max_size=60))
     def session(calls):
-        for step, call in enumerate(calls):
-            results = []
-            for core in (verilated, emulated):
-                results.append(run_replay_call(core, call))
-            for a, b in zip(*results):
-                same(a, b, f"call {step} {call}")
+        same_calls(calls, run_replay_call, verilated, emulated)
         same(verilated.dump_codes(), emulated.dump_codes(), "the leaves after the session")
 
     session()
@@ -175,10 +177,7 @@ def test_parsa_in_opals_shape_on_the_zcu106_build_is_the_model_bit_for_bit():
     @long_sessions(20)
     @given(calls=st.lists(parsa_calls, min_size=1, max_size=15))
     def session(calls):
-        for step, call in enumerate(calls):
-            results = [run_parsa_call(core, call) for core in (verilated, emulated)]
-            for a, b in zip(*results):
-                same(a, b, f"call {step} {call}")
+        same_calls(calls, run_parsa_call, verilated, emulated)
         same(verilated.dump_banks(), emulated.dump_banks(), "the policy banks after the session")
 
     session()

@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
              f"`benchmarks/bus_costs.py`, {env['date']}, commit `{env['git_describe']}`: counted by the emulated device "
              "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. `register_calls` are the host's MMIO operations "
              "(one per single-word access, one per burst into `mmio.array`: the microseconds on a board's ARM, and "
-             "what issue 13's budgets count); register words are 32-bit AXI-Lite transactions (the cores' and the "
-             "DMAs' registers, a few PL cycles each); `wall` is this machine's time for the counted call, not a "
+             "what the drivers' per-call budgets in tests/test_bus_stats.py count); register words are 32-bit "
+             "AXI-Lite transactions (the cores' and the DMAs' registers, a few PL cycles each); `wall` is this machine's time for the counted call, not a "
              "board's.",
              "", "| backend | call | " + " | ".join(COLUMNS) + " | wall [ms] |",
              "|---|---|" + "---:|" * (len(COLUMNS) + 1)]

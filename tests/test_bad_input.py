@@ -2,7 +2,7 @@
 ``IndexError`` naming the argument, and leaves the core exactly as it was (leaves, banks, configuration, PRNG).
 
 A hypothesis fuzz over the three drivers on ``emu``, ``rtl`` and ``verilator`` (small rtl builds, few examples:
-every rtl call is a simulation), plus the cases a hostile-user probe once found to change state before raising (issue 16).
+every rtl call is a simulation), plus the cases a hostile-user probe once found to change state before raising.
 """
 import math
 

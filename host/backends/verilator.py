@@ -25,7 +25,6 @@ import functools
 import itertools
 import weakref
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -169,17 +168,14 @@ class VerilatorSimulation:
     board_spec : BoardSpec
     vcd : str or None
         Trace each core's signals to ``<vcd>_<core>.vcd`` (models built with tracing).
-    builds : callable
-        ``builds(core, spec, trace) -> ModelBuild``; :func:`~.verilator_build.build_model` by default.
     """
 
-    def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None,
-                 builds: Callable[..., ModelBuild] = build_model) -> None:
+    def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
         self.board = board_spec
         self.builds: dict[str, ModelBuild] = {}
         self.cores: dict[str, VerilatedCore] = {}
         for slot in board_spec.cores:
-            build = builds(slot.name, slot.spec, trace=bool(vcd))
+            build = build_model(slot.name, slot.spec, trace=bool(vcd))
             trace = None if not vcd else str(Path(vcd).with_suffix("").with_name(f"{Path(vcd).stem}_{slot.name}.vcd"))
             self.builds[slot.name] = build
             self.cores[slot.name] = VerilatedCore(build, slot.name, trace)

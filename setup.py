@@ -1,13 +1,13 @@
-"""Distribution ``pynq-rl``: one import namespace, three source trees.
+"""Distribution ``pynq-rl``: the ``pynq_rl`` package, plus the notebooks PYNQ installs on a board.
 
-The design card lays the repository out by layer (``overlay/`` for the hardware side, ``host/`` for the
-runtime on the ARM cores), while users import everything from ``pynq_rl``. ``package_dir`` maps the two
-trees under the one namespace: ``overlay/`` becomes ``pynq_rl.overlay`` and ``host/`` becomes ``pynq_rl.host``.
+The package is laid out by layer (``pynq_rl/overlay/`` for the hardware side, ``pynq_rl/host/`` for the runtime on
+the ARM cores) and lives whole in the checkout, so importing ``pynq_rl`` from the repository root finds the same
+package the wheel installs. The notebooks sit at the top level where users look for them; ``package_dir`` maps them
+to ``pynq_rl.notebooks`` (the ``pynq.notebooks`` entry point below).
 """
 from setuptools import find_packages, setup
 
-SOURCE_ROOTS = {"pynq_rl": "pynq_rl", "pynq_rl.overlay": "overlay", "pynq_rl.host": "host",
-                "pynq_rl.notebooks": "notebooks"}
+SOURCE_ROOTS = {"pynq_rl": "pynq_rl", "pynq_rl.notebooks": "notebooks"}
 """import name -> directory of each source tree; every package below a root has an ``__init__.py``"""
 
 

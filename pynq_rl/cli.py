@@ -13,7 +13,7 @@
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
     pynq-rl build timing [--quick] [--out DIR] [--only MODULE ...]   ECP5 P&R, xc7 sta, post-route sim
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
-    pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (overlay/build/Makefile)
+    pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (pynq_rl/overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
     pynq-rl doctor [--backend emu --backend verilator] [--board B]  self-test every core against its model
 """
@@ -114,7 +114,7 @@ def _build_verilog(args: argparse.Namespace) -> int:
 
 def _build_report(args: argparse.Namespace) -> int:
     from .overlay.build import report
-    out = args.out or ("overlay/build/out/report-quick" if args.quick else "benchmarks/results")
+    out = args.out or ("pynq_rl/overlay/build/out/report-quick" if args.quick else "benchmarks/results")
     return report.main(["--out", out] + (["--quick"] if args.quick else [])) or 0
 
 
@@ -261,18 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
     hwh.set_defaults(func=_build_hwh)
     verilog = steps.add_parser("verilog", help="convert the cores to Verilog and lint them")
     verilog.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
-    verilog.add_argument("--out", default="overlay/build/out", help="output directory")
+    verilog.add_argument("--out", default="pynq_rl/overlay/build/out", help="output directory")
     verilog.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     verilog.set_defaults(func=_build_verilog)
     report = steps.add_parser("report", help="yosys synth_xilinx resource tables (LUT/FF/DSP/BRAM)")
     report.add_argument("--out", default=None,
-                        help="output directory (default benchmarks/results; overlay/build/out/report-quick with --quick)")
+                        help="output directory (default benchmarks/results; pynq_rl/overlay/build/out/report-quick with --quick)")
     report.add_argument("--quick", action="store_true", help="only the smallest configurations")
     report.set_defaults(func=_build_report)
     timing = steps.add_parser("timing", help="ECP5-85 place and route (nextpnr), xc7 yosys sta, routed netlists "
                                              "simulated against the models")
     timing.add_argument("--out", default=None, help="output directory (default benchmarks/results; "
-                                                    "overlay/build/out/timing/quick with --quick)")
+                                                    "pynq_rl/overlay/build/out/timing/quick with --quick)")
     timing.add_argument("--quick", action="store_true", help="the GAE PE and a one-lane core only (CI)")
     timing.add_argument("--only", nargs="+", metavar="MODULE", default=None,
                         help="re-run only these builds (module names or prefixes) and merge their rows into the "
@@ -289,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("ip", "Vivado: package each core as an IP with its registers from spec.py"),
                        ("bd", "Vivado: the board's block design from spec.py"),
                        ("bitstream", "Vivado: synthesis, implementation, timing check, bitstream"),
-                       ("install", "copy the .bit and .hwh into overlay/bitstreams/<board>/"),
+                       ("install", "copy the .bit and .hwh into pynq_rl/overlay/bitstreams/<board>/"),
                        ("link", "write a .link (url + md5) for pynqutils' download at install")):
         vivado_step = steps.add_parser(step, help=text)
         vivado_step.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106 (case-insensitive)")

@@ -1,4 +1,4 @@
-"""``pynq-rl doctor`` (host/doctor.py): per-core self-tests against the numpy models on emu, rtl and a board
+"""``pynq-rl doctor`` (pynq_rl/host/doctor.py): per-core self-tests against the numpy models on emu, rtl and a board
 (a board emulated here by an emulated device under the board's name and bitstream directory)."""
 import dataclasses
 import re
@@ -37,7 +37,7 @@ def test_emu_self_tests_pass_bit_exact_with_cycles_and_throughput():
     for core in set(by_core) - set(doctor.SELF_TESTS):
         assert by_core[core].status == "SKIP" and by_core[core].detail == "no self-test for this core yet"
     assert all(LINE.match(line) for line in lines)
-    assert re.search(r"emu   gae     PASS  T=32 N=8 raw: bit-exact vs overlay/models/gae\.py.*\(\d+ cycles, "
+    assert re.search(r"emu   gae     PASS  T=32 N=8 raw: bit-exact vs pynq_rl/overlay/models/gae\.py.*\(\d+ cycles, "
                      r"[\d.]+ M/s at 100 MHz, call [\d.]+ ms\)$", "\n".join(lines), re.M)
 
 
@@ -84,7 +84,7 @@ def test_a_core_that_disagrees_with_the_model_fails(monkeypatch):
     monkeypatch.setattr(doctor, "gae_model", types.SimpleNamespace(gae_fixed=off_by_one))
     result, = doctor.run_doctor(["emu"], board=_board("gae"), echo=None)
     assert result.status == "FAIL" and not result.ok
-    assert result.detail == "T=32 N=8 raw: 1 of 512 outputs differ from overlay/models/gae.py"
+    assert result.detail == "T=32 N=8 raw: 1 of 512 outputs differ from pynq_rl/overlay/models/gae.py"
 
 
 def test_a_cycle_count_that_disagrees_with_the_model_fails(monkeypatch):
@@ -110,7 +110,7 @@ def test_a_replay_core_that_samples_other_indices_fails(monkeypatch):
     result, = doctor.run_doctor(["emu"], board=_board("replay"), echo=None)
     assert result.status == "FAIL"
     assert re.fullmatch(r"64 priorities, 16 stratified samples: \d+ sampled indices differ from "
-                        r"overlay/models/replay\.py", result.detail)
+                        r"pynq_rl/overlay/models/replay\.py", result.detail)
 
 
 def test_on_a_board_the_overlay_is_found_by_the_device_name(tmp_path, monkeypatch):

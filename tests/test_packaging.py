@@ -26,8 +26,7 @@ packaging_markers = pytest.importorskip("packaging.markers")
 from packaging.requirements import Requirement  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-ROOTS = {"pynq_rl": REPO / "pynq_rl", "pynq_rl.overlay": REPO / "overlay", "pynq_rl.host": REPO / "host",
-         "pynq_rl.notebooks": REPO / "notebooks"}
+ROOTS = {"pynq_rl": REPO / "pynq_rl", "pynq_rl.notebooks": REPO / "notebooks"}
 BOARD_ONLY_MISSING = ("torch", "ray", "numba", "llvmlite")
 """what a PYNQ-Z2 (armv7l, Python 3.10) cannot install from PyPI"""
 OPTIONAL_IMPORTS = {"torch", "ray", "grpc", "google", "redis", "numba", "stable_baselines3", "tree"}
@@ -66,7 +65,8 @@ def test_wheel_holds_every_package_and_data_file(wheel):
                  "pynq_rl/notebooks/replay.ipynb", "pynq_rl/notebooks/parsa.ipynb",
                  "pynq_rl/host/agents/distributed/replay.proto", "pynq_rl/host/backends/verilator_harness.cpp"):
         assert data in names, data
-    sources = {p.relative_to(REPO / "overlay" / "hdl").as_posix() for p in (REPO / "overlay" / "hdl").rglob("*.py")}
+    hdl = REPO / "pynq_rl" / "overlay" / "hdl"
+    sources = {p.relative_to(hdl).as_posix() for p in hdl.rglob("*.py")}
     assert {f"pynq_rl/overlay/hdl/{s}" for s in sources} <= names
 
 

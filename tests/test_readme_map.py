@@ -32,4 +32,4 @@ def test_every_path_and_top_named_in_the_map_exists():
             for path in re.findall(r"`((?:overlay|host|tests|benchmarks|docs)/[^`]*)`", cell):
                 assert (REPO / path).exists(), f"{core}: {path}"
         for name in re.findall(r"`(\w+_core_top|register_wiring|status_word)`", " ".join(cells)):
-            assert hasattr(top, name), f"{core}: overlay/hdl/top.py has no {name}"
+            assert hasattr(top, name), f"{core}: pynq_rl/overlay/hdl/top.py has no {name}"

@@ -146,12 +146,10 @@ json.dump({"spec_file": S.__file__, "flags": {f.name: int(f) for f in S.Status},
 
 
 def _package_with_spec(tmp_path: Path, edit) -> Path:
-    """A copy of the pynq_rl package (the layout setup.py maps) whose spec.py went through ``edit``."""
+    """A copy of the pynq_rl package whose spec.py went through ``edit``."""
     root = tmp_path / "site"
     ignore = shutil.ignore_patterns("__pycache__", "out", "*.bit", "*.hwh")
     shutil.copytree(REPO / "pynq_rl", root / "pynq_rl", ignore=ignore)
-    shutil.copytree(REPO / "overlay", root / "pynq_rl" / "overlay", ignore=ignore)
-    shutil.copytree(REPO / "host", root / "pynq_rl" / "host", ignore=ignore)
     spec_file = root / "pynq_rl" / "overlay" / "spec.py"
     spec_file.write_text(edit(spec_file.read_text(encoding="utf-8")), encoding="utf-8")
     return root

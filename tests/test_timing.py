@@ -1,6 +1,6 @@
 """Rung 9: place and route with timing, and the routed netlist against the model.
 
-The quick mode of ``overlay/build/timing.py`` runs once per session (a few minutes: the k = 2 PE alone, the PE
+The quick mode of ``pynq_rl/overlay/build/timing.py`` runs once per session (a few minutes: the k = 2 PE alone, the PE
 with its coefficient chain and a one-lane GAE core, each synthesized with synth_ecp5, placed and routed by
 nextpnr-ecp5 on the ECP5-85 and timed for xc7 by yosys ``sta``; the PE and the core simulated after routing). The
 goals of issue 15 are not asserted here: ``benchmarks/results/timing.md`` states them, met or not. The parsers and

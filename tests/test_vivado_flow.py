@@ -444,7 +444,7 @@ def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_p
     assert converted == [spec] and result == {"fake": V.paths(board, tmp_path).verilog / "fake_core.v",
                                               "nohdl": None}
     assert lines == [f"verilog: fake: {result['fake']}",
-                     "verilog: nohdl: skipped, no HDL yet (overlay/build/verilog.py MODULE_NAMES has no 'nohdl')"]
+                     "verilog: nohdl: skipped, no HDL yet (pynq_rl/overlay/build/verilog.py MODULE_NAMES has no 'nohdl')"]
     with pytest.raises(RuntimeError, match=r"\['nohdl'\] have no HDL yet"):
         V.step_bd(board, tmp_path)
 
@@ -516,7 +516,7 @@ def test_board_backend_finds_the_bitstream_by_the_device_name(tmp_path, monkeypa
 def test_a_stale_bitstream_is_refused_with_the_rebuild_command(monkeypatch):
     small = dataclasses.replace(S.board("Pynq-Z2"), cores=S.board("Pynq-Z2").cores[:1])
     monkeypatch.setattr(S, "SPEC_VERSION_MAJOR", S.SPEC_VERSION_MAJOR + 1)  # the driver is newer than the PL
-    with pytest.raises(BitstreamMismatchError, match=r"make -C overlay/build bitstream install BOARD=<board>"):
+    with pytest.raises(BitstreamMismatchError, match=r"make -C pynq_rl/overlay/build bitstream install BOARD=<board>"):
         host_overlay.RLOverlay(backend="emu", board=small)
 
 

@@ -1,7 +1,7 @@
 """RLlib learner connector: the core's value targets against RLlib's own ``compute_value_targets``.
 
 RLlib 2.60.0 pins gymnasium==1.2.2 (this venv has 1.4.0), so these tests skip here; they were run in a throwaway
-venv layered on this one (gymnasium 1.2.2, pyarrow 20, numpy 1.26; see ``host/integrations/rllib.py``).
+venv layered on this one (gymnasium 1.2.2, pyarrow 20, numpy 1.26; see ``pynq_rl/host/integrations/rllib.py``).
 """
 import numpy as np
 import pytest

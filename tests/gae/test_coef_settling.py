@@ -1,6 +1,6 @@
 """The lookahead coefficients C**j settle before any element needs them, however fast the bus writes START.
 
-``coef_powers`` (``overlay/hdl/gae/pe.py``) is a chain of registered multiplies behind the registered GAMMA_LAMBDA
+``coef_powers`` (``pynq_rl/overlay/hdl/gae/pe.py``) is a chain of registered multiplies behind the registered GAMMA_LAMBDA
 clamp: C**j is right 3 (j - 1) cycles after the clamp register takes a new GAMMA_LAMBDA, 21 for C**8 in a k = 8
 build. Nothing holds the operation while the chain settles: the guarantee is structural. A product
 C**j x delta_{t+j} (or C**k x A_{t+k}) only counts once j (or k) elements were issued ahead of it; before that its

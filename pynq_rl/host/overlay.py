@@ -2,7 +2,7 @@
 
 Backends (DESIGN.md section 1):
 
-* ``"board"``: the real PL. Loads ``overlay/bitstreams/<board>/pynq_rl.bit`` (+ ``.hwh``) for the board PYNQ
+* ``"board"``: the real PL. Loads ``pynq_rl/overlay/bitstreams/<board>/pynq_rl.bit`` (+ ``.hwh``) for the board PYNQ
   reports. The default on a PYNQ board.
 * ``"emu"``: an :class:`~pynq_rl.host.backends.emu.EmuDevice` serves the overlay described by the ``.hwh``
   generated from ``spec.py``; cores are the bit-exact numpy models. The default everywhere else.
@@ -146,7 +146,7 @@ class RLOverlay(pynq.Overlay):
             if not Path(bitfile).is_file():
                 raise FileNotFoundError(
                     f"no bitstream for {board_spec.name} at {bitfile}; build it on a machine with Vivado "
-                    f"(overlay/bitstreams/README.md) or use backend='emu'")
+                    f"(pynq_rl/overlay/bitstreams/README.md) or use backend='emu'")
         elif backend == "emu":
             from .backends.emu import EmuDevice
             board_spec = _with_cores(S.board(board), cores)

@@ -14,7 +14,7 @@ Conventions of the rollout arrays (``T = num_steps``, ``N = num_envs``)
     the cut does not look like a terminal state. A **terminated** step gets nothing folded in.
 ``dones[T, N]``
     1 when env ``n``'s episode ended at step ``t`` (terminated OR truncated): neither ``V_{t+1}`` nor ``A_{t+1}``
-    flows back across it. This is the GAE core's convention (``overlay/models/gae.py``); CleanRL and SB3 store the
+    flows back across it. This is the GAE core's convention (``pynq_rl/overlay/models/gae.py``); CleanRL and SB3 store the
     same information one step later (``next_done`` / ``episode_starts[t + 1]``).
 ``values[T + 1, N]``
     ``V(obs_t)``; ``values[T]`` = ``V(next_obs)`` bootstraps the unfinished tail.

@@ -7,8 +7,8 @@ from ...overlay import spec as S
 
 __all__ = ["BitstreamMismatchError", "check_identity", "REBUILD_HINT"]
 
-REBUILD_HINT = ("rebuild the bitstream from this checkout (overlay/bitstreams/README.md: "
-                "`make -C overlay/build bitstream install BOARD=<board>`) or install the pynq-rl release that "
+REBUILD_HINT = ("rebuild the bitstream from this checkout (pynq_rl/overlay/bitstreams/README.md: "
+                "`make -C pynq_rl/overlay/build bitstream install BOARD=<board>`) or install the pynq-rl release that "
                 "matches it")
 
 

@@ -1,6 +1,6 @@
 """MyHDL -> Verilog for the cores, and the Verilator lint every converted file must pass.
 
-``python -m pynq_rl.overlay.build.verilog [--board Pynq-Z2] [--out overlay/build/out]`` converts each core of the
+``python -m pynq_rl.overlay.build.verilog [--board Pynq-Z2] [--out pynq_rl/overlay/build/out]`` converts each core of the
 board's overlay to ``<out>/<core>_<params>.v`` (``initial_values=True``, so memories start at 0 as in MyHDL) and lints
 it with ``verilator --lint-only -Wall -Wno-WIDTH``. Generated Verilog is a build artifact, never committed.
 """

@@ -1,9 +1,9 @@
 // The C++ side of the `verilator` backend: one verilated core (model class `Vcore`) behind bus transactors.
 //
-// Python (host/backends/verilator.py) loads this file, compiled with the core's Verilog into a shared library, via
+// Python (pynq_rl/host/backends/verilator.py) loads this file, compiled with the core's Verilog into a shared library, via
 // ctypes. The harness owns the clock: one register access or one whole stream transfer is one call, never one call
 // per cycle. Every transactor replays, cycle for cycle, what the `rtl` backend's Python bus models do to the MyHDL
-// simulation (host/backends/rtl.py), so a core's CYCLES register and its outputs are the same on both backends:
+// simulation (pynq_rl/host/backends/rtl.py), so a core's CYCLES register and its outputs are the same on both backends:
 //
 // * a cycle is: inputs set, a rising and a falling clock edge; outputs read after it (as MyHDL's `.next` takes
 //   effect when the simulation resumes and rtl reads the ports after the falling edge);

@@ -1,7 +1,7 @@
 """``python -m pynq_rl.overlay.build <step> --board pynq-z2``: one step of the overlay build (see :mod:`.vivado`).
 
 Steps: ``verilog`` (MyHDL -> Verilog), ``tcl`` (write the Vivado scripts from spec.py and check them in tclsh),
-``ip``, ``bd``, ``bitstream`` (Vivado batch), ``install`` (copy the .bit/.hwh into overlay/bitstreams/<board>/),
+``ip``, ``bd``, ``bitstream`` (Vivado batch), ``install`` (copy the .bit/.hwh into pynq_rl/overlay/bitstreams/<board>/),
 ``link`` (write the ``pynq_rl.bit.link`` that pynqutils resolves at install time). The Makefile in this directory
 calls these; :func:`run_step` is the entry point for other command lines (``pynq-rl build ...``).
 """
@@ -44,7 +44,7 @@ def run_step(step: str, board: "str | S.BoardSpec | None" = None, out: str | Pat
     lint : bool
         Verilator-lint the converted Verilog (``verilog``).
     dest : path
-        Where ``install`` and ``link`` put files (``overlay/bitstreams``).
+        Where ``install`` and ``link`` put files (``pynq_rl/overlay/bitstreams``).
     url : str or None
         ``link`` only: where the built ``.bit`` is published.
 

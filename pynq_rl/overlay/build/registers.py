@@ -24,10 +24,10 @@ from .. import spec as S
 __all__ = ["markdown", "c_header", "write_exports", "stale_exports", "main", "DEFAULT_OUT", "EXPORTS"]
 
 #: Where the committed exports live (the repository's ``docs/``).
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "docs"
+DEFAULT_OUT = Path(__file__).resolve().parents[3] / "docs"
 
 _COMMAND = "pynq-rl build regs"
-_SOURCE = "overlay/spec.py"
+_SOURCE = "pynq_rl/overlay/spec.py"
 
 
 def _hex(value: int, digits: int = 8) -> str:

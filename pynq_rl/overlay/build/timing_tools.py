@@ -433,7 +433,7 @@ def _pull_up_lut_inputs(module: str) -> str:
 #: nextpnr's TRELLIS_RAMW (the slice that carries a DPRAM's write address and data; yosys has no model): wires
 #: only, as nextpnr's own zero-delay arcs define it (A0 -> WADO3, B0 -> WADO1, C0 -> WADO2, D0 -> WADO0,
 #: A1 -> WDO1, B1 -> WDO3, C1 -> WDO0, D1 -> WDO2).
-_TRELLIS_RAMW = """// TRELLIS_RAMW model (overlay/build/timing_tools.py): write address and data pass through.
+_TRELLIS_RAMW = """// TRELLIS_RAMW model (pynq_rl/overlay/build/timing_tools.py): write address and data pass through.
 module TRELLIS_RAMW(input A0, B0, C0, D0, A1, B1, C1, D1, output WADO0, WADO1, WADO2, WADO3, WDO0, WDO1, WDO2,
                     WDO3);
   assign WADO3 = A0; assign WADO1 = B0; assign WADO2 = C0; assign WADO0 = D0;
@@ -458,7 +458,7 @@ def mult18x18d_model(cells_bb: Path) -> str:
     outputs = {p for p in ports if re.fullmatch(r"(P\d+|SIGNEDP|ROA\d+|ROB\d+|ROC\d+|SROA\d+|SROB\d+)", p)}
     bus = lambda name, n: "{" + ", ".join(f"{name}{i}" for i in range(n - 1, -1, -1)) + "}"  # noqa: E731
     regs = ("REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_INPUTC_CLK", "REG_PIPELINE_CLK", "REG_OUTPUT_CLK")
-    lines = ["// Combinational MULT18X18D model (overlay/build/timing_tools.py): registered modes are refused.",
+    lines = ["// Combinational MULT18X18D model (pynq_rl/overlay/build/timing_tools.py): registered modes are refused.",
              f"module MULT18X18D({', '.join(ports)});",
              *(f'  parameter {r} = "NONE";' for r in regs),
              '  parameter SOURCEB_MODE = "B_SHIFT";', '  parameter CAS_MATCH_REG = "FALSE";',

@@ -26,7 +26,7 @@ __all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed
 # ---------------------------------------------------------------------------------------------------------------
 
 _PE_BENCH = """`timescale 1ns/1ps
-// Post-route bench of {top} (overlay/build/postroute.py): one input row per clock from {vectors}, outputs to {out}.
+// Post-route bench of {top} (pynq_rl/overlay/build/postroute.py): one input row per clock from {vectors}, outputs to {out}.
 module tb;
   reg clock = 0;
   reg signed [{dw}-1:0] reward, value;

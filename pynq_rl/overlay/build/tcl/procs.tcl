@@ -1,8 +1,8 @@
 # Procedures shared by the generated pynq-rl Vivado scripts.
 #
-# overlay/build/vivado.py writes one script per step (package_<core>.tcl, bd.tcl, bitstream.tcl) from spec.py into
-# overlay/build/out/<board>/tcl/; each sources this file. Everything here is independent of spec.py: the values
-# come in as arguments. Every Vivado command used here is in overlay/build/tclcheck.py VIVADO_COMMANDS (commands
+# pynq_rl/overlay/build/vivado.py writes one script per step (package_<core>.tcl, bd.tcl, bitstream.tcl) from spec.py into
+# pynq_rl/overlay/build/out/<board>/tcl/; each sources this file. Everything here is independent of spec.py: the values
+# come in as arguments. Every Vivado command used here is in pynq_rl/overlay/build/tclcheck.py VIVADO_COMMANDS (commands
 # present in both Vivado 2022.1 and 2024.1); `python -m pynq_rl.overlay.build check` runs all scripts in tclsh
 # with recording stubs for those commands, so a typo, a wrong argument count or a command outside the list fails
 # here, without Vivado.

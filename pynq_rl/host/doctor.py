@@ -3,7 +3,7 @@
 On a PYNQ board the overlay is loaded from its bitstream and each core computes known vectors; off board the same
 self-tests run on ``emu`` (the bit-exact numpy models) and ``rtl`` (the MyHDL cores, small builds so the cycle
 simulation stays quick), and on request (``--backend verilator``) on the board's shipped builds as converted Verilog
-under Verilator. Each result is compared bit for bit with the numpy model in ``overlay/models`` and
+under Verilator. Each result is compared bit for bit with the numpy model in ``pynq_rl/overlay/models`` and
 reported with the core's own cycle count (the CYCLES register) and the throughput that gives at the board's PL
 clock.
 
@@ -110,11 +110,11 @@ def self_test_gae(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     rate = _rate(n_steps * n_envs, cycles, ol.board_spec.fclk_mhz)
     if mismatched:
         return SelfTest(backend, "gae", FAIL, f"{what}: {mismatched} of {2 * advantages.size} outputs differ from "
-                        "overlay/models/gae.py", cycles, rate, wall_s)
+                        "pynq_rl/overlay/models/gae.py", cycles, rate, wall_s)
     if cycles != expected.cycles:
         return SelfTest(backend, "gae", FAIL, f"{what}: bit-exact, but CYCLES={cycles}, the model says "
                         f"{expected.cycles} (T + pipeline_depth)", cycles, rate, wall_s)
-    return SelfTest(backend, "gae", PASS, f"{what}: bit-exact vs overlay/models/gae.py, CYCLES = T + "
+    return SelfTest(backend, "gae", PASS, f"{what}: bit-exact vs pynq_rl/overlay/models/gae.py, CYCLES = T + "
                     f"{spec.pipeline_depth} as modelled", cycles, rate, wall_s)
 
 
@@ -147,12 +147,12 @@ def self_test_replay(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     if not np.array_equal(got_indices, want_indices):
         wrong = int(np.count_nonzero(got_indices != want_indices))
         return SelfTest(backend, "replay", FAIL, f"{what}: {wrong} sampled indices differ from "
-                        "overlay/models/replay.py", cycles, rate, wall_s)
+                        "pynq_rl/overlay/models/replay.py", cycles, rate, wall_s)
     if not np.array_equal(probabilities, want_codes / float(tree.total)):
-        return SelfTest(backend, "replay", FAIL, f"{what}: probabilities differ from overlay/models/replay.py",
+        return SelfTest(backend, "replay", FAIL, f"{what}: probabilities differ from pynq_rl/overlay/models/replay.py",
                         cycles, rate, wall_s)
     return SelfTest(backend, "replay", PASS, f"{what}: TOTAL, indices and probabilities equal "
-                    "overlay/models/replay.py", cycles, rate, wall_s)
+                    "pynq_rl/overlay/models/replay.py", cycles, rate, wall_s)
 
 
 def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
@@ -187,16 +187,16 @@ def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     what = f"{n} online steps over {keys} keys"
     want_actions = np.where(expected.actions == S.PARSA_NO_ACTION, -1, expected.actions)
     if not np.array_equal(actions, want_actions) or not np.array_equal(values * 64, expected.q_values):
-        return SelfTest(backend, "parsa", FAIL, f"{what}: actions or q values differ from overlay/models/parsa.py",
+        return SelfTest(backend, "parsa", FAIL, f"{what}: actions or q values differ from pynq_rl/overlay/models/parsa.py",
                         cycles, rate, wall_s)
     if not np.array_equal(core.dump_banks(), model.banks) or core.seed != model.prng_state:
         return SelfTest(backend, "parsa", FAIL, f"{what}: the policy or the PRNG state after learning differs "
-                        "from overlay/models/parsa.py", cycles, rate, wall_s)
+                        "from pynq_rl/overlay/models/parsa.py", cycles, rate, wall_s)
     if cycles_act != expected.cycles_act or cycles != expected.cycles:
         return SelfTest(backend, "parsa", FAIL, f"{what}: bit-exact, but CYCLES_ACT/CYCLES = {cycles_act}/{cycles}, "
                         f"the model says {expected.cycles_act}/{expected.cycles}", cycles, rate, wall_s)
     return SelfTest(backend, "parsa", PASS, f"{what}: actions, q values, policy and PRNG equal "
-                    f"overlay/models/parsa.py; {cycles_act} cycles state->action", cycles, rate, wall_s)
+                    f"pynq_rl/overlay/models/parsa.py; {cycles_act} cycles state->action", cycles, rate, wall_s)
 
 
 #: The self-test of each core, by name.

@@ -87,7 +87,7 @@ def check_register_table(name: str, registers: Mapping[str, dict]) -> None:
 
 
 #: CTRL of every core. Its one-bit fields are :class:`Ctrl`; in the HDL, pulse field ``NAME`` drives the core's
-#: ``cfg.<name>`` (``overlay/hdl/top.py``).
+#: ``cfg.<name>`` (``pynq_rl/overlay/hdl/top.py``).
 CTRL_REGISTER = MappingProxyType(_register(0x04, READ_WRITE, "Control", {
     "START": (0, 1, "Start an operation (auto-clears)."),
     "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
@@ -95,7 +95,7 @@ CTRL_REGISTER = MappingProxyType(_register(0x04, READ_WRITE, "Control", {
 }, pulse={"START": True, "SOFT_RESET": True}))
 
 #: STATUS of every core. Each field is one flag of :class:`Status`; in the HDL, field ``NAME`` reads the core's
-#: ``cfg.<name>`` signal (``overlay/hdl/top.py``: :func:`status_word`); fields named ``ERR_*`` are errors.
+#: ``cfg.<name>`` signal (``pynq_rl/overlay/hdl/top.py``: :func:`status_word`); fields named ``ERR_*`` are errors.
 STATUS_REGISTER = MappingProxyType(_register(
     0x08, READ_ONLY, "Status; error and saturation flags are sticky until the next START", {
         "BUSY": (0, 1, "an operation is running"),
@@ -789,7 +789,7 @@ class ParsaSpec:
     """AXI-Stream TDATA width in bytes"""
     act_depth: int = 23
     """CYCLES_ACT = n_dims + (tilings of the busiest worker) + act_depth (the HDL's depth:
-    ``overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
+    ``pynq_rl/overlay/hdl/parsa/core.py`` ACT_DEPTH)"""
     update_depth: int = 9
     """CYCLES_UPDATE = (tilings of the busiest worker) + update_depth (the HDL's depth: ``core.py`` UPDATE_DEPTH)"""
     mailbox_wait: int = 250

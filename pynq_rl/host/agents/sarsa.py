@@ -117,7 +117,7 @@ class Args:
     tiles: int = 8
     """tiles per dimension of the default layout"""
     tiling: str | None = None
-    """a tiling layout (JSON string or path, see `host/drivers/tiling_config.py`) replacing the default"""
+    """a tiling layout (JSON string or path, see `pynq_rl/host/drivers/tiling_config.py`) replacing the default"""
     bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     """(lows, highs) of the observation for tile coding (default: the observation space, which must be finite)"""
     alpha: float = 0.3

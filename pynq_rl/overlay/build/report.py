@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one PE (k=2, xc7) and a 1-lane T_MAX=64 core only")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="yosys runs in parallel")
     parser.add_argument("--work", default=None, help="directory for Verilog, logs and netlists (default: "
-                        "overlay/build/out/synth or synth_quick)")
+                        "pynq_rl/overlay/build/out/synth or synth_quick)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated yosys families")
     sim = parser.add_mutually_exclusive_group()

@@ -566,10 +566,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Place and route the cores on an ECP5-85 (nextpnr), time them for "
                                                  "xc7 (yosys sta) and simulate routed netlists against the model.")
     parser.add_argument("--out", default=None, help="directory of timing.json / timing.md (default "
-                        "benchmarks/results; overlay/build/out/timing/quick with --quick)")
+                        "benchmarks/results; pynq_rl/overlay/build/out/timing/quick with --quick)")
     parser.add_argument("--quick", action="store_true", help="the PE and the small GAE core only (CI)")
     parser.add_argument("--work", default=None, help="directory for netlists and logs (default "
-                                                     "overlay/build/out/timing/quick|full)")
+                                                     "pynq_rl/overlay/build/out/timing/quick|full)")
     parser.add_argument("--freq", type=float, default=100.0, help="clock constraint in MHz (default 100)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
     parser.add_argument("--only", nargs="+", metavar="MODULE", default=None,

@@ -17,7 +17,7 @@ import numpy as np
 __all__ = ["REPO", "git", "cpu_model", "environment"]
 
 #: The repository root (the checkout this module runs from).
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def git(*args: str, cwd: str | Path = REPO) -> str | None:

@@ -1,1 +1,0 @@
-"""MyHDL cores of the overlay. Blocks only: no file I/O, no prints (conversion lives in ``overlay/build``)."""

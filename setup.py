@@ -5,6 +5,7 @@ the ARM cores) and lives whole in the checkout, so importing ``pynq_rl`` from th
 package the wheel installs. The notebooks sit at the top level where users look for them; ``package_dir`` maps them
 to ``pynq_rl.notebooks`` (the ``pynq.notebooks`` entry point below).
 """
+
 from setuptools import find_packages, setup
 
 SOURCE_ROOTS = {"pynq_rl": "pynq_rl", "pynq_rl.notebooks": "notebooks"}
@@ -39,11 +40,13 @@ setup(
     python_requires=">=3.10",
     packages=list(PACKAGES),
     package_dir=PACKAGES,
-    package_data={"pynq_rl.overlay.bitstreams": ["*.md", "*/*.bit", "*/*.hwh", "*/*.link"],
-                  "pynq_rl.host.backends": ["*.cpp"],  # the verilator backend's C++ bus harness
-                  "pynq_rl.overlay.build": ["tcl/*.tcl", "Makefile"],
-                  "pynq_rl.notebooks": ["*.ipynb"],
-                  "pynq_rl.host.agents.distributed": ["*.proto"]},
+    package_data={
+        "pynq_rl.overlay.bitstreams": ["*.md", "*/*.bit", "*/*.hwh", "*/*.link"],
+        "pynq_rl.host.backends": ["*.cpp"],  # the verilator backend's C++ bus harness
+        "pynq_rl.overlay.build": ["tcl/*.tcl", "Makefile"],
+        "pynq_rl.notebooks": ["*.ipynb"],
+        "pynq_rl.host.agents.distributed": ["*.proto"],
+    },
     include_package_data=True,
     install_requires=[
         "pynq>=3.0.1",
@@ -62,13 +65,17 @@ setup(
         "verilator": [VERILATOR],
         # TensorBoard event files from the agents (--tensorboard); tensorboardX is pure Python, so a board can log too
         "tensorboard": ["tensorboardX>=2.6"],
-        # the Stable-Baselines3 drop-in (pynq_rl.host.integrations.sb3.GaeRolloutBuffer): SB3 pinned to the tested release
+        # the Stable-Baselines3 drop-in (pynq_rl.host.integrations.sb3.GaeRolloutBuffer), pinned to the tested release
         "sb3": ["stable-baselines3==2.9.2", TORCH],
         "test": [
             TORCH,
             "build>=1.0",  # tests/test_packaging.py builds the wheel users install
             "wheel>=0.40",
             "pytest>=7",
+            # lint, format and type checks (settings in pyproject.toml), pinned: a new release's rules would turn
+            # a clean checkout red
+            "ruff==0.17.6",
+            "mypy==2.4.1",
             "pytest-xdist>=3.5",  # pytest.ini: the suite runs on 2 workers, one test file per worker at a time
             "hypothesis>=6",
             "nbmake>=1.4",
@@ -92,8 +99,14 @@ setup(
         ],
         # distributed Ape-X: Ray for actors/learner, gRPC for the replay server (grpcio + protobuf suffice on a board:
         # the generated stubs are committed), the redis client for the baseline, grpcio-tools to regenerate stubs
-        "distributed": ["ray==2.60.0", "grpcio==1.64.0", "grpcio-tools==1.64.0", "protobuf==5.29.6", "redis==8.1.0",
-                        TORCH],
+        "distributed": [
+            "ray==2.60.0",
+            "grpcio==1.64.0",
+            "grpcio-tools==1.64.0",
+            "protobuf==5.29.6",
+            "redis==8.1.0",
+            TORCH,
+        ],
         "bench": ["torchrl==0.14.1", TORCH, "cpprb==11.0.0", "numba>=0.58"],
         # continuous-control PPO on MuJoCo (Hopper-v5, HalfCheetah-v5; benchmarks/ppo_continuous.py): the mujoco
         # wheel (4.0.0: mujoco + mujoco-core + mujoco-studio) carries the simulator; gymnasium's renderer needs imageio

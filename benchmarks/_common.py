@@ -3,12 +3,13 @@
 The scripts run as ``python benchmarks/<core>_<metric>.py``, so this module is imported as ``_common`` (the script's
 own directory is first on ``sys.path``).
 """
+
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 __all__ = ["environment", "fmt_rate", "write_results", "failed_rows", "seconds_per_call"]
 
@@ -17,10 +18,13 @@ def environment(torch: bool = False) -> dict:
     """:func:`pynq_rl.overlay.build.provenance.environment` plus numba's (and, with ``torch``, torch's) version and
     thread count: the peers the benchmarks pin to one thread each."""
     import numba
+
     from pynq_rl.overlay.build import provenance
+
     extra = {"numba": numba.__version__, "numba_threads": numba.get_num_threads()}
     if torch:
         import torch as torch_module
+
         extra |= {"torch": torch_module.__version__, "torch_threads": torch_module.get_num_threads()}
     return provenance.environment(**extra)
 

@@ -19,6 +19,7 @@ creating process id). Deleting a namespace deletes the veth ends inside it.
 
 Needs root and ``ip``/``tc`` (iproute2); :func:`check_host` says why not otherwise.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -28,8 +29,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["PREFIX", "Link", "LAN", "WAN", "PROFILES", "check_host", "sweep_stale", "Topology", "DelayRelay",
-           "rate_bits"]
+__all__ = [
+    "PREFIX",
+    "Link",
+    "LAN",
+    "WAN",
+    "PROFILES",
+    "check_host",
+    "sweep_stale",
+    "Topology",
+    "DelayRelay",
+    "rate_bits",
+]
 
 PREFIX = "prlapx"
 """name prefix of every namespace this module creates (then the creating pid, a dash and the host's role)"""
@@ -47,8 +58,15 @@ class Link:
     def tbf(self) -> list[str]:
         """The ``tc qdisc ... tbf`` arguments: the rate, a burst of 2 ms at that rate (at least 128 KiB, so a GSO
         super-packet passes) and a 100 ms queue."""
-        return ["tbf", "rate", self.rate, "burst", str(max(128 << 10, int(rate_bits(self.rate) / 8 * 2e-3))),
-                "latency", "100ms"]
+        return [
+            "tbf",
+            "rate",
+            self.rate,
+            "burst",
+            str(max(128 << 10, int(rate_bits(self.rate) / 8 * 2e-3))),
+            "latency",
+            "100ms",
+        ]
 
     @property
     def delay_s(self) -> float:
@@ -56,7 +74,7 @@ class Link:
         units = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
         for unit in ("us", "ms", "s"):
             if self.delay.endswith(unit):
-                return float(self.delay[:-len(unit)]) * units[unit]
+                return float(self.delay[: -len(unit)]) * units[unit]
         raise ValueError(f"delay must end in us, ms or s, not {self.delay!r}")
 
     @property
@@ -69,7 +87,7 @@ def rate_bits(rate: str) -> float:
     """Bits per second of a tc rate such as ``100mbit`` or ``10gbit``."""
     for unit, scale in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)):
         if rate.endswith(unit):
-            return float(rate[:-len(unit)]) * scale
+            return float(rate[: -len(unit)]) * scale
     raise ValueError(f"rate must end in gbit, mbit, kbit or bit, not {rate!r}")
 
 
@@ -124,7 +142,7 @@ def sweep_stale() -> list[str]:
     for name in _namespaces():
         if not name.startswith(PREFIX):
             continue
-        pid = name[len(PREFIX):].split("-", 1)[0]
+        pid = name[len(PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             subprocess.run([_tool("ip"), "netns", "delete", name], capture_output=True, timeout=30)
             removed.append(name)
@@ -169,7 +187,7 @@ class Topology:
         if reason is not None:
             raise PermissionError(reason)
         self.n_actors, self.actor_link, self.learner_link = n_actors, actor_link, learner_link
-        stem = f"{PREFIX}{os.getpid()}-{id(self) & 0xffff:04x}"
+        stem = f"{PREFIX}{os.getpid()}-{id(self) & 0xFFFF:04x}"
         self.replay, self.learner = f"{stem}-replay", f"{stem}-learner"
         self.actors = [f"{stem}-actor{k}" for k in range(n_actors)]
         self.learner_ifname = "lrn0"
@@ -177,7 +195,7 @@ class Topology:
         self._closed = False
 
     # -- life cycle ---------------------------------------------------------------------------------------------------
-    def __enter__(self) -> "Topology":
+    def __enter__(self) -> Topology:
         atexit.register(self.close)
         try:
             sweep_stale()
@@ -232,8 +250,14 @@ class Topology:
 
     def interface_bytes(self, namespace: str, ifname: str) -> dict[str, int]:
         """``rx_bytes`` and ``tx_bytes`` of ``ifname`` in ``namespace`` (the kernel's counters)."""
-        out = _run(*self.command(namespace, "cat", f"/sys/class/net/{ifname}/statistics/rx_bytes",
-                                 f"/sys/class/net/{ifname}/statistics/tx_bytes"))
+        out = _run(
+            *self.command(
+                namespace,
+                "cat",
+                f"/sys/class/net/{ifname}/statistics/rx_bytes",
+                f"/sys/class/net/{ifname}/statistics/tx_bytes",
+            )
+        )
         rx, tx = (int(x) for x in out.split())
         return {"rx_bytes": rx, "tx_bytes": tx}
 
@@ -253,6 +277,7 @@ class DelayRelay:
 
     async def _pipe(self, reader, writer) -> None:
         import asyncio
+
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
@@ -267,6 +292,7 @@ class DelayRelay:
                     return
                 writer.write(data)
                 await writer.drain()
+
         sender = asyncio.create_task(send())
         try:
             while True:
@@ -281,13 +307,15 @@ class DelayRelay:
 
     async def _handle(self, client_reader, client_writer) -> None:
         import asyncio
+
         try:
             server_reader, server_writer = await asyncio.open_connection(self.host, self.port)
         except OSError:
             client_writer.close()
             return
-        await asyncio.gather(self._pipe(client_reader, server_writer), self._pipe(server_reader, client_writer),
-                             return_exceptions=True)
+        await asyncio.gather(
+            self._pipe(client_reader, server_writer), self._pipe(server_reader, client_writer), return_exceptions=True
+        )
 
     def serve_forever(self) -> None:
         """Listen on ``127.0.0.1:listen_port`` and relay until killed."""
@@ -298,11 +326,13 @@ class DelayRelay:
             print("relaying", flush=True)
             async with server:
                 await server.serve_forever()
+
         asyncio.run(run())
 
 
 if __name__ == "__main__":
     import sys
+
     if len(sys.argv) != 5 or sys.argv[1] != "--relay":
         sys.exit("usage: python _netns.py --relay LISTEN_PORT HOST:PORT DELAY_S")
     DelayRelay(int(sys.argv[2]), sys.argv[3], float(sys.argv[4])).serve_forever()

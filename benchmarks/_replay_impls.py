@@ -5,17 +5,17 @@ numpy sum tree; each prepared on the same :class:`Data` and checked before it is
 A helper module of ``benchmarks/replay_emu.py`` (imported as ``_replay_impls``: the script's own directory is first on
 ``sys.path``), split off so the script keeps the measurement and the page.
 """
+
 from __future__ import annotations
 
 import math
 import subprocess
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-
 
 __all__ = ["ALPHA", "BETA", "P_MIN", "P_MAX", "Data", "make_data", "Prepared", "Impl", "NumpySumTree", "build_impls"]
 
@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------------------------------------------------------
 # Data
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Data:
@@ -46,10 +47,13 @@ class Data:
 def make_data(capacity: int, batch: int, pool: int, seed: int) -> Data:
     pool = max(pool, 2)  # the repeated-batch update alternates between two rows of priorities
     rng = np.random.default_rng(seed)
-    return Data(capacity=capacity, batch=batch,
-                priorities=rng.uniform(P_MIN, P_MAX, capacity),
-                update_indices=rng.integers(0, capacity, (pool, batch), dtype=np.int64),
-                update_priorities=rng.uniform(P_MIN, P_MAX, (pool, batch)))
+    return Data(
+        capacity=capacity,
+        batch=batch,
+        priorities=rng.uniform(P_MIN, P_MAX, capacity),
+        update_indices=rng.integers(0, capacity, (pool, batch), dtype=np.int64),
+        update_priorities=rng.uniform(P_MIN, P_MAX, (pool, batch)),
+    )
 
 
 class _Cycle:
@@ -82,6 +86,7 @@ class _Cycle:
 # ---------------------------------------------------------------------------------------------------------------
 # Implementations
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Prepared:
@@ -119,11 +124,11 @@ class NumpySumTree:
 
     def fill(self, priorities: np.ndarray) -> None:
         """Set every leaf at once and build the inner levels bottom-up."""
-        self.tree[self.capacity:] = np.power(priorities, self.alpha)
+        self.tree[self.capacity :] = np.power(priorities, self.alpha)
         start = self.capacity
         while start > 1:
             half = start // 2
-            self.tree[half:start] = self.tree[start:2 * start:2] + self.tree[start + 1:2 * start:2]
+            self.tree[half:start] = self.tree[start : 2 * start : 2] + self.tree[start + 1 : 2 * start : 2]
             start = half
 
     def update(self, indices: np.ndarray, priorities: np.ndarray) -> None:
@@ -165,11 +170,22 @@ def build_impls(k: int, levels: int) -> tuple[list[Impl], dict]:
     info: dict = {}
     impls: list[Impl] = []
     spec = S.ReplaySpec(k=k, levels=levels)
-    info["replay_spec"] = {"k": spec.k, "levels": spec.levels, "capacity": spec.capacity,
-                           "leaf": str(spec.leaf), "root_bits": spec.level_width(0)}
+    info["replay_spec"] = {
+        "k": spec.k,
+        "levels": spec.levels,
+        "capacity": spec.capacity,
+        "leaf": str(spec.leaf),
+        "root_bits": spec.level_width(0),
+    }
 
-    impls.append(Impl("model_numba", "SumTree model (numba)", _model_impl(spec, model, True) if model.HAVE_NUMBA
-                      else None, "" if model.HAVE_NUMBA else "numba not installed"))
+    impls.append(
+        Impl(
+            "model_numba",
+            "SumTree model (numba)",
+            _model_impl(spec, model, True) if model.HAVE_NUMBA else None,
+            "" if model.HAVE_NUMBA else "numba not installed",
+        )
+    )
     impls.append(Impl("model_numpy", "SumTree model (numpy)", _model_impl(spec, model, False)))
 
     for board_name in ("ZCU106", "Pynq-Z2"):
@@ -183,12 +199,19 @@ def build_impls(k: int, levels: int) -> tuple[list[Impl], dict]:
             impls.append(Impl(key, label, _driver_impl(board_name, spec, model)))
 
     try:
-        import cpprb
         from importlib.metadata import version
+
+        import cpprb
+
         info["cpprb"] = version("cpprb")
         impls.append(Impl("cpprb", "cpprb PrioritizedReplayBuffer", _cpprb_impl(cpprb, stratified=False)))
-        impls.append(Impl("cpprb_stratified", "cpprb PrioritizedReplayBuffer (stratified_sample)",
-                          _cpprb_impl(cpprb, stratified=True)))
+        impls.append(
+            Impl(
+                "cpprb_stratified",
+                "cpprb PrioritizedReplayBuffer (stratified_sample)",
+                _cpprb_impl(cpprb, stratified=True),
+            )
+        )
     except Exception as err:  # noqa: BLE001 - recorded, not raised
         message = f"{type(err).__name__}: {err}"
         info["cpprb_import_error"] = message
@@ -247,10 +270,14 @@ def _model_impl(spec, model, use_numba: bool) -> Callable[[Data], Prepared]:
 
         ops = {"sample": sample, "update": update, "update_hot": update_hot, "insert": insert}
 
-        return Prepared(ops=ops, check=check,
-                        note=f"ReplaySpec(k={spec.k}, levels={spec.levels}) leaf {spec.leaf}; "
-                             "sample returns (indices, leaf codes); update/insert include p**alpha and "
-                             "encode_priorities")
+        return Prepared(
+            ops=ops,
+            check=check,
+            note=f"ReplaySpec(k={spec.k}, levels={spec.levels}) leaf {spec.leaf}; "
+            "sample returns (indices, leaf codes); update/insert include p**alpha and "
+            "encode_priorities",
+        )
+
     return prepare
 
 
@@ -280,8 +307,9 @@ def _driver_impl(board_name: str, spec, model) -> Callable[[Data], Prepared]:
 
         def check() -> str:
             reference = model.SumTree(spec)
-            reference.set(np.arange(data.capacity),
-                          model.encode_priorities(np.power(data.priorities, ALPHA), spec.leaf)[0])
+            reference.set(
+                np.arange(data.capacity), model.encode_priorities(np.power(data.priorities, ALPHA), spec.leaf)[0]
+            )
             assert core.total_code == reference.total, "driver total != model total"
             core.seed = reference.prng_state = 777
             indices, probabilities, weights = core.sample(data.batch, beta=BETA)
@@ -293,19 +321,24 @@ def _driver_impl(board_name: str, spec, model) -> Callable[[Data], Prepared]:
         core_spec = core.spec
         used = "" if core_spec.capacity == data.capacity else f"; uses the first {data.capacity} leaves"
         ops = {"sample": sample, "update": update, "update_hot": update_hot, "insert": insert}
-        return Prepared(ops=ops, check=check,
-                        note=f"core K={core_spec.k} LEVELS={core_spec.levels} (capacity {core_spec.capacity}){used}; "
-                             "sample returns indices, probabilities and IS weights; update/insert = "
-                             "ReplayCore.update (alpha, encode, one SET batch through the emulated DMA)",
-                        extra={"fclk[mhz]": overlay.board_spec.fclk_mhz})
+        return Prepared(
+            ops=ops,
+            check=check,
+            note=f"core K={core_spec.k} LEVELS={core_spec.levels} (capacity {core_spec.capacity}){used}; "
+            "sample returns indices, probabilities and IS weights; update/insert = "
+            "ReplayCore.update (alpha, encode, one SET batch through the emulated DMA)",
+            extra={"fclk[mhz]": overlay.board_spec.fclk_mhz},
+        )
+
     return prepare
 
 
 def _cpprb_impl(cpprb, stratified: bool) -> Callable[[Data], Prepared]:
     def prepare(data: Data) -> Prepared:
         kwargs = {"stratified_sample": True} if stratified else {}
-        rb = cpprb.PrioritizedReplayBuffer(data.capacity, {"obs": {"shape": 1, "dtype": np.float32}},
-                                           alpha=ALPHA, **kwargs)
+        rb = cpprb.PrioritizedReplayBuffer(
+            data.capacity, {"obs": {"shape": 1, "dtype": np.float32}}, alpha=ALPHA, **kwargs
+        )
         rb.add(obs=np.zeros((data.capacity, 1), dtype=np.float32), priorities=data.priorities)
         cycle = _Cycle(data)
         obs = np.zeros((data.batch, 1), dtype=np.float32)
@@ -333,9 +366,13 @@ def _cpprb_impl(cpprb, stratified: bool) -> Callable[[Data], Prepared]:
 
         ops = {"sample": sample, "update": update, "update_hot": update_hot, "insert": insert}
 
-        return Prepared(ops=ops, check=check,
-                        note="obs field of one float32 per transition; sample returns indexes, IS weights and obs; "
-                             "insert = add(obs, priorities) at cpprb's own ring position")
+        return Prepared(
+            ops=ops,
+            check=check,
+            note="obs field of one float32 per transition; sample returns indexes, IS weights and obs; "
+            "insert = add(obs, priorities) at cpprb's own ring position",
+        )
+
     return prepare
 
 
@@ -348,8 +385,13 @@ def _torchrl_impl(info: dict) -> Impl:
             import torchrl
             from torchrl.data import LazyTensorStorage, PrioritizedReplayBuffer
         info["torchrl"] = torchrl.__version__
-        relevant = sorted({str(w.message)[:400] for w in caught if "_torchrl" in str(w.message)
-                           or "C++" in str(w.message) or "extension" in str(w.message).lower()})
+        relevant = sorted(
+            {
+                str(w.message)[:400]
+                for w in caught
+                if "_torchrl" in str(w.message) or "C++" in str(w.message) or "extension" in str(w.message).lower()
+            }
+        )
         if relevant:
             info["torchrl_import_warnings"] = relevant
         PrioritizedReplayBuffer(alpha=ALPHA, beta=BETA, storage=LazyTensorStorage(4), batch_size=2)
@@ -362,8 +404,9 @@ def _torchrl_impl(info: dict) -> Impl:
         return Impl(key, label, None, message)
 
     def prepare(data: Data) -> Prepared:
-        rb = PrioritizedReplayBuffer(alpha=ALPHA, beta=BETA, storage=LazyTensorStorage(data.capacity),
-                                     batch_size=data.batch)
+        rb = PrioritizedReplayBuffer(
+            alpha=ALPHA, beta=BETA, storage=LazyTensorStorage(data.capacity), batch_size=data.batch
+        )
         rb.extend(torch.zeros(data.capacity))
         rb.update_priority(torch.arange(data.capacity), torch.from_numpy(data.priorities))
         cycle = _Cycle(data)
@@ -395,8 +438,12 @@ def _torchrl_impl(info: dict) -> Impl:
 
         ops = {"sample": sample, "update": update, "update_hot": update_hot, "insert": insert}
 
-        return Prepared(ops=ops, check=check,
-                        note="LazyTensorStorage of one float per transition; insert = extend + update_priority")
+        return Prepared(
+            ops=ops,
+            check=check,
+            note="LazyTensorStorage of one float per transition; insert = extend + update_priority",
+        )
+
     return Impl(key, label, prepare)
 
 
@@ -413,8 +460,9 @@ def _torchrl_extension_error() -> str:
         symbol = re.search(r"undefined symbol: (\S+)", text)
         if symbol and shutil.which("c++filt"):
             try:
-                demangled = subprocess.run(["c++filt", symbol.group(1)], capture_output=True, text=True,
-                                           timeout=10).stdout.strip()
+                demangled = subprocess.run(
+                    ["c++filt", symbol.group(1)], capture_output=True, text=True, timeout=10
+                ).stdout.strip()
             except (OSError, subprocess.SubprocessError):
                 demangled = ""
             if demangled:
@@ -443,7 +491,7 @@ def _numpy_impl(data: Data) -> Prepared:
         return tree.update(*cycle.insert())
 
     def check() -> str:
-        leaves = tree.tree[data.capacity:]
+        leaves = tree.tree[data.capacity :]
         assert math.isclose(tree.tree[1], leaves.sum(), rel_tol=1e-9), "root != sum of leaves"
         u = np.random.default_rng(1).random(data.batch)
         targets = (np.arange(data.batch) + u) * (tree.tree[1] / data.batch)
@@ -455,6 +503,9 @@ def _numpy_impl(data: Data) -> Prepared:
 
     ops = {"sample": sample, "update": update, "update_hot": update_hot, "insert": insert}
 
-    return Prepared(ops=ops, check=check,
-                    note="float64 heap-layout tree; sample returns (indices, priorities**alpha); update recomputes "
-                         "each ancestor level from its children")
+    return Prepared(
+        ops=ops,
+        check=check,
+        note="float64 heap-layout tree; sample returns (indices, priorities**alpha); update recomputes "
+        "each ancestor level from its children",
+    )

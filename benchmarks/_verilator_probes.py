@@ -5,14 +5,15 @@ prepared (one unmeasured round, the rounds per sample calibrated to a minimum ti
 repetitions so a noisy neighbour slows all of them alike, and summarized as medians. A probe that raises records
 its status and traceback in its row instead of ending the run.
 """
+
 from __future__ import annotations
 
 import math
 import statistics
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 MIB = 1 << 20
 
@@ -70,8 +71,15 @@ def prepare(probe: Probe, min_time: float) -> None:
         probe.rounds = max(1, math.ceil(min_time / max(wall, 1e-9)))
     probe.call_walls.clear()
     probe.call_cycles.clear()
-    probe.row.update({"status": "ok", "rounds_per_sample": probe.rounds, "samples[cycles/s]": [],
-                      "samples[s/round]": [], "samples[MiB/s]": []})
+    probe.row.update(
+        {
+            "status": "ok",
+            "rounds_per_sample": probe.rounds,
+            "samples[cycles/s]": [],
+            "samples[s/round]": [],
+            "samples[MiB/s]": [],
+        }
+    )
 
 
 def summarize(probe: Probe) -> None:
@@ -81,13 +89,20 @@ def summarize(probe: Probe) -> None:
         return
     for name in ("cycles/s", "s/round", "MiB/s"):
         row[f"median[{name}]"] = statistics.median(row[f"samples[{name}]"])
-    row["calls"] = [{"call": name, "median_wall[s]": statistics.median(probe.call_walls[name]),
-                     "median_cycles": int(statistics.median(probe.call_cycles[name]))} for name, _ in probe.calls]
+    row["calls"] = [
+        {
+            "call": name,
+            "median_wall[s]": statistics.median(probe.call_walls[name]),
+            "median_cycles": int(statistics.median(probe.call_cycles[name])),
+        }
+        for name, _ in probe.calls
+    ]
 
 
 def status_of(err: BaseException) -> str:
     """A row's status for an exception: ``unavailable`` where Verilator cannot build here, else ``error``."""
     from pynq_rl.host.backends.verilator_build import VerilatorUnavailable
+
     kind = "unavailable" if isinstance(err, VerilatorUnavailable) else "error"
     return f"{kind}: {type(err).__name__}: {err}"
 

@@ -4,6 +4,7 @@ from the measured rows (ratios, rates, the rollout estimate), the goals judged m
 The script measures and writes rows; this module only reads them, so a report can be re-rendered from a saved
 ``verilator.json`` (``markdown(json.load(...))``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,14 @@ BOARDS = ("Pynq-Z2", "ZCU106")
 START_BOARD = "Pynq-Z2"
 ROLLOUT = (64, 1024)
 """the GAE compute the rollout goal is stated for: (envs, steps)"""
-GOALS = {"pynqz2_core[cycles/s]": 500_000, "zcu106[cycles/s]": 100_000, "register[us]": 20.0,
-         "rollout[s]": 0.5, "cold_start[s]": 180.0, "cached_start[s]": 2.0}
+GOALS = {
+    "pynqz2_core[cycles/s]": 500_000,
+    "zcu106[cycles/s]": 100_000,
+    "register[us]": 20.0,
+    "rollout[s]": 0.5,
+    "cold_start[s]": 180.0,
+    "cached_start[s]": 2.0,
+}
 
 
 def slug(board: str) -> str:
@@ -26,6 +33,7 @@ def slug(board: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # Derived figures and goals
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def find(rows: list[dict], key: str) -> dict | None:
     return next((row for row in rows if row["key"] == key), None)
@@ -55,28 +63,60 @@ def derive(rows: list[dict], args: argparse.Namespace) -> list[dict]:
         r_stream["ratio_verilator_over_rtl"] = v_stream["ratio_verilator_over_rtl"] = v / r
     gae = find(rows, "rate_verilator_pynqz2_gae_large")
     envs, steps = args.work.gae
-    rollout = {"key": "rollout_verilator_pynqz2", "section": "rollout", "backend": "verilator", "board": START_BOARD,
-               "size": f"{envs}x{steps}", "status": gae["status"] if gae else "not run"}
+    rollout = {
+        "key": "rollout_verilator_pynqz2",
+        "section": "rollout",
+        "backend": "verilator",
+        "board": START_BOARD,
+        "size": f"{envs}x{steps}",
+        "status": gae["status"] if gae else "not run",
+    }
     if measured(gae, "median[s/round]") is not None:
-        rollout.update({"median[s]": gae["median[s/round]"], "samples[s]": gae["samples[s/round]"],
-                        "cycles": gae["cycles_per_round"], "source": gae["key"]})
+        rollout.update(
+            {
+                "median[s]": gae["median[s/round]"],
+                "samples[s]": gae["samples[s/round]"],
+                "cycles": gae["cycles_per_round"],
+                "source": gae["key"],
+            }
+        )
     rtl_gae = find(rows, "rate_rtl_pynqz2_gae_small")
-    rtl_rollout = {"key": "rollout_rtl_pynqz2", "section": "rollout", "backend": "rtl", "board": START_BOARD,
-                   "size": f"{envs}x{steps}", "status": "ok"}
+    rtl_rollout = {
+        "key": "rollout_rtl_pynqz2",
+        "section": "rollout",
+        "backend": "rtl",
+        "board": START_BOARD,
+        "size": f"{envs}x{steps}",
+        "status": "ok",
+    }
     rate = measured(rtl_gae, "median[cycles/s]")
     if rate is None:
         rtl_rollout["status"] = rtl_gae["status"] if rtl_gae else "unavailable: not run"
     elif "cycles" not in rollout:
         rtl_rollout["status"] = f"unavailable: no verilator cycle count to scale ({rollout['status']})"
     else:
-        rtl_rollout.update({"estimated[s]": rollout["cycles"] / rate, "cycles": rollout["cycles"],
-                            "measured_size": "x".join(map(str, args.rtl_work.gae)),
-                            "measured_median[s]": rtl_gae["median[s/round]"], "source": rtl_gae["key"]})
+        rtl_rollout.update(
+            {
+                "estimated[s]": rollout["cycles"] / rate,
+                "cycles": rollout["cycles"],
+                "measured_size": "x".join(map(str, args.rtl_work.gae)),
+                "measured_median[s]": rtl_gae["median[s/round]"],
+                "source": rtl_gae["key"],
+            }
+        )
     return rows + [rollout, rtl_rollout]
 
 
-def goal(name: str, text: str, value: float | None, limit: float, at_least: bool, unit: str, where: str = "",
-         why_not: str = "") -> dict:
+def goal(
+    name: str,
+    text: str,
+    value: float | None,
+    limit: float,
+    at_least: bool,
+    unit: str,
+    where: str = "",
+    why_not: str = "",
+) -> dict:
     """One goal: the measured ``value`` against ``limit`` (``at_least``: value >= limit, else value <= limit)."""
     met = None if value is None else (value >= limit if at_least else value <= limit)
 
@@ -88,8 +128,7 @@ def goal(name: str, text: str, value: float | None, limit: float, at_least: bool
         line = f"{text}: goal {bound}: not measured" + (f" ({why_not})" if why_not else "") + "."
     else:
         line = f"{text}: **{show(value)}**{where} (goal {bound}): " + ("**met**." if met else "**NOT met**.")
-    return {"goal": name, "value": value, "limit": limit, "at_least": at_least, "unit": unit, "met": met,
-            "text": line}
+    return {"goal": name, "value": value, "limit": limit, "at_least": at_least, "unit": unit, "met": met, "text": line}
 
 
 def worst(rows: list[dict], keys: list[str], name: str, lowest: bool) -> tuple[float | None, str]:
@@ -106,31 +145,76 @@ def goals(rows: list[dict], args: argparse.Namespace) -> list[dict]:
     z2 = worst(rows, [f"rate_verilator_pynqz2_{c}_large" for c in CORES], "median[cycles/s]", True)
     zcu = worst(rows, [f"rate_verilator_zcu106_{c}_large" for c in (*CORES, "board")], "median[cycles/s]", True)
     register = worst(rows, ["register_verilator_read", "register_verilator_write"], "median[us]", False)
-    rollout, cold, cached = (find(rows, key) for key in ("rollout_verilator_pynqz2", "start_verilator_cold",
-                                                         "start_verilator_cached"))
+    rollout, cold, cached = (
+        find(rows, key) for key in ("rollout_verilator_pynqz2", "start_verilator_cold", "start_verilator_cached")
+    )
     at_size = tuple(args.work.gae) == ROLLOUT
     return [
-        goal("pynqz2_cores", "Pynq-Z2 cores alone on verilator while working, the slowest", z2[0],
-             GOALS["pynqz2_core[cycles/s]"], True, "cycles/s", z2[1], "a Pynq-Z2 core's row is missing"),
-        goal("zcu106", "ZCU106 build on verilator while working (each core alone, the whole board), the slowest",
-             zcu[0], GOALS["zcu106[cycles/s]"], True, "cycles/s", zcu[1], "a ZCU106 row is missing"),
-        goal("register", "one register access from Python on verilator (PYNQ MMIO read or write), the slower median",
-             register[0], GOALS["register[us]"], False, "us", register[1], "no verilator register rows"),
-        goal("rollout", f"gae.compute of {ROLLOUT[0]} envs x {ROLLOUT[1]:,} steps on the Pynq-Z2 build "
-                        "(verilator, q8), median wall", measured(rollout, "median[s]") if at_size else None,
-             GOALS["rollout[s]"], False, "s",
-             why_not=rollout["status"] if at_size else f"this run's --gae is {args.work.gae[0]}x{args.work.gae[1]}"),
-        goal("cold_start", "cold start: an empty cache, the Pynq-Z2 board's three cores converted and built, in a "
-                           "fresh process", measured(cold, "wall[s]"), GOALS["cold_start[s]"], False, "s",
-             why_not=cold["status"]),
-        goal("cached_start", "cached start: the warm cache, a fresh process, median",
-             measured(cached, "median_wall[s]"), GOALS["cached_start[s]"], False, "s", why_not=cached["status"]),
+        goal(
+            "pynqz2_cores",
+            "Pynq-Z2 cores alone on verilator while working, the slowest",
+            z2[0],
+            GOALS["pynqz2_core[cycles/s]"],
+            True,
+            "cycles/s",
+            z2[1],
+            "a Pynq-Z2 core's row is missing",
+        ),
+        goal(
+            "zcu106",
+            "ZCU106 build on verilator while working (each core alone, the whole board), the slowest",
+            zcu[0],
+            GOALS["zcu106[cycles/s]"],
+            True,
+            "cycles/s",
+            zcu[1],
+            "a ZCU106 row is missing",
+        ),
+        goal(
+            "register",
+            "one register access from Python on verilator (PYNQ MMIO read or write), the slower median",
+            register[0],
+            GOALS["register[us]"],
+            False,
+            "us",
+            register[1],
+            "no verilator register rows",
+        ),
+        goal(
+            "rollout",
+            f"gae.compute of {ROLLOUT[0]} envs x {ROLLOUT[1]:,} steps on the Pynq-Z2 build "
+            "(verilator, q8), median wall",
+            measured(rollout, "median[s]") if at_size else None,
+            GOALS["rollout[s]"],
+            False,
+            "s",
+            why_not=rollout["status"] if at_size else f"this run's --gae is {args.work.gae[0]}x{args.work.gae[1]}",
+        ),
+        goal(
+            "cold_start",
+            "cold start: an empty cache, the Pynq-Z2 board's three cores converted and built, in a fresh process",
+            measured(cold, "wall[s]"),
+            GOALS["cold_start[s]"],
+            False,
+            "s",
+            why_not=cold["status"],
+        ),
+        goal(
+            "cached_start",
+            "cached start: the warm cache, a fresh process, median",
+            measured(cached, "median_wall[s]"),
+            GOALS["cached_start[s]"],
+            False,
+            "s",
+            why_not=cached["status"],
+        ),
     ]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reporting
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def _rate(row: dict | None) -> str:
     value = measured(row, "median[cycles/s]")
@@ -155,32 +239,39 @@ def _ratio(row: dict | None, name: str) -> str:
 
 
 def rate_table(rows: list[dict]) -> list[str]:
-    lines = ["| board | cores | verilator: round | cycles/s (median) | min-max | rtl-size round | verilator "
-             "cycles/s | rtl cycles/s | verilator / rtl | model clock, idle buses |",
-             "|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "| board | cores | verilator: round | cycles/s (median) | min-max | rtl-size round | verilator "
+        "cycles/s | rtl cycles/s | verilator / rtl | model clock, idle buses |",
+        "|---|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
     for board in BOARDS:
         for cores in (*CORES, "board"):
             large = find(rows, f"rate_verilator_{slug(board)}_{cores}_large")
             small = find(rows, f"rate_verilator_{slug(board)}_{cores}_small")
             rtl = find(rows, f"rate_rtl_{slug(board)}_{cores}_small")
-            clocks = [find(rows, f"clock_verilator_{slug(board)}_{c}") for c in ((cores,) if cores != "board"
-                                                                                 else CORES)]
+            clocks = [
+                find(rows, f"clock_verilator_{slug(board)}_{c}") for c in ((cores,) if cores != "board" else CORES)
+            ]
             clock = " / ".join(_rate(c) for c in clocks if c is not None)
             rates = [measured(c, "median[cycles/s]") for c in clocks]
             if cores == "board" and rates and None not in rates:  # every model ticks every board cycle
                 clock += f"; together {fmt_rate(1 / sum(1 / r for r in rates))}"
             if large is None:
                 continue
-            lines.append(f"| {board} | {'all three, in turn' if cores == 'board' else cores} | {large['round']} | "
-                         f"{_rate(large)} | {_spread(large)} | {(small or {}).get('round', '')} | {_rate(small)} | "
-                         f"{_rate(rtl)} | "
-                         f"{_ratio(rtl, 'ratio_verilator_over_rtl')} | {clock} |")
+            lines.append(
+                f"| {board} | {'all three, in turn' if cores == 'board' else cores} | {large['round']} | "
+                f"{_rate(large)} | {_spread(large)} | {(small or {}).get('round', '')} | {_rate(small)} | "
+                f"{_rate(rtl)} | "
+                f"{_ratio(rtl, 'ratio_verilator_over_rtl')} | {clock} |"
+            )
     return lines
 
 
 def register_table(rows: list[dict]) -> list[str]:
-    lines = ["| backend | access | median us / access | min-max us | simulated cycles / access | rtl / verilator |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| backend | access | median us / access | min-max us | simulated cycles / access | rtl / verilator |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for row in rows:
         if row["section"] != "register":
             continue
@@ -188,16 +279,20 @@ def register_table(rows: list[dict]) -> list[str]:
             lines.append(f"| {row.get('backend', row['key'])} | | {row['status']} | | | |")
             continue
         samples = row["samples[us]"]
-        lines.append(f"| {row['backend']} ({row['board']}) | `{row['access']}` ({row['register']}) | "
-                     f"{row['median[us]']:.3g} | {min(samples):.3g}-{max(samples):.3g} | "
-                     f"{row['cycles_per_access']:.3g} | {_ratio(row, 'ratio_rtl_over_verilator')} |")
+        lines.append(
+            f"| {row['backend']} ({row['board']}) | `{row['access']}` ({row['register']}) | "
+            f"{row['median[us]']:.3g} | {min(samples):.3g}-{max(samples):.3g} | "
+            f"{row['cycles_per_access']:.3g} | {_ratio(row, 'ratio_rtl_over_verilator')} |"
+        )
     return lines
 
 
 def stream_table(rows: list[dict]) -> list[str]:
-    lines = ["| backend | transfer (Pynq-Z2) | payload bytes (DMA, both ways) | median wall [s] | MiB/s | min-max "
-             "MiB/s | simulated cycles | bytes / cycle | verilator / rtl |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| backend | transfer (Pynq-Z2) | payload bytes (DMA, both ways) | median wall [s] | MiB/s | min-max "
+        "MiB/s | simulated cycles | bytes / cycle | verilator / rtl |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
         if row["section"] != "stream":
             continue
@@ -205,28 +300,36 @@ def stream_table(rows: list[dict]) -> list[str]:
             lines.append(f"| {row['backend']} | {row.get('transfer', '')} | {row['status']} | | | | | | |")
             continue
         samples = row["samples[MiB/s]"]
-        lines.append(f"| {row['backend']} | {row['transfer']} | {row['bytes_per_round']:,} | "
-                     f"{row['median[s/round]']:.3g} | {row['median[MiB/s]']:.3g} | "
-                     f"{min(samples):.3g}-{max(samples):.3g} | {row['cycles_per_round']:,} | "
-                     f"{row['bytes_per_round'] / max(row['cycles_per_round'], 1):.3g} | "
-                     f"{_ratio(row, 'ratio_verilator_over_rtl')} |")
+        lines.append(
+            f"| {row['backend']} | {row['transfer']} | {row['bytes_per_round']:,} | "
+            f"{row['median[s/round]']:.3g} | {row['median[MiB/s]']:.3g} | "
+            f"{min(samples):.3g}-{max(samples):.3g} | {row['cycles_per_round']:,} | "
+            f"{row['bytes_per_round'] / max(row['cycles_per_round'], 1):.3g} | "
+            f"{_ratio(row, 'ratio_verilator_over_rtl')} |"
+        )
     return lines
 
 
 def rollout_table(rows: list[dict], fclk_mhz: float) -> list[str]:
-    lines = ["| backend | gae.compute (Pynq-Z2, q8) | wall [s] | simulated cycles | the board's time at "
-             f"{fclk_mhz:g} MHz |", "|---|---|---:|---:|---:|"]
+    lines = [
+        f"| backend | gae.compute (Pynq-Z2, q8) | wall [s] | simulated cycles | the board's time at {fclk_mhz:g} MHz |",
+        "|---|---|---:|---:|---:|",
+    ]
     v, r = find(rows, "rollout_verilator_pynqz2"), find(rows, "rollout_rtl_pynqz2")
     if measured(v, "median[s]") is not None:
-        lines.append(f"| verilator | {v['size']} | {v['median[s]']:.3g} (median; {min(v['samples[s]']):.3g}-"
-                     f"{max(v['samples[s]']):.3g}) | {v['cycles']:,} | {v['cycles'] / fclk_mhz / 1e3:.3g} ms |")
+        lines.append(
+            f"| verilator | {v['size']} | {v['median[s]']:.3g} (median; {min(v['samples[s]']):.3g}-"
+            f"{max(v['samples[s]']):.3g}) | {v['cycles']:,} | {v['cycles'] / fclk_mhz / 1e3:.3g} ms |"
+        )
     else:
         lines.append(f"| verilator | {v['size']} | {v['status']} | | |")
     if measured(r, "estimated[s]") is not None:
         estimate = r["estimated[s]"]
         shown = f"{estimate:,.0f}" if estimate >= 100 else f"{estimate:.3g}"
-        lines.append(f"| rtl | {r['size']} | ~{shown} (estimate: those cycles at rtl's rate measured on "
-                     f"{r['measured_size']}, {r['measured_median[s]']:.3g} s a call) | {r['cycles']:,} | |")
+        lines.append(
+            f"| rtl | {r['size']} | ~{shown} (estimate: those cycles at rtl's rate measured on "
+            f"{r['measured_size']}, {r['measured_median[s]']:.3g} s a call) | {r['cycles']:,} | |"
+        )
     else:
         lines.append(f"| rtl | {r['size']} | {r['status']} | | |")
     return lines
@@ -236,21 +339,29 @@ def start_table(rows: list[dict]) -> list[str]:
     lines = ["| start (Pynq-Z2, all three cores, fresh process) | wall [s] | parts [s] |", "|---|---:|---|"]
     for key in ("start_verilator_cold", "start_verilator_cached", "start_rtl"):
         row = find(rows, key)
-        label = {"start_verilator_cold": "verilator, cold (empty cache)",
-                 "start_verilator_cached": "verilator, cached (median)", "start_rtl": "rtl (median)"}[key]
+        label = {
+            "start_verilator_cold": "verilator, cold (empty cache)",
+            "start_verilator_cached": "verilator, cached (median)",
+            "start_rtl": "rtl (median)",
+        }[key]
         if row["status"] != "ok":
             lines.append(f"| {label} | {row['status']} | |")
             continue
         if key.endswith("cold"):
-            parts = ", ".join(f"{c} convert {row[f'{c}_convert[s]']:.1f} + build {row[f'{c}_build[s]']:.1f}"
-                              for c in CORES)
-            lines.append(f"| {label} | {row['wall[s]']:.1f} | import {row['import[s]']:.2f}; {parts}; overlay "
-                         f"{row['overlay[s]']:.2f} |")
+            parts = ", ".join(
+                f"{c} convert {row[f'{c}_convert[s]']:.1f} + build {row[f'{c}_build[s]']:.1f}" for c in CORES
+            )
+            lines.append(
+                f"| {label} | {row['wall[s]']:.1f} | import {row['import[s]']:.2f}; {parts}; overlay "
+                f"{row['overlay[s]']:.2f} |"
+            )
         else:
             walls = [s["wall[s]"] for s in row["samples"]]
-            lines.append(f"| {label} | {row['median_wall[s]']:.2f} ({min(walls):.2f}-{max(walls):.2f}, "
-                         f"{len(walls)} starts) | import {row['median_import[s]']:.2f}, overlay "
-                         f"{row['median_overlay[s]']:.2f}, the rest interpreter start and exit |")
+            lines.append(
+                f"| {label} | {row['median_wall[s]']:.2f} ({min(walls):.2f}-{max(walls):.2f}, "
+                f"{len(walls)} starts) | import {row['median_import[s]']:.2f}, overlay "
+                f"{row['median_overlay[s]']:.2f}, the rest interpreter start and exit |"
+            )
     return lines
 
 
@@ -266,8 +377,9 @@ def markdown(result: dict) -> str:
         f"`spec.BOARDS`; verilator figures are "
         f"medians of {args['repeats']} interleaved repetitions (each >= {args['min_time']} s of back-to-back "
         f"rounds), rtl figures of {args['rtl_repeats']} rounds after one unmeasured. The run took "
-        f"{result['wall[s]']:.0f} s (" + ", ".join(f"{name[:-3]} {value:.0f} s" for name, value in
-                                                 info["phase_wall"].items()) + ").",
+        f"{result['wall[s]']:.0f} s ("
+        + ", ".join(f"{name[:-3]} {value:.0f} s" for name, value in info["phase_wall"].items())
+        + ").",
         "",
         "## Goals",
         "",
@@ -308,7 +420,7 @@ def markdown(result: dict) -> str:
         "",
         "## Start",
         "",
-        "`RLOverlay(backend=..., board=\"Pynq-Z2\")` in a fresh Python process, timed from the parent. Cold: "
+        '`RLOverlay(backend=..., board="Pynq-Z2")` in a fresh Python process, timed from the parent. Cold: '
         "`PYNQ_RL_VERILATOR_CACHE` an empty temporary directory (removed afterwards), each core's conversion to "
         "Verilog and its Verilator + C++ build timed apart, in that order, then the overlay from the filled cache.",
         "",
@@ -322,11 +434,19 @@ def markdown(result: dict) -> str:
         "show the spread.",
         f"- Verilator model cache: `{info.get('cache_root', '')}`.",
     ]
-    calls = [(row["key"], c) for row in rows if row.get("calls") and row.get("cores") == "board"
-             and row.get("work") == "large" for c in row["calls"]]
+    calls = [
+        (row["key"], c)
+        for row in rows
+        if row.get("calls") and row.get("cores") == "board" and row.get("work") == "large"
+        for c in row["calls"]
+    ]
     if calls:
-        lines.append("- Whole-board rounds, per call (median wall, board cycles advanced; the wall includes the "
-                     "called core catching up): " + "; ".join(
-                         f"`{key}` {c['call']}: {c['median_wall[s]'] * 1e3:.3g} ms, {c['median_cycles']:,}"
-                         for key, c in calls) + ".")
+        lines.append(
+            "- Whole-board rounds, per call (median wall, board cycles advanced; the wall includes the "
+            "called core catching up): "
+            + "; ".join(
+                f"`{key}` {c['call']}: {c['median_wall[s]'] * 1e3:.3g} ms, {c['median_cycles']:,}" for key, c in calls
+            )
+            + "."
+        )
     return "\n".join(lines) + "\n"

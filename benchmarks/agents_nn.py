@@ -14,6 +14,7 @@ Two parts, both from one run:
 Run: ``python benchmarks/agents_nn.py [--learn] [--repeats 7] [--out benchmarks/results]``; writes
 ``agents_nn.json`` and ``agents_nn.md`` under ``--out``. Without torch only the numpy columns are filled.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,22 +22,22 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # numpy's BLAS on one thread, like torch
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Callable  # noqa: E402
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, seconds_per_call  # noqa: E402
+from _common import environment, seconds_per_call
 
-from pynq_rl.host.agents import dqn, ppo  # noqa: E402
-from pynq_rl.host.agents.learners import make_actor_critic, make_q_learner  # noqa: E402
-from pynq_rl.host.agents.run import torch_available  # noqa: E402
+from pynq_rl.host.agents import dqn, ppo
+from pynq_rl.host.agents.learners import make_actor_critic, make_q_learner
+from pynq_rl.host.agents.run import torch_available
 
 
 def step_costs(nn: str, rng: np.random.Generator) -> dict[str, Callable[[], object]]:
@@ -45,12 +46,23 @@ def step_costs(nn: str, rng: np.random.Generator) -> dict[str, Callable[[], obje
     q_learner = make_q_learner(nn, 4, 2, (256, 256), 5e-4, rng)
     obs8 = rng.normal(size=(8, 4)).astype(np.float32)
     obs1 = obs8[:1]
-    mb = (rng.normal(size=(256, 4)).astype(np.float32), rng.integers(0, 2, 256), np.full(256, np.log(0.5)),
-          rng.normal(size=256), rng.normal(size=256), rng.normal(size=256))
+    mb = (
+        rng.normal(size=(256, 4)).astype(np.float32),
+        rng.integers(0, 2, 256),
+        np.full(256, np.log(0.5)),
+        rng.normal(size=256),
+        rng.normal(size=256),
+        rng.normal(size=256),
+    )
     coefs = dict(clip_coef=0.2, ent_coef=0.0, vf_coef=0.5, clip_vloss=False, norm_adv=True, max_grad_norm=0.5)
-    batch = (rng.normal(size=(128, 4)).astype(np.float32), rng.integers(0, 2, 128),
-             rng.normal(size=(128, 4)).astype(np.float32), rng.normal(size=128).astype(np.float32),
-             np.zeros(128, np.float32), np.ones(128, np.float32))
+    batch = (
+        rng.normal(size=(128, 4)).astype(np.float32),
+        rng.integers(0, 2, 128),
+        rng.normal(size=(128, 4)).astype(np.float32),
+        rng.normal(size=128).astype(np.float32),
+        np.zeros(128, np.float32),
+        np.ones(128, np.float32),
+    )
     return {
         "ppo_update[us]": lambda: actor_critic.learn(*mb, **coefs),
         "ppo_act[us]": lambda: actor_critic.act(obs8),
@@ -76,44 +88,95 @@ def learning_runs(backends: list[str], seed: int, ppo_steps: int, dqn_steps: int
     rows = []
     with tempfile.TemporaryDirectory() as out:
         for nn in backends:
-            s = ppo.train(ppo.Args(total_timesteps=ppo_steps, seed=seed, nn=nn, gae_backend="emu", out_dir=out,
-                                   progress=False, save_checkpoint=False))
-            rows.append({"agent": "ppo", "nn": nn, "offload": "GAE on emu (q8)", "steps": s["global_step"],
-                         "mean_return_last20": s["mean_return_last20"], "best_mean_return20": None,
-                         "sps": s["sps"], "wall_time_s": s["wall_time_s"]})
-            d = dqn.train(dqn.Args(total_timesteps=dqn_steps, seed=seed, nn=nn, replay_backend="emu", out_dir=out,
-                                   progress=False, save_checkpoint=False))
-            rows.append({"agent": "dqn", "nn": nn, "offload": "priorities on emu", "steps": d["global_step"],
-                         "mean_return_last20": d["mean_return_last20"],
-                         "best_mean_return20": d["best_mean_return20"], "sps": d["sps"],
-                         "wall_time_s": d["wall_time_s"]})
+            s = ppo.train(
+                ppo.Args(
+                    total_timesteps=ppo_steps,
+                    seed=seed,
+                    nn=nn,
+                    gae_backend="emu",
+                    out_dir=out,
+                    progress=False,
+                    save_checkpoint=False,
+                )
+            )
+            rows.append(
+                {
+                    "agent": "ppo",
+                    "nn": nn,
+                    "offload": "GAE on emu (q8)",
+                    "steps": s["global_step"],
+                    "mean_return_last20": s["mean_return_last20"],
+                    "best_mean_return20": None,
+                    "sps": s["sps"],
+                    "wall_time_s": s["wall_time_s"],
+                }
+            )
+            d = dqn.train(
+                dqn.Args(
+                    total_timesteps=dqn_steps,
+                    seed=seed,
+                    nn=nn,
+                    replay_backend="emu",
+                    out_dir=out,
+                    progress=False,
+                    save_checkpoint=False,
+                )
+            )
+            rows.append(
+                {
+                    "agent": "dqn",
+                    "nn": nn,
+                    "offload": "priorities on emu",
+                    "steps": d["global_step"],
+                    "mean_return_last20": d["mean_return_last20"],
+                    "best_mean_return20": d["best_mean_return20"],
+                    "sps": d["sps"],
+                    "wall_time_s": d["wall_time_s"],
+                }
+            )
     return rows
 
 
 def render(result: dict) -> str:
     """The Markdown page."""
     env = result["environment"]
-    lines = ["# Agents: numpy networks (the PYNQ-Z2's) against torch", "",
-             f"Generated by `benchmarks/agents_nn.py` ({env.get('date', '')}, commit {env.get('git_commit', '?')}); "
-             f"Python {env.get('python')}, numpy {env.get('numpy')}, torch {result['torch_version']}; "
-             f"{env.get('cpu_count')} CPUs shared with other jobs. Medians of {result['repeats']} interleaved "
-             "repetitions; torch on one thread.", "",
-             "## Step costs (CartPole shapes)", "",
-             "| operation | numpy [us] | torch [us] | numpy / torch time |", "|---|---:|---:|---:|"]
+    lines = [
+        "# Agents: numpy networks (the PYNQ-Z2's) against torch",
+        "",
+        f"Generated by `benchmarks/agents_nn.py` ({env.get('date', '')}, commit {env.get('git_commit', '?')}); "
+        f"Python {env.get('python')}, numpy {env.get('numpy')}, torch {result['torch_version']}; "
+        f"{env.get('cpu_count')} CPUs shared with other jobs. Medians of {result['repeats']} interleaved "
+        "repetitions; torch on one thread.",
+        "",
+        "## Step costs (CartPole shapes)",
+        "",
+        "| operation | numpy [us] | torch [us] | numpy / torch time |",
+        "|---|---:|---:|---:|",
+    ]
     costs = result["step_costs"]
     for key in costs.get("numpy", {}):
         n, t = costs["numpy"][key], costs.get("torch", {}).get(key)
         ratio = f"{n / t:.2f}" if t else "-"
-        lines.append(f"| {key.replace('[us]', '')} | {n:.1f} | {t:.1f} | {ratio} |" if t else
-                     f"| {key.replace('[us]', '')} | {n:.1f} | - | - |")
+        lines.append(
+            f"| {key.replace('[us]', '')} | {n:.1f} | {t:.1f} | {ratio} |"
+            if t
+            else f"| {key.replace('[us]', '')} | {n:.1f} | - | - |"
+        )
     if result["learning"]:
-        lines += ["", f"## Learning on CartPole-v1 (seed {result['seed']})", "",
-                  "| agent | networks | offload | steps | mean return, last 20 | best 20-episode mean | steps/s | "
-                  "wall time [s] |", "|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"## Learning on CartPole-v1 (seed {result['seed']})",
+            "",
+            "| agent | networks | offload | steps | mean return, last 20 | best 20-episode mean | steps/s | "
+            "wall time [s] |",
+            "|---|---|---|---:|---:|---:|---:|---:|",
+        ]
         for row in result["learning"]:
             best = "-" if row["best_mean_return20"] is None else f"{row['best_mean_return20']:.1f}"
-            lines.append(f"| {row['agent']} | {row['nn']} | {row['offload']} | {row['steps']:,} | "
-                         f"{row['mean_return_last20']:.1f} | {best} | {row['sps']:,} | {row['wall_time_s']:.0f} |")
+            lines.append(
+                f"| {row['agent']} | {row['nn']} | {row['offload']} | {row['steps']:,} | "
+                f"{row['mean_return_last20']:.1f} | {best} | {row['sps']:,} | {row['wall_time_s']:.0f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -134,9 +197,14 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(1)
     env = environment(torch="torch" in backends)
-    result = {"environment": env, "torch_version": env.get("torch", "not installed"), "repeats": args.repeats,
-              "seed": args.seed, "step_costs": measure_step_costs(backends, args.repeats, args.min_time),
-              "learning": learning_runs(backends, args.seed, args.ppo_steps, args.dqn_steps) if args.learn else []}
+    result = {
+        "environment": env,
+        "torch_version": env.get("torch", "not installed"),
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "step_costs": measure_step_costs(backends, args.repeats, args.min_time),
+        "learning": learning_runs(backends, args.seed, args.ppo_steps, args.dqn_steps) if args.learn else [],
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "agents_nn.json").write_text(json.dumps(result, indent=2, default=str) + "\n")

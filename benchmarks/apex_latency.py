@@ -24,6 +24,7 @@ Run::
 
     python benchmarks/apex_latency.py --actors 1 2 4 8 --duration-s 8 --out benchmarks/results
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,11 +51,13 @@ def _free_port() -> int:
 
 
 def _batch(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-    return {"observations": rng.standard_normal((n, 4)).astype(np.float32),
-            "actions": rng.integers(0, 2, n).astype(np.int64),
-            "rewards": np.ones(n, dtype=np.float32),
-            "next_observations": rng.standard_normal((n, 4)).astype(np.float32),
-            "discounts": np.full(n, 0.99 ** 3, dtype=np.float32)}
+    return {
+        "observations": rng.standard_normal((n, 4)).astype(np.float32),
+        "actions": rng.integers(0, 2, n).astype(np.int64),
+        "rewards": np.ones(n, dtype=np.float32),
+        "next_observations": rng.standard_normal((n, 4)).astype(np.float32),
+        "discounts": np.full(n, 0.99**3, dtype=np.float32),
+    }
 
 
 def _actor(layout: str, address: str, index: int, push_batch: int, push_hz: float, stop, ready, results) -> None:
@@ -63,10 +66,14 @@ def _actor(layout: str, address: str, index: int, push_batch: int, push_hz: floa
     from pynq_rl.host.agents.distributed.client import ReplayClient
     from pynq_rl.host.agents.distributed.pacing import FixedRate
     from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher
+
     rng = np.random.default_rng(1000 + index)
     host, port = address.rsplit(":", 1)
-    pusher = ReplayClient(address, actor_id=f"bench{index}") if layout.startswith("in-network") else \
-        RedisActorPusher(host, int(port))
+    pusher = (
+        ReplayClient(address, actor_id=f"bench{index}")
+        if layout.startswith("in-network")
+        else RedisActorPusher(host, int(port))
+    )
     latencies, pace = [], FixedRate(push_hz)
     while not stop.is_set():
         batch = _batch(rng, push_batch)
@@ -85,6 +92,7 @@ class _PrefetchingLearner:
 
     def __init__(self, address: str, batch_size: int) -> None:
         from pynq_rl.host.agents.distributed.client import PrefetchingSampler, ReplayClient
+
         self.client = ReplayClient(address)
         self.sampler = PrefetchingSampler(self.client, batch_size)
 
@@ -104,7 +112,9 @@ class _TrainStep:
 
     def __init__(self, seed: int) -> None:
         import torch
+
         from pynq_rl.host.agents.torch_nets import QNetwork
+
         torch.set_num_threads(1)
         torch.manual_seed(seed)
         self.torch = torch
@@ -113,6 +123,7 @@ class _TrainStep:
 
     def __call__(self, batch: dict) -> np.ndarray:
         from pynq_rl.host.agents.distributed.apex_workers import td_errors
+
         delta, _ = td_errors(self.q, self.target, batch)
         weights = self.torch.as_tensor(np.asarray(batch["weights"]))
         loss = (weights * delta.pow(2)).mean()
@@ -123,10 +134,26 @@ class _TrainStep:
 
 
 def _start_server(port: int, backend: str, capacity: int, wal_dir: str) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
-                                f"127.0.0.1:{port}", "--backend", backend, "--capacity", str(capacity),
-                                "--checkpoint-dir", wal_dir, "--seed", "1"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pynq_rl.host.agents.distributed.service",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--backend",
+            backend,
+            "--capacity",
+            str(capacity),
+            "--checkpoint-dir",
+            wal_dir,
+            "--seed",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     line = process.stdout.readline()
     if not line.startswith("listening"):
         process.kill()
@@ -138,6 +165,7 @@ def run_case(layout: str, n_actors: int, args: argparse.Namespace) -> dict:
     """One layout at one actor count; returns the latency statistics."""
     from pynq_rl.host.agents.distributed.client import ReplayClient
     from pynq_rl.host.agents.distributed.redis_baseline import RedisLearnerReplay, start_redis
+
     port = _free_port()
     address = f"127.0.0.1:{port}"
     ctx = mp.get_context("spawn")
@@ -152,8 +180,14 @@ def run_case(layout: str, n_actors: int, args: argparse.Namespace) -> dict:
             else:
                 service = start_redis(port)
                 learner = RedisLearnerReplay("127.0.0.1", port, args.capacity, (4,), args.backend, seed=1)
-            actors = [ctx.Process(target=_actor, args=(layout, address, i, args.push_batch, args.push_hz, stop, ready,
-                                                       results), daemon=True) for i in range(n_actors)]
+            actors = [
+                ctx.Process(
+                    target=_actor,
+                    args=(layout, address, i, args.push_batch, args.push_hz, stop, ready, results),
+                    daemon=True,
+                )
+                for i in range(n_actors)
+            ]
             for actor in actors:
                 actor.start()
             rng = np.random.default_rng(args.seed)
@@ -161,6 +195,7 @@ def run_case(layout: str, n_actors: int, args: argparse.Namespace) -> dict:
 
             def new_priorities(batch):
                 return step(batch) if step is not None else rng.random(args.batch) + 0.01
+
             # warm-up: wait for learning_starts transitions, then sample for warmup_s unmeasured
             deadline = time.monotonic() + 120
             while True:
@@ -204,20 +239,28 @@ def run_case(layout: str, n_actors: int, args: argparse.Namespace) -> dict:
     medians = [1e3 * float(np.median(v)) for v in per_actor.values() if v]
     p90s = [1e3 * float(np.percentile(v, 90)) for v in per_actor.values() if v]
     sample_ms = 1e3 * np.asarray(sample_s)
-    return {"layout": layout, "actors": n_actors,
-            "push_median[ms]": float(np.median(medians)), "push_p90_worst_actor[ms]": float(max(p90s)),
-            "push_mean[ms]": 1e3 * float(np.mean(np.concatenate([v for v in per_actor.values() if v]))),
-            "push_per_actor_median[ms]": medians, "pushes": int(sum(len(v) for v in per_actor.values())),
-            "sample_median[ms]": float(np.median(sample_ms)), "sample_p90[ms]": float(np.percentile(sample_ms, 90)),
-            "sample_mean[ms]": float(sample_ms.mean()), "update_median[ms]": 1e3 * float(np.median(update_s)),
-            "samples_per_s": len(sample_s) / args.duration_s, "samples": len(sample_s),
-            "sample_p99[ms]": float(np.percentile(sample_ms, 99))}
+    return {
+        "layout": layout,
+        "actors": n_actors,
+        "push_median[ms]": float(np.median(medians)),
+        "push_p90_worst_actor[ms]": float(max(p90s)),
+        "push_mean[ms]": 1e3 * float(np.mean(np.concatenate([v for v in per_actor.values() if v]))),
+        "push_per_actor_median[ms]": medians,
+        "pushes": int(sum(len(v) for v in per_actor.values())),
+        "sample_median[ms]": float(np.median(sample_ms)),
+        "sample_p90[ms]": float(np.percentile(sample_ms, 90)),
+        "sample_mean[ms]": float(sample_ms.mean()),
+        "update_median[ms]": 1e3 * float(np.median(update_s)),
+        "samples_per_s": len(sample_s) / args.duration_s,
+        "samples": len(sample_s),
+        "sample_p99[ms]": float(np.percentile(sample_ms, 99)),
+    }
 
 
 def _median_of_repeats(repeats: list[dict]) -> dict:
     """One row per case: the median over repeats of every numeric statistic (the repeats are kept too)."""
     row = {"layout": repeats[0]["layout"], "actors": repeats[0]["actors"], "repeats": len(repeats)}
-    for key, value in repeats[0].items():
+    for key in repeats[0]:
         if key.endswith("]") or key in ("samples_per_s", "samples", "pushes"):
             row[key] = float(np.median([r[key] for r in repeats]))
     row["per_repeat"] = [{k: v for k, v in r.items() if k != "push_per_actor_median[ms]"} for r in repeats]
@@ -226,37 +269,51 @@ def _median_of_repeats(repeats: list[dict]) -> dict:
 
 def _git(*cmd: str) -> str:
     from pynq_rl.overlay.build.provenance import git
+
     return git(*cmd) or "unknown"
 
 
 def to_markdown(results: list[dict], meta: dict) -> str:
     """The Markdown table of a run (one row per actor count and layout, plus the sample-latency reduction)."""
-    lines = ["# Ape-X data path: in-network replay server vs Redis baseline (loopback)", "",
-             f"Generated by `benchmarks/apex_latency.py` ({meta['commit']}, {meta['date']}, {meta['machine']}). "
-             f"Replay backend `{meta['backend']}`; each actor pushes {meta['push_batch']} transitions "
-             f"{meta['push_hz']} times/s; the learner samples batches of {meta['batch']} for {meta['duration_s']} s "
-             f"per case (after a warm-up), {'one Double-DQN gradient step' if meta['train_step'] else 'no work'} and "
-             f"update_priorities after each sample. Every number is the median over {meta['repeats']} interleaved "
-             f"repeats (load average at the end: {', '.join(f'{x:.1f}' for x in meta['load_average'])}: the "
-             "machine is shared).", "",
-             "| actors | layout | push median [ms] | push p90, worst actor [ms] | sample median [ms] | sample p90 [ms] "
-             "| sample mean [ms] | update median [ms] | learner samples/s | sample median per repeat [ms] |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Ape-X data path: in-network replay server vs Redis baseline (loopback)",
+        "",
+        f"Generated by `benchmarks/apex_latency.py` ({meta['commit']}, {meta['date']}, {meta['machine']}). "
+        f"Replay backend `{meta['backend']}`; each actor pushes {meta['push_batch']} transitions "
+        f"{meta['push_hz']} times/s; the learner samples batches of {meta['batch']} for {meta['duration_s']} s "
+        f"per case (after a warm-up), {'one Double-DQN gradient step' if meta['train_step'] else 'no work'} and "
+        f"update_priorities after each sample. Every number is the median over {meta['repeats']} interleaved "
+        f"repeats (load average at the end: {', '.join(f'{x:.1f}' for x in meta['load_average'])}: the "
+        "machine is shared).",
+        "",
+        "| actors | layout | push median [ms] | push p90, worst actor [ms] | sample median [ms] | sample p90 [ms] "
+        "| sample mean [ms] | update median [ms] | learner samples/s | sample median per repeat [ms] |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in results:
         per_repeat = ", ".join(f"{x['sample_median[ms]']:.1f}" for x in r.get("per_repeat", []))
-        lines.append(f"| {r['actors']} | {r['layout']} | {r['push_median[ms]']:.2f} | "
-                     f"{r['push_p90_worst_actor[ms]']:.2f} | {r['sample_median[ms]']:.2f} | {r['sample_p90[ms]']:.2f} "
-                     f"| {r['sample_mean[ms]']:.2f} | {r['update_median[ms]']:.2f} | {r['samples_per_s']:.0f} "
-                     f"| {per_repeat} |")
-    lines += ["", "Learner sample latency, in-network vs Redis (negative = in-network lower):", "",
-              "| actors | in-network layout | median change | mean change |", "|---:|---|---:|---:|"]
+        lines.append(
+            f"| {r['actors']} | {r['layout']} | {r['push_median[ms]']:.2f} | "
+            f"{r['push_p90_worst_actor[ms]']:.2f} | {r['sample_median[ms]']:.2f} | {r['sample_p90[ms]']:.2f} "
+            f"| {r['sample_mean[ms]']:.2f} | {r['update_median[ms]']:.2f} | {r['samples_per_s']:.0f} "
+            f"| {per_repeat} |"
+        )
+    lines += [
+        "",
+        "Learner sample latency, in-network vs Redis (negative = in-network lower):",
+        "",
+        "| actors | in-network layout | median change | mean change |",
+        "|---:|---|---:|---:|",
+    ]
     by = {(r["actors"], r["layout"]): r for r in results}
     for n in sorted({r["actors"] for r in results}):
         for layout in LAYOUTS[:-1]:
             a, b = by.get((n, layout)), by.get((n, "redis"))
             if a and b:
-                lines.append(f"| {n} | {layout} | {100 * (a['sample_median[ms]'] / b['sample_median[ms]'] - 1):+.1f}% "
-                             f"| {100 * (a['sample_mean[ms]'] / b['sample_mean[ms]'] - 1):+.1f}% |")
+                lines.append(
+                    f"| {n} | {layout} | {100 * (a['sample_median[ms]'] / b['sample_median[ms]'] - 1):+.1f}% "
+                    f"| {100 * (a['sample_mean[ms]'] / b['sample_mean[ms]'] - 1):+.1f}% |"
+                )
     lines += ["", NOTES]
     return "\n".join(lines) + "\n"
 
@@ -279,7 +336,8 @@ every actor count. Keeping one batch in flight (``in-network+prefetch``: the ser
 learner trains, and gRPC receives it off the learner's thread) takes most of that hop off the learner's critical
 path; what it still waits for is the rest of the round trip that its short gradient step (a 2x128 MLP on 64
 transitions) does not cover, plus decoding. Whether that ends below Redis is within this machine's run-to-run noise
-at 8 actors, so these numbers do not establish the paper's 21.9-29.1 % lower sample latency. On a loaded machine (load 9-14, an earlier run) both layouts swing by 2-10x from run to run with
+at 8 actors, so these numbers do not establish the paper's 21.9-29.1 % lower sample latency. On a loaded machine
+(load 9-14, an earlier run) both layouts swing by 2-10x from run to run with
 the scheduler's wake-up latency. A fair test of the claim needs the actors, the replay node (the board) and the
 learner on separate machines with a real network and frame-sized observations, where ingesting every transition
 at the learner is the bottleneck: run this script with ``--actors`` there after starting the server on the board."""
@@ -294,8 +352,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capacity", type=int, default=50_000, help="replay capacity")
     parser.add_argument("--push-batch", type=int, default=50, help="transitions per push")
     parser.add_argument("--push-hz", type=float, default=50.0, help="pushes per second per actor")
-    parser.add_argument("--no-train-step", dest="train_step", action="store_false",
-                        help="no gradient step between samples (the learner samples back to back)")
+    parser.add_argument(
+        "--no-train-step",
+        dest="train_step",
+        action="store_false",
+        help="no gradient step between samples (the learner samples back to back)",
+    )
     parser.add_argument("--batch", type=int, default=64, help="learner sample batch")
     parser.add_argument("--warmup-s", type=float, default=2.0, help="unmeasured learner time per case")
     parser.add_argument("--duration-s", type=float, default=8.0, help="measured learner time per case")
@@ -320,12 +382,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({k: v for k, v in result.items() if k != "push_per_actor_median[ms]"}), flush=True)
                 runs.setdefault((n, layout), []).append(result)
     results = [_median_of_repeats(runs[(n, layout)]) for n in args.actors for layout in args.layouts]
-    meta = {"commit": _git("rev-parse", "--short", "HEAD"), "tag": _git("describe", "--tags", "--always"),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "backend": args.backend, "push_batch": args.push_batch, "push_hz": args.push_hz, "batch": args.batch,
-            "duration_s": args.duration_s, "warmup_s": args.warmup_s, "train_step": args.train_step,
-            "repeats": args.repeats, "load_average": os.getloadavg()}
+    meta = {
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "tag": _git("describe", "--tags", "--always"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "backend": args.backend,
+        "push_batch": args.push_batch,
+        "push_hz": args.push_hz,
+        "batch": args.batch,
+        "duration_s": args.duration_s,
+        "warmup_s": args.warmup_s,
+        "train_step": args.train_step,
+        "repeats": args.repeats,
+        "load_average": os.getloadavg(),
+    }
     markdown = to_markdown(results, meta)
     print(markdown)
     if args.out:

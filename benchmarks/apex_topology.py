@@ -44,6 +44,7 @@ Run::
     python benchmarks/apex_topology.py --layouts in-network in-network+prefetch redis   # with the prefetching learner
     python benchmarks/apex_topology.py --actors 1 --profiles WAN --payloads atari --duration-s 2   # one smoke cell
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _netns  # noqa: E402
+import _netns
 
 LAYOUTS = ("in-network", "in-network+prefetch", "redis")
 PAYLOADS = ("cartpole", "atari", "atari-zlib")
@@ -82,21 +83,21 @@ def atari_frames(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
     screen (as frame stacking does).
     """
     big = np.zeros((n, 5, 168, 168), dtype=np.uint16)
-    big[:, :, 17:21, 7:161] = 142                                   # top wall
-    big[:, :, 17:168, 7:11] = 142                                   # side walls
+    big[:, :, 17:21, 7:161] = 142  # top wall
+    big[:, :, 17:168, 7:11] = 142  # side walls
     big[:, :, 17:168, 157:161] = 142
     shades = np.array([200, 180, 160, 140, 120, 100])
     for i in range(n):
-        bricks = rng.random((6, 18)) > 0.3                          # which bricks are still there
+        bricks = rng.random((6, 18)) > 0.3  # which bricks are still there
         for row in range(6):
             for col in np.flatnonzero(bricks[row]):
-                big[i, :, 37 + 6 * row:42 + 6 * row, 11 + 8 * col:18 + 8 * col] = shades[row]
+                big[i, :, 37 + 6 * row : 42 + 6 * row, 11 + 8 * col : 18 + 8 * col] = shades[row]
         paddle = int(rng.integers(12, 140))
-        big[i, :, 157:160, paddle:paddle + 15] = 180
+        big[i, :, 157:160, paddle : paddle + 15] = 180
         y, x = int(rng.integers(81, 140)), int(rng.integers(21, 140))
         dy, dx = int(rng.choice([-5, 5])), int(rng.choice([-3, 3]))
         for t in range(5):
-            big[i, t, y + t * dy:y + t * dy + 3, x + t * dx:x + t * dx + 2] = 236
+            big[i, t, y + t * dy : y + t * dy + 3, x + t * dx : x + t * dx + 2] = 236
     frames = big.reshape(n, 5, 84, 2, 84, 2).mean(axis=(3, 5)).round().astype(np.uint8)
     return np.ascontiguousarray(frames[:, :4]), np.ascontiguousarray(frames[:, 1:])
 
@@ -107,9 +108,13 @@ def make_batch(payload: str, rng: np.random.Generator, n: int) -> dict[str, np.n
         obs, next_obs = (rng.standard_normal((n, 4)).astype(np.float32) for _ in range(2))
     else:
         obs, next_obs = atari_frames(rng, n)
-    return {"observations": obs, "actions": rng.integers(0, 4, n).astype(np.int64),
-            "rewards": rng.random(n).astype(np.float32), "next_observations": next_obs,
-            "discounts": np.full(n, 0.99 ** 3, dtype=np.float32)}
+    return {
+        "observations": obs,
+        "actions": rng.integers(0, 4, n).astype(np.int64),
+        "rewards": rng.random(n).astype(np.float32),
+        "next_observations": next_obs,
+        "discounts": np.full(n, 0.99**3, dtype=np.float32),
+    }
 
 
 def compression_ratio(rng: np.random.Generator, n: int = 50) -> float:
@@ -117,6 +122,7 @@ def compression_ratio(rng: np.random.Generator, n: int = 50) -> float:
     saves)."""
     from pynq_rl.host.agents.distributed import codec
     from pynq_rl.host.agents.distributed import replay_pb2 as pb
+
     batch = make_batch("atari", rng, n)
     raw, packed = pb.Transitions(), pb.Transitions()
     codec.encode_transitions(batch, raw)
@@ -129,6 +135,7 @@ def compression_ratio(rng: np.random.Generator, n: int = 50) -> float:
 # ---------------------------------------------------------------------------------------------------------------------
 def _wait_redis(host: str, timeout_s: float = 30.0):
     import redis
+
     client = redis.Redis(host=host, port=REDIS_PORT)
     deadline = time.monotonic() + timeout_s
     while True:
@@ -147,6 +154,7 @@ def role_actor(config: dict) -> None:
     from pynq_rl.host.agents.distributed.client import ReplayClient
     from pynq_rl.host.agents.distributed.pacing import FixedRate
     from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher
+
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     rng = np.random.default_rng(1000 + config["index"])
@@ -156,8 +164,11 @@ def role_actor(config: dict) -> None:
         _wait_redis(config["host"]).close()
         pusher = RedisActorPusher(config["host"], REDIS_PORT, compress=compressed)
     else:
-        pusher = ReplayClient(f"{config['host']}:{SERVER_PORT}", actor_id=f"actor{config['index']}",
-                              pack_frames=codec.FRAME_LEVEL if compressed else None)
+        pusher = ReplayClient(
+            f"{config['host']}:{SERVER_PORT}",
+            actor_id=f"actor{config['index']}",
+            pack_frames=codec.FRAME_LEVEL if compressed else None,
+        )
     records, pace, k = [], FixedRate(config["push_hz"]), 0
     while not stop:
         batch = pool[k % len(pool)]
@@ -181,14 +192,23 @@ def role_learner(config: dict) -> None:
     from pynq_rl.host.agents.distributed.client import NotReady, PrefetchingSampler, ReplayClient, ReplayUnavailable
     from pynq_rl.host.agents.distributed.redis_baseline import RedisLearnerReplay
     from pynq_rl.host.agents.distributed.server import EmptyReplayError
+
     layout, payload, batch_size = config["layout"], config["payload"], config["batch"]
     obs_shape, obs_dtype = OBS[payload]
     compressed = payload.endswith("zlib")
     rng = np.random.default_rng(config["seed"])
     if layout == "redis":
         _wait_redis(config["host"]).close()
-        replay = RedisLearnerReplay(config["host"], REDIS_PORT, config["capacity"], obs_shape, "emu", seed=1,
-                                    obs_dtype=obs_dtype, compressed=compressed)
+        replay = RedisLearnerReplay(
+            config["host"],
+            REDIS_PORT,
+            config["capacity"],
+            obs_shape,
+            "emu",
+            seed=1,
+            obs_dtype=obs_dtype,
+            compressed=compressed,
+        )
         sample, update, close = replay.sample, replay.update_priorities, replay.close
     else:
         client = ReplayClient(f"{config['host']}:{SERVER_PORT}", timeout_s=60.0)
@@ -221,6 +241,7 @@ def role_learner(config: dict) -> None:
         time.sleep(config["step_ms"] / 1e3)  # the modelled gradient step
         update(batch["indices"], rng.random(len(batch["indices"])) + 0.01, batch["versions"])
         return t1 - t0
+
     warm_end = time.monotonic() + config["warmup_s"]
     while time.monotonic() < warm_end:
         one_update()
@@ -239,25 +260,64 @@ def role_learner(config: dict) -> None:
 # Runner (root namespace)
 # ---------------------------------------------------------------------------------------------------------------------
 def _script_command(role: str, config: dict) -> list[str]:
-    return ["nice", "-n", "5", sys.executable, str(Path(__file__).resolve()), "--role", role, "--config",
-            json.dumps(config)]
+    return [
+        "nice",
+        "-n",
+        "5",
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--role",
+        role,
+        "--config",
+        json.dumps(config),
+    ]
 
 
 def _start_replay_node(topology: _netns.Topology, layout: str, payload: str, capacity: int) -> subprocess.Popen:
     """The server of ``layout`` on the replay node, listening on every link; returns once it accepts requests."""
     if layout == "redis":
-        process = subprocess.Popen(topology.command(topology.replay, shutil.which("redis-server") or "redis-server",
-                                                    "--port", str(REDIS_PORT), "--bind", "0.0.0.0", "--save", "",
-                                                    "--appendonly", "no", "--protected-mode", "no",
-                                                    "--loglevel", "warning"),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            topology.command(
+                topology.replay,
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(REDIS_PORT),
+                "--bind",
+                "0.0.0.0",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "no",
+                "--loglevel",
+                "warning",
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return process  # clients wait until it answers PING
     obs_shape, obs_dtype = OBS[payload]
-    argv = [sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address", f"0.0.0.0:{SERVER_PORT}",
-            "--backend", "emu", "--capacity", str(capacity), "--obs-shape", *map(str, obs_shape), "--obs-dtype",
-            obs_dtype, "--seed", "1"]
-    process = subprocess.Popen(topology.command(topology.replay, *argv), stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "pynq_rl.host.agents.distributed.service",
+        "--address",
+        f"0.0.0.0:{SERVER_PORT}",
+        "--backend",
+        "emu",
+        "--capacity",
+        str(capacity),
+        "--obs-shape",
+        *map(str, obs_shape),
+        "--obs-dtype",
+        obs_dtype,
+        "--seed",
+        "1",
+    ]
+    process = subprocess.Popen(
+        topology.command(topology.replay, *argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     line = process.stdout.readline()
     if not line.startswith("listening"):
         process.kill()
@@ -278,8 +338,7 @@ def _stop(process: subprocess.Popen, timeout_s: float = 20.0) -> None:
 def _quantiles(values_ms: list[float]) -> dict[str, float]:
     if not values_ms:
         return {"p50": float("nan"), "p99": float("nan"), "n": 0}
-    return {"p50": float(np.percentile(values_ms, 50)), "p99": float(np.percentile(values_ms, 99)),
-            "n": len(values_ms)}
+    return {"p50": float(np.percentile(values_ms, 50)), "p99": float(np.percentile(values_ms, 99)), "n": len(values_ms)}
 
 
 def run_cell(topology: _netns.Topology, profile: str, layout: str, payload: str, args: argparse.Namespace) -> dict:
@@ -292,26 +351,60 @@ def run_cell(topology: _netns.Topology, profile: str, layout: str, payload: str,
             for k, namespace in enumerate(topology.actors):
                 out = Path(tmp) / f"actor{k}.json"
                 actor_outs.append(out)
-                config = {"index": k, "layout": layout, "payload": payload, "host": topology.replay_address(k),
-                          "push_batch": args.push_batch, "push_hz": args.push_hz, "out": str(out)}
-                processes.append(subprocess.Popen(topology.command(namespace, *_script_command("actor", config)),
-                                                  stderr=subprocess.PIPE, text=True))
+                config = {
+                    "index": k,
+                    "layout": layout,
+                    "payload": payload,
+                    "host": topology.replay_address(k),
+                    "push_batch": args.push_batch,
+                    "push_hz": args.push_hz,
+                    "out": str(out),
+                }
+                processes.append(
+                    subprocess.Popen(
+                        topology.command(namespace, *_script_command("actor", config)),
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
             learner_host = topology.learner_replay_address()
             if topology.learner_link.relayed:  # the link's one-way delay, in the learner's namespace
                 port = REDIS_PORT if layout == "redis" else SERVER_PORT
-                relay = subprocess.Popen(topology.command(topology.learner, sys.executable, _netns.__file__, "--relay",
-                                                          str(port), f"{learner_host}:{port}",
-                                                          str(topology.learner_link.delay_s)),
-                                         stdout=subprocess.PIPE, text=True)
+                relay = subprocess.Popen(
+                    topology.command(
+                        topology.learner,
+                        sys.executable,
+                        _netns.__file__,
+                        "--relay",
+                        str(port),
+                        f"{learner_host}:{port}",
+                        str(topology.learner_link.delay_s),
+                    ),
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
                 processes.append(relay)
                 if relay.stdout.readline().strip() != "relaying":
                     raise RuntimeError("the delay relay did not start")
                 learner_host = "127.0.0.1"
-            config = {"layout": layout, "payload": payload, "host": learner_host,
-                      "batch": args.batch, "capacity": capacity, "step_ms": args.step_ms, "seed": args.seed,
-                      "warmup_s": args.warmup_s, "duration_s": args.duration_s, "ifname": topology.learner_ifname}
-            learner = subprocess.run(topology.command(topology.learner, *_script_command("learner", config)),
-                                     capture_output=True, text=True, timeout=args.duration_s + args.warmup_s + 180)
+            config = {
+                "layout": layout,
+                "payload": payload,
+                "host": learner_host,
+                "batch": args.batch,
+                "capacity": capacity,
+                "step_ms": args.step_ms,
+                "seed": args.seed,
+                "warmup_s": args.warmup_s,
+                "duration_s": args.duration_s,
+                "ifname": topology.learner_ifname,
+            }
+            learner = subprocess.run(
+                topology.command(topology.learner, *_script_command("learner", config)),
+                capture_output=True,
+                text=True,
+                timeout=args.duration_s + args.warmup_s + 180,
+            )
             if learner.returncode != 0:
                 raise RuntimeError(f"learner failed ({learner.returncode}): {learner.stderr.strip()[-2000:]}")
             result = json.loads(learner.stdout.strip().splitlines()[-1])
@@ -330,56 +423,88 @@ def run_cell(topology: _netns.Topology, profile: str, layout: str, payload: str,
         if failed:
             raise RuntimeError(f"{len(failed)} actor(s) failed: {failed[0]}")
         start, stop = result["window"]
-        pushes_ms = [1e3 * latency for out in actor_outs for t, latency in json.loads(out.read_text())
-                     if start <= t <= stop]
+        pushes_ms = [
+            1e3 * latency for out in actor_outs for t, latency in json.loads(out.read_text()) if start <= t <= stop
+        ]
     duration = stop - start
     updates = len(result["sample_s"])
     sample = _quantiles([1e3 * s for s in result["sample_s"]])
     push = _quantiles(pushes_ms)
-    return {"profile": profile, "layout": layout, "payload": payload, "actors": topology.n_actors,
-            "sample_p50[ms]": sample["p50"], "sample_p99[ms]": sample["p99"], "samples": sample["n"],
-            "push_p50[ms]": push["p50"], "push_p99[ms]": push["p99"], "pushes": push["n"],
-            "link_bytes": int(result["link_bytes"]), "bytes_per_update": result["link_bytes"] / max(1, updates),
-            "updates": updates, "updates_per_s": updates / duration, "window[s]": duration}
+    return {
+        "profile": profile,
+        "layout": layout,
+        "payload": payload,
+        "actors": topology.n_actors,
+        "sample_p50[ms]": sample["p50"],
+        "sample_p99[ms]": sample["p99"],
+        "samples": sample["n"],
+        "push_p50[ms]": push["p50"],
+        "push_p99[ms]": push["p99"],
+        "pushes": push["n"],
+        "link_bytes": int(result["link_bytes"]),
+        "bytes_per_update": result["link_bytes"] / max(1, updates),
+        "updates": updates,
+        "updates_per_s": updates / duration,
+        "window[s]": duration,
+    }
 
 
 def to_markdown(results: list[dict], meta: dict) -> str:
     """The results table, one row per cell, plus the in-network / Redis comparison per cell."""
-    links = "; ".join(f"{name}: actors {ends['actors']}, learner {ends['learner']}"
-                      for name, ends in meta["profiles"].items())
-    lines = ["# Ape-X data path on emulated hosts: in-network replay vs Redis relay, LAN and WAN", "",
-             f"Generated by `benchmarks/apex_topology.py` ({meta['commit']}, {meta['date']}, {meta['machine']}) in one "
-             f"run. Links: {links}. Each actor pushes "
-             f"{meta['push_batch']} transitions {meta['push_hz']} times/s; the learner samples batches of "
-             f"{meta['batch']}, models its gradient step as {meta['step_ms']} ms and updates priorities, for "
-             f"{meta['duration_s']} s per cell after {meta['warmup_s']} s of warm-up. Replay core `emu` on both "
-             f"layouts. Atari batches (50 transitions) compress {meta['atari_zlib_ratio']:.1f}x packed (atari-zlib: "
-             f"one zlib stream per transition, level 6, made by the actor in both layouts; the replay stores the "
-             f"rows, the learner unpacks its samples). Load "
-             f"average at the end: {', '.join(f'{x:.1f}' for x in meta['load_average'])} (2 shared cores).", "",
-             "| profile | payload | actors | layout | sample p50 [ms] | sample p99 [ms] | samples | push p50 [ms] "
-             "| push p99 [ms] | pushes | learner-link bytes / update | updates/s |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    links = "; ".join(
+        f"{name}: actors {ends['actors']}, learner {ends['learner']}" for name, ends in meta["profiles"].items()
+    )
+    lines = [
+        "# Ape-X data path on emulated hosts: in-network replay vs Redis relay, LAN and WAN",
+        "",
+        f"Generated by `benchmarks/apex_topology.py` ({meta['commit']}, {meta['date']}, {meta['machine']}) in one "
+        f"run. Links: {links}. Each actor pushes "
+        f"{meta['push_batch']} transitions {meta['push_hz']} times/s; the learner samples batches of "
+        f"{meta['batch']}, models its gradient step as {meta['step_ms']} ms and updates priorities, for "
+        f"{meta['duration_s']} s per cell after {meta['warmup_s']} s of warm-up. Replay core `emu` on both "
+        f"layouts. Atari batches (50 transitions) compress {meta['atari_zlib_ratio']:.1f}x packed (atari-zlib: "
+        f"one zlib stream per transition, level 6, made by the actor in both layouts; the replay stores the "
+        f"rows, the learner unpacks its samples). Load "
+        f"average at the end: {', '.join(f'{x:.1f}' for x in meta['load_average'])} (2 shared cores).",
+        "",
+        "| profile | payload | actors | layout | sample p50 [ms] | sample p99 [ms] | samples | push p50 [ms] "
+        "| push p99 [ms] | pushes | learner-link bytes / update | updates/s |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
-        lines.append(f"| {r['profile']} | {r['payload']} | {r['actors']} | {r['layout']} | {r['sample_p50[ms]']:.2f} "
-                     f"| {r['sample_p99[ms]']:.2f} | {r['samples']} | {r['push_p50[ms]']:.2f} | "
-                     f"{r['push_p99[ms]']:.2f} | {r['pushes']} | {r['bytes_per_update']:,.0f} | "
-                     f"{r['updates_per_s']:.1f} |")
-    lines += ["", "In-network vs Redis relay per cell (sample p50 ratio < 1: the in-network learner waits less; "
-              "bytes ratio: Redis bytes per update / in-network bytes per update):", "",
-              "| profile | payload | actors | in-network layout | sample p50 in-network / Redis | bytes per update, "
-              "Redis / in-network |", "|---|---|---:|---|---:|---:|"]
+        lines.append(
+            f"| {r['profile']} | {r['payload']} | {r['actors']} | {r['layout']} | {r['sample_p50[ms]']:.2f} "
+            f"| {r['sample_p99[ms]']:.2f} | {r['samples']} | {r['push_p50[ms]']:.2f} | "
+            f"{r['push_p99[ms]']:.2f} | {r['pushes']} | {r['bytes_per_update']:,.0f} | "
+            f"{r['updates_per_s']:.1f} |"
+        )
+    lines += [
+        "",
+        "In-network vs Redis relay per cell (sample p50 ratio < 1: the in-network learner waits less; "
+        "bytes ratio: Redis bytes per update / in-network bytes per update):",
+        "",
+        "| profile | payload | actors | in-network layout | sample p50 in-network / Redis | bytes per update, "
+        "Redis / in-network |",
+        "|---|---|---:|---|---:|---:|",
+    ]
     by = {(r["profile"], r["payload"], r["actors"], r["layout"]): r for r in results}
     for (profile, payload, actors, layout), r in by.items():
         redis = by.get((profile, payload, actors, "redis"))
         if layout == "redis" or redis is None:
             continue
-        lines.append(f"| {profile} | {payload} | {actors} | {layout} | "
-                     f"{r['sample_p50[ms]'] / redis['sample_p50[ms]']:.2f} | "
-                     f"{redis['bytes_per_update'] / max(1.0, r['bytes_per_update']):.1f} |")
-    lines += ["", "The issue's criterion, WAN with Atari-sized experiences at 4 and 8 actors (in-network layout below the "
-              "Redis relay's sample p50, and at least 10x fewer learner-link bytes per update):", "",
-              "| payload | actors | in-network layout | sample p50 lower | bytes >= 10x fewer |", "|---|---:|---|---|---|"]
+        lines.append(
+            f"| {profile} | {payload} | {actors} | {layout} | "
+            f"{r['sample_p50[ms]'] / redis['sample_p50[ms]']:.2f} | "
+            f"{redis['bytes_per_update'] / max(1.0, r['bytes_per_update']):.1f} |"
+        )
+    lines += [
+        "",
+        "The issue's criterion, WAN with Atari-sized experiences at 4 and 8 actors (in-network layout below the "
+        "Redis relay's sample p50, and at least 10x fewer learner-link bytes per update):",
+        "",
+        "| payload | actors | in-network layout | sample p50 lower | bytes >= 10x fewer |",
+        "|---|---:|---|---|---|",
+    ]
     for (profile, payload, actors, layout), r in by.items():
         redis = by.get((profile, payload, actors, "redis"))
         if profile != "WAN" or payload == "cartpole" or actors not in (4, 8) or layout == "redis" or redis is None:
@@ -410,6 +535,7 @@ layouts."""
 
 def _git(*cmd: str) -> str:
     from pynq_rl.overlay.build.provenance import git
+
     return git(*cmd) or "unknown"
 
 
@@ -442,8 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.role is not None:
         (role_actor if args.role == "actor" else role_learner)(json.loads(args.config))
         return 0
-    reason = _netns.check_host() or (None if shutil.which("redis-server") else
-                                     "the Redis baseline needs redis-server (Debian: apt-get install redis-server)")
+    reason = _netns.check_host() or (
+        None
+        if shutil.which("redis-server")
+        else "the Redis baseline needs redis-server (Debian: apt-get install redis-server)"
+    )
     if reason is not None:
         print(f"error: {reason}", file=sys.stderr)
         return 2
@@ -457,14 +586,26 @@ def main(argv: list[str] | None = None) -> int:
                         row = run_cell(topology, profile, layout, payload, args)
                         print(json.dumps(row), flush=True)
                         results.append(row)
-    meta = {"commit": _git("rev-parse", "--short", "HEAD"), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-            "profiles": {name: {end: f"{link.rate} (tbf), {link.delay} one way"
-                                + (" (delay relay)" if link.relayed else " (not added)")
-                                for end, link in links.items()} for name, links in _netns.PROFILES.items()},
-            "push_batch": args.push_batch, "push_hz": args.push_hz, "batch": args.batch, "step_ms": args.step_ms,
-            "warmup_s": args.warmup_s, "duration_s": args.duration_s,
-            "atari_zlib_ratio": compression_ratio(np.random.default_rng(0)), "load_average": os.getloadavg()}
+    meta = {
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "profiles": {
+            name: {
+                end: f"{link.rate} (tbf), {link.delay} one way" + (" (delay relay)" if link.relayed else " (not added)")
+                for end, link in links.items()
+            }
+            for name, links in _netns.PROFILES.items()
+        },
+        "push_batch": args.push_batch,
+        "push_hz": args.push_hz,
+        "batch": args.batch,
+        "step_ms": args.step_ms,
+        "warmup_s": args.warmup_s,
+        "duration_s": args.duration_s,
+        "atari_zlib_ratio": compression_ratio(np.random.default_rng(0)),
+        "load_average": os.getloadavg(),
+    }
     markdown = to_markdown(results, meta)
     print(markdown)
     if args.out:

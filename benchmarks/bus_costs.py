@@ -20,6 +20,7 @@ The calls (Pynq-Z2 build unless named, each core alone):
 Run: ``python benchmarks/bus_costs.py [--out benchmarks/results] [--backends emu,verilator,rtl] [--no-rtl]``.
 Writes ``bus_costs.json`` and ``bus_costs.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,13 +28,20 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from _common import environment, write_results
+
 from pynq_rl import RLOverlay
 
 MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
-COLUMNS = ["register_calls", "register_reads", "register_writes", "register_accesses", "dma_transfers",
-           "dma_bytes_to_pl", "dma_bytes_from_pl"]
+COLUMNS = [
+    "register_calls",
+    "register_reads",
+    "register_writes",
+    "register_accesses",
+    "dma_transfers",
+    "dma_bytes_to_pl",
+    "dma_bytes_from_pl",
+]
 
 
 def calls(backend: str) -> dict:
@@ -55,25 +63,41 @@ def calls(backend: str) -> dict:
 
     def opal_setup(core):
         from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
+
         core.configure(OPAL_DDOS_TILING, 10, (np.zeros(20), np.ones(20)), epsilon=0.0)
         core.act(np.full(20, 0.5))
 
     def replay_setup(core):
         core.update(np.arange(4096), rng.random(4096) + 0.01)
 
-    wide = {} if backend == "rtl" else {  # 136 tilings on the ZCU106 build: minutes of MyHDL to configure
-        "parsa.act (1 record, OPaL's 20 dims, ZCU106)": ("parsa", opal_setup,
-                                                         lambda core: core.act(np.linspace(0.05, 0.95, 20), 1.0),
-                                                         "ZCU106")}
+    wide = (
+        {}
+        if backend == "rtl"
+        else {  # 136 tilings on the ZCU106 build: minutes of MyHDL to configure
+            "parsa.act (1 record, OPaL's 20 dims, ZCU106)": (
+                "parsa",
+                opal_setup,
+                lambda core: core.act(np.linspace(0.05, 0.95, 20), 1.0),
+                "ZCU106",
+            )
+        }
+    )
     return {
         "parsa.act (1 record)": ("parsa", parsa_setup, lambda core: core.act([-0.4, 0.01], -1.0), "Pynq-Z2"),
         **wide,
         "replay.sample(256)": ("replay", replay_setup, lambda core: core.sample(256), "Pynq-Z2"),
-        "replay.update(256)": ("replay", replay_setup,
-                               lambda core: core.update(np.arange(256), np.full(256, 0.5)), "Pynq-Z2"),
-        f"gae.compute raw ({envs} envs x {steps} steps)": ("gae", lambda core: None,
-                                                          lambda core: core.compute(rewards, values, dones,
-                                                                                    quantize=False), "Pynq-Z2"),
+        "replay.update(256)": (
+            "replay",
+            replay_setup,
+            lambda core: core.update(np.arange(256), np.full(256, 0.5)),
+            "Pynq-Z2",
+        ),
+        f"gae.compute raw ({envs} envs x {steps} steps)": (
+            "gae",
+            lambda core: None,
+            lambda core: core.compute(rewards, values, dones, quantize=False),
+            "Pynq-Z2",
+        ),
         f"gae.compute q8 ({envs} envs x {steps} steps, new data)": ("gae", lambda core: None, q8_rollout, "Pynq-Z2"),
     }
 
@@ -84,12 +108,18 @@ def measure(backend: str) -> list[dict]:
         overlay = RLOverlay(backend=backend, board=board, cores=(core_name,))
         core = getattr(overlay, core_name)
         setup(core)
-        call(core)                                       # steady state: the call once before it is counted
+        call(core)  # steady state: the call once before it is counted
         start = time.perf_counter()
         with overlay.bus_stats() as bus:
             call(core)
-        rows.append({"backend": backend, "call": name, **bus.as_dict(),
-                     "wall[ms]": round(1e3 * (time.perf_counter() - start), 2)})
+        rows.append(
+            {
+                "backend": backend,
+                "call": name,
+                **bus.as_dict(),
+                "wall[ms]": round(1e3 * (time.perf_counter() - start), 2),
+            }
+        )
     return rows
 
 
@@ -103,17 +133,24 @@ def main(argv: list[str] | None = None) -> int:
     backends = [b for b in args.backends.split(",") if b and not (args.no_rtl and b == "rtl")]
     rows = [row for backend in backends for row in measure(backend)]
     env = environment()
-    lines = ["# Bus traffic per driver call", "",
-             f"`benchmarks/bus_costs.py`, {env['date']}, commit `{env['git_describe']}`: counted by the emulated device "
-             "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. `register_calls` are the host's MMIO operations "
-             "(one per single-word access, one per burst into `mmio.array`: the microseconds on a board's ARM, and "
-             "what the drivers' per-call budgets in tests/test_bus_stats.py count); register words are 32-bit "
-             "AXI-Lite transactions (the cores' and the DMAs' registers, a few PL cycles each); `wall` is this machine's time for the counted call, not a "
-             "board's.",
-             "", "| backend | call | " + " | ".join(COLUMNS) + " | wall [ms] |",
-             "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
-    lines += [f"| {r['backend']} | {r['call']} | " + " | ".join(f"{r[c]:,}" for c in COLUMNS)
-              + f" | {r['wall[ms]']} |" for r in rows]
+    lines = [
+        "# Bus traffic per driver call",
+        "",
+        f"`benchmarks/bus_costs.py`, {env['date']}, commit `{env['git_describe']}`: counted by the emulated device "
+        "(`RLOverlay.bus_stats()`), steady state, Pynq-Z2 build. `register_calls` are the host's MMIO operations "
+        "(one per single-word access, one per burst into `mmio.array`: the microseconds on a board's ARM, and "
+        "what the drivers' per-call budgets in tests/test_bus_stats.py count); register words are 32-bit "
+        "AXI-Lite transactions (the cores' and the DMAs' registers, a few PL cycles each); `wall` is this machine's "
+        "time for the counted call, not a "
+        "board's.",
+        "",
+        "| backend | call | " + " | ".join(COLUMNS) + " | wall [ms] |",
+        "|---|---|" + "---:|" * (len(COLUMNS) + 1),
+    ]
+    lines += [
+        f"| {r['backend']} | {r['call']} | " + " | ".join(f"{r[c]:,}" for c in COLUMNS) + f" | {r['wall[ms]']} |"
+        for r in rows
+    ]
     result = {**env, "rows": rows, "wall[s]": round(time.perf_counter() - start, 1)}
     write_results(Path(args.out), "bus_costs", result, "\n".join(lines) + "\n")
     return 0

@@ -30,6 +30,7 @@ each LANES batch. The largest |error| over advantages and returns is recorded.
 Run: ``python benchmarks/gae_emu.py [--sizes 64x1024,1024x1024] [--repeats 7] [--out benchmarks/results]``.
 Writes ``gae_emu.json`` and ``gae_emu.md`` under ``--out`` and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,14 +40,14 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, failed_rows, fmt_rate, write_results  # noqa: E402
+from _common import environment, failed_rows, fmt_rate, write_results
 
 GAMMA = 0.99
 LAM = 0.95
@@ -62,12 +63,15 @@ FIXED_TOL = 1e-3
 # Data and reference
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def make_data(n_envs: int, n_steps: int, seed: int) -> dict[str, np.ndarray]:
     """float32 rewards (T, N), values (T + 1, N), dones (T, N) in {0, 1}."""
     rng = np.random.default_rng(seed)
-    return {"rewards": rng.standard_normal((n_steps, n_envs)).astype(np.float32),
-            "values": rng.standard_normal((n_steps + 1, n_envs)).astype(np.float32),
-            "dones": (rng.random((n_steps, n_envs)) < DONE_PROB).astype(np.float32)}
+    return {
+        "rewards": rng.standard_normal((n_steps, n_envs)).astype(np.float32),
+        "values": rng.standard_normal((n_steps + 1, n_envs)).astype(np.float32),
+        "dones": (rng.random((n_steps, n_envs)) < DONE_PROB).astype(np.float32),
+    }
 
 
 def reference_gae(rewards, values, dones, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -86,6 +90,7 @@ def reference_gae(rewards, values, dones, gamma: float, lam: float) -> tuple[np.
 # ---------------------------------------------------------------------------------------------------------------
 # Implementations
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Prepared:
@@ -187,15 +192,25 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
             def call():
                 return model.gae_fixed(spec, r_codes, v_codes, d_codes, gamma_code, gl_code, use_numba=use_numba)
 
-            return Prepared(call=call, outputs=lambda res: (res.advantages * lsb, res.returns * lsb),
-                            elements=r_codes.size, n_envs=r_codes.shape[1], tolerance=FIXED_TOL,
-                            note=f"{spec.data} codes in, codes out; GaeSpec() lanes={spec.lanes}, "
-                                 f"lookahead={spec.lookahead}")
+            return Prepared(
+                call=call,
+                outputs=lambda res: (res.advantages * lsb, res.returns * lsb),
+                elements=r_codes.size,
+                n_envs=r_codes.shape[1],
+                tolerance=FIXED_TOL,
+                note=f"{spec.data} codes in, codes out; GaeSpec() lanes={spec.lanes}, lookahead={spec.lookahead}",
+            )
+
         return prepare
 
-    impls.append(Impl("model_numba", "gae_fixed model (numba)",
-                      model_impl(True) if model.HAVE_NUMBA else None,
-                      "" if model.HAVE_NUMBA else "numba not installed"))
+    impls.append(
+        Impl(
+            "model_numba",
+            "gae_fixed model (numba)",
+            model_impl(True) if model.HAVE_NUMBA else None,
+            "" if model.HAVE_NUMBA else "numba not installed",
+        )
+    )
     impls.append(Impl("model_numpy", "gae_fixed model (numpy)", model_impl(False)))
 
     for board in ("Pynq-Z2", "ZCU106"):
@@ -203,17 +218,25 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
             overlay = RLOverlay(backend="emu", board=board)
         except Exception as err:  # noqa: BLE001 - recorded, not raised
             for q in ("raw", "q8"):
-                impls.append(Impl(f"driver_{_slug(board)}_{q}", f"driver emu {board} {q}", None,
-                                  f"{type(err).__name__}: {err}"))
+                impls.append(
+                    Impl(f"driver_{_slug(board)}_{q}", f"driver emu {board} {q}", None, f"{type(err).__name__}: {err}")
+                )
             continue
         core = overlay.gae
-        info[f"emu_{_slug(board)}"] = {"lanes": core.spec.lanes, "t_max": core.spec.t_max,
-                                       "stream_bytes": core.spec.stream_bytes,
-                                       "fclk[mhz]": overlay.board_spec.fclk_mhz}
+        info[f"emu_{_slug(board)}"] = {
+            "lanes": core.spec.lanes,
+            "t_max": core.spec.t_max,
+            "stream_bytes": core.spec.stream_bytes,
+            "fclk[mhz]": overlay.board_spec.fclk_mhz,
+        }
         for quantize in (False, True):
-            impls.append(Impl(f"driver_{_slug(board)}_{'q8' if quantize else 'raw'}",
-                              f"driver emu {board} ({core.spec.lanes} lanes) {'q8' if quantize else 'raw'}",
-                              _driver_impl(core, board, quantize, model, overlay.board_spec.fclk_mhz)))
+            impls.append(
+                Impl(
+                    f"driver_{_slug(board)}_{'q8' if quantize else 'raw'}",
+                    f"driver emu {board} ({core.spec.lanes} lanes) {'q8' if quantize else 'raw'}",
+                    _driver_impl(core, board, quantize, model, overlay.board_spec.fclk_mhz),
+                )
+            )
 
     impls.append(Impl(BASELINE, "CleanRL-style numpy loop (float32)", _cleanrl_prepare))
 
@@ -225,12 +248,19 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
         info["torchrl"] = torchrl.__version__
         if caught:
             info["torchrl_import_warnings"] = sorted({str(w.message)[:300] for w in caught})
-        for key, name in (("torchrl_gae", "generalized_advantage_estimate"),
-                          ("torchrl_vec_gae", "vec_generalized_advantage_estimate")):
+        for key, name in (
+            ("torchrl_gae", "generalized_advantage_estimate"),
+            ("torchrl_vec_gae", "vec_generalized_advantage_estimate"),
+        ):
             fn = getattr(trl, name, None)
-            impls.append(Impl(key, f"torchrl {name} (float32)",
-                              _torchrl_impl(fn, torch) if fn is not None else None,
-                              "" if fn is not None else f"torchrl {torchrl.__version__} has no {name}"))
+            impls.append(
+                Impl(
+                    key,
+                    f"torchrl {name} (float32)",
+                    _torchrl_impl(fn, torch) if fn is not None else None,
+                    "" if fn is not None else f"torchrl {torchrl.__version__} has no {name}",
+                )
+            )
     except Exception as err:  # noqa: BLE001 - recorded, not raised
         message = f"{type(err).__name__}: {err}"
         info["torchrl_import_error"] = message
@@ -257,17 +287,33 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
             return core.compute(r, v, d, gamma=GAMMA, lam=LAM, quantize=quantize)
 
         tolerance: float | Callable[[], float] = FIXED_TOL
-        note = (f"float32 in/out; one operation: {math.ceil(n_envs / lanes)} batch(es) of {lanes} lanes"
-                f" x {core.spec.chunking(n_steps)[0]} chained chunk(s) of <= {core.spec.t_max} steps")
+        note = (
+            f"float32 in/out; one operation: {math.ceil(n_envs / lanes)} batch(es) of {lanes} lanes"
+            f" x {core.spec.chunking(n_steps)[0]} chained chunk(s) of <= {core.spec.t_max} steps"
+        )
         if quantize:
-            tolerance = lambda: _q8_bound(core.spec, model, r, v, d)  # noqa: E731
+
+            def tolerance():
+                return _q8_bound(core.spec, model, r, v, d)
+
             note += "; tolerance = models.gae.error_bound of the operation's one q8 block"
         batches = math.ceil(n_envs / lanes)
         cycles = core.spec.cycles(n_steps, batches)
-        extra = {"fclk[mhz]": fclk_mhz, "modeled_core_cycles": cycles,
-                 "modeled_core_compute[elements/s]": n_steps * n_envs / (cycles / (fclk_mhz * 1e6))}
-        return Prepared(call=call, outputs=lambda res: (res[0].astype(np.float64), res[1].astype(np.float64)),
-                        elements=r.size, n_envs=n_envs, tolerance=tolerance, note=note, extra=extra)
+        extra = {
+            "fclk[mhz]": fclk_mhz,
+            "modeled_core_cycles": cycles,
+            "modeled_core_compute[elements/s]": n_steps * n_envs / (cycles / (fclk_mhz * 1e6)),
+        }
+        return Prepared(
+            call=call,
+            outputs=lambda res: (res[0].astype(np.float64), res[1].astype(np.float64)),
+            elements=r.size,
+            n_envs=n_envs,
+            tolerance=tolerance,
+            note=note,
+            extra=extra,
+        )
+
     return prepare
 
 
@@ -280,15 +326,28 @@ def _q8_bound(spec, model, rewards, values, dones) -> float:
     r_block, v_block = model.encode_q8(r, unit, spec), model.encode_q8(v, unit, spec)
     adv, _ = reference_gae(r, v, d, GAMMA, LAM)
     delta = r + GAMMA * (1.0 - d) * v[1:] - v[:-1]
-    return model.error_bound(spec, GAMMA, LAM, unit, r_block.error, v_block.error,
-                             float(np.abs(delta).max()), float(max(np.abs(adv).max(), absmax)))
+    return model.error_bound(
+        spec,
+        GAMMA,
+        LAM,
+        unit,
+        r_block.error,
+        v_block.error,
+        float(np.abs(delta).max()),
+        float(max(np.abs(adv).max(), absmax)),
+    )
 
 
 def _cleanrl_prepare(data):
     r, v, d = data["rewards"], data["values"], data["dones"]
-    return Prepared(call=lambda: cleanrl_numpy(r, v, d, GAMMA, LAM),
-                    outputs=lambda res: (res[0].astype(np.float64), res[1].astype(np.float64)),
-                    elements=r.size, n_envs=r.shape[1], tolerance=FLOAT_TOL, note="float32 (T, N) arrays")
+    return Prepared(
+        call=lambda: cleanrl_numpy(r, v, d, GAMMA, LAM),
+        outputs=lambda res: (res[0].astype(np.float64), res[1].astype(np.float64)),
+        elements=r.size,
+        n_envs=r.shape[1],
+        tolerance=FLOAT_TOL,
+        note="float32 (T, N) arrays",
+    )
 
 
 def _torchrl_impl(fn, torch):
@@ -308,9 +367,16 @@ def _torchrl_impl(fn, torch):
             adv, value_target = res
             return (adv.squeeze(-1).numpy().T.astype(np.float64), value_target.squeeze(-1).numpy().T.astype(np.float64))
 
-        return Prepared(call=call, outputs=outputs, elements=data["rewards"].size, n_envs=data["rewards"].shape[1],
-                        tolerance=FLOAT_TOL, note="float32 tensors [N, T, 1] prepared outside the timed region; "
-                                                  "done = terminated; returns = value_target")
+        return Prepared(
+            call=call,
+            outputs=outputs,
+            elements=data["rewards"].size,
+            n_envs=data["rewards"].shape[1],
+            tolerance=FLOAT_TOL,
+            note="float32 tensors [N, T, 1] prepared outside the timed region; "
+            "done = terminated; returns = value_target",
+        )
+
     return prepare
 
 
@@ -328,22 +394,37 @@ def _python_impl(max_elements: int):
         note = "lists of Python floats, built outside the timed region"
         if n_sub < n_envs:
             note += f"; first {n_sub} of {n_envs} envs only (elements/s is per element processed)"
-        return Prepared(call=lambda: python_loop(r, v, d, GAMMA, LAM), outputs=outputs, elements=n_sub * n_steps,
-                        n_envs=n_sub, tolerance=FLOAT_TOL, note=note)
+        return Prepared(
+            call=lambda: python_loop(r, v, d, GAMMA, LAM),
+            outputs=outputs,
+            elements=n_sub * n_steps,
+            n_envs=n_sub,
+            tolerance=FLOAT_TOL,
+            note=note,
+        )
+
     return prepare
 
 
 def _numba_impl(kernel):
     def prepare(data):
         r, v, d = (data[k].astype(np.float64) for k in ("rewards", "values", "dones"))
-        return Prepared(call=lambda: kernel(r, v, d, GAMMA, LAM), outputs=lambda res: res, elements=r.size,
-                        n_envs=r.shape[1], tolerance=FLOAT_TOL, note="float64 (T, N) arrays; serial, 1 thread")
+        return Prepared(
+            call=lambda: kernel(r, v, d, GAMMA, LAM),
+            outputs=lambda res: res,
+            elements=r.size,
+            n_envs=r.shape[1],
+            tolerance=FLOAT_TOL,
+            note="float64 (T, N) arrays; serial, 1 thread",
+        )
+
     return prepare
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Measurement
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     """``"64x1024,1024x1024"`` -> [(N, T), ...] (N envs, T steps)."""
@@ -356,8 +437,7 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
     return sizes
 
 
-def measure_size(impls: list[Impl], n_envs: int, n_steps: int, repeats: int, min_time: float,
-                 seed: int) -> list[dict]:
+def measure_size(impls: list[Impl], n_envs: int, n_steps: int, repeats: int, min_time: float, seed: int) -> list[dict]:
     """Check, calibrate and time every implementation on one data set; return one row per implementation."""
     data = make_data(n_envs, n_steps, seed)
     ref_adv, ref_ret = reference_gae(data["rewards"], data["values"], data["dones"], GAMMA, LAM)
@@ -386,13 +466,23 @@ def measure_size(impls: list[Impl], n_envs: int, n_steps: int, repeats: int, min
             row["traceback"] = traceback.format_exc(limit=5)
             continue
         number = max(1, math.ceil(min_time / max(once, 1e-9)))
-        row.update({"status": "ok" if error <= tol else "check failed", "max_abs_error": error,
-                    "tolerance": tol, "check_passed": error <= tol, "elements_per_call": prep.elements,
-                    "calls_per_repeat": number, "note": prep.note, **prep.extra, "samples[elements/s]": []})
+        row.update(
+            {
+                "status": "ok" if error <= tol else "check failed",
+                "max_abs_error": error,
+                "tolerance": tol,
+                "check_passed": error <= tol,
+                "elements_per_call": prep.elements,
+                "calls_per_repeat": number,
+                "note": prep.note,
+                **prep.extra,
+                "samples[elements/s]": [],
+            }
+        )
         live.append((impl, prep, row))
     for rep in range(repeats):
         shift = rep % max(len(live), 1)  # rotate the order so no implementation always runs first
-        for impl, prep, row in live[shift:] + live[:shift]:
+        for _impl, prep, row in live[shift:] + live[:shift]:
             number = row["calls_per_repeat"]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -412,13 +502,15 @@ def measure_size(impls: list[Impl], n_envs: int, n_steps: int, repeats: int, min
             # Each repetition times every implementation back to back, so per-repetition ratios pair runs that
             # saw the same machine load; their median is a cross-check on the ratio of medians.
             row["ratio_vs_cleanrl_numpy_paired_median"] = statistics.median(
-                a / b for a, b in zip(row["samples[elements/s]"], baseline["samples[elements/s]"]))
+                a / b for a, b in zip(row["samples[elements/s]"], baseline["samples[elements/s]"])
+            )
     return rows
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reporting
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def markdown(result: dict) -> str:
     env, args = result["environment"], result["arguments"]
@@ -446,9 +538,11 @@ def markdown(result: dict) -> str:
             continue
         ratio = row.get("ratio_vs_cleanrl_numpy")
         err = f"{row['max_abs_error']:.2e}" + ("" if row["check_passed"] else " **FAIL**")
-        lines.append(f"| {name} | {row['size']} | {fmt_rate(row['median[elements/s]'])} | "
-                     f"{'' if ratio is None else f'{ratio:.3g}x'} | {err} | {row['tolerance']:.2e} | "
-                     f"{fmt_rate(min(row['samples[elements/s]']))}-{fmt_rate(max(row['samples[elements/s]']))} |")
+        lines.append(
+            f"| {name} | {row['size']} | {fmt_rate(row['median[elements/s]'])} | "
+            f"{'' if ratio is None else f'{ratio:.3g}x'} | {err} | {row['tolerance']:.2e} | "
+            f"{fmt_rate(min(row['samples[elements/s]']))}-{fmt_rate(max(row['samples[elements/s]']))} |"
+        )
     goal = result["goal"]
     lines += ["", "## Goal", "", goal["text"], "", "## Notes", ""]
     seen = set()
@@ -458,10 +552,12 @@ def markdown(result: dict) -> str:
             lines.append(f"- `{row['key']}` ({row['size']}): {row['note']}")
     for key, value in result["info"].items():
         lines.append(f"- {key}: {value}")
-    lines += [f"- The machine may be shared ({env['cpu_count']} CPUs here): compare rows within one run; the "
-              "min-max column and the per-repetition samples in the JSON show the spread.",
-              "- `driver_*` rows also carry, in the JSON, the modeled compute phase of the real core "
-              "(`modeled_core_cycles` at `fclk[mhz]`, DMA excluded); that is not a measurement."]
+    lines += [
+        f"- The machine may be shared ({env['cpu_count']} CPUs here): compare rows within one run; the "
+        "min-max column and the per-repetition samples in the JSON show the spread.",
+        "- `driver_*` rows also carry, in the JSON, the modeled compute phase of the real core "
+        "(`modeled_core_cycles` at `fclk[mhz]`, DMA excluded); that is not a measurement.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -472,21 +568,29 @@ def goal_text(rows: list[dict]) -> dict:
         text = f"`{GOAL['key']}` vs `{BASELINE}` at {GOAL['size']}: not measured in this run."
     else:
         verdict = "met" if ratio >= GOAL["ratio"] else "NOT met"
-        text = (f"`{GOAL['key']}` vs `{BASELINE}` at {GOAL['size']}: **{ratio:.3g}x** "
-                f"(goal >= {GOAL['ratio']:g}x: {verdict}); median of the per-repetition ratios "
-                f"{row['ratio_vs_cleanrl_numpy_paired_median']:.3g}x.")
+        text = (
+            f"`{GOAL['key']}` vs `{BASELINE}` at {GOAL['size']}: **{ratio:.3g}x** "
+            f"(goal >= {GOAL['ratio']:g}x: {verdict}); median of the per-repetition ratios "
+            f"{row['ratio_vs_cleanrl_numpy_paired_median']:.3g}x."
+        )
     return {**GOAL, "measured_ratio": ratio, "text": text}
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--sizes", type=parse_sizes, default="64x1024,1024x1024",
-                        help="comma-separated NxT (N envs, T steps)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", type=parse_sizes, default="64x1024,1024x1024", help="comma-separated NxT (N envs, T steps)"
+    )
     parser.add_argument("--repeats", type=int, default=7, help="interleaved repetitions per implementation")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds of back-to-back calls per repetition")
-    parser.add_argument("--python-max-elements", type=int, default=1 << 18,
-                        help="pure-Python loop runs on the first envs up to this many elements")
+    parser.add_argument(
+        "--python-max-elements",
+        type=int,
+        default=1 << 18,
+        help="pure-Python loop runs on the first envs up to this many elements",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the input data")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results", help="output directory")
     args = parser.parse_args(argv)
@@ -495,6 +599,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numba
     import torch
+
     torch.set_num_threads(1)
     numba.set_num_threads(1)
 
@@ -503,12 +608,26 @@ def main(argv: list[str] | None = None) -> dict:
     rows = []
     for n_envs, n_steps in args.sizes:
         rows += measure_size(impls, n_envs, n_steps, args.repeats, args.min_time, args.seed)
-    result = {"benchmark": "gae_emu", "unit": "elements/s (T x N per call)", "baseline": BASELINE,
-              "environment": environment(torch=True), "info": info,
-              "arguments": {"sizes": [f"{n}x{t}" for n, t in args.sizes], "repeats": args.repeats,
-                            "min_time": args.min_time, "python_max_elements": args.python_max_elements,
-                            "seed": args.seed, "gamma": GAMMA, "lambda": LAM, "done_prob": DONE_PROB},
-              "rows": rows, "goal": goal_text(rows), "wall[s]": None}
+    result = {
+        "benchmark": "gae_emu",
+        "unit": "elements/s (T x N per call)",
+        "baseline": BASELINE,
+        "environment": environment(torch=True),
+        "info": info,
+        "arguments": {
+            "sizes": [f"{n}x{t}" for n, t in args.sizes],
+            "repeats": args.repeats,
+            "min_time": args.min_time,
+            "python_max_elements": args.python_max_elements,
+            "seed": args.seed,
+            "gamma": GAMMA,
+            "lambda": LAM,
+            "done_prob": DONE_PROB,
+        },
+        "rows": rows,
+        "goal": goal_text(rows),
+        "wall[s]": None,
+    }
     result["wall[s]"] = round(time.perf_counter() - started, 2)
     write_results(args.out, "gae_emu", result, markdown(result))
     return result

@@ -25,6 +25,7 @@ depths) and its end-to-end time against the same T on a build deep enough for on
 Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--lanes 1,8] [--steps 16,64,256]
 [--batch-steps 64] [--chain-tmax 64]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,9 @@ def _offset(name: str) -> int:
     return S.GAE_REGISTERS[name]["address_offset"]
 
 
-def _board(lanes: int, n_steps: int, board_name: str | None = None,
-           t_max: int | None = None) -> tuple[S.BoardSpec, S.GaeSpec]:
+def _board(
+    lanes: int, n_steps: int, board_name: str | None = None, t_max: int | None = None
+) -> tuple[S.BoardSpec, S.GaeSpec]:
     """The board's GAE core alone, ``lanes`` wide and ``t_max`` deep (None: just deep enough for ``n_steps``)."""
     board = S.board(board_name)
     slot = board.slot("gae")
@@ -55,8 +57,15 @@ def _board(lanes: int, n_steps: int, board_name: str | None = None,
     return dataclasses.replace(board, cores=(dataclasses.replace(slot, spec=spec),)), spec
 
 
-def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches: int = 1,
-            board_name: str | None = None, t_max: int | None = None) -> dict:
+def measure(
+    lanes: int,
+    n_steps: int,
+    mode: S.GaeMode,
+    seed: int = 0,
+    n_batches: int = 1,
+    board_name: str | None = None,
+    t_max: int | None = None,
+) -> dict:
     """Run one operation of ``n_batches`` lane-batches on a fresh simulation of a ``lanes``-wide core (``t_max``
     deep: T beyond it runs as chained chunks); return its phase cycle counts (load and drain: of the first batch,
     all its chunks)."""
@@ -73,9 +82,16 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches:
     wall = time.perf_counter()
     try:
         ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
-        for name, value in {"T": first, "CHUNKS": n_chunks, "LANES_USED": lanes, "BATCHES": n_batches,
-                            "GAMMA": 1 << 23,
-                            "GAMMA_LAMBDA": 1 << 22, "R_SCALE": 1 << 10, "V_SCALE": 1 << 10}.items():
+        for name, value in {
+            "T": first,
+            "CHUNKS": n_chunks,
+            "LANES_USED": lanes,
+            "BATCHES": n_batches,
+            "GAMMA": 1 << 23,
+            "GAMMA_LAMBDA": 1 << 22,
+            "R_SCALE": 1 << 10,
+            "V_SCALE": 1 << 10,
+        }.items():
             ip.write(_offset(name), value)
         ip.write(_offset("CTRL"), int(S.Ctrl.START) | int(mode) << 2)
         start = sim.cycle
@@ -83,10 +99,11 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches:
         loaded = first_out = first_drained = None
         out = bytearray()
         first_out_bytes = n_steps * spec.output_record_bytes
-        while True:   # one cycle per turn, both streams at once (the DMA's two channels)
+        while True:  # one cycle per turn, both streams at once (the DMA's two channels)
             cut = first_batch if loaded is None else len(stream)
-            accepted, data, last = ip.stream_duplex(stream[sent:cut] if sent < cut else None,
-                                                    cut == len(stream), 1 << 24, max_cycles=1)
+            accepted, data, last = ip.stream_duplex(
+                stream[sent:cut] if sent < cut else None, cut == len(stream), 1 << 24, max_cycles=1
+            )
             sent += accepted
             if loaded is None and sent >= first_batch:
                 loaded = sim.cycle
@@ -106,13 +123,26 @@ def measure(lanes: int, n_steps: int, mode: S.GaeMode, seed: int = 0, n_batches:
     wall = time.perf_counter() - wall
     in_beats = (n_steps + 1) * spec.input_record_bytes(mode) // spec.stream_bytes
     out_beats = n_steps * spec.output_record_bytes // spec.stream_bytes
-    return {"board": board.name, "lanes": lanes, "T": n_steps, "t_max": spec.t_max, "chunks": n_chunks,
-            "expected_cycles": spec.cycles(n_steps, n_batches), "mode": mode.name.lower(), "batches": n_batches,
-            "stream_bytes": spec.stream_bytes, "input_beats_per_batch": in_beats, "output_beats_per_batch": out_beats,
-            "load[cyc]": loaded - start, "compute[cyc]": cycles,
-            "drain[cyc]": first_drained - (first_out or first_drained),
-            "total[cyc]": drained - start, "elements_per_compute_cycle": n_steps * lanes / cycles,
-            "sim_cycles_per_s": (drained - start) / wall, "output_bytes": len(out)}
+    return {
+        "board": board.name,
+        "lanes": lanes,
+        "T": n_steps,
+        "t_max": spec.t_max,
+        "chunks": n_chunks,
+        "expected_cycles": spec.cycles(n_steps, n_batches),
+        "mode": mode.name.lower(),
+        "batches": n_batches,
+        "stream_bytes": spec.stream_bytes,
+        "input_beats_per_batch": in_beats,
+        "output_beats_per_batch": out_beats,
+        "load[cyc]": loaded - start,
+        "compute[cyc]": cycles,
+        "drain[cyc]": first_drained - (first_out or first_drained),
+        "total[cyc]": drained - start,
+        "elements_per_compute_cycle": n_steps * lanes / cycles,
+        "sim_cycles_per_s": (drained - start) / wall,
+        "output_bytes": len(out),
+    }
 
 
 def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
@@ -121,10 +151,17 @@ def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
     one, three = (measure(lanes, n_steps, mode, n_batches=b, board_name=board_name) for b in (1, 3))
     per_batch = (three["total[cyc]"] - one["total[cyc]"]) / 2
     bound = max(one["input_beats_per_batch"], one["output_beats_per_batch"])
-    return {key: one[key] for key in ("board", "lanes", "T", "mode", "stream_bytes", "input_beats_per_batch",
-                                      "output_beats_per_batch")} | {
-        "total_1[cyc]": one["total[cyc]"], "total_3[cyc]": three["total[cyc]"], "per_batch[cyc]": per_batch,
-        "constant[cyc]": one["total[cyc]"] - per_batch, "bound[cyc]": bound, "per_batch_over_bound": per_batch / bound}
+    return {
+        key: one[key]
+        for key in ("board", "lanes", "T", "mode", "stream_bytes", "input_beats_per_batch", "output_beats_per_batch")
+    } | {
+        "total_1[cyc]": one["total[cyc]"],
+        "total_3[cyc]": three["total[cyc]"],
+        "per_batch[cyc]": per_batch,
+        "constant[cyc]": one["total[cyc]"] - per_batch,
+        "bound[cyc]": bound,
+        "per_batch_over_bound": per_batch / bound,
+    }
 
 
 def chained(t_max: int, mode: S.GaeMode) -> dict:
@@ -133,8 +170,11 @@ def chained(t_max: int, mode: S.GaeMode) -> dict:
     n_steps = 5 * t_max // 2
     chain, single = measure(lanes, n_steps, mode, t_max=t_max), measure(lanes, n_steps, mode)
     return {key: chain[key] for key in ("lanes", "T", "t_max", "chunks", "mode", "expected_cycles")} | {
-        "cycles": chain["compute[cyc]"], "total[cyc]": chain["total[cyc]"],
-        "one_chunk_cycles": single["compute[cyc]"], "one_chunk_total[cyc]": single["total[cyc]"]}
+        "cycles": chain["compute[cyc]"],
+        "total[cyc]": chain["total[cyc]"],
+        "one_chunk_cycles": single["compute[cyc]"],
+        "one_chunk_total[cyc]": single["total[cyc]"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,68 +186,100 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chain-tmax", type=int, default=64, help="T_MAX of the chained-chunk build")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"), help="output directory")
     args = parser.parse_args(argv)
-    rows = [measure(lanes, steps, mode) for lanes in map(int, args.lanes.split(","))
-            for steps in map(int, args.steps.split(",")) for mode in S.GaeMode]
-    streams = [multi_batch(board_name, args.batch_steps, mode) for board_name in ("Pynq-Z2", "ZCU106")
-               for mode in S.GaeMode]
+    rows = [
+        measure(lanes, steps, mode)
+        for lanes in map(int, args.lanes.split(","))
+        for steps in map(int, args.steps.split(","))
+        for mode in S.GaeMode
+    ]
+    streams = [
+        multi_batch(board_name, args.batch_steps, mode) for board_name in ("Pynq-Z2", "ZCU106") for mode in S.GaeMode
+    ]
     chains = [chained(args.chain_tmax, mode) for mode in S.GaeMode]
     fclk = S.board(None).fclk_mhz
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "commit": commit,
-            "pipeline_depth": S.GaeSpec().pipeline_depth, "fclk[mhz]": fclk}
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+        "pipeline_depth": S.GaeSpec().pipeline_depth,
+        "fclk[mhz]": fclk,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gae_rtl_cycles.json").write_text(json.dumps({"meta": meta, "rows": rows, "multi_batch": streams,
-                                                                    "chained": chains},
-                                                        indent=2))
+    (out / "gae_rtl_cycles.json").write_text(
+        json.dumps({"meta": meta, "rows": rows, "multi_batch": streams, "chained": chains}, indent=2)
+    )
     lines = [
-        "# GAE core cycle counts (MyHDL simulation)", "",
+        "# GAE core cycle counts (MyHDL simulation)",
+        "",
         f"`benchmarks/gae_rtl_cycles.py`, {meta['date']}, commit `{commit}`. Measured in the cycle-accurate "
         f"simulation with an always-ready stream source and sink in the same cycles (both DMA channels); "
-        f"64-bit stream (Pynq-Z2's HP port). Time columns: cycles at the Pynq-Z2's {fclk:g} MHz PL clock.", "",
+        f"64-bit stream (Pynq-Z2's HP port). Time columns: cycles at the Pynq-Z2's {fclk:g} MHz PL clock.",
+        "",
         "| LANES | T | mode | load [cyc] | compute [cyc] = CYCLES | drain [cyc] | elements / compute cycle | "
         "compute [us] | end to end [us] |",
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['lanes']} | {r['T']} | {r['mode']} | {r['load[cyc]']} | {r['compute[cyc]']} | "
-                     f"{r['drain[cyc]']} | {r['elements_per_compute_cycle']:.2f} | "
-                     f"{r['compute[cyc]'] / fclk:.2f} | {r['total[cyc]'] / fclk:.2f} |")
-    lines += ["", f"Compute is T + {meta['pipeline_depth']} cycles whatever LANES is (one element per lane per "
-              "cycle after the pipeline fills); load and drain are bound by the stream: q8 records carry 4x less "
-              "data than raw ones. Simulation speed: "
-              f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s (CPython).", "",
-              "## Multi-batch streams (BATCHES)", "",
-              f"One operation of B lane-batches of T = {args.batch_steps} steps each, START to the last output beat, "
-              "B = 1 and 3; per batch = the slope (total(3) - total(1)) / 2, the constant = total(1) - per batch. "
-              "Bound = max(input beats, output beats) of one batch: the stream's limit.", "",
-              "| board | LANES | stream [bytes] | mode | total B=1 [cyc] | total B=3 [cyc] | per batch [cyc] | "
-              "constant [cyc] | input beats | output beats | per batch / bound |",
-              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {r['lanes']} | {r['T']} | {r['mode']} | {r['load[cyc]']} | {r['compute[cyc]']} | "
+            f"{r['drain[cyc]']} | {r['elements_per_compute_cycle']:.2f} | "
+            f"{r['compute[cyc]'] / fclk:.2f} | {r['total[cyc]'] / fclk:.2f} |"
+        )
+    lines += [
+        "",
+        f"Compute is T + {meta['pipeline_depth']} cycles whatever LANES is (one element per lane per "
+        "cycle after the pipeline fills); load and drain are bound by the stream: q8 records carry 4x less "
+        "data than raw ones. Simulation speed: "
+        f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s (CPython).",
+        "",
+        "## Multi-batch streams (BATCHES)",
+        "",
+        f"One operation of B lane-batches of T = {args.batch_steps} steps each, START to the last output beat, "
+        "B = 1 and 3; per batch = the slope (total(3) - total(1)) / 2, the constant = total(1) - per batch. "
+        "Bound = max(input beats, output beats) of one batch: the stream's limit.",
+        "",
+        "| board | LANES | stream [bytes] | mode | total B=1 [cyc] | total B=3 [cyc] | per batch [cyc] | "
+        "constant [cyc] | input beats | output beats | per batch / bound |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for m in streams:
-        lines.append(f"| {m['board']} | {m['lanes']} | {m['stream_bytes']} | {m['mode']} | {m['total_1[cyc]']} | "
-                     f"{m['total_3[cyc]']} | {m['per_batch[cyc]']:g} | {m['constant[cyc]']:g} | "
-                     f"{m['input_beats_per_batch']} | {m['output_beats_per_batch']} | {m['per_batch_over_bound']:.2f} |")
+        lines.append(
+            f"| {m['board']} | {m['lanes']} | {m['stream_bytes']} | {m['mode']} | {m['total_1[cyc]']} | "
+            f"{m['total_3[cyc]']} | {m['per_batch[cyc]']:g} | {m['constant[cyc]']:g} | "
+            f"{m['input_beats_per_batch']} | {m['output_beats_per_batch']} | {m['per_batch_over_bound']:.2f} |"
+        )
     worst = max(m["per_batch_over_bound"] for m in streams)
-    lines += ["", "The loader fills the rows the drain frees (chunks alternate direction, the drain reads each "
-              "chunk newest first), the compute starts once a chunk is loaded and the drain trails its "
-              "write-backs, so a lane-batch costs the busier stream's beats plus a pipeline's worth of cycles "
-              f"between chunks: at most {worst:.2f} x the bound here (issue 15's goal: 1.1 x; load, compute and "
-              "drain one after another cost 2.02 x raw and 1.55 x q8 on the Pynq-Z2).", "",
-              "## Chained chunks (CHUNKS)", "",
-              f"One lane-batch of T = 2.5 x T_MAX on a T_MAX = {args.chain_tmax} build: CHUNKS = 3 chained chunks in "
-              "one operation, against the same T on a build deep enough for one chunk. Expected CYCLES = "
-              "GaeSpec.cycles = T + CHUNKS x pipeline depth.", "",
-              "| LANES | T | T_MAX | CHUNKS | mode | CYCLES | GaeSpec.cycles | end to end [cyc] | one chunk: CYCLES | "
-              "one chunk: end to end [cyc] |",
-              "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "The loader fills the rows the drain frees (chunks alternate direction, the drain reads each "
+        "chunk newest first), the compute starts once a chunk is loaded and the drain trails its "
+        "write-backs, so a lane-batch costs the busier stream's beats plus a pipeline's worth of cycles "
+        f"between chunks: at most {worst:.2f} x the bound here (issue 15's goal: 1.1 x; load, compute and "
+        "drain one after another cost 2.02 x raw and 1.55 x q8 on the Pynq-Z2).",
+        "",
+        "## Chained chunks (CHUNKS)",
+        "",
+        f"One lane-batch of T = 2.5 x T_MAX on a T_MAX = {args.chain_tmax} build: CHUNKS = 3 chained chunks in "
+        "one operation, against the same T on a build deep enough for one chunk. Expected CYCLES = "
+        "GaeSpec.cycles = T + CHUNKS x pipeline depth.",
+        "",
+        "| LANES | T | T_MAX | CHUNKS | mode | CYCLES | GaeSpec.cycles | end to end [cyc] | one chunk: CYCLES | "
+        "one chunk: end to end [cyc] |",
+        "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
     for c in chains:
-        lines.append(f"| {c['lanes']} | {c['T']} | {c['t_max']} | {c['chunks']} | {c['mode']} | {c['cycles']} | "
-                     f"{c['expected_cycles']} | {c['total[cyc]']} | {c['one_chunk_cycles']} | "
-                     f"{c['one_chunk_total[cyc]']} |")
-    lines += ["", "A chained chunk adds one pipeline depth of compute, but the chunks overlap (a chunk loads while "
-              "the one before drains), so end to end the chained operation can beat the one long chunk, whose "
-              "load has nothing to overlap with."]
+        lines.append(
+            f"| {c['lanes']} | {c['T']} | {c['t_max']} | {c['chunks']} | {c['mode']} | {c['cycles']} | "
+            f"{c['expected_cycles']} | {c['total[cyc]']} | {c['one_chunk_cycles']} | "
+            f"{c['one_chunk_total[cyc]']} |"
+        )
+    lines += [
+        "",
+        "A chained chunk adds one pipeline depth of compute, but the chunks overlap (a chunk loads while "
+        "the one before drains), so end to end the chained operation can beat the one long chunk, whose "
+        "load has nothing to overlap with.",
+    ]
     (out / "gae_rtl_cycles.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

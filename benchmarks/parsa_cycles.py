@@ -29,6 +29,7 @@ accesses plus the core's cycles).
 Run: ``python benchmarks/parsa_cycles.py [--out benchmarks/results] [--workers 1,4,8,16,32] [--formula ...]`` (all
 five simulated: about 10 minutes on CPython). The goal line is for the ZCU106 build's worker count (``spec.BOARDS``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,9 @@ def opal_layout() -> M.TilingLayout:
 def build_for(workers: int) -> tuple[S.ParsaSpec, list[M.Descriptor]]:
     """The smallest build of ``workers`` workers that holds the OPaL layout, and its schedule."""
     layout = opal_layout()
-    loose = S.ParsaSpec(max_dims=N_DIMS, max_actions=N_ACTIONS, workers=workers, tiles_per_worker=1 << 20,
-                        max_tilings=1024, keys=2)
+    loose = S.ParsaSpec(
+        max_dims=N_DIMS, max_actions=N_ACTIONS, workers=workers, tiles_per_worker=1 << 20, max_tilings=1024, keys=2
+    )
     descriptors = M.schedule(layout, loose)
     rows = max(sum(d.rows for d in descriptors if d.worker == w) for w in range(workers))
     tilings = max(sum(d.worker == w for d in descriptors) for w in range(workers))
@@ -104,9 +106,21 @@ def measure(workers: int, seed: int = 0) -> dict:
     sim = RtlSimulation(board)
     try:
         ip = RtlCoreIP(sim, "parsa", spec, S.PARSA_REGISTERS)
-        _operation(ip, sim, {"N_DIMS": N_DIMS, "N_ACTIONS": N_ACTIONS, "N_TILINGS": len(descriptors),
-                             "ALPHA": 1 << 12, "GAMMA": 62259, "EPSILON": 0, "OPTIONS": 1},
-                   S.ParsaMode.CONFIG, config)
+        _operation(
+            ip,
+            sim,
+            {
+                "N_DIMS": N_DIMS,
+                "N_ACTIONS": N_ACTIONS,
+                "N_TILINGS": len(descriptors),
+                "ALPHA": 1 << 12,
+                "GAMMA": 62259,
+                "EPSILON": 0,
+                "OPTIONS": 1,
+            },
+            S.ParsaMode.CONFIG,
+            config,
+        )
         status = ip.read(_offset("STATUS"))
         if status != S.Status.DONE:
             raise RuntimeError(f"CONFIG refused: STATUS {S.Status(status)!r}")
@@ -116,17 +130,28 @@ def measure(workers: int, seed: int = 0) -> dict:
         cycles_simulated = sim.cycle
     finally:
         sim.end("benchmark finished")
-    if counters["CYCLES_ACT"] != N_DIMS + busiest + spec.act_depth or \
-            counters["CYCLES_UPDATE"] != busiest + spec.update_depth:
+    if (
+        counters["CYCLES_ACT"] != N_DIMS + busiest + spec.act_depth
+        or counters["CYCLES_UPDATE"] != busiest + spec.update_depth
+    ):
         raise RuntimeError(f"counters {counters} disagree with the ParsaSpec formulas (busiest {busiest})")
     record = spec.state_record_words(N_DIMS)
-    return {"workers": workers, "tilings": len(descriptors), "busiest_tilings": busiest,
-            "busiest_rows": max(sum(d.rows for d in descriptors if d.worker == w) for w in range(workers)),
-            "tiles": opal_layout().n_tiles, "record[cyc]": record, "act[cyc]": counters["CYCLES_ACT"],
-            "update[cyc]": counters["CYCLES_UPDATE"], "state->action[cyc]": record + counters["CYCLES_ACT"] + 1,
-            "act+update[cyc]": counters["CYCLES_ACT"] + counters["CYCLES_UPDATE"],
-            "batch CYCLES": counters["CYCLES"], **mailbox, "sim[s]": round(time.perf_counter() - wall, 1),
-            "sim cycles": cycles_simulated}
+    return {
+        "workers": workers,
+        "tilings": len(descriptors),
+        "busiest_tilings": busiest,
+        "busiest_rows": max(sum(d.rows for d in descriptors if d.worker == w) for w in range(workers)),
+        "tiles": opal_layout().n_tiles,
+        "record[cyc]": record,
+        "act[cyc]": counters["CYCLES_ACT"],
+        "update[cyc]": counters["CYCLES_UPDATE"],
+        "state->action[cyc]": record + counters["CYCLES_ACT"] + 1,
+        "act+update[cyc]": counters["CYCLES_ACT"] + counters["CYCLES_UPDATE"],
+        "batch CYCLES": counters["CYCLES"],
+        **mailbox,
+        "sim[s]": round(time.perf_counter() - wall, 1),
+        "sim cycles": cycles_simulated,
+    }
 
 
 def _mailbox_decision(ip: RtlCoreIP, sim: RtlSimulation, rng: np.random.Generator) -> dict:
@@ -155,10 +180,14 @@ def _mailbox_decision(ip: RtlCoreIP, sim: RtlSimulation, rng: np.random.Generato
     ip.write(_offset("REWARD_KEY"), 0)
     write_cycles = sim.cycle - start
     accesses = len(window) + 1 + reads
-    return {"mailbox accesses": accesses, "mailbox[cyc]": cycles, "mailbox CYCLES": core,
-            "mailbox bus[cyc]": cycles - core, "access[cyc]": max(read_cycles, write_cycles),
-            "mailbox goal met": accesses <= N_DIMS + 4
-                                and cycles - core <= accesses * max(read_cycles, write_cycles) + 1}
+    return {
+        "mailbox accesses": accesses,
+        "mailbox[cyc]": cycles,
+        "mailbox CYCLES": core,
+        "mailbox bus[cyc]": cycles - core,
+        "access[cyc]": max(read_cycles, write_cycles),
+        "mailbox goal met": accesses <= N_DIMS + 4 and cycles - core <= accesses * max(read_cycles, write_cycles) + 1,
+    }
 
 
 def from_formula(workers: int) -> dict:
@@ -166,12 +195,24 @@ def from_formula(workers: int) -> dict:
     + update_depth) and the schedule, without simulating."""
     spec, descriptors = build_for(workers)
     busiest = max(sum(d.worker == w for d in descriptors) for w in range(workers))
-    record, act, update = spec.state_record_words(N_DIMS), N_DIMS + busiest + spec.act_depth, busiest + spec.update_depth
-    return {"workers": workers, "tilings": len(descriptors), "busiest_tilings": busiest,
-            "busiest_rows": max(sum(d.rows for d in descriptors if d.worker == w) for w in range(workers)),
-            "tiles": opal_layout().n_tiles, "record[cyc]": record, "act[cyc]": act, "update[cyc]": update,
-            "state->action[cyc]": record + act + 1, "act+update[cyc]": act + update,
-            "batch CYCLES": 2 * (record + act) + update}
+    record, act, update = (
+        spec.state_record_words(N_DIMS),
+        N_DIMS + busiest + spec.act_depth,
+        busiest + spec.update_depth,
+    )
+    return {
+        "workers": workers,
+        "tilings": len(descriptors),
+        "busiest_tilings": busiest,
+        "busiest_rows": max(sum(d.rows for d in descriptors if d.worker == w) for w in range(workers)),
+        "tiles": opal_layout().n_tiles,
+        "record[cyc]": record,
+        "act[cyc]": act,
+        "update[cyc]": update,
+        "state->action[cyc]": record + act + 1,
+        "act+update[cyc]": act + update,
+        "batch CYCLES": 2 * (record + act) + update,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,57 +229,82 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "parsa.json").write_text(json.dumps({"commit": commit, "date": stamp, "fclk[mhz]": clocks,
-                                                       "opal_median[us]": OPAL_MEDIAN_US, "rows": rows}, indent=1))
+    (out / "parsa.json").write_text(
+        json.dumps(
+            {"commit": commit, "date": stamp, "fclk[mhz]": clocks, "opal_median[us]": OPAL_MEDIAN_US, "rows": rows},
+            indent=1,
+        )
+    )
     spec = S.ParsaSpec()
     lines = [
-        "# ParSa core latency for the OPaL policy shape (MyHDL simulation)", "",
+        "# ParSa core latency for the OPaL policy shape (MyHDL simulation)",
+        "",
         f"`benchmarks/parsa_cycles.py`, {stamp}, commit `{commit}`. OPaL's DDoS policy: {N_DIMS} dims, bias + 7x1-D "
         f"+ 8x2-D + 1x4-D tiling sets, {TILINGS} tilings each ({rows[0]['tilings']} tilings, {rows[0]['tiles']} "
         f"tiles), {TILES} tiles per dim, {N_ACTIONS} actions, 16-bit values. `rtl` rows: counters measured in the "
         f"cycle-accurate simulation and read back from the core (CYCLES_ACT, CYCLES_UPDATE), each checked equal to "
         f"its ParsaSpec formula (act = n_dims + busiest + {spec.act_depth}, update = busiest + {spec.update_depth}); "
         f"`formula` rows: those formulas on the schedule (the RTL tests hold the hardware to them). Microseconds "
-        f"are the cycles at each board's PL clock ({', '.join(f'{k} {v:g} MHz' for k, v in clocks.items())}).", "",
+        f"are the cycles at each board's PL clock ({', '.join(f'{k} {v:g} MHz' for k, v in clocks.items())}).",
+        "",
         "| WORKERS | source | busiest tilings | busiest rows | record [cyc] | act [cyc] | update [cyc] | "
         "state->action [cyc] | act+update [cyc] | "
-        + " | ".join(f"state->action [us] @{v:g} MHz" for v in clocks.values()) + " | "
-        + " | ".join(f"act+update [us] @{v:g} MHz" for v in clocks.values()) + " |",
+        + " | ".join(f"state->action [us] @{v:g} MHz" for v in clocks.values())
+        + " | "
+        + " | ".join(f"act+update [us] @{v:g} MHz" for v in clocks.values())
+        + " |",
         "|---:|---|" + "---:|" * (7 + 2 * len(clocks)),
     ]
     for r in rows:
-        lines.append(f"| {r['workers']} | {r['source']} | {r['busiest_tilings']} | {r['busiest_rows']} | "
-                     f"{r['record[cyc]']} | "
-                     f"{r['act[cyc]']} | {r['update[cyc]']} | {r['state->action[cyc]']} | {r['act+update[cyc]']} | "
-                     + " | ".join(f"{r['state->action[cyc]'] / f:.3f}" for f in clocks.values()) + " | "
-                     + " | ".join(f"{r['act+update[cyc]'] / f:.3f}" for f in clocks.values()) + " |")
+        lines.append(
+            f"| {r['workers']} | {r['source']} | {r['busiest_tilings']} | {r['busiest_rows']} | "
+            f"{r['record[cyc]']} | "
+            f"{r['act[cyc]']} | {r['update[cyc]']} | {r['state->action[cyc]']} | {r['act+update[cyc]']} | "
+            + " | ".join(f"{r['state->action[cyc]'] / f:.3f}" for f in clocks.values())
+            + " | "
+            + " | ".join(f"{r['act+update[cyc]'] / f:.3f}" for f in clocks.values())
+            + " |"
+        )
     zcu = S.BOARDS["ZCU106"]
     board_row = next((r for r in rows if r["workers"] == zcu.slot("parsa").spec.workers), None)
     if board_row:
-        lines += ["", f"zcu106 build (WORKERS {board_row['workers']}): state->action {board_row['state->action[cyc]']} "
-                      f"cycles (goal <= 200), act + update {board_row['act+update[cyc]']} cycles (goal <= 400); at "
-                      f"{zcu.fclk_mhz:g} MHz {board_row['state->action[cyc]'] / zcu.fclk_mhz:.3f} us state->action vs "
-                      f"OPaL's {OPAL_MEDIAN_US:g} us median on a NIC (which includes its host path; ours excludes the "
-                      "DMA and the driver)."]
+        lines += [
+            "",
+            f"zcu106 build (WORKERS {board_row['workers']}): state->action {board_row['state->action[cyc]']} "
+            f"cycles (goal <= 200), act + update {board_row['act+update[cyc]']} cycles (goal <= 400); at "
+            f"{zcu.fclk_mhz:g} MHz {board_row['state->action[cyc]'] / zcu.fclk_mhz:.3f} us state->action vs "
+            f"OPaL's {OPAL_MEDIAN_US:g} us median on a NIC (which includes its host path; ours excludes the "
+            "DMA and the driver).",
+        ]
     measured = [r for r in rows if "mailbox[cyc]" in r]
     if measured:
-        lines += ["", "## One decision through the register mailbox (MAILBOX, no DMA)", "",
-                  f"What the driver's `act()` does, simulated: the window burst ({N_DIMS} state words + key + reward), "
-                  "START, then MBOX_ACTION read until DONE (the core holds that read with wait states while it "
-                  "decides). Key 0 with a reward, so the Sarsa update runs. `bus [cyc]` = the decision's simulated "
-                  "cycles minus the core's own (CYCLES: record words, act, update); `access [cyc]` = what one plain "
-                  "register access costs this AXI-Lite bus model. Goal (issue 13): at most state words + 4 bus "
-                  "accesses, costing no more than that many plain accesses (+ 1: the held read is answered the "
-                  "cycle after DONE), plus the core's own cycles.", "",
-                  "| WORKERS | accesses | decision [cyc] | core CYCLES | bus [cyc] | access [cyc] | goal |",
-                  "|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            "",
+            "## One decision through the register mailbox (MAILBOX, no DMA)",
+            "",
+            f"What the driver's `act()` does, simulated: the window burst ({N_DIMS} state words + key + reward), "
+            "START, then MBOX_ACTION read until DONE (the core holds that read with wait states while it "
+            "decides). Key 0 with a reward, so the Sarsa update runs. `bus [cyc]` = the decision's simulated "
+            "cycles minus the core's own (CYCLES: record words, act, update); `access [cyc]` = what one plain "
+            "register access costs this AXI-Lite bus model. Goal (issue 13): at most state words + 4 bus "
+            "accesses, costing no more than that many plain accesses (+ 1: the held read is answered the "
+            "cycle after DONE), plus the core's own cycles.",
+            "",
+            "| WORKERS | accesses | decision [cyc] | core CYCLES | bus [cyc] | access [cyc] | goal |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for r in measured:
-            lines.append(f"| {r['workers']} | {r['mailbox accesses']} (<= {N_DIMS + 4}) | {r['mailbox[cyc]']} | "
-                         f"{r['mailbox CYCLES']} | {r['mailbox bus[cyc]']} | {r['access[cyc]']} | "
-                         f"{'met' if r['mailbox goal met'] else 'NOT met'} |")
-    lines += ["", "Banks sized to the busiest worker for each row (the counts do not depend on bank depth); the "
-                  "busiest worker's tilings set both counts, so the schedule balances tilings (heaviest first, within "
-                  "each bank's rows) rather than rows."]
+            lines.append(
+                f"| {r['workers']} | {r['mailbox accesses']} (<= {N_DIMS + 4}) | {r['mailbox[cyc]']} | "
+                f"{r['mailbox CYCLES']} | {r['mailbox bus[cyc]']} | {r['access[cyc]']} | "
+                f"{'met' if r['mailbox goal met'] else 'NOT met'} |"
+            )
+    lines += [
+        "",
+        "Banks sized to the busiest worker for each row (the counts do not depend on bank depth); the "
+        "busiest worker's tilings set both counts, so the schedule balances tilings (heaviest first, within "
+        "each bank's rows) rather than rows.",
+    ]
     (out / "parsa.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -38,6 +38,7 @@ PL clock) is reported as a modelled hardware rate, not measured.
 Run: ``python benchmarks/parsa_emu.py [--shapes mountaincar,opal] [--repeats 7] [--out benchmarks/results]``.
 Writes ``parsa_emu.json`` and ``parsa_emu.md`` under ``--out`` and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,15 +49,15 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import floor
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment  # noqa: E402
+from _common import environment
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "tiles3_python"
@@ -119,12 +120,12 @@ def tiles(iht_or_size, numtilings: int, floats, ints=(), readonly: bool = False)
     qfloats = [floor(f * numtilings) for f in floats]
     tiles_ = []
     for tiling in range(numtilings):
-        tilingX2 = tiling * 2
+        tiling_x2 = tiling * 2
         coords = [tiling]
         b = tiling
         for q in qfloats:
             coords.append((q + b) // numtilings)
-            b += tilingX2
+            b += tiling_x2
         coords.extend(ints)
         tiles_.append(hashcoords(coords, iht_or_size, readonly))
     return tiles_
@@ -137,10 +138,13 @@ class Tiles3Sarsa:
     range spans ``tiles`` tiles, as tiles3's documentation recommends).
     """
 
-    def __init__(self, sets, lows, highs, n_actions: int, alpha: float, gamma: float, epsilon: float,
-                 seed: int = 0) -> None:
-        self.sets = [(list(dims), tilings, [tiles_ / (highs[d] - lows[d]) for d in dims], [lows[d] for d in dims])
-                     for dims, tilings, tiles_ in sets]
+    def __init__(
+        self, sets, lows, highs, n_actions: int, alpha: float, gamma: float, epsilon: float, seed: int = 0
+    ) -> None:
+        self.sets = [
+            (list(dims), tilings, [tiles_ / (highs[d] - lows[d]) for d in dims], [lows[d] for d in dims])
+            for dims, tilings, tiles_ in sets
+        ]
         size = sum(tilings * (tiles_ + 1) ** len(dims) for dims, tilings, tiles_ in sets)
         self.iht = IHT(size)
         self.weights = [[0.0] * size for _ in range(n_actions)]
@@ -189,8 +193,14 @@ def make_shape(name: str) -> Shape:
     from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
 
     if name == "mountaincar":
-        return Shape(name, {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}, 3,
-                     np.array([-1.2, -0.07]), np.array([0.6, 0.07]), "Pynq-Z2")
+        return Shape(
+            name,
+            {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]},
+            3,
+            np.array([-1.2, -0.07]),
+            np.array([0.6, 0.07]),
+            "Pynq-Z2",
+        )
     if name == "opal":
         return Shape(name, OPAL_DDOS_TILING, 10, np.zeros(20), np.ones(20), "ZCU106")
     raise ValueError(f"unknown shape {name!r}; choose from {SHAPES}")
@@ -228,21 +238,38 @@ def prepare(key: str, shape: Shape, data: dict, overlays: dict, python_max_steps
         m.act(*(c[:2] for c in codes))  # compile outside the timed region
         cycles = m.act(*codes).cycles
         fclk = overlays[shape.board].board_spec.fclk_mhz
-        return Prepared(lambda: m.act(*codes), n,
-                        f"integer codes; {spec.workers} workers, busiest owns {m.busiest} tilings",
-                        {"modeled_core_cycles_per_step": cycles / n, "fclk[mhz]": fclk,
-                         "modeled_core[steps/s]": fclk * 1e6 * n / cycles})
+        return Prepared(
+            lambda: m.act(*codes),
+            n,
+            f"integer codes; {spec.workers} workers, busiest owns {m.busiest} tilings",
+            {
+                "modeled_core_cycles_per_step": cycles / n,
+                "fclk[mhz]": fclk,
+                "modeled_core[steps/s]": fclk * 1e6 * n / cycles,
+            },
+        )
     if key in ("driver_act_batch", "driver_act"):
         core = overlays[shape.board].parsa
-        core.configure(shape.tiling, shape.n_actions, (shape.lows, shape.highs), alpha=alpha, gamma=GAMMA,
-                       epsilon=EPSILON, frac_bits=FRAC_BITS, seed=1)
+        core.configure(
+            shape.tiling,
+            shape.n_actions,
+            (shape.lows, shape.highs),
+            alpha=alpha,
+            gamma=GAMMA,
+            epsilon=EPSILON,
+            frac_bits=FRAC_BITS,
+            seed=1,
+        )
         if key == "driver_act_batch":
             # check: from a cleared policy, the driver's first batch chooses exactly the bit-exact model's actions
             m, codes = _fresh_model(shape, layout, core.spec, alpha, data)
             same = bool(np.array_equal(core.act_batch(states, rewards, keys)[0], m.act(*codes).actions))
-            return Prepared(lambda: core.act_batch(states, rewards, keys), n,
-                            f"float in, one DMA transfer per {n} records, emulated {shape.board}",
-                            {"check_passed": same, "check": "first batch's actions == the model's"})
+            return Prepared(
+                lambda: core.act_batch(states, rewards, keys),
+                n,
+                f"float in, one DMA transfer per {n} records, emulated {shape.board}",
+                {"check_passed": same, "check": "first batch's actions == the model's"},
+            )
         m_sub = min(n, python_max_steps)
         sub = [(states[i], float(rewards[i]), int(keys[i])) for i in range(m_sub)]
         # check and latency: from a cleared policy, act() one record at a time chooses exactly the model's actions;
@@ -258,18 +285,29 @@ def prepare(key: str, shape: Shape, data: dict, overlays: dict, python_max_steps
         def one_by_one():
             for s, r, k in sub:
                 core.act(s, r, k)
-        return Prepared(one_by_one, m_sub, f"one act() per record through the register mailbox (no DMA; "
-                                           f"{layout.n_dims} + 4 register accesses); first {m_sub} records",
-                        {"check_passed": bool(np.array_equal(got, expected)),
-                         "check": "act() one by one == the model's actions",
-                         **_latency(latencies)})
+
+        return Prepared(
+            one_by_one,
+            m_sub,
+            f"one act() per record through the register mailbox (no DMA; "
+            f"{layout.n_dims} + 4 register accesses); first {m_sub} records",
+            {
+                "check_passed": bool(np.array_equal(got, expected)),
+                "check": "act() one by one == the model's actions",
+                **_latency(latencies),
+            },
+        )
     if key == "float_reference":
         m_sub = min(n, python_max_steps)
-        learner = FloatSarsa(layout, shape.n_actions, (shape.lows, shape.highs), alpha, GAMMA, EPSILON,
-                             seed=1, keys=int(keys.max()) + 1)
+        learner = FloatSarsa(
+            layout, shape.n_actions, (shape.lows, shape.highs), alpha, GAMMA, EPSILON, seed=1, keys=int(keys.max()) + 1
+        )
         s_sub, r_sub, k_sub = states[:m_sub], rewards[:m_sub], keys[:m_sub]
-        return Prepared(lambda: learner.act_batch(s_sub, r_sub, k_sub), m_sub,
-                        f"float64 numpy, records in order; first {m_sub} records")
+        return Prepared(
+            lambda: learner.act_batch(s_sub, r_sub, k_sub),
+            m_sub,
+            f"float64 numpy, records in order; first {m_sub} records",
+        )
     if key == BASELINE:
         m_sub = min(n, python_max_steps)
         sets = [(s.dims, s.tilings, s.tiles) for s in layout.sets]
@@ -287,8 +325,13 @@ def prepare(key: str, shape: Shape, data: dict, overlays: dict, python_max_steps
         def run():
             for s, r, k in sub:
                 agent.step(s, r, k)
-        return Prepared(run, m_sub, f"pure Python lists + dict IHT ({agent.iht.size} entries); first {m_sub} "
-                                    f"records", _latency(latencies))
+
+        return Prepared(
+            run,
+            m_sub,
+            f"pure Python lists + dict IHT ({agent.iht.size} entries); first {m_sub} records",
+            _latency(latencies),
+        )
     raise ValueError(key)
 
 
@@ -311,9 +354,12 @@ def _fresh_model(shape: Shape, layout, spec, alpha: float, data: dict):
     if not m.configure(offsets, scales, model.schedule(layout, spec)):
         raise RuntimeError("the model refused the configuration")
     n = len(data["states"])
-    codes = (data["keys"].astype(np.int64), np.ones(n, dtype=np.int64),
-             np.floor(data["rewards"] * (1 << FRAC_BITS) + 0.5).astype(np.int64),
-             np.floor(data["states"] * 65536 + 0.5).astype(np.int64))
+    codes = (
+        data["keys"].astype(np.int64),
+        np.ones(n, dtype=np.int64),
+        np.floor(data["rewards"] * (1 << FRAC_BITS) + 0.5).astype(np.int64),
+        np.floor(data["states"] * 65536 + 0.5).astype(np.int64),
+    )
     return m, codes
 
 
@@ -327,8 +373,9 @@ def _calls_for(call: Callable[[], object], min_time: float) -> int:
     return max(1, math.ceil(min_time / max(elapsed, 1e-9))) if min_time > 0 else 1
 
 
-def run(shapes: list[str], batch: int, keys: int, repeats: int, min_time: float, python_max_steps: int,
-        seed: int) -> list[dict]:
+def run(
+    shapes: list[str], batch: int, keys: int, repeats: int, min_time: float, python_max_steps: int, seed: int
+) -> list[dict]:
     """Prepare every (shape, implementation), then time them interleaved; one row each."""
     from pynq_rl import RLOverlay
 
@@ -368,48 +415,72 @@ def run(shapes: list[str], batch: int, keys: int, repeats: int, min_time: float,
     return rows
 
 
-LABELS = {"model_numba": "bit-exact model, compiled act loop", "driver_act_batch": "driver act_batch (emu, 1 DMA)",
-          "driver_act": "driver act() per record (emu)", "float_reference": "FloatSarsa (float64 numpy)",
-          BASELINE: "tiles3 Sarsa, pure Python"}
+LABELS = {
+    "model_numba": "bit-exact model, compiled act loop",
+    "driver_act_batch": "driver act_batch (emu, 1 DMA)",
+    "driver_act": "driver act() per record (emu)",
+    "float_reference": "FloatSarsa (float64 numpy)",
+    BASELINE: "tiles3 Sarsa, pure Python",
+}
 
 
 def markdown(data: dict) -> str:
-    lines = ["# ParSa emulation: Sarsa steps/s", "",
-             f"{data['environment']['date']}, commit `{data['environment']['git_describe']}`, Python "
-             f"{data['environment']['python']}, numpy {data['environment']['numpy']}, numba "
-             f"{data['environment']['numba']} (1 thread), {data['environment']['cpu_count']} CPUs (load "
-             f"{data['environment']['loadavg_1min_at_start']:.1f} at start). Median of {data['arguments']['repeats']} "
-             f"interleaved repetitions; batch {data['arguments']['batch']} records over {data['arguments']['keys']} "
-             f"keys. One step = act + Sarsa update of one record. Produced by `benchmarks/parsa_emu.py`.", "",
-             "| implementation | shape | median steps/s | ratio vs tiles3 Python | note |",
-             "|---|---|---:|---:|---|"]
+    lines = [
+        "# ParSa emulation: Sarsa steps/s",
+        "",
+        f"{data['environment']['date']}, commit `{data['environment']['git_describe']}`, Python "
+        f"{data['environment']['python']}, numpy {data['environment']['numpy']}, numba "
+        f"{data['environment']['numba']} (1 thread), {data['environment']['cpu_count']} CPUs (load "
+        f"{data['environment']['loadavg_1min_at_start']:.1f} at start). Median of {data['arguments']['repeats']} "
+        f"interleaved repetitions; batch {data['arguments']['batch']} records over {data['arguments']['keys']} "
+        f"keys. One step = act + Sarsa update of one record. Produced by `benchmarks/parsa_emu.py`.",
+        "",
+        "| implementation | shape | median steps/s | ratio vs tiles3 Python | note |",
+        "|---|---|---:|---:|---|",
+    ]
     for r in data["rows"]:
         if r["status"] != "ok":
             lines.append(f"| {LABELS[r['key']]} (`{r['key']}`) | {r['shape']} | - | - | {r['status']} |")
             continue
         ratio = r.get(f"ratio_vs_{BASELINE}")
-        note = r["note"] + ("" if "check_passed" not in r else
-                            f"; check ({r['check']}): {'passed' if r['check_passed'] else 'FAILED'}")
-        lines.append(f"| {LABELS[r['key']]} (`{r['key']}`) | {r['shape']} | {r['median[steps/s]']:,.0f} | "
-                     f"{ratio:.1f}x | {note} |" if ratio is not None else
-                     f"| {LABELS[r['key']]} (`{r['key']}`) | {r['shape']} | {r['median[steps/s]']:,.0f} | - | "
-                     f"{note} |")
-    lines += ["", "Modelled hardware rate (cycles of the model's record loop at the board's PL clock, not measured):",
-              ""]
+        note = r["note"] + (
+            "" if "check_passed" not in r else f"; check ({r['check']}): {'passed' if r['check_passed'] else 'FAILED'}"
+        )
+        lines.append(
+            f"| {LABELS[r['key']]} (`{r['key']}`) | {r['shape']} | {r['median[steps/s]']:,.0f} | "
+            f"{ratio:.1f}x | {note} |"
+            if ratio is not None
+            else f"| {LABELS[r['key']]} (`{r['key']}`) | {r['shape']} | {r['median[steps/s]']:,.0f} | - | {note} |"
+        )
+    lines += [
+        "",
+        "Modelled hardware rate (cycles of the model's record loop at the board's PL clock, not measured):",
+        "",
+    ]
     for r in data["rows"]:
         if r["key"] == "model_numba" and r["status"] == "ok":
-            lines.append(f"- {r['shape']} on {r['board']}: {r['modeled_core_cycles_per_step']:.1f} cycles/step at "
-                         f"{r['fclk[mhz]']} MHz = {r['modeled_core[steps/s]']:,.0f} steps/s")
-    lines += ["", "Latency of one step (each call timed alone, over the first records; microseconds):", "",
-              "| implementation | shape | p50 [us] | p99 [us] |", "|---|---|---:|---:|"]
+            lines.append(
+                f"- {r['shape']} on {r['board']}: {r['modeled_core_cycles_per_step']:.1f} cycles/step at "
+                f"{r['fclk[mhz]']} MHz = {r['modeled_core[steps/s]']:,.0f} steps/s"
+            )
+    lines += [
+        "",
+        "Latency of one step (each call timed alone, over the first records; microseconds):",
+        "",
+        "| implementation | shape | p50 [us] | p99 [us] |",
+        "|---|---|---:|---:|",
+    ]
     for r in data["rows"]:
         if r["status"] == "ok" and "p50[us]" in r:
             lines.append(f"| {LABELS[r['key']]} | {r['shape']} | {r['p50[us]']:,.1f} | {r['p99[us]']:,.1f} |")
     goal, single = data["goal"], data["goal_act"]
-    lines += ["", f"Goal: >= {goal['ratio']:.0f}x tiles3 Python for `model_numba` and `driver_act_batch` on every "
-                  f"shape: {'met' if goal['met'] else 'NOT met'} (lowest ratio {goal['lowest_ratio']}).",
-              f"Goal (issue 13): `driver_act` (one act() per record) >= {single['ratio']:.0f}x tiles3 Python on "
-              f"every shape: {'met' if single['met'] else 'NOT met'} (lowest ratio {single['lowest_ratio']})."]
+    lines += [
+        "",
+        f"Goal: >= {goal['ratio']:.0f}x tiles3 Python for `model_numba` and `driver_act_batch` on every "
+        f"shape: {'met' if goal['met'] else 'NOT met'} (lowest ratio {goal['lowest_ratio']}).",
+        f"Goal (issue 13): `driver_act` (one act() per record) >= {single['ratio']:.0f}x tiles3 Python on "
+        f"every shape: {'met' if single['met'] else 'NOT met'} (lowest ratio {single['lowest_ratio']}).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -421,8 +492,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=16, help="keys the records cycle over (<= the build's KEYS)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds per repetition and implementation")
-    parser.add_argument("--python-max-steps", type=int, default=2048,
-                        help="records per call for the per-record implementations (tiles3, act(), float)")
+    parser.add_argument(
+        "--python-max-steps",
+        type=int,
+        default=2048,
+        help="records per call for the per-record implementations (tiles3, act(), float)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
     args = parser.parse_args(argv)
@@ -439,12 +514,21 @@ def main(argv: list[str] | None = None) -> int:
     lowest = min((x for x in ratios if x is not None), default=None)
     single = [r.get(f"ratio_vs_{BASELINE}") for r in rows if r["key"] == "driver_act"]
     lowest_single = min((x for x in single if x is not None), default=None)
-    data = {"environment": environment(), "arguments": vars(args), "rows": rows,
-            "goal": {"ratio": GOAL_RATIO, "lowest_ratio": None if lowest is None else round(lowest, 2),
-                     "met": lowest is not None and None not in ratios and lowest >= GOAL_RATIO},
-            "goal_act": {"ratio": GOAL_ACT_RATIO,
-                         "lowest_ratio": None if lowest_single is None else round(lowest_single, 3),
-                         "met": lowest_single is not None and None not in single and lowest_single >= GOAL_ACT_RATIO}}
+    data = {
+        "environment": environment(),
+        "arguments": vars(args),
+        "rows": rows,
+        "goal": {
+            "ratio": GOAL_RATIO,
+            "lowest_ratio": None if lowest is None else round(lowest, 2),
+            "met": lowest is not None and None not in ratios and lowest >= GOAL_RATIO,
+        },
+        "goal_act": {
+            "ratio": GOAL_ACT_RATIO,
+            "lowest_ratio": None if lowest_single is None else round(lowest_single, 3),
+            "met": lowest_single is not None and None not in single and lowest_single >= GOAL_ACT_RATIO,
+        },
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "parsa_emu.json").write_text(json.dumps(data, indent=2, default=str))

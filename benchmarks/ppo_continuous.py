@@ -30,6 +30,7 @@ Run: ``python benchmarks/ppo_continuous.py [--tasks Pendulum-v1 Hopper-v5] [--st
 [--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8 q8-wrapper] [--name ppo_continuous]`` (``--name``
 names the result files, so a control run does not overwrite the main one).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,16 +38,16 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one thread per run process
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import multiprocessing  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import multiprocessing
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, write_results  # noqa: E402
+from _common import environment, write_results
 
 SETTINGS = {
     "float": dict(gae_backend="host"),
@@ -56,8 +57,13 @@ SETTINGS = {
     "float-dynamic": dict(gae_backend="host", reward_norm="dynamic"),
 }
 """the settings, as :class:`pynq_rl.host.agents.ppo.Args` overrides (the first three run by default)"""
-SETTING_NAMES = {"float": "float GAE (host)", "raw": "emu core, raw Q15.16", "q8": "emu core, q8 + dynamic std.",
-                 "q8-wrapper": "emu core, q8 + reward wrapper", "float-dynamic": "float GAE (host) + dynamic std."}
+SETTING_NAMES = {
+    "float": "float GAE (host)",
+    "raw": "emu core, raw Q15.16",
+    "q8": "emu core, q8 + dynamic std.",
+    "q8-wrapper": "emu core, q8 + reward wrapper",
+    "float-dynamic": "float GAE (host) + dynamic std.",
+}
 DEFAULT_STEPS = {"Pendulum-v1": 300_000, "Hopper-v5": 300_000, "HalfCheetah-v5": 300_000}
 """environment steps per run by default (the issue asks at least 300k for the MuJoCo tasks)"""
 
@@ -77,15 +83,31 @@ def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
     from pynq_rl.host.agents import ppo
 
     task, setting, seed, steps, nn, runs = job
-    args = ppo.args_for(task, seed=seed, total_timesteps=steps, nn=nn, progress=False, save_checkpoint=False,
-                        out_dir=str(Path(runs) / task / setting / str(seed)), **SETTINGS[setting])
+    args = ppo.args_for(
+        task,
+        seed=seed,
+        total_timesteps=steps,
+        nn=nn,
+        progress=False,
+        save_checkpoint=False,
+        out_dir=str(Path(runs) / task / setting / str(seed)),
+        **SETTINGS[setting],
+    )
     summary = ppo.train(args)
     episode_steps, returns = _episodes(Path(summary["run_dir"]))
-    return {"task": task, "setting": setting, "seed": seed, "steps": int(summary["global_step"]),
-            "episodes": len(returns), "final_return_last20": float(summary["mean_return_last20"]),
-            "first_return_first20": float(np.mean(returns[:20])) if returns.size else float("nan"),
-            "auc": area_under_curve(episode_steps, returns), "steps_per_s": float(summary["sps"]),
-            "wall[s]": round(float(summary["wall_time_s"]), 1), "run_dir": summary["run_dir"]}
+    return {
+        "task": task,
+        "setting": setting,
+        "seed": seed,
+        "steps": int(summary["global_step"]),
+        "episodes": len(returns),
+        "final_return_last20": float(summary["mean_return_last20"]),
+        "first_return_first20": float(np.mean(returns[:20])) if returns.size else float("nan"),
+        "auc": area_under_curve(episode_steps, returns),
+        "steps_per_s": float(summary["sps"]),
+        "wall[s]": round(float(summary["wall_time_s"]), 1),
+        "run_dir": summary["run_dir"],
+    }
 
 
 def _episodes(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -118,36 +140,53 @@ def summarize(task: str, rows: list[dict]) -> dict:
 
 def markdown(result: dict) -> str:
     """The results page: per-run table, per-task means, q8 against float, and the plots."""
-    lines = ["# Continuous-control PPO: GAE on the q8 core against float GAE (issue 18)", "",
-             f"Commit `{result['environment'].get('git_commit', '?')}`, network backend `{result['nn']}`, "
-             f"{result['jobs']} runs in parallel on a shared 2-core machine; seeds {result['seeds']}. "
-             "CleanRL `ppo_continuous_action` defaults (1 env x 2048 steps, 10 epochs x 32 minibatches, lr 3e-4 "
-             "annealed, gamma 0.99, lambda 0.95, observation normalization). Settings: "
-             + "; ".join(f"**{k}** = {SETTING_NAMES[k]}" for k in result["settings"]) + ". float, raw and "
-             "q8-wrapper use CleanRL's reward normalization wrapper; q8 and float-dynamic use HEPPO's dynamic reward "
-             "standardization instead.", "",
-             "Final = mean return of the last 20 episodes; AUC = average episodic return over training (trapezoid "
-             "over steps); steps/s include the environment, the networks and the GAE step.", ""]
+    lines = [
+        "# Continuous-control PPO: GAE on the q8 core against float GAE (issue 18)",
+        "",
+        f"Commit `{result['environment'].get('git_commit', '?')}`, network backend `{result['nn']}`, "
+        f"{result['jobs']} runs in parallel on a shared 2-core machine; seeds {result['seeds']}. "
+        "CleanRL `ppo_continuous_action` defaults (1 env x 2048 steps, 10 epochs x 32 minibatches, lr 3e-4 "
+        "annealed, gamma 0.99, lambda 0.95, observation normalization). Settings: "
+        + "; ".join(f"**{k}** = {SETTING_NAMES[k]}" for k in result["settings"])
+        + ". float, raw and "
+        "q8-wrapper use CleanRL's reward normalization wrapper; q8 and float-dynamic use HEPPO's dynamic reward "
+        "standardization instead.",
+        "",
+        "Final = mean return of the last 20 episodes; AUC = average episodic return over training (trapezoid "
+        "over steps); steps/s include the environment, the networks and the GAE step.",
+        "",
+    ]
     for task in result["tasks"]:
         summary = result["summaries"].get(task)
         if summary is None:
             continue
         rows = [r for r in result["rows"] if r["task"] == task]
-        lines += [f"## {task} ({rows[0]['steps']:,} steps per run)", "",
-                  "| setting | seed | final (last 20) | AUC | steps/s | episodes |",
-                  "|---|---:|---:|---:|---:|---:|"]
-        lines += [f"| {r['setting']} | {r['seed']} | {r['final_return_last20']:.1f} | {r['auc']:.1f} | "
-                  f"{r['steps_per_s']:.0f} | {r['episodes']} |" for r in rows]
+        lines += [
+            f"## {task} ({rows[0]['steps']:,} steps per run)",
+            "",
+            "| setting | seed | final (last 20) | AUC | steps/s | episodes |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['setting']} | {r['seed']} | {r['final_return_last20']:.1f} | {r['auc']:.1f} | "
+            f"{r['steps_per_s']:.0f} | {r['episodes']} |"
+            for r in rows
+        ]
         lines += ["", "| setting | final, mean over seeds (std) | AUC, mean | steps/s, mean |", "|---|---:|---:|---:|"]
         for setting, s in summary["settings"].items():
-            lines.append(f"| {SETTING_NAMES[setting]} | {s['final_return_mean']:.1f} ({s['final_return_std']:.1f}) | "
-                         f"{s['auc_mean']:.1f} | {s['steps_per_s_mean']:.0f} |")
+            lines.append(
+                f"| {SETTING_NAMES[setting]} | {s['final_return_mean']:.1f} ({s['final_return_std']:.1f}) | "
+                f"{s['auc_mean']:.1f} | {s['steps_per_s_mean']:.0f} |"
+            )
         ratio, share = summary["q8_over_float"], summary["q8_share_of_float_improvement"]
         if {"float", "q8"} <= set(summary["settings"]):
-            lines += ["", f"q8 against float: final return ratio "
-                      f"{'n/a (negative returns)' if ratio is None else f'{ratio:.1%}'}; share of float's "
-                      f"improvement over the first 20 episodes ({summary['initial_return_first20']:.1f}): "
-                      f"{'n/a' if share is None else f'{share:.1%}'}."]
+            lines += [
+                "",
+                f"q8 against float: final return ratio "
+                f"{'n/a (negative returns)' if ratio is None else f'{ratio:.1%}'}; share of float's "
+                f"improvement over the first 20 episodes ({summary['initial_return_first20']:.1f}): "
+                f"{'n/a' if share is None else f'{share:.1%}'}.",
+            ]
         lines += ["", f"![{task} learning curves]({result['name']}_{task}.png)", ""]
     missing = [t for t in result["tasks"] if t not in result["summaries"]]
     if missing:
@@ -179,29 +218,48 @@ def main(argv: list[str] | None = None) -> int:
 
             gym.make(task).close()
             tasks.append(task)
-        except Exception as exc:  # MuJoCo tasks without the mujoco extra
+        except Exception as exc:  # noqa: BLE001 - a task gymnasium cannot make (no mujoco extra) is skipped, not fatal
             print(f"skipping {task}: {exc!r}", file=sys.stderr)
-    jobs = [(task, setting, seed, steps[task], opts.nn, opts.runs) for task in tasks for seed in opts.seeds
-            for setting in opts.settings]
+    jobs = [
+        (task, setting, seed, steps[task], opts.nn, opts.runs)
+        for task in tasks
+        for seed in opts.seeds
+        for setting in opts.settings
+    ]
     start = time.perf_counter()
-    result = {"name": opts.name, "tasks": opts.tasks, "seeds": opts.seeds, "nn": opts.nn, "jobs": opts.jobs,
-              "steps": steps, "settings": {k: SETTINGS[k] for k in opts.settings}, "environment": environment(),
-              "rows": [], "summaries": {},
-              "missing_reason": "skipped: MuJoCo not installed or not finished"}
+    result = {
+        "name": opts.name,
+        "tasks": opts.tasks,
+        "seeds": opts.seeds,
+        "nn": opts.nn,
+        "jobs": opts.jobs,
+        "steps": steps,
+        "settings": {k: SETTINGS[k] for k in opts.settings},
+        "environment": environment(),
+        "rows": [],
+        "summaries": {},
+        "missing_reason": "skipped: MuJoCo not installed or not finished",
+    }
     out = Path(opts.out)
     with multiprocessing.get_context("spawn").Pool(opts.jobs) as pool:
         for row in pool.imap(run_one, jobs):
             result["rows"].append(row)
-            print(f"{row['task']} {row['setting']} seed {row['seed']}: {row['final_return_last20']:.1f} "
-                  f"({row['steps_per_s']:.0f} steps/s)", flush=True)
+            print(
+                f"{row['task']} {row['setting']} seed {row['seed']}: {row['final_return_last20']:.1f} "
+                f"({row['steps_per_s']:.0f} steps/s)",
+                flush=True,
+            )
             task = row["task"]
             task_rows = [r for r in result["rows"] if r["task"] == task]
             if len(task_rows) == len(opts.settings) * len(opts.seeds):
                 from pynq_rl.host.agents.plot import plot_runs
 
                 result["summaries"][task] = summarize(task, task_rows)
-                plot_runs([r["run_dir"] for r in task_rows], out / f"{opts.name}_{task}.png",
-                          title=f"PPO {task}: float GAE vs emu core (raw, q8), seeds {opts.seeds}")
+                plot_runs(
+                    [r["run_dir"] for r in task_rows],
+                    out / f"{opts.name}_{task}.png",
+                    title=f"PPO {task}: float GAE vs emu core (raw, q8), seeds {opts.seeds}",
+                )
                 result["wall[s]"] = round(time.perf_counter() - start, 1)
                 write_results(out, opts.name, result, markdown(result))
     return 0

@@ -50,6 +50,7 @@ torchrl's indices to lie in range with finite weights in (0, 1].
 Run: ``python benchmarks/replay_emu.py [--k 16 --levels 5] [--batch 256] [--repeats 7] [--out benchmarks/results]``.
 Writes ``replay_emu.json`` and ``replay_emu.md`` under ``--out`` and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,11 +64,9 @@ import traceback
 import warnings
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, failed_rows, fmt_rate, seconds_per_call, write_results  # noqa: E402
-from _replay_impls import (ALPHA, BETA, P_MAX, P_MIN, Data, Impl, NumpySumTree, Prepared,  # noqa: E402,F401
-                           build_impls, make_data)
+from _common import environment, failed_rows, fmt_rate, seconds_per_call, write_results
+from _replay_impls import ALPHA, BETA, P_MAX, P_MIN, Data, Impl, build_impls, make_data
 
 OPS = ("sample", "update", "update_hot", "insert")
 UNITS = {"sample": "samples/s", "update": "updates/s", "update_hot": "hot_updates/s", "insert": "inserts/s"}
@@ -82,6 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------------------------------------------------------
 # Measurement
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> list[dict]:
     """Fill, check, calibrate and time every implementation; return one row per implementation."""
@@ -109,8 +109,14 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
         except Exception as err:  # noqa: BLE001 - recorded, not raised
             row.update(status=f"error: {type(err).__name__}: {err}", traceback=traceback.format_exc(limit=5))
             continue
-        row.update({"status": "ok", "note": prep.note, **prep.extra,
-                    "calls_per_repeat": {op: max(1, math.ceil(min_time / max(t, 1e-9))) for op, t in per_call.items()}})
+        row.update(
+            {
+                "status": "ok",
+                "note": prep.note,
+                **prep.extra,
+                "calls_per_repeat": {op: max(1, math.ceil(min_time / max(t, 1e-9))) for op, t in per_call.items()},
+            }
+        )
         row["cpu_share"] = []
         # thread CPU time / wall time of each timed block: below 1 when the scheduler ran something else
         for op in OPS:
@@ -145,7 +151,8 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
                 # Each repetition times every pair back to back, so per-repetition ratios pair runs that saw
                 # similar load; their median is a cross-check on the ratio of medians.
                 row[f"ratio_vs_{BASELINE}_paired_median[{op}]"] = statistics.median(
-                    a / b for a, b in zip(row[f"samples[{unit}]"], baseline[f"samples[{unit}]"]))
+                    a / b for a, b in zip(row[f"samples[{unit}]"], baseline[f"samples[{unit}]"])
+                )
     return rows
 
 
@@ -153,39 +160,59 @@ def measure(impls: list[Impl], data: Data, repeats: int, min_time: float) -> lis
 # Reporting
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def goal_text(rows: list[dict]) -> dict:
     by_key = {row["key"]: row for row in rows}
     model = next((row for row in rows if row["key"].startswith("driver_") and row["status"] == "ok"), {})
     base = by_key.get(BASELINE, {})
     if model.get("status") != "ok" or base.get("status") != "ok":
-        return {**GOAL, "sample_ratio_measured": None, "update_ratio_measured": None,
-                "hot_update_ratio_measured": None, "met": None,
-                "text": f"the driver on emu vs `{BASELINE}`: not measured in this run."}
+        return {
+            **GOAL,
+            "sample_ratio_measured": None,
+            "update_ratio_measured": None,
+            "hot_update_ratio_measured": None,
+            "met": None,
+            "text": f"the driver on emu vs `{BASELINE}`: not measured in this run.",
+        }
     sample_ratio = model[f"ratio_vs_{BASELINE}[sample]"]
     update_ratio = model[f"ratio_vs_{BASELINE}[update]"]
     sample_ok, update_ok = sample_ratio >= GOAL["sample_ratio"], update_ratio >= GOAL["update_ratio"]
-    parts = [f"samples/s: **{sample_ratio:.3g}x** `{BASELINE}` (goal >= {GOAL['sample_ratio']:g}x: "
-             f"{'met' if sample_ok else 'NOT met'}; paired median "
-             f"{model[f'ratio_vs_{BASELINE}_paired_median[sample]']:.3g}x)",
-             f"updates/s: **{update_ratio:.3g}x** `{BASELINE}` (goal >= {GOAL['update_ratio']:g}x: "
-             f"{'met' if update_ok else 'NOT met'}; paired median "
-             f"{model[f'ratio_vs_{BASELINE}_paired_median[update]']:.3g}x)"]
+    parts = [
+        f"samples/s: **{sample_ratio:.3g}x** `{BASELINE}` (goal >= {GOAL['sample_ratio']:g}x: "
+        f"{'met' if sample_ok else 'NOT met'}; paired median "
+        f"{model[f'ratio_vs_{BASELINE}_paired_median[sample]']:.3g}x)",
+        f"updates/s: **{update_ratio:.3g}x** `{BASELINE}` (goal >= {GOAL['update_ratio']:g}x: "
+        f"{'met' if update_ok else 'NOT met'}; paired median "
+        f"{model[f'ratio_vs_{BASELINE}_paired_median[update]']:.3g}x)",
+    ]
     hot_ratio = model[f"ratio_vs_{BASELINE}[update_hot]"]
-    parts.append(f"with one repeated update batch (cache-hot, as PER updates are often micro-benchmarked) "
-                 f"{hot_ratio:.3g}x `{BASELINE}` ({'at or above' if hot_ratio >= GOAL['update_ratio'] else 'below'}"
-                 " its rate)")
+    parts.append(
+        f"with one repeated update batch (cache-hot, as PER updates are often micro-benchmarked) "
+        f"{hot_ratio:.3g}x `{BASELINE}` ({'at or above' if hot_ratio >= GOAL['update_ratio'] else 'below'}"
+        " its rate)"
+    )
     strat = by_key.get("cpprb_stratified", {})
     if strat.get("status") == "ok":
-        parts.append("against `cpprb_stratified` "
-                     f"{model['median[samples/s]'] / strat['median[samples/s]']:.3g}x samples/s and "
-                     f"{model['median[updates/s]'] / strat['median[updates/s]']:.3g}x updates/s")
+        parts.append(
+            "against `cpprb_stratified` "
+            f"{model['median[samples/s]'] / strat['median[samples/s]']:.3g}x samples/s and "
+            f"{model['median[updates/s]'] / strat['median[updates/s]']:.3g}x updates/s"
+        )
     alone = by_key.get(MODEL_KEY, {})
     if alone.get("status") == "ok":
-        parts.append(f"the bit-exact model alone (`{MODEL_KEY}`, no driver or bus) "
-                     f"{alone[f'ratio_vs_{BASELINE}[sample]']:.3g}x / {alone[f'ratio_vs_{BASELINE}[update]']:.3g}x")
-    return {**GOAL, "key": model["key"], "sample_ratio_measured": sample_ratio, "update_ratio_measured": update_ratio,
-            "hot_update_ratio_measured": hot_ratio, "met": sample_ok and update_ok,
-            "text": f"`{model['key']}` (the whole driver path on emu, issue 13's goal): " + "; ".join(parts) + "."}
+        parts.append(
+            f"the bit-exact model alone (`{MODEL_KEY}`, no driver or bus) "
+            f"{alone[f'ratio_vs_{BASELINE}[sample]']:.3g}x / {alone[f'ratio_vs_{BASELINE}[update]']:.3g}x"
+        )
+    return {
+        **GOAL,
+        "key": model["key"],
+        "sample_ratio_measured": sample_ratio,
+        "update_ratio_measured": update_ratio,
+        "hot_update_ratio_measured": hot_ratio,
+        "met": sample_ok and update_ok,
+        "text": f"`{model['key']}` (the whole driver path on emu, issue 13's goal): " + "; ".join(parts) + ".",
+    }
 
 
 def markdown(result: dict) -> str:
@@ -213,20 +240,32 @@ def markdown(result: dict) -> str:
         name = f"{row['implementation']} (`{row['key']}`)"
         if row["status"] != "ok":
             status, _, cause = row["status"].partition(" (cause: ")
-            lines.append(f"| {name} | {status}{' (cause: see the notes)' if cause else ''} |"
-                         + " |" * (2 * len(OPS) - 1))
+            lines.append(
+                f"| {name} | {status}{' (cause: see the notes)' if cause else ''} |" + " |" * (2 * len(OPS) - 1)
+            )
             continue
         rates = " | ".join(fmt_rate(row[f"median[{UNITS[op]}]"]) for op in OPS)
-        ratios = " | ".join(f"{row[f'ratio_vs_{BASELINE}[{op}]']:.3g}x" if f"ratio_vs_{BASELINE}[{op}]" in row
-                            else "" for op in OPS)
+        ratios = " | ".join(
+            f"{row[f'ratio_vs_{BASELINE}[{op}]']:.3g}x" if f"ratio_vs_{BASELINE}[{op}]" in row else "" for op in OPS
+        )
         lines.append(f"| {name} | {rates} | {ratios} |")
-    lines += ["", "## Goal", "", result["goal"]["text"], "", "## Spread (min-max over repetitions)", "",
-              "| implementation | samples/s | updates/s | updates/s, repeated batch | inserts/s |",
-              "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "## Goal",
+        "",
+        result["goal"]["text"],
+        "",
+        "## Spread (min-max over repetitions)",
+        "",
+        "| implementation | samples/s | updates/s | updates/s, repeated batch | inserts/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for row in result["rows"]:
         if row["status"] == "ok":
-            spread = " | ".join(f"{fmt_rate(min(row[f'samples[{UNITS[op]}]']))}-"
-                                f"{fmt_rate(max(row[f'samples[{UNITS[op]}]']))}" for op in OPS)
+            spread = " | ".join(
+                f"{fmt_rate(min(row[f'samples[{UNITS[op]}]']))}-{fmt_rate(max(row[f'samples[{UNITS[op]}]']))}"
+                for op in OPS
+            )
             lines.append(f"| `{row['key']}` | {spread} |")
     lines += ["", "## Checks and notes", ""]
     for row in result["rows"]:
@@ -236,31 +275,37 @@ def markdown(result: dict) -> str:
         lines.append(f"- {key}: {value}")
     shares = [share for row in result["rows"] for share in row.get("cpu_share", [])]
     if shares:
-        lines.append(f"- Load: the timing thread got a median {statistics.median(shares):.0%} of a CPU during the "
-                     f"timed blocks (min {min(shares):.0%}; thread CPU time / wall time), load average "
-                     f"{result['load_average_before'][0]} -> {result['load_average_after'][0]}.")
-    lines += [f"- The machine is shared ({env['cpu_count']} CPUs here): compare rows within one run; the spread "
-              "table and the per-repetition samples in the JSON show the noise.",
-              "- `update_hot` alternates two sets of priorities on the same indices. Re-applying one batch with "
-              "identical priorities (a common micro-benchmark, and the likely source of update rates of tens of M/s) "
-              "is several times faster in cpprb and skipped leaf by leaf by the model's SET, so it measures a "
-              "tree that does not change.",
-              "- What one call returns differs: the models return indices and leaf codes (probabilities follow from "
-              "the total), the driver and cpprb also compute importance weights, cpprb also gathers the stored "
-              "`obs`; see each note."]
+        lines.append(
+            f"- Load: the timing thread got a median {statistics.median(shares):.0%} of a CPU during the "
+            f"timed blocks (min {min(shares):.0%}; thread CPU time / wall time), load average "
+            f"{result['load_average_before'][0]} -> {result['load_average_after'][0]}."
+        )
+    lines += [
+        f"- The machine is shared ({env['cpu_count']} CPUs here): compare rows within one run; the spread "
+        "table and the per-repetition samples in the JSON show the noise.",
+        "- `update_hot` alternates two sets of priorities on the same indices. Re-applying one batch with "
+        "identical priorities (a common micro-benchmark, and the likely source of update rates of tens of M/s) "
+        "is several times faster in cpprb and skipped leaf by leaf by the model's SET, so it measures a "
+        "tree that does not change.",
+        "- What one call returns differs: the models return indices and leaf codes (probabilities follow from "
+        "the total), the driver and cpprb also compute importance weights, cpprb also gathers the stored "
+        "`obs`; see each note.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--k", type=int, default=16, help="sum-tree fan-out K of the emulated core")
     parser.add_argument("--levels", type=int, default=5, help="levels below the root; capacity = K**LEVELS")
     parser.add_argument("--batch", type=int, default=256, help="transitions per sample/update/insert call")
     parser.add_argument("--repeats", type=int, default=7, help="interleaved repetitions per implementation")
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds of back-to-back calls per repetition")
-    parser.add_argument("--pool", type=int, default=1024,
-                        help="distinct pre-drawn update batches, used in turn (at least 2)")
+    parser.add_argument(
+        "--pool", type=int, default=1024, help="distinct pre-drawn update batches, used in turn (at least 2)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the priorities and update batches")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results", help="output directory")
     args = parser.parse_args(argv)
@@ -269,6 +314,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.pool < 1:
         parser.error("--pool must be >= 1")
     from pynq_rl.overlay.spec import ReplaySpec
+
     try:
         capacity = ReplaySpec(k=args.k, levels=args.levels).capacity
     except ValueError as err:
@@ -278,6 +324,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numba
     import torch
+
     torch.set_num_threads(1)
     numba.set_num_threads(1)
 
@@ -286,13 +333,31 @@ def main(argv: list[str] | None = None) -> dict:
     impls, info = build_impls(args.k, args.levels)
     data = make_data(capacity, args.batch, args.pool, args.seed)
     rows = measure(impls, data, args.repeats, args.min_time)
-    result = {"benchmark": "replay_emu", "unit": "transitions/s (batch per call)", "baseline": BASELINE,
-              "environment": environment(torch=True), "info": info,
-              "arguments": {"k": args.k, "levels": args.levels, "capacity": capacity, "batch": args.batch,
-                            "repeats": args.repeats, "min_time": args.min_time, "pool": args.pool,
-                            "seed": args.seed, "alpha": ALPHA, "beta": BETA, "priority_range": [P_MIN, P_MAX]},
-              "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
-              "rows": rows, "goal": goal_text(rows), "wall[s]": None}
+    result = {
+        "benchmark": "replay_emu",
+        "unit": "transitions/s (batch per call)",
+        "baseline": BASELINE,
+        "environment": environment(torch=True),
+        "info": info,
+        "arguments": {
+            "k": args.k,
+            "levels": args.levels,
+            "capacity": capacity,
+            "batch": args.batch,
+            "repeats": args.repeats,
+            "min_time": args.min_time,
+            "pool": args.pool,
+            "seed": args.seed,
+            "alpha": ALPHA,
+            "beta": BETA,
+            "priority_range": [P_MIN, P_MAX],
+        },
+        "load_average_before": load_before,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "rows": rows,
+        "goal": goal_text(rows),
+        "wall[s]": None,
+    }
     result["wall[s]"] = round(time.perf_counter() - started, 2)
     write_results(args.out, "replay_emu", result, markdown(result))
     return result

@@ -47,6 +47,7 @@ Run: ``python benchmarks/verilator_speed.py [--out benchmarks/results] [--no-col
 on 2 cores: the starts with the cold build 1.2, the verilator rows 0.8, the rtl rows 2.6). Writes ``verilator.json``
 and ``verilator.md`` under ``--out`` and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,16 +59,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, failed_rows, write_results  # noqa: E402
-from _verilator_probes import MIB, Probe, guarded, interleave, prepare, summarize, take_sample  # noqa: E402
-from _verilator_report import BOARDS, CORES, GOALS, START_BOARD, derive, goals, markdown, slug  # noqa: E402
+from _common import environment, failed_rows, write_results
+from _verilator_probes import MIB, Probe, guarded, interleave, prepare, summarize, take_sample
+from _verilator_report import BOARDS, CORES, GOALS, START_BOARD, derive, goals, markdown, slug
 
 REPO = Path(__file__).resolve().parent.parent
 MOUNTAINCAR = {"tilings": [{"dims": [0, 1], "tilings": 8, "tiles": 8}]}
@@ -105,6 +106,7 @@ print(json.dumps(out))
 # Work: the driver calls that keep a core busy
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Work:
     """Sizes of the calls that keep each core working."""
@@ -124,8 +126,10 @@ def gae_call(overlay, envs: int, steps: int, quantize: bool, seed: int) -> tuple
     values = rng.standard_normal((steps + 1, envs)).astype(np.float32)
     dones = (rng.random((steps, envs)) < 0.01).astype(np.float32)
     gae = overlay.gae
-    return (f"gae.compute {envs}x{steps} {'q8' if quantize else 'raw'}",
-            lambda: gae.compute(rewards, values, dones, quantize=quantize))
+    return (
+        f"gae.compute {envs}x{steps} {'q8' if quantize else 'raw'}",
+        lambda: gae.compute(rewards, values, dones, quantize=quantize),
+    )
 
 
 def replay_update_call(overlay, n: int, seed: int) -> tuple[str, Callable[[], object]]:
@@ -159,25 +163,38 @@ def work_calls(overlay, core: str, work: Work, seed: int) -> list[tuple[str, Cal
 
 def describe(work: Work, core: str) -> str:
     """A round of ``work`` on ``core`` (or ``"board"``: the three in turn), in words."""
-    parts = {"gae": f"gae.compute {work.gae[0]}x{work.gae[1]}",
-             "replay": f"replay.update+sample {work.replay:,}", "parsa": f"parsa.act_batch {work.parsa:,}"}
+    parts = {
+        "gae": f"gae.compute {work.gae[0]}x{work.gae[1]}",
+        "replay": f"replay.update+sample {work.replay:,}",
+        "parsa": f"parsa.act_batch {work.parsa:,}",
+    }
     return " + ".join(parts.values()) if core == "board" else parts[core]
 
 
 def rate_row(backend: str, board: str, cores: str, work_name: str, work: Work) -> dict:
-    return {"key": f"rate_{backend}_{slug(board)}_{cores}_{work_name}", "section": "rate", "backend": backend,
-            "board": board, "cores": cores, "work": work_name, "round": describe(work, cores), "status": "not run"}
+    return {
+        "key": f"rate_{backend}_{slug(board)}_{cores}_{work_name}",
+        "section": "rate",
+        "backend": backend,
+        "board": board,
+        "cores": cores,
+        "work": work_name,
+        "round": describe(work, cores),
+        "status": "not run",
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # verilator: rates, streams, model clocks, registers
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def verilator_probes(args: argparse.Namespace) -> tuple[list[Probe], list[dict]]:
     """The verilator probes, each on an overlay of its own (a driver skips parameter registers it wrote last time,
     so a round shares no state with another size's): cores alone and whole boards at the large and the rtl sizes,
     and the streams on the Pynq-Z2 build. Rows that could not be set up carry their error."""
     from pynq_rl import RLOverlay
+
     probes, rows = [], []
 
     def add(row: dict, cores: tuple[str, ...] | None, board: str, calls: Callable[[object], list]) -> None:
@@ -190,24 +207,49 @@ def verilator_probes(args: argparse.Namespace) -> tuple[list[Probe], list[dict]]
         guarded(row, setup)
 
     def rounds(names: tuple[str, ...], work: Work) -> Callable[[object], list]:
-        return lambda overlay: [call for i, name in enumerate(names)
-                                for call in work_calls(overlay, name, work, args.seed + i)]
+        return lambda overlay: [
+            call for i, name in enumerate(names) for call in work_calls(overlay, name, work, args.seed + i)
+        ]
 
     for board in args.boards:
         for cores in (*CORES, "board"):
             names = CORES if cores == "board" else (cores,)
             for work_name, work in (("large", args.work), ("small", args.rtl_work)):
-                add(rate_row("verilator", board, cores, work_name, work), None if cores == "board" else names, board,
-                    rounds(names, work))
+                add(
+                    rate_row("verilator", board, cores, work_name, work),
+                    None if cores == "board" else names,
+                    board,
+                    rounds(names, work),
+                )
         if board == START_BOARD:
             records = args.stream_bytes // 8
-            add({"key": "stream_verilator_pynqz2_replay_update", "section": "stream", "backend": "verilator",
-                 "board": board, "transfer": f"replay.update({records:,})", "status": "not run"}, ("replay",), board,
-                lambda overlay: [replay_update_call(overlay, records, args.seed)])
+            add(
+                {
+                    "key": "stream_verilator_pynqz2_replay_update",
+                    "section": "stream",
+                    "backend": "verilator",
+                    "board": board,
+                    "transfer": f"replay.update({records:,})",
+                    "status": "not run",
+                },
+                ("replay",),
+                board,
+                lambda overlay: [replay_update_call(overlay, records, args.seed)],
+            )
             envs, steps = args.work.gae
-            add({"key": "stream_verilator_pynqz2_gae_raw", "section": "stream", "backend": "verilator",
-                 "board": board, "transfer": f"gae.compute {envs}x{steps} raw", "status": "not run"}, ("gae",), board,
-                lambda overlay: [gae_call(overlay, envs, steps, quantize=False, seed=args.seed)])
+            add(
+                {
+                    "key": "stream_verilator_pynqz2_gae_raw",
+                    "section": "stream",
+                    "backend": "verilator",
+                    "board": board,
+                    "transfer": f"gae.compute {envs}x{steps} raw",
+                    "status": "not run",
+                },
+                ("gae",),
+                board,
+                lambda overlay: [gae_call(overlay, envs, steps, quantize=False, seed=args.seed)],
+            )
     return probes, rows
 
 
@@ -215,11 +257,18 @@ def model_clocks(args: argparse.Namespace) -> list[dict]:
     """Each verilated model's clock rate with idle buses (``VerilatedCore.idle``), interleaved over the models of
     every board, on overlays of their own (the probes' board clocks stay untouched)."""
     from pynq_rl import RLOverlay
+
     rows, models, overlays = [], [], {}  # the overlays are kept: a released device frees its models
     for board in args.boards:
         for core in CORES:
-            row = {"key": f"clock_verilator_{slug(board)}_{core}", "section": "clock", "backend": "verilator",
-                   "board": board, "cores": core, "status": "not run"}
+            row = {
+                "key": f"clock_verilator_{slug(board)}_{core}",
+                "section": "clock",
+                "backend": "verilator",
+                "board": board,
+                "cores": core,
+                "status": "not run",
+            }
             rows.append(row)
 
             def setup(row=row, core=core, board=board):
@@ -248,13 +297,17 @@ def register_accesses(overlay) -> dict[str, Callable[[], object]]:
     """One register access each, on the GAE core of ``overlay``: PYNQ's ``MMIO.read`` of STATUS, ``MMIO.write`` of
     GAMMA's own value back (no state changes), and the drivers' index into ``mmio.array``."""
     from pynq_rl.overlay import spec as S
+
     gae = overlay.gae
     status = S.GAE_REGISTERS["STATUS"]["address_offset"]
     gamma = S.GAE_REGISTERS["GAMMA"]["address_offset"]
     value = gae.mmio.read(gamma)
     array, word = gae.mmio.array, status >> 2
-    return {"mmio.read": lambda: gae.mmio.read(status), "mmio.write": lambda: gae.mmio.write(gamma, value),
-            "mmio.array[i]": lambda: int(array[word])}
+    return {
+        "mmio.read": lambda: gae.mmio.read(status),
+        "mmio.write": lambda: gae.mmio.write(gamma, value),
+        "mmio.array[i]": lambda: int(array[word]),
+    }
 
 
 def measure_registers(backends: dict[str, object], samples: int, accesses: int) -> list[dict]:
@@ -263,10 +316,18 @@ def measure_registers(backends: dict[str, object], samples: int, accesses: int) 
     items = []
     for backend, overlay in backends.items():
         for access, call in register_accesses(overlay).items():
-            row = {"key": f"register_{backend}_{access.split('.')[-1].replace('[i]', '_index')}",
-                   "section": "register", "backend": backend, "board": overlay.board_spec.name, "access": access,
-                   "register": "STATUS" if "write" not in access else "GAMMA", "status": "ok",
-                   "accesses_per_sample": accesses, "samples[us]": [], "cycles_per_access": 0.0}
+            row = {
+                "key": f"register_{backend}_{access.split('.')[-1].replace('[i]', '_index')}",
+                "section": "register",
+                "backend": backend,
+                "board": overlay.board_spec.name,
+                "access": access,
+                "register": "STATUS" if "write" not in access else "GAMMA",
+                "status": "ok",
+                "accesses_per_sample": accesses,
+                "samples[us]": [],
+                "cycles_per_access": 0.0,
+            }
             items.append((row, overlay, call))
     for rep in range(samples):
         shift = rep % len(items)
@@ -292,8 +353,11 @@ def measure_verilator(args: argparse.Namespace) -> list[dict]:
 
     def registers():
         from pynq_rl import RLOverlay
-        overlays = {"emu": RLOverlay(backend="emu", board=START_BOARD, cores=("gae",)),
-                    "verilator": RLOverlay(backend="verilator", board=START_BOARD, cores=("gae",))}
+
+        overlays = {
+            "emu": RLOverlay(backend="emu", board=START_BOARD, cores=("gae",)),
+            "verilator": RLOverlay(backend="verilator", board=START_BOARD, cores=("gae",)),
+        }
         register_rows[:] = measure_registers(overlays, args.register_samples, args.register_accesses)
 
     guarded(register_rows[0], registers)
@@ -303,6 +367,7 @@ def measure_verilator(args: argparse.Namespace) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------------
 # rtl: the same calls, small, one simulation at a time
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def measure_probe(probe: Probe, repeats: int) -> None:
     """One unmeasured round, then ``repeats`` samples of one round each (rtl: too slow to interleave or calibrate)."""
@@ -318,12 +383,23 @@ def rtl_riders(args: argparse.Namespace, board: str, cores: str) -> list[tuple[d
     if board != START_BOARD or cores not in ("gae", "replay"):
         return []
     if cores == "gae":
-        return [({"key": "register_rtl", "section": "register", "backend": "rtl", "status": "not run"},
-                 lambda overlay: measure_registers({"rtl": overlay}, args.rtl_register_samples,
-                                                   args.rtl_register_accesses))]
+        return [
+            (
+                {"key": "register_rtl", "section": "register", "backend": "rtl", "status": "not run"},
+                lambda overlay: measure_registers(
+                    {"rtl": overlay}, args.rtl_register_samples, args.rtl_register_accesses
+                ),
+            )
+        ]
     records = args.rtl_stream_bytes // 8
-    stream = {"key": "stream_rtl_pynqz2_replay_update", "section": "stream", "backend": "rtl", "board": board,
-              "transfer": f"replay.update({records:,})", "status": "not run"}
+    stream = {
+        "key": "stream_rtl_pynqz2_replay_update",
+        "section": "stream",
+        "backend": "rtl",
+        "board": board,
+        "transfer": f"replay.update({records:,})",
+        "status": "not run",
+    }
 
     def measure_stream(overlay) -> list[dict]:
         measure_probe(Probe(stream, overlay, [replay_update_call(overlay, records, args.seed)]), args.rtl_repeats)
@@ -345,6 +421,7 @@ def measure_rtl(args: argparse.Namespace) -> list[dict]:
     """The rtl rows: each core alone on ``--rtl-boards`` and the whole board on ``--rtl-whole-boards``, at the rtl
     sizes; on the Pynq-Z2 build also the register accesses (GAE overlay) and the stream (replay overlay)."""
     from pynq_rl import RLOverlay
+
     rows: list[dict] = []
     for board in BOARDS:
         for cores in (*CORES, "board"):
@@ -363,8 +440,11 @@ def measure_rtl(args: argparse.Namespace) -> list[dict]:
                 start = time.perf_counter()
                 held.append(RLOverlay(backend="rtl", board=board, cores=None if cores == "board" else names))
                 row["overlay_start[s]"] = time.perf_counter() - start
-                calls = [call for i, name in enumerate(names)
-                         for call in work_calls(held[0], name, args.rtl_work, args.seed + i)]
+                calls = [
+                    call
+                    for i, name in enumerate(names)
+                    for call in work_calls(held[0], name, args.rtl_work, args.seed + i)
+                ]
                 measure_probe(Probe(row, held[0], calls), args.rtl_repeats)
 
             guarded(row, run)
@@ -375,7 +455,7 @@ def measure_rtl(args: argparse.Namespace) -> list[dict]:
                 got: list[dict] = []
                 if guarded(placeholder, lambda measure=measure: got.extend(measure(held[0]))):
                     index = rows.index(placeholder)
-                    rows[index:index + 1] = got
+                    rows[index : index + 1] = got
     return rows
 
 
@@ -383,14 +463,21 @@ def measure_rtl(args: argparse.Namespace) -> list[dict]:
 # Start times, in fresh processes
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def start_process(backend: str, board: str, breakdown: bool, cache: Path | None = None) -> dict:
     """Run :data:`START_CHILD` in a fresh interpreter; its timings plus ``wall[s]`` measured from here."""
     env = dict(os.environ)
     if cache is not None:
         env["PYNQ_RL_VERILATOR_CACHE"] = str(cache)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", START_CHILD, backend, board, "1" if breakdown else "0"],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=3600)
+    proc = subprocess.run(
+        [sys.executable, "-c", START_CHILD, backend, board, "1" if breakdown else "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=3600,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"the {backend} start exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
@@ -400,11 +487,19 @@ def start_process(backend: str, board: str, breakdown: bool, cache: Path | None 
 def measure_starts(args: argparse.Namespace) -> list[dict]:
     """Cold (optional) and cached verilator starts and rtl starts of the Pynq-Z2 overlay, the latter two
     interleaved."""
-    cold = {"key": "start_verilator_cold", "section": "start", "backend": "verilator", "board": START_BOARD,
-            "start": "cold", "status": "unavailable: not run (--no-cold)"}
+    cold = {
+        "key": "start_verilator_cold",
+        "section": "start",
+        "backend": "verilator",
+        "board": START_BOARD,
+        "start": "cold",
+        "status": "unavailable: not run (--no-cold)",
+    }
     if not args.no_cold:
+
         def run_cold():
             from pynq_rl.host.backends.verilator_build import find_verilator
+
             find_verilator()  # unavailable: say so here rather than from the child's traceback
             cache = Path(tempfile.mkdtemp(prefix="pynq-rl-verilator-cold-"))
             try:
@@ -414,13 +509,33 @@ def measure_starts(args: argparse.Namespace) -> list[dict]:
             cold["status"] = "ok"
 
         guarded(cold, run_cold)
-    cached = {"key": "start_verilator_cached", "section": "start", "backend": "verilator", "board": START_BOARD,
-              "start": "cached", "status": "ok", "samples": []}
-    rtl = {"key": "start_rtl", "section": "start", "backend": "rtl", "board": START_BOARD, "start": "elaborate",
-           "status": "ok", "samples": []}
-    plan = [(cached, "verilator", args.start_repeats, "--start-repeats 0"),
-            (rtl, "rtl", 0 if args.no_rtl else args.rtl_start_repeats,
-             "--no-rtl" if args.no_rtl else "--rtl-start-repeats 0")]
+    cached = {
+        "key": "start_verilator_cached",
+        "section": "start",
+        "backend": "verilator",
+        "board": START_BOARD,
+        "start": "cached",
+        "status": "ok",
+        "samples": [],
+    }
+    rtl = {
+        "key": "start_rtl",
+        "section": "start",
+        "backend": "rtl",
+        "board": START_BOARD,
+        "start": "elaborate",
+        "status": "ok",
+        "samples": [],
+    }
+    plan = [
+        (cached, "verilator", args.start_repeats, "--start-repeats 0"),
+        (
+            rtl,
+            "rtl",
+            0 if args.no_rtl else args.rtl_start_repeats,
+            "--no-rtl" if args.no_rtl else "--rtl-start-repeats 0",
+        ),
+    ]
     for row, backend, repeats, flag in plan:
         if repeats < 1:
             row["status"] = f"unavailable: not run ({flag})"
@@ -429,8 +544,10 @@ def measure_starts(args: argparse.Namespace) -> list[dict]:
     for rep in range(max(repeats for _, _, repeats, _ in plan)):
         for row, backend, repeats, _ in plan:
             if rep < repeats and row["status"] == "ok":
-                guarded(row, lambda row=row, backend=backend: row["samples"].append(
-                    start_process(backend, START_BOARD, False)))
+                guarded(
+                    row,
+                    lambda row=row, backend=backend: row["samples"].append(start_process(backend, START_BOARD, False)),
+                )
     for row, _, _, _ in plan:
         if row["status"] == "ok" and row["samples"]:
             for name in row["samples"][0]:
@@ -442,6 +559,7 @@ def measure_starts(args: argparse.Namespace) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def parse_size(text: str) -> tuple[int, int]:
     """``"64x1024"`` -> (64, 1024) (envs x steps)."""
@@ -471,11 +589,17 @@ def tool_info(args: argparse.Namespace) -> dict:
     """Versions of the simulators and where the models are cached."""
     import myhdl
     import pynq
+
     from pynq_rl.host.backends import verilator_build
     from pynq_rl.overlay import spec as S
-    info = {"myhdl": myhdl.__version__, "pynq": pynq.__version__, "cache_root": str(verilator_build.cache_root()),
-            "fclk_mhz": {board: S.board(board).fclk_mhz for board in BOARDS},
-            "builds": {board: {slot.name: repr(slot.spec) for slot in S.board(board).cores} for board in BOARDS}}
+
+    info = {
+        "myhdl": myhdl.__version__,
+        "pynq": pynq.__version__,
+        "cache_root": str(verilator_build.cache_root()),
+        "fclk_mhz": {board: S.board(board).fclk_mhz for board in BOARDS},
+        "builds": {board: {slot.name: repr(slot.spec) for slot in S.board(board).cores} for board in BOARDS},
+    }
     try:
         info["verilator"] = verilator_build.find_verilator().version
     except verilator_build.VerilatorUnavailable as err:
@@ -484,8 +608,9 @@ def tool_info(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--gae", type=parse_size, default="64x1024", help="verilator gae.compute size (envs x steps)")
     parser.add_argument("--replay", type=positive, default=16384, help="verilator replay update+sample size")
     parser.add_argument("--parsa", type=positive, default=2048, help="verilator parsa.act_batch records")
@@ -495,10 +620,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--stream-bytes", type=positive, default=MIB, help="verilator replay.update payload bytes")
     parser.add_argument("--rtl-stream-bytes", type=positive, default=16384, help="rtl replay.update payload bytes")
     parser.add_argument("--boards", type=parse_boards, default="Pynq-Z2,ZCU106", help="verilator boards")
-    parser.add_argument("--rtl-boards", type=parse_boards, default="Pynq-Z2,ZCU106",
-                        help="boards whose cores rtl runs alone")
-    parser.add_argument("--rtl-whole-boards", type=parse_boards, default="Pynq-Z2",
-                        help="boards rtl runs whole (the ZCU106's, ~70 cycles/s with its 64-lane GAE, takes minutes)")
+    parser.add_argument(
+        "--rtl-boards", type=parse_boards, default="Pynq-Z2,ZCU106", help="boards whose cores rtl runs alone"
+    )
+    parser.add_argument(
+        "--rtl-whole-boards",
+        type=parse_boards,
+        default="Pynq-Z2",
+        help="boards rtl runs whole (the ZCU106's, ~70 cycles/s with its 64-lane GAE, takes minutes)",
+    )
     parser.add_argument("--repeats", type=positive, default=5, help="interleaved verilator repetitions")
     parser.add_argument("--min-time", type=float, default=0.3, help="seconds of back-to-back rounds per repetition")
     parser.add_argument("--rtl-repeats", type=positive, default=2, help="measured rtl rounds per overlay")
@@ -530,8 +660,16 @@ def main(argv: list[str] | None = None) -> dict:
     rows = derive(rows, args)
     arguments = {name: value for name, value in vars(args).items() if name not in ("work", "rtl_work", "out")}
     arguments |= {"gae": "x".join(map(str, args.gae)), "rtl_gae": "x".join(map(str, args.rtl_gae))}
-    result = {"benchmark": "verilator_speed", "environment": environment(), "info": info, "arguments": arguments,
-              "goals_set": GOALS, "rows": rows, "goals": goals(rows, args), "wall[s]": None}
+    result = {
+        "benchmark": "verilator_speed",
+        "environment": environment(),
+        "info": info,
+        "arguments": arguments,
+        "goals_set": GOALS,
+        "rows": rows,
+        "goals": goals(rows, args),
+        "wall[s]": None,
+    }
     result["wall[s]"] = round(time.perf_counter() - started, 1)
     write_results(args.out, "verilator", result, markdown(result))
     return result

@@ -3,6 +3,7 @@
 The face of the package: :class:`RLOverlay` (the overlay, on a board or emulated) and ``__version__``.
 Everything else lives in :mod:`pynq_rl.overlay` (hardware side) and :mod:`pynq_rl.host` (runtime).
 """
+
 from importlib.metadata import PackageNotFoundError, version
 
 try:
@@ -10,6 +11,6 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without installing
     __version__ = "0.0.0+unknown"
 
-from .host.overlay import RLOverlay  # noqa: E402
+from .host.overlay import RLOverlay
 
 __all__ = ["RLOverlay", "__version__"]

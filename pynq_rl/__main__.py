@@ -1,4 +1,5 @@
 """``python -m pynq_rl``: the ``pynq-rl`` command line."""
+
 import sys
 
 from .cli import main

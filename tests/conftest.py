@@ -2,6 +2,7 @@
 
 The boards themselves live in :mod:`tests.common.boards`; test modules import them from there.
 """
+
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ def rtl_simulation():
     allows one live Simulation per process).
     """
     from pynq_rl.host.backends.rtl import RtlSimulation
+
     started = []
 
     def start(board, vcd=None):
@@ -56,5 +58,6 @@ def _end_rtl_simulation():
     MyHDL simulation (tests/common, tests/*/test_rtl.py) never meets a leftover one."""
     yield
     from pynq_rl.host.backends import rtl
+
     if rtl._active is not None:
         rtl._active.end("test finished")

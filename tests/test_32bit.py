@@ -8,6 +8,7 @@ any machine: by feeding explicit int32/uint32 inputs, by reproducing numpy's 32-
 numpy would hide it, and by exercising the values that need more than 31 or 32 bits (ZU+ DDR addresses, the
 replay core's 64-bit TOTAL register pair).
 """
+
 import functools
 
 import numpy as np
@@ -26,14 +27,15 @@ INTP_FUNCTIONS = ("bincount", "repeat")
 
 def _as_on_32_bits(function):
     """``function`` with numpy's armv7l casting rule: an integer argument must cast 'safe' to int32 (its np.intp)."""
+
     @functools.wraps(function)
     def checked(*args, **kwargs):
         for arg in args:
             dtype = np.asarray(arg).dtype
             if dtype.kind in "iu" and not np.can_cast(dtype, np.int32, "safe"):
-                raise TypeError(f"Cannot cast array data from {dtype!r} to dtype('int32') according to the rule "
-                                "'safe'")
+                raise TypeError(f"Cannot cast array data from {dtype!r} to dtype('int32') according to the rule 'safe'")
         return function(*args, **kwargs)
+
     return checked
 
 
@@ -66,8 +68,9 @@ def test_model_busiest_worker_count_is_exact():
     spec = S.ParsaSpec(workers=4, tiles_per_worker=64, max_tilings=8)
     model = P.ParsaModel(spec)
     model.n_dims = 2
-    descriptors = [P.Descriptor(worker=w, dims=(), tiles=1, n_t=1, shift=0, base=i, copy=i)
-                   for i, w in enumerate([0, 2, 2, 3, 2])]
+    descriptors = [
+        P.Descriptor(worker=w, dims=(), tiles=1, n_t=1, shift=0, base=i, copy=i) for i, w in enumerate([0, 2, 2, 3, 2])
+    ]
     assert model.configure(np.zeros(2, np.int64), np.ones(2, np.int64), descriptors)
     assert model.busiest == 3
 
@@ -104,7 +107,7 @@ def test_replay_total_above_32_bits_reads_both_registers():
     replay = RLOverlay(backend="emu", board="ZCU106").replay
     replay.alpha = 1.0
     n = 70_000
-    indices = np.arange(n, dtype=np.int32)               # int32 indices, as np.arange gives on armv7l
+    indices = np.arange(n, dtype=np.int32)  # int32 indices, as np.arange gives on armv7l
     replay.update(indices, np.full(n, replay.spec.leaf.max_value))
     expected = n * replay.spec.leaf.max_code
     assert expected > 1 << 32
@@ -120,7 +123,7 @@ def test_int32_and_uint32_inputs_take_the_same_paths():
     ol = RLOverlay(backend="emu")
     rng = np.random.default_rng(1)
     rewards, values = rng.normal(size=(40, 3)), rng.normal(size=(41, 3))
-    dones = (rng.random((40, 3)) < 0.1)
+    dones = rng.random((40, 3)) < 0.1
     wide = ol.gae.compute(rewards, values, dones.astype(np.int64), quantize=False)
     narrow = ol.gae.compute(rewards, values, dones.astype(np.int32), quantize=False)
     np.testing.assert_array_equal(wide[0], narrow[0])

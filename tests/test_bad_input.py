@@ -4,6 +4,7 @@
 A hypothesis fuzz over the three drivers on ``emu``, ``rtl`` and ``verilator`` (small rtl builds, few examples:
 every rtl call is a simulation), plus the cases a hostile-user probe once found to change state before raising.
 """
+
 import math
 
 import numpy as np
@@ -18,8 +19,18 @@ BACKENDS = ["emu", "rtl", "verilator"]
 LAYOUT = {"tilings": [{"dims": [0, 1], "tilings": 2, "tiles": 4}]}
 BOUNDS = ([0.0, 0.0], [1.0, 1.0])
 
-junk = st.one_of(st.none(), st.text(max_size=3), st.just(float("nan")), st.just(float("inf")), st.just(-1),
-                 st.just(2 ** 64), st.just([1, "a"]), st.just(object()), st.just(0.5), st.just(np.array([[1.0]])))
+junk = st.one_of(
+    st.none(),
+    st.text(max_size=3),
+    st.just(float("nan")),
+    st.just(float("inf")),
+    st.just(-1),
+    st.just(2**64),
+    st.just([1, "a"]),
+    st.just(object()),
+    st.just(0.5),
+    st.just(np.array([[1.0]])),
+)
 
 
 def examples(backend: str) -> int:
@@ -27,8 +38,12 @@ def examples(backend: str) -> int:
 
 
 def fuzz(backend: str):
-    return settings(max_examples=examples(backend), deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    return settings(
+        max_examples=examples(backend),
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
 
 
 # -- replay ---------------------------------------------------------------------------------------------------------
@@ -48,9 +63,22 @@ def test_replay_refuses_bad_calls_and_keeps_its_state(backend):
     good = replay.state_dict()
 
     @fuzz(backend)
-    @given(call=st.sampled_from(["update_indices", "update_priorities", "sample_n", "sample_beta", "uniforms",
-                                 "alpha", "load_field", "load_codes"]),
-           value=junk, field=st.sampled_from(["alpha", "seed", "codes", "k"]))
+    @given(
+        call=st.sampled_from(
+            [
+                "update_indices",
+                "update_priorities",
+                "sample_n",
+                "sample_beta",
+                "uniforms",
+                "alpha",
+                "load_field",
+                "load_codes",
+            ]
+        ),
+        value=junk,
+        field=st.sampled_from(["alpha", "seed", "codes", "k"]),
+    )
     def check(call, value, field):
         before = replay_state(replay)
         calls = {
@@ -61,8 +89,12 @@ def test_replay_refuses_bad_calls_and_keeps_its_state(backend):
             "uniforms": lambda: replay.sample(2, uniforms=value),
             "alpha": lambda: setattr(replay, "alpha", value),
             "load_field": lambda: replay.load_state_dict({**good, field: value}),
-            "load_codes": lambda: replay.load_state_dict({**good, "codes": np.where(
-                np.arange(replay.capacity) == 3, np.nan if value is None else -1, good["codes"])}),
+            "load_codes": lambda: replay.load_state_dict(
+                {
+                    **good,
+                    "codes": np.where(np.arange(replay.capacity) == 3, np.nan if value is None else -1, good["codes"]),
+                }
+            ),
         }
         try:
             calls[call]()
@@ -76,13 +108,16 @@ def test_replay_refuses_bad_calls_and_keeps_its_state(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("state, message", [
-    (None, "state must be a dict"),
-    ({"alpha": "bad"}, r"state\['alpha'\] must be a finite number >= 0, not 'bad'"),
-    ({"codes": "nan"}, r"state\['codes'\] must hold whole numbers"),
-    ({"codes": "frac"}, r"state\['codes'\] must hold whole numbers"),
-    ({"seed": 2 ** 40}, r"state\['seed'\] must be an integer in \[0, 4294967295\], not 1099511627776"),
-])
+@pytest.mark.parametrize(
+    "state, message",
+    [
+        (None, "state must be a dict"),
+        ({"alpha": "bad"}, r"state\['alpha'\] must be a finite number >= 0, not 'bad'"),
+        ({"codes": "nan"}, r"state\['codes'\] must hold whole numbers"),
+        ({"codes": "frac"}, r"state\['codes'\] must hold whole numbers"),
+        ({"seed": 2**40}, r"state\['seed'\] must be an integer in \[0, 4294967295\], not 1099511627776"),
+    ],
+)
 def test_replay_load_state_dict_checks_everything_before_clearing(backend, state, message):
     replay = replay_core(backend)
     good = replay.state_dict()
@@ -100,7 +135,7 @@ def test_replay_load_state_dict_checks_everything_before_clearing(backend, state
 def test_replay_names_huge_unsigned_indices_as_they_are():
     replay = replay_core("emu")
     with pytest.raises(IndexError, match=r"indices\[0\] = 18446744073709551615 is outside"):
-        replay.update(np.array([2 ** 64 - 1], dtype=np.uint64), [1.0])
+        replay.update(np.array([2**64 - 1], dtype=np.uint64), [1.0])
     with pytest.raises(ValueError, match="alpha must be a finite number >= 0, not -1"):
         replay.alpha = -1
     with pytest.raises(TypeError, match="priorities must be a numeric array, not dtype"):
@@ -117,8 +152,10 @@ def parsa_core(backend):
 
 
 def parsa_state(parsa):
-    regs = {name: parsa._reg(name) for name in ("N_DIMS", "N_ACTIONS", "N_TILINGS", "ALPHA", "GAMMA", "EPSILON",
-                                                "FRAC_BITS", "SEED")}
+    regs = {
+        name: parsa._reg(name)
+        for name in ("N_DIMS", "N_ACTIONS", "N_TILINGS", "ALPHA", "GAMMA", "EPSILON", "FRAC_BITS", "SEED")
+    }
     return parsa.dump_banks().tolist(), regs, parsa.config
 
 
@@ -128,9 +165,24 @@ def test_parsa_refuses_bad_calls_and_keeps_its_state(backend):
     good = parsa.state_dict()
 
     @fuzz(backend)
-    @given(call=st.sampled_from(["act_state", "act_reward", "act_key", "batch_states", "batch_rewards", "batch_keys",
-                                 "configure_alpha", "configure_bounds", "configure_actions", "load_field"]),
-           value=junk, field=st.sampled_from(["banks", "alpha", "n_actions", "bounds", "seed", "tiling"]))
+    @given(
+        call=st.sampled_from(
+            [
+                "act_state",
+                "act_reward",
+                "act_key",
+                "batch_states",
+                "batch_rewards",
+                "batch_keys",
+                "configure_alpha",
+                "configure_bounds",
+                "configure_actions",
+                "load_field",
+            ]
+        ),
+        value=junk,
+        field=st.sampled_from(["banks", "alpha", "n_actions", "bounds", "seed", "tiling"]),
+    )
     def check(call, value, field):
         before = parsa_state(parsa)
         calls = {
@@ -197,8 +249,14 @@ def server_state(server):
     stats = server.stats()
     priorities = server.priorities
     leaves = priorities.dump_codes() if hasattr(priorities, "dump_codes") else priorities.priorities()
-    return (server.size(), server.pos, stats["log_sequence"], np.asarray(leaves).tolist(),
-            server.rewards.tolist(), server.observations.tobytes())
+    return (
+        server.size(),
+        server.pos,
+        stats["log_sequence"],
+        np.asarray(leaves).tolist(),
+        server.rewards.tolist(),
+        server.observations.tobytes(),
+    )
 
 
 @pytest.mark.parametrize("backend", ["numpy", "emu"])
@@ -210,11 +268,29 @@ def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
     server.push(make_batch(0, 16), np.ones(16), actor_id="a", sequence=1)
     server.flush()
     try:
-        @settings(max_examples=40, deadline=None, database=None,
-                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-        @given(call=st.sampled_from(["push_transitions", "push_priorities", "push_field", "push_sequence", "sample_n", "sample_beta",
-                                     "update_indices", "update_priorities"]),
-               value=junk, field=st.sampled_from(["observations", "actions", "rewards", "discounts"]))
+
+        @settings(
+            max_examples=40,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )
+        @given(
+            call=st.sampled_from(
+                [
+                    "push_transitions",
+                    "push_priorities",
+                    "push_field",
+                    "push_sequence",
+                    "sample_n",
+                    "sample_beta",
+                    "update_indices",
+                    "update_priorities",
+                ]
+            ),
+            value=junk,
+            field=st.sampled_from(["observations", "actions", "rewards", "discounts"]),
+        )
         def check(call, value, field):
             before = server_state(server)
             calls = {
@@ -240,13 +316,28 @@ def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
         server.close()
 
 
-@pytest.mark.parametrize("value, expected", [(5, 5), (np.uint32(7), 7), (3.0, 3), (2 ** 32 - 1, 2 ** 32 - 1),
-                                             (True, None), (0.5, None), (math.nan, None), ("5", None), (-1, None),
-                                             (2 ** 32, None), ([1], None), (None, None)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (5, 5),
+        (np.uint32(7), 7),
+        (3.0, 3),
+        (2**32 - 1, 2**32 - 1),
+        (True, None),
+        (0.5, None),
+        (math.nan, None),
+        ("5", None),
+        (-1, None),
+        (2**32, None),
+        ([1], None),
+        (None, None),
+    ],
+)
 def test_integer_argument_takes_whole_numbers_in_range_only(value, expected):
     from pynq_rl.host.drivers.arguments import integer
+
     if expected is None:
         with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 4294967295\], not "):
-            integer("seed", value, 0, 2 ** 32 - 1)
+            integer("seed", value, 0, 2**32 - 1)
     else:
-        assert integer("seed", value, 0, 2 ** 32 - 1) == expected
+        assert integer("seed", value, 0, 2**32 - 1) == expected

@@ -1,4 +1,5 @@
 """The agents' network benchmark runs end to end at a tiny size and writes complete results (no timing asserted)."""
+
 import json
 import math
 import subprocess
@@ -16,9 +17,26 @@ OPERATIONS = ["ppo_update[us]", "ppo_act[us]", "dqn_update[us]", "dqn_act[us]"]
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "2", "--min-time", "0.01", "--learn",
-                           "--ppo-steps", "2048", "--dqn-steps", "600", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--repeats",
+            "2",
+            "--min-time",
+            "0.01",
+            "--learn",
+            "--ppo-steps",
+            "2048",
+            "--dqn-steps",
+            "600",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads((out / "agents_nn.json").read_text()), (out / "agents_nn.md").read_text()
 

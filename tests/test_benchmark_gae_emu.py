@@ -1,4 +1,5 @@
 """The GAE throughput benchmark runs end to end at a tiny size and writes complete results (no timing asserted)."""
+
 import importlib.util
 import json
 import math
@@ -9,17 +10,44 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "gae_emu.py"
-KEYS = ["model_numba", "model_numpy", "driver_pynqz2_raw", "driver_pynqz2_q8", "driver_zcu106_raw",
-        "driver_zcu106_q8", "cleanrl_numpy", "torchrl_gae", "torchrl_vec_gae", "python_loop", "numba_float64"]
+KEYS = [
+    "model_numba",
+    "model_numpy",
+    "driver_pynqz2_raw",
+    "driver_pynqz2_q8",
+    "driver_zcu106_raw",
+    "driver_zcu106_q8",
+    "cleanrl_numpy",
+    "torchrl_gae",
+    "torchrl_vec_gae",
+    "python_loop",
+    "numba_float64",
+]
 SIZES = ["8x16", "7x123"]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--sizes", ",".join(SIZES), "--repeats", "1",
-                           "--min-time", "0", "--python-max-elements", "256", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--sizes",
+            ",".join(SIZES),
+            "--repeats",
+            "1",
+            "--min-time",
+            "0",
+            "--python-max-elements",
+            "256",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads((out / "gae_emu.json").read_text()), (out / "gae_emu.md").read_text(), proc.stdout
 
@@ -33,7 +61,7 @@ def test_every_implementation_has_positive_numbers_and_passes_its_check(results)
     data, _, _ = results
     rows = {(row["key"], row["size"]): row for row in data["rows"]}
     assert sorted(rows) == sorted((key, size) for key in KEYS for size in SIZES)
-    for (key, size), row in rows.items():
+    for (key, _size), row in rows.items():
         if not _required(key):
             assert row["status"].startswith("unavailable"), row
             continue
@@ -72,6 +100,7 @@ def test_markdown_table_lists_every_row_and_is_printed(results):
 
 
 def test_bad_sizes_are_refused():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--sizes", "64by1024"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--sizes", "64by1024"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "sizes must look like 64x1024" in proc.stderr

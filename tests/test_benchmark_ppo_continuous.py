@@ -1,5 +1,6 @@
 """The continuous-control PPO experiment runs end to end at a tiny size and writes complete results (no learning or
 timing asserted), and its area under the learning curve is the trapezoid it claims."""
+
 import importlib.util
 import json
 import math
@@ -27,13 +28,35 @@ def test_area_under_curve_is_the_mean_height_of_the_trapezoids():
 
 
 def test_pendulum_rows_summary_page_and_plot(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048",
-                           "--seeds", "0", "--jobs", "1", "--runs", str(tmp_path / "runs"), "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--tasks",
+            "Pendulum-v1",
+            "--steps",
+            "Pendulum-v1=2048",
+            "--seeds",
+            "0",
+            "--jobs",
+            "1",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
     assert [(r["setting"], r["seed"], r["steps"]) for r in data["rows"]] == [
-        ("float", 0, 2048), ("raw", 0, 2048), ("q8", 0, 2048)]
+        ("float", 0, 2048),
+        ("raw", 0, 2048),
+        ("q8", 0, 2048),
+    ]
     assert all(r["episodes"] == 10 and r["final_return_last20"] < 0 and r["steps_per_s"] > 0 for r in data["rows"])
     summary = data["summaries"]["Pendulum-v1"]
     assert sorted(summary["settings"]) == ["float", "q8", "raw"] and summary["q8_over_float"] is None
@@ -45,16 +68,43 @@ def test_pendulum_rows_summary_page_and_plot(tmp_path):
 
 def test_a_control_setting_writes_its_own_files(tmp_path):
     """``--settings q8-wrapper --name ...``: q8 GAE with CleanRL's reward wrapper, in files of its own."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048",
-                           "--seeds", "1", "--jobs", "1", "--settings", "q8-wrapper", "--name", "control",
-                           "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--tasks",
+            "Pendulum-v1",
+            "--steps",
+            "Pendulum-v1=2048",
+            "--seeds",
+            "1",
+            "--jobs",
+            "1",
+            "--settings",
+            "q8-wrapper",
+            "--name",
+            "control",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((tmp_path / "out" / "control.json").read_text())
     assert [(r["setting"], r["seed"]) for r in data["rows"]] == [("q8-wrapper", 1)]
     with open(Path(data["rows"][0]["run_dir"]) / "args.json") as f:
         args = json.load(f)
-    assert (args["gae_backend"], args["quantize"], args["reward_norm"], args["norm_reward"]) == ("emu", True, None, True)
+    assert (args["gae_backend"], args["quantize"], args["reward_norm"], args["norm_reward"]) == (
+        "emu",
+        True,
+        None,
+        True,
+    )
     assert data["summaries"]["Pendulum-v1"]["q8_over_float"] is None
     assert "emu core, q8 + reward wrapper" in (tmp_path / "out" / "control.md").read_text()
     assert (tmp_path / "out" / "control_Pendulum-v1.png").is_file()

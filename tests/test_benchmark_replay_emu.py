@@ -1,4 +1,5 @@
 """The replay throughput benchmark runs end to end at a tiny size and writes complete results (no timing asserted)."""
+
 import importlib.util
 import json
 import math
@@ -9,17 +10,45 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "replay_emu.py"
-KEYS = ["model_numba", "model_numpy", "driver_zcu106", "driver_pynqz2", "cpprb", "cpprb_stratified", "torchrl",
-        "numpy_sumtree"]
+KEYS = [
+    "model_numba",
+    "model_numpy",
+    "driver_zcu106",
+    "driver_pynqz2",
+    "cpprb",
+    "cpprb_stratified",
+    "torchrl",
+    "numpy_sumtree",
+]
 UNITS = ["samples/s", "updates/s", "hot_updates/s", "inserts/s"]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--k", "4", "--levels", "3", "--batch", "16", "--repeats", "2",
-                           "--min-time", "0", "--pool", "5", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--k",
+            "4",
+            "--levels",
+            "3",
+            "--batch",
+            "16",
+            "--repeats",
+            "2",
+            "--min-time",
+            "0",
+            "--pool",
+            "5",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads((out / "replay_emu.json").read_text()), (out / "replay_emu.md").read_text(), proc.stdout
 
@@ -97,9 +126,14 @@ def test_markdown_table_lists_every_row_and_is_printed(results):
     assert "## Goal" in markdown and markdown.strip() in stdout
 
 
-@pytest.mark.parametrize("args, message", [(["--batch", "0"], "--batch must be in [1, capacity=1048576], not 0"),
-                                           (["--levels", "0"], "ReplaySpec.levels must be in [1, 16], not 0"),
-                                           (["--repeats", "0"], "--repeats must be >= 1")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch", "0"], "--batch must be in [1, capacity=1048576], not 0"),
+        (["--levels", "0"], "ReplaySpec.levels must be in [1, 16], not 0"),
+        (["--repeats", "0"], "--repeats must be >= 1"),
+    ],
+)
 def test_bad_arguments_are_refused(args, message):
     proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr

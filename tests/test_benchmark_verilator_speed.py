@@ -3,6 +3,7 @@
 The tiny run skips the cold build (minutes), the rtl starts and the rtl rows of the ZCU106 build and of the whole
 boards (tens of seconds of MyHDL each); those rows must say why they were not run.
 """
+
 import json
 import math
 import subprocess
@@ -14,11 +15,47 @@ import pytest
 from tests.common.boards import require_verilator
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "verilator_speed.py"
-TINY = ["--gae", "8x16", "--replay", "64", "--parsa", "16", "--rtl-gae", "8x8", "--rtl-replay", "16",
-        "--rtl-parsa", "4", "--stream-bytes", "4096", "--rtl-stream-bytes", "512", "--repeats", "2", "--min-time", "0",
-        "--rtl-repeats", "1", "--register-samples", "3", "--register-accesses", "5", "--rtl-register-samples", "2",
-        "--rtl-register-accesses", "2", "--start-repeats", "1", "--rtl-start-repeats", "0", "--rtl-boards", "Pynq-Z2",
-        "--rtl-whole-boards", "", "--no-cold"]
+TINY = [
+    "--gae",
+    "8x16",
+    "--replay",
+    "64",
+    "--parsa",
+    "16",
+    "--rtl-gae",
+    "8x8",
+    "--rtl-replay",
+    "16",
+    "--rtl-parsa",
+    "4",
+    "--stream-bytes",
+    "4096",
+    "--rtl-stream-bytes",
+    "512",
+    "--repeats",
+    "2",
+    "--min-time",
+    "0",
+    "--rtl-repeats",
+    "1",
+    "--register-samples",
+    "3",
+    "--register-accesses",
+    "5",
+    "--rtl-register-samples",
+    "2",
+    "--rtl-register-accesses",
+    "2",
+    "--start-repeats",
+    "1",
+    "--rtl-start-repeats",
+    "0",
+    "--rtl-boards",
+    "Pynq-Z2",
+    "--rtl-whole-boards",
+    "",
+    "--no-cold",
+]
 BOARDS = {"Pynq-Z2": "pynqz2", "ZCU106": "zcu106"}
 CORES = ["gae", "replay", "parsa", "board"]
 GOALS = ["pynqz2_cores", "zcu106", "register", "rollout", "cold_start", "cached_start"]
@@ -28,8 +65,9 @@ GOALS = ["pynqz2_cores", "zcu106", "register", "rollout", "cold_start", "cached_
 def results(tmp_path_factory):
     require_verilator()
     out = tmp_path_factory.mktemp("bench")
-    proc = subprocess.run([sys.executable, str(SCRIPT), *TINY, "--out", str(out)], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *TINY, "--out", str(out)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((out / "verilator.json").read_text())
     return data, {row["key"]: row for row in data["rows"]}, (out / "verilator.md").read_text(), proc.stdout
@@ -123,21 +161,32 @@ def test_environment_and_arguments_are_recorded(results):
 
 def test_markdown_states_goals_and_every_table_and_is_printed(results):
     data, _, markdown, stdout = results
-    for heading in ("## Goals", "## Simulated cycles per wall second while working", "## One register access",
-                    "## Streams", "## GAE rollout", "## Start"):
+    for heading in (
+        "## Goals",
+        "## Simulated cycles per wall second while working",
+        "## One register access",
+        "## Streams",
+        "## GAE rollout",
+        "## Start",
+    ):
         assert heading in markdown, heading
     goal_lines = markdown.split("## Goals")[1].split("##")[0].strip().splitlines()
     assert len(goal_lines) == len(GOALS)
     assert all(("**met**" in line) or ("**NOT met**" in line) or ("not measured" in line) for line in goal_lines)
-    rate_lines = [line for line in markdown.split("## Simulated")[1].split("##")[0].splitlines()
-                  if line.startswith("| Pynq-Z2") or line.startswith("| ZCU106")]
+    rate_lines = [
+        line
+        for line in markdown.split("## Simulated")[1].split("##")[0].splitlines()
+        if line.startswith("| Pynq-Z2") or line.startswith("| ZCU106")
+    ]
     assert len(rate_lines) == 8
     assert data["environment"]["git_commit"] in markdown
     assert markdown.strip() in stdout
 
 
-@pytest.mark.parametrize("arguments, message", [(["--gae", "64by1024"], "must look like 64x1024"),
-                                                (["--boards", "Pynq-Z1"], "boards must be among")])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [(["--gae", "64by1024"], "must look like 64x1024"), (["--boards", "Pynq-Z1"], "boards must be among")],
+)
 def test_bad_arguments_are_refused(arguments, message):
     proc = subprocess.run([sys.executable, str(SCRIPT), *arguments], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr

@@ -5,6 +5,7 @@ host MMIO call from Python, a few PL cycles per register word), so a change that
 and one that removes some updates the numbers (and ``benchmarks/results/bus_costs.md``). Issue 13's budgets count
 host calls (``register_calls``: a burst into ``mmio.array`` is one); the word counts are pinned beside them.
 """
+
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +35,12 @@ def test_each_call_costs_what_it_costs():
     act = steady(overlay, lambda: parsa.act([-0.4, 0.01], -1.0))
     # the mailbox: a burst of 2 + n_dims words (the state record), START, one MBOX_ACTION read; no DMA
     assert (act.register_reads, act.register_writes, act.dma_transfers) == (1, 5, 0)
-    assert act.register_calls == 3                        # the burst, START, the MBOX_ACTION read
+    assert act.register_calls == 3  # the burst, START, the MBOX_ACTION read
     assert (act.dma_bytes_to_pl, act.dma_bytes_from_pl) == (0, 0)
     sample = steady(overlay, lambda: replay.sample(256))
     # reads: TOTAL_HI, TOTAL (for the probabilities), STATUS at DONE, DMASR, S2MM_LENGTH; writes: DA, LENGTH, CTRL
     assert (sample.register_reads, sample.register_writes, sample.dma_transfers) == (5, 3, 1)  # COUNT cached
-    assert sample.register_calls == 8                     # every access a single word
+    assert sample.register_calls == 8  # every access a single word
     assert sample.dma_bytes_from_pl == 256 * 8 and sample.dma_bytes_to_pl == 0
     update = steady(overlay, lambda: replay.update(np.arange(256), np.full(256, 0.5)))
     assert (update.register_reads, update.register_writes, update.dma_transfers) == (2, 3, 1)
@@ -58,8 +59,12 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
     rng = np.random.default_rng(0)
     costs, batches = {}, 3 if backend == "rtl" else 8
     for envs, quantize in ((lanes, False), (batches * lanes, False), (lanes, True)):
-        bus = steady(overlay, lambda: overlay.gae.compute(rng.normal(size=(16, envs)), rng.normal(size=(17, envs)),
-                                                          np.zeros((16, envs)), quantize=quantize))
+        bus = steady(
+            overlay,
+            lambda: overlay.gae.compute(
+                rng.normal(size=(16, envs)), rng.normal(size=(17, envs)), np.zeros((16, envs)), quantize=quantize
+            ),
+        )
         assert bus.dma_transfers == 2
         costs[envs, quantize] = bus
     one, many, q8 = costs.values()
@@ -89,6 +94,7 @@ def test_a_wide_state_is_still_one_burst():
     """OPaL's DDoS policy (20 state dims, 136 tilings, ZCU106 build): the record is 22 words but one burst, so a
     decision is 3 host calls, as MountainCar's; only the word count grows with the state."""
     from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
+
     overlay = RLOverlay(backend="emu", board="ZCU106", cores=("parsa",))
     overlay.parsa.configure(OPAL_DDOS_TILING, 10, (np.zeros(20), np.ones(20)), epsilon=0.0)
     state = np.linspace(0.05, 0.95, 20)
@@ -120,6 +126,7 @@ def test_an_rtl_wait_polls_once_per_microsecond_of_pl_time():
     """A core slower than its formula (the output stream held back) is polled every ``poll_cycles``: a handful of
     extra STATUS reads, not one per bus turnaround."""
     from pynq_rl.host.backends.rtl import RtlCoreIP
+
     overlay = RLOverlay(backend="rtl", cores=("replay",))
     device = overlay.device
     assert device.poll_cycles == 100  # the Pynq-Z2's 100 MHz
@@ -130,6 +137,7 @@ def test_an_rtl_wait_polls_once_per_microsecond_of_pl_time():
     def slow(self, data, last, max_bytes, max_cycles=None):  # no output for the first 1,000 cycles' worth of polls
         held = device.simulation.cycle < start + 1000
         return duplex(self, data, last, 0 if held else max_bytes, max_cycles)
+
     RtlCoreIP.stream_duplex = slow
     try:
         start = device.simulation.cycle
@@ -148,9 +156,9 @@ def test_parameters_are_written_once_and_rewritten_after_a_reset():
     with overlay.bus_stats() as same:
         replay.sample(16)
     with overlay.bus_stats() as other:
-        replay.sample(8)                                  # COUNT and STRIDE change: written
+        replay.sample(8)  # COUNT and STRIDE change: written
     assert other.register_writes == same.register_writes + 2
-    replay.reset()                                        # forgets what it wrote: a reset may not keep it
+    replay.reset()  # forgets what it wrote: a reset may not keep it
     with overlay.bus_stats() as after_reset:
         replay.sample(8)
     assert after_reset.register_writes == same.register_writes + 2
@@ -173,14 +181,14 @@ def test_status_is_read_before_start_only_when_the_driver_cannot_know():
     replay.update(np.arange(64), np.ones(64))
     steady_reads = steady(overlay, lambda: replay.sample(16)).register_reads
     replay.reset()
-    replay.sample(16)                                     # COUNT/STRIDE rewritten: now only STATUS differs
+    replay.sample(16)  # COUNT/STRIDE rewritten: now only STATUS differs
     with overlay.bus_stats() as after_map:
-        replay.register_map                               # noqa: B018 - handing the map out is the point
+        replay.register_map  # noqa: B018 - handing the map out is the point
         replay.sample(16)
     assert after_map.register_reads == steady_reads + 1
     core = overlay.device.cores["replay"]
-    replay.register_map                                   # noqa: B018
-    core.values["STATUS"] = 1                             # BUSY, as if started around the driver
+    replay.register_map  # noqa: B018 - the property binds the map before the core is made busy
+    core.values["STATUS"] = 1  # BUSY, as if started around the driver
     with pytest.raises(RuntimeError, match="busy before start"):
         replay.sample(16)
 
@@ -196,8 +204,12 @@ def test_board_backend_cannot_count():
 
 def test_benchmark_writes_its_table(tmp_path):
     backends = "emu" if verilator_missing() else "emu,verilator"
-    done = subprocess.run([sys.executable, str(SCRIPT), "--backends", backends, "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--backends", backends, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     text = (tmp_path / "bus_costs.md").read_text()
     assert "| emu | parsa.act (1 record) | 3 | 1 | 5 | 6 | 0 | 0 | 0 |" in text

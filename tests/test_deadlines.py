@@ -3,6 +3,7 @@
 The rtl backend's PL is a MyHDL simulation that advances only while the driver polls, at a speed set by the host's
 load; its waits must end after the same simulated time however slow the host is, and a hung core must still report.
 """
+
 import json
 import math
 import os
@@ -21,9 +22,11 @@ from tests.common.boards import make_overlay
 
 def rollout(seed: int, n_steps: int, n_envs: int):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(n_steps, n_envs)).astype(np.float32),
-            rng.normal(size=(n_steps + 1, n_envs)).astype(np.float32),
-            (rng.random((n_steps, n_envs)) < 0.1).astype(np.float32))
+    return (
+        rng.normal(size=(n_steps, n_envs)).astype(np.float32),
+        rng.normal(size=(n_steps + 1, n_envs)).astype(np.float32),
+        (rng.random((n_steps, n_envs)) < 0.1).astype(np.float32),
+    )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, 0.0, "abc", None])
@@ -51,8 +54,12 @@ def test_the_message_shows_the_value_the_wait_last_saw():
     reads = iter([S.Status.BUSY, S.Status.BUSY, S.Status.DONE])
     deadline = CycleDeadline(lambda: next(clock), 10)
     with pytest.raises(TimeoutError, match=re.escape("timed out after 10 simulated cycles: STATUS=<Status.BUSY: 1>")):
-        wait_until(lambda: next(reads), lambda status: bool(status & S.Status.DONE), deadline,
-                   lambda status: f"STATUS={status!r}")
+        wait_until(
+            lambda: next(reads),
+            lambda status: bool(status & S.Status.DONE),
+            deadline,
+            lambda status: f"STATUS={status!r}",
+        )
     assert next(reads) == S.Status.DONE  # the register was not read again to write the message
 
 
@@ -123,13 +130,19 @@ def test_a_hung_simulated_core_reports_after_its_cycle_budget(backend, monkeypat
     budget = StreamCore.RTL_MARGIN * (10 + spec.pipeline_depth + beats) + StreamCore.RTL_SLACK_CYCLES
     assert budget == 4664
     ip_class = RtlCoreIP if backend == "rtl" else VerilatorCoreIP
-    duplex = ip_class.stream_duplex   # the DMA's two channels: the input moves, the output never does
-    monkeypatch.setattr(ip_class, "stream_duplex",
-                        lambda self, data, last, max_bytes, **waits: duplex(self, data, last, 0, **waits))
+    duplex = ip_class.stream_duplex  # the DMA's two channels: the input moves, the output never does
+    monkeypatch.setattr(
+        ip_class, "stream_duplex", lambda self, data, last, max_bytes, **waits: duplex(self, data, last, 0, **waits)
+    )
     start = sim.cycle
-    with pytest.raises(TimeoutError, match=re.escape("timed out after 4,664 simulated cycles: GAE core not DONE "
-                                                     "(STATUS=<Status.BUSY: 1>, T=10, batches=1, "
-                                                     "lanes of the last=2)")):
+    with pytest.raises(
+        TimeoutError,
+        match=re.escape(
+            "timed out after 4,664 simulated cycles: GAE core not DONE "
+            "(STATUS=<Status.BUSY: 1>, T=10, batches=1, "
+            "lanes of the last=2)"
+        ),
+    ):
         overlay.gae.compute(rewards, values, dones)
     assert budget <= sim.cycle - start <= budget + 300
     monkeypatch.undo()
@@ -143,7 +156,7 @@ def test_an_overlay_can_hold_some_cores_only():
     overlay = RLOverlay(backend="emu", cores=("replay",))
     assert [slot.name for slot in overlay.board_spec.cores] == ["replay"] and overlay.replay.capacity == 65536
     with pytest.raises(AttributeError, match=r"has no gae core \(it has \['replay'\]"):
-        overlay.gae
+        _ = overlay.gae
     with pytest.raises(ValueError, match="cores must name some of Pynq-Z2's cores"):
         RLOverlay(backend="emu", cores=("gea",))
     with pytest.raises(ValueError, match="on a board the bitstream decides"):
@@ -153,12 +166,24 @@ def test_an_overlay_can_hold_some_cores_only():
 CARTPOLE_BOUNDS = "--bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3"
 
 
-@pytest.mark.parametrize("command", [
-    ["ppo", "--steps", "1024"],
-    ["dqn", "--steps", "200"],
-    ["sarsa", "--env", "CartPole-v1", CARTPOLE_BOUNDS, "--episodes", "2",
-     "--tiling", '{"tilings": [{"dims": [0, 1, 2, 3], "tilings": 4, "tiles": 4}]}'],
-], ids=["ppo", "dqn", "sarsa"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ppo", "--steps", "1024"],
+        ["dqn", "--steps", "200"],
+        [
+            "sarsa",
+            "--env",
+            "CartPole-v1",
+            CARTPOLE_BOUNDS,
+            "--episodes",
+            "2",
+            "--tiling",
+            '{"tilings": [{"dims": [0, 1, 2, 3], "tilings": 4, "tiles": 4}]}',
+        ],
+    ],
+    ids=["ppo", "dqn", "sarsa"],
+)
 def test_train_on_rtl_completes_on_an_arbitrarily_slow_host(command, tmp_path, monkeypatch, capsys):
     """``pynq-rl train ... --backend rtl`` on the Pynq-Z2 build (its core alone), with the wall clock racing 1000 s
     per look: every wait, the checkpoint's policy or priority dump included, is bounded in simulated cycles."""
@@ -171,8 +196,9 @@ def test_train_on_rtl_completes_on_an_arbitrarily_slow_host(command, tmp_path, m
         return now[0]
 
     monkeypatch.setattr(polling, "time", types.SimpleNamespace(monotonic=monotonic, sleep=lambda s: None))
-    assert main(["train", *command, "--backend", "rtl", "--out", str(tmp_path), "--no-progress"]) == 0, \
+    assert main(["train", *command, "--backend", "rtl", "--out", str(tmp_path), "--no-progress"]) == 0, (
         capsys.readouterr().err
+    )
     summary = json.loads(capsys.readouterr().out)
     assert os.path.isfile(summary["checkpoint"])
     assert summary["run_dir"].startswith(str(tmp_path))
@@ -191,10 +217,25 @@ def test_timeout_option_reaches_the_driver(tmp_path, monkeypatch, capsys):
         return core
 
     monkeypatch.setattr(overlay_module, "load_core", spy)
-    assert main(["train", "ppo", "--backend", "emu", "--steps", "1024", "--timeout", "0.75", "--out",
-                 str(tmp_path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--backend",
+                "emu",
+                "--steps",
+                "1024",
+                "--timeout",
+                "0.75",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert seen == [0.75]
     with pytest.raises(SystemExit):
         main(["train", "dqn", "--timeout", "nan", "--out", str(tmp_path)])
-    assert "argument --timeout: --timeout must be a finite number of seconds > 0, not 'nan'" in \
-        capsys.readouterr().err
+    assert "argument --timeout: --timeout must be a finite number of seconds > 0, not 'nan'" in capsys.readouterr().err

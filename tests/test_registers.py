@@ -4,6 +4,7 @@ The committed register reference (``docs/registers.md``, ``docs/pynq_rl_regs.h``
 renders now, and moving STATUS fields in ``spec.py`` alone must move them in the HDL, the emulated core (the
 model), the driver's flags and the docs: that is checked on a copy of the package whose ``spec.py`` is edited.
 """
+
 import json
 import os
 import re
@@ -54,26 +55,34 @@ def test_reference_lists_every_register_and_field_of_the_table(core):
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
 def test_c_header_compiles_and_its_macros_read_fields(tmp_path):
     program = tmp_path / "check.c"
-    program.write_text(textwrap.dedent(f"""
-        #include "{registers.DEFAULT_OUT / 'pynq_rl_regs.h'}"
+    program.write_text(
+        textwrap.dedent(f"""
+        #include "{registers.DEFAULT_OUT / "pynq_rl_regs.h"}"
         int main(void) {{
             uint32_t id = PYNQ_RL_GAE_ID_RESET;
             uint32_t ctrl = PYNQ_RL_SET(PYNQ_RL_REPLAY_CTRL_MODE, PYNQ_RL_REPLAY_MODE_SAMPLE)
                             | PYNQ_RL_SET(PYNQ_RL_REPLAY_CTRL_START, 1);
             return !(PYNQ_RL_GET(id, PYNQ_RL_GAE_ID_MAGIC) == PYNQ_RL_GAE_MAGIC && ctrl == {
-                int(S.ReplayMode.SAMPLE) << 2 | 1}u);
+            int(S.ReplayMode.SAMPLE) << 2 | 1
+        }u);
         }}
-    """), encoding="utf-8")
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-o", str(tmp_path / "check"),
-                    str(program)], check=True)
+    """),
+        encoding="utf-8",
+    )
+    subprocess.run(
+        ["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-o", str(tmp_path / "check"), str(program)],
+        check=True,
+    )
     assert subprocess.run([str(tmp_path / "check")]).returncode == 0
 
 
 def test_flags_are_the_field_tables():
     assert {flag.name: int(flag) for flag in S.Status} == {
-        name: 1 << fld["bit_offset"] for name, fld in S.STATUS_REGISTER["fields"].items()}
+        name: 1 << fld["bit_offset"] for name, fld in S.STATUS_REGISTER["fields"].items()
+    }
     assert {flag.name: int(flag) for flag in S.Ctrl} == {
-        name: 1 << fld["bit_offset"] for name, fld in S.CTRL_REGISTER["fields"].items() if fld["bit_width"] == 1}
+        name: 1 << fld["bit_offset"] for name, fld in S.CTRL_REGISTER["fields"].items() if fld["bit_width"] == 1
+    }
     assert (S.Status.DONE | S.Status.ERR_STREAM | S.Status.SATURATED).errors == S.Status.ERR_STREAM
     for table in S.CORE_REGISTERS.values():
         assert table["STATUS"] == S.STATUS_REGISTER and table["CTRL"] == S.CTRL_REGISTER
@@ -166,8 +175,14 @@ def _move_status_fields(text: str, layout: dict, width: int = 1) -> str:
 
 
 def _run(root: Path, code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_moving_status_fields_in_the_spec_moves_them_in_hdl_model_driver_and_docs(tmp_path):
@@ -181,8 +196,12 @@ def test_moving_status_fields_in_the_spec_moves_them_in_hdl_model_driver_and_doc
     expected = {"refused": bit["DONE"] | bit["ERR_CONFIG"], "started": bit["BUSY"], "finished": bit["DONE"]}
     assert got["hdl"] == expected, "the MyHDL core's STATUS"
     assert got["emu"] == expected, "the emulated core's (model's) STATUS"
-    assert got["driver"] == {"raw": bit["DONE"] | bit["ERR_CONFIG"], "flags": "<Status.DONE|ERR_CONFIG: 4097>",
-                             "error": True, "last_advantage": 1.0}
+    assert got["driver"] == {
+        "raw": bit["DONE"] | bit["ERR_CONFIG"],
+        "flags": "<Status.DONE|ERR_CONFIG: 4097>",
+        "error": True,
+        "last_advantage": 1.0,
+    }
     for name, position in MOVED.items():
         assert f"| [{position}] | {name} | read-only |" in got["markdown"]
         assert re.search(rf"^#define PYNQ_RL_GAE_STATUS_{name}_OFFSET +{position}u ", got["header"], re.M)
@@ -192,5 +211,6 @@ def test_a_status_field_wider_than_a_flag_is_refused_at_import(tmp_path):
     root = _package_with_spec(tmp_path, lambda text: _move_status_fields(text, {"SATURATED": 4}, width=2))
     result = _run(root, "import pynq_rl.overlay.spec")
     assert result.returncode != 0
-    assert re.search(r"^ValueError: STATUS\.SATURATED: a flag register's fields are one bit wide, not 2$",
-                     result.stderr, re.M)
+    assert re.search(
+        r"^ValueError: STATUS\.SATURATED: a flag register's fields are one bit wide, not 2$", result.stderr, re.M
+    )

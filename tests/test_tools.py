@@ -1,4 +1,5 @@
 """The board rungs' scripts in tools/: they parse, and tools/armhf_check.sh refuses to run without root."""
+
 import os
 import re
 import shutil
@@ -23,8 +24,9 @@ def test_armhf_check_refuses_without_root():
         if shutil.which("setpriv") is None:
             pytest.skip("running as root and no setpriv to drop privileges")
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
-    result = subprocess.run(command, input=(TOOLS / "armhf_check.sh").read_text(), capture_output=True, text=True,
-                            cwd="/", timeout=60)
+    result = subprocess.run(
+        command, input=(TOOLS / "armhf_check.sh").read_text(), capture_output=True, text=True, cwd="/", timeout=60
+    )
     assert result.returncode == 2
     assert re.match(r"^error: tools/armhf_check\.sh must run as root \(", result.stderr)
     assert result.stdout == ""

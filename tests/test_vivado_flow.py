@@ -2,6 +2,7 @@
 Vivado commands; what it would build (VLNVs, registers, address map, DMA widths, clock) must equal the emulated
 ``.hwh`` that the drivers bind to; the error paths (missing board files, negative slack, failed runs) fail the
 build; install, link, the Makefile and the board backend's bitstream lookup behave."""
+
 import dataclasses
 import json
 import re
@@ -24,8 +25,10 @@ from pynq_rl.overlay.build import vivado as V
 from pynq_rl.overlay.build.__main__ import main as build_main
 
 BOARD_NAMES = sorted(S.BOARDS)
-needs_tclsh = pytest.mark.skipif(shutil.which("tclsh") is None and shutil.which("tclsh8.6") is None,
-                                 reason="tclsh not installed (apt-get install tcl; .ci/run installs it)")
+needs_tclsh = pytest.mark.skipif(
+    shutil.which("tclsh") is None and shutil.which("tclsh8.6") is None,
+    reason="tclsh not installed (apt-get install tcl; .ci/run installs it)",
+)
 DRIVERS = {"gae": GaeCore, "replay": ReplayCore}
 
 
@@ -48,6 +51,7 @@ def _run(path: Path, board: S.BoardSpec, **kwargs) -> T.TclRun:
 # Static checks: tclsh, allow-list
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @needs_tclsh
 @pytest.mark.parametrize("name", BOARD_NAMES)
 def test_every_generated_script_passes_tclsh_and_the_allow_list(tmp_path, name):
@@ -58,8 +62,10 @@ def test_every_generated_script_passes_tclsh_and_the_allow_list(tmp_path, name):
     for path in scripts.values():
         run = T.check_script(path, board)
         assert run.calls and run.commands() <= T.VIVADO_COMMANDS | {"file mkdir", "file exists"}
-        assert T.command_words(path.read_text()) - T.TCL_BUILTINS - T.defined_procs(V.PROCS_TCL.read_text()) \
+        assert (
+            T.command_words(path.read_text()) - T.TCL_BUILTINS - T.defined_procs(V.PROCS_TCL.read_text())
             <= T.VIVADO_COMMANDS
+        )
 
 
 @needs_tclsh
@@ -98,6 +104,7 @@ def test_tcl_quote_round_trips_through_tclsh(tmp_path):
 # Board parts, versions, error paths
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", BOARD_NAMES)
 def test_board_parts_are_patterns_without_a_pinned_version(name):
     board = S.board(name)
@@ -123,8 +130,9 @@ def test_missing_board_files_stop_the_build_with_instructions(tmp_path):
     board = S.board("Pynq-Z2")
     run = _run(_scripts(board, tmp_path)["bd"], board, results={"get_board_parts": ""})
     assert run.error is not None
-    assert re.search(r"no board part matches '\*:pynq-z2:part0:\*' for Pynq-Z2: its board files are not installed",
-                     run.error)
+    assert re.search(
+        r"no board part matches '\*:pynq-z2:part0:\*' for Pynq-Z2: its board files are not installed", run.error
+    )
     assert "Vivado Store" in run.error and "BOARD_REPO" in run.error
     assert "create_project" not in run.commands()
 
@@ -153,16 +161,20 @@ def test_unsupported_vivado_release_warns_and_supported_ones_do_not(tmp_path):
     for release in V.SUPPORTED_VIVADO:
         assert not any("WARNING" in line for line in _run(script, board, results={"version": release}).output)
     warned = _run(script, board, results={"version": "2023.2"}).output
-    assert any(line.startswith("WARNING: pynq-rl: Vivado 2023.2 is not one of the supported releases")
-               for line in warned)
+    assert any(
+        line.startswith("WARNING: pynq-rl: Vivado 2023.2 is not one of the supported releases") for line in warned
+    )
 
 
 @needs_tclsh
-@pytest.mark.parametrize("slack, message", [
-    ("-0.125", r"timing not met at 100 MHz: worst setup slack -0.125 ns"),
-    ("inf", r"worst setup slack is 'inf', not a finite number"),
-    ("", r"worst setup slack is '', not a finite number"),
-])
+@pytest.mark.parametrize(
+    "slack, message",
+    [
+        ("-0.125", r"timing not met at 100 MHz: worst setup slack -0.125 ns"),
+        ("inf", r"worst setup slack is 'inf', not a finite number"),
+        ("", r"worst setup slack is '', not a finite number"),
+    ],
+)
 def test_negative_or_missing_slack_fails_before_the_bitstream(tmp_path, slack, message):
     board = S.board("Pynq-Z2")
     run = _run(_scripts(board, tmp_path)["bitstream"], board, properties={"SLACK": slack})
@@ -185,13 +197,21 @@ def test_positive_slack_writes_the_bitstream_and_negative_hold_slack_does_not(tm
 
 
 @needs_tclsh
-@pytest.mark.parametrize("run_name, status, progress", [("synth_1", "synth_design ERROR", "100%"),
-                                                        ("impl_1", "place_design ERROR", "100%"),
-                                                        ("impl_1", "route_design Complete!", "80%")])
+@pytest.mark.parametrize(
+    "run_name, status, progress",
+    [
+        ("synth_1", "synth_design ERROR", "100%"),
+        ("impl_1", "place_design ERROR", "100%"),
+        ("impl_1", "route_design Complete!", "80%"),
+    ],
+)
 def test_a_failed_run_stops_the_build(tmp_path, run_name, status, progress):
     board = S.board("Pynq-Z2")
-    run = _run(_scripts(board, tmp_path)["bitstream"], board,
-               properties={f"STATUS,{run_name}": status, f"PROGRESS,{run_name}": progress})
+    run = _run(
+        _scripts(board, tmp_path)["bitstream"],
+        board,
+        properties={f"STATUS,{run_name}": status, f"PROGRESS,{run_name}": progress},
+    )
     assert run.error and f"{run_name} failed ({status}, {progress})" in run.error
     assert "write_bitstream" not in run.commands()
 
@@ -208,6 +228,7 @@ def test_packaging_without_verilog_says_which_step_is_missing(tmp_path):
 # Consistency: generated Tcl == emulated .hwh == drivers
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def _tcl_registers(run: T.TclRun) -> dict[str, dict]:
     """Registers declared by a stubbed packaging run: name -> {offset, size, access, fields}."""
     props: dict[str, dict[str, str]] = {}
@@ -217,13 +238,19 @@ def _tcl_registers(run: T.TclRun) -> dict[str, dict]:
     registers = {}
     for name, block in run.find("ipx::add_register"):
         obj = f"{name}@{block}"
-        registers[name] = {"address_offset": int(props[obj]["address_offset"], 16),
-                           "size": int(props[obj]["size"]), "access": props[obj]["access"], "fields": {}}
+        registers[name] = {
+            "address_offset": int(props[obj]["address_offset"], 16),
+            "size": int(props[obj]["size"]),
+            "access": props[obj]["access"],
+            "fields": {},
+        }
     for name, reg_obj in run.find("ipx::add_field"):
         obj = f"{name}@{reg_obj}"
         registers[reg_obj.split("@")[0]]["fields"][name] = {
-            "bit_offset": int(props[obj]["bit_offset"]), "bit_width": int(props[obj]["bit_width"]),
-            "access": props[obj]["access"]}
+            "bit_offset": int(props[obj]["bit_offset"]),
+            "bit_width": int(props[obj]["bit_width"]),
+            "access": props[obj]["access"],
+        }
     return registers
 
 
@@ -247,11 +274,19 @@ def _tcl_design(run: T.TclRun) -> dict:
     for args in run.find("assign_bd_address"):
         if args:
             option = dict(zip(args[:-2:2], args[1:-2:2]))
-            addresses[args[-2]] = (int(option["-offset"], 16), int(option["-range"], 16),
-                                   option["-target_address_space"])
+            addresses[args[-2]] = (
+                int(option["-offset"], 16),
+                int(option["-range"], 16),
+                option["-target_address_space"],
+            )
     intf_nets = {tuple(args) for args in run.find("connect_bd_intf_net")}
-    return {"cells": cells, "configs": configs, "addresses": addresses, "intf_nets": intf_nets,
-            "nets": [tuple(a) for a in run.find("connect_bd_net")]}
+    return {
+        "cells": cells,
+        "configs": configs,
+        "addresses": addresses,
+        "intf_nets": intf_nets,
+        "nets": [tuple(a) for a in run.find("connect_bd_net")],
+    }
 
 
 @needs_tclsh
@@ -275,8 +310,9 @@ def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
         if slot.name in DRIVERS:
             driver = getattr(ol, slot.name)
             assert type(driver) is DRIVERS[slot.name] and vlnv in driver.bindto
-            assert {reg: r["address_offset"] for reg, r in driver.registers.items()} == \
-                {reg: r["address_offset"] for reg, r in _tcl_registers(package).items()}
+            assert {reg: r["address_offset"] for reg, r in driver.registers.items()} == {
+                reg: r["address_offset"] for reg, r in _tcl_registers(package).items()
+            }
             assert driver.mmio.base_addr == board.gp_base + slot.core_offset
             assert 8 * driver.stream_bytes == int(design["configs"][f"{slot.name}/dma"]["c_m_axi_mm2s_data_width"])
         assert design["cells"][slot.name] == "hier"
@@ -284,21 +320,31 @@ def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
         assert hwh_dma["type"] == S.AXI_DMA_VLNV
         # registers: declared in the IP == in the emulated .hwh (what register_map is built from on a board)
         tcl_regs = _tcl_registers(package)
-        hwh_regs = {reg: {"address_offset": r["address_offset"], "size": r["size"], "access": r["access"],
-                          "fields": {f: {k: v[k] for k in ("bit_offset", "bit_width", "access")}
-                                     for f, v in r["fields"].items()}}
-                    for reg, r in hwh_core["registers"].items()}
+        hwh_regs = {
+            reg: {
+                "address_offset": r["address_offset"],
+                "size": r["size"],
+                "access": r["access"],
+                "fields": {f: {k: v[k] for k in ("bit_offset", "bit_width", "access")} for f, v in r["fields"].items()},
+            }
+            for reg, r in hwh_core["registers"].items()
+        }
         assert tcl_regs == hwh_regs
-        assert {reg: r["address_offset"] for reg, r in tcl_regs.items()} == \
-            {reg: r["address_offset"] for reg, r in S.CORE_REGISTERS[slot.name].items()}
+        assert {reg: r["address_offset"] for reg, r in tcl_regs.items()} == {
+            reg: r["address_offset"] for reg, r in S.CORE_REGISTERS[slot.name].items()
+        }
         # address map: Tcl == emulated .hwh == spec
         space = ps["space"]
-        assert design["addresses"][f"{slot.name}/core/s_axi_control/Reg"] == \
-            (hwh_core["phys_addr"], hwh_core["addr_range"], space) == \
-            (board.gp_base + slot.core_offset, slot.window, space)
-        assert design["addresses"][f"{slot.name}/dma/S_AXI_LITE/Reg"] == \
-            (hwh_dma["phys_addr"], hwh_dma["addr_range"], space) == \
-            (board.gp_base + slot.dma_offset, slot.window, space)
+        assert (
+            design["addresses"][f"{slot.name}/core/s_axi_control/Reg"]
+            == (hwh_core["phys_addr"], hwh_core["addr_range"], space)
+            == (board.gp_base + slot.core_offset, slot.window, space)
+        )
+        assert (
+            design["addresses"][f"{slot.name}/dma/S_AXI_LITE/Reg"]
+            == (hwh_dma["phys_addr"], hwh_dma["addr_range"], space)
+            == (board.gp_base + slot.dma_offset, slot.window, space)
+        )
         # DMA: configuration in the Tcl == parameters in the emulated .hwh (widths from the core's stream)
         dma_config = design["configs"][f"{slot.name}/dma"]
         assert dma_config == {k: str(v) for k, v in V.dma_config(board, slot).items()}
@@ -308,8 +354,7 @@ def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
         # streams: DMA MM2S -> core s_axis, core m_axis -> DMA S2MM
         assert (f"{slot.name}/dma/M_AXIS_MM2S", f"{slot.name}/core/s_axis") in design["intf_nets"]
         assert (f"{slot.name}/core/m_axis", f"{slot.name}/dma/S_AXIS_S2MM") in design["intf_nets"]
-        assert any(f"{slot.name}/aclk" in net and f"{ps['instance']}/{ps['clk']}" == net[0]
-                   for net in design["nets"])
+        assert any(f"{slot.name}/aclk" in net and f"{ps['instance']}/{ps['clk']}" == net[0] for net in design["nets"])
 
     # PS: the master and DMA ports of spec.py, PL clock 0 at fclk_mhz, HP port as wide as the widest stream
     ps_config = design["configs"][ps["instance"]]
@@ -320,12 +365,14 @@ def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
     assert (f"{ps['instance']}/{board.master_port}", "axi_ctrl/S00_AXI") in design["intf_nets"]
     assert ("axi_mem/M00_AXI", f"{ps['instance']}/{board.dma_port}") in design["intf_nets"]
     assert sorted(set(ip_dict) - {ps["instance"]}) == sorted(
-        f"{slot.name}/{cell}" for slot in board.cores for cell in ("core", "dma"))
+        f"{slot.name}/{cell}" for slot in board.cores for cell in ("core", "dma")
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The .hwh check, install, link
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", BOARD_NAMES)
 def test_check_hwh_accepts_the_emulated_hwh(tmp_path, name):
@@ -389,8 +436,12 @@ def _fake_build(tmp_path: Path, board: S.BoardSpec) -> V.BoardPaths:
 def test_install_copies_bit_and_hwh_to_the_board_directory(tmp_path, capsys):
     board = S.board("ZCU106")
     p = _fake_build(tmp_path, board)
-    assert build_main(["install", "--board", "zcu106", "--out", str(tmp_path / "out"),
-                       "--dest", str(tmp_path / "bitstreams")]) == 0
+    assert (
+        build_main(
+            ["install", "--board", "zcu106", "--out", str(tmp_path / "out"), "--dest", str(tmp_path / "bitstreams")]
+        )
+        == 0
+    )
     target = tmp_path / "bitstreams" / "zcu106"
     assert (target / "pynq_rl.bit").read_bytes() == p.bit.read_bytes()
     assert (target / "pynq_rl.hwh").read_text() == p.hwh.read_text()
@@ -417,12 +468,14 @@ def test_link_file_is_what_pynqutils_resolves(tmp_path):
     link = V.write_link(board, url, p.bit, tmp_path / "bitstreams")
     assert link == tmp_path / "bitstreams" / "pynq-z2" / "pynq_rl.bit.link"
     import hashlib
+
     assert json.loads(link.read_text()) == {"url": url, "md5sum": hashlib.md5(p.bit.read_bytes()).hexdigest()}
     assert deliver._find_remote_overlay_res("Pynq-Z2", str(link)) == json.loads(link.read_text())
 
 
 def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_path, monkeypatch):
     from pynq_rl.overlay.build import verilog
+
     converted = []
 
     def convert_fake(spec, out_dir):
@@ -433,18 +486,23 @@ def test_step_verilog_converts_cores_with_a_converter_and_skips_the_others(tmp_p
         return path
 
     real_convert = verilog.convert
-    monkeypatch.setattr(verilog, "convert",
-                        lambda core, spec, out_dir: (convert_fake if core == "fake" else real_convert)(spec, out_dir))
+    monkeypatch.setattr(
+        verilog,
+        "convert",
+        lambda core, spec, out_dir: (convert_fake if core == "fake" else real_convert)(spec, out_dir),
+    )
     monkeypatch.setitem(verilog.MODULE_NAMES, "fake", lambda spec: "fake_core")
     spec = S.GaeSpec(lanes=2, t_max=8)
-    board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("fake", spec, 0x0, 0x1_0000),
-                                                      S.CoreSlot("nohdl", spec, 0x2_0000, 0x3_0000)))
+    board = dataclasses.replace(
+        S.board(None), cores=(S.CoreSlot("fake", spec, 0x0, 0x1_0000), S.CoreSlot("nohdl", spec, 0x2_0000, 0x3_0000))
+    )
     lines = []
     result = V.step_verilog(board, tmp_path, lint=False, echo=lines.append)
-    assert converted == [spec] and result == {"fake": V.paths(board, tmp_path).verilog / "fake_core.v",
-                                              "nohdl": None}
-    assert lines == [f"verilog: fake: {result['fake']}",
-                     "verilog: nohdl: skipped, no HDL yet (pynq_rl/overlay/build/verilog.py MODULE_NAMES has no 'nohdl')"]
+    assert converted == [spec] and result == {"fake": V.paths(board, tmp_path).verilog / "fake_core.v", "nohdl": None}
+    assert lines == [
+        f"verilog: fake: {result['fake']}",
+        "verilog: nohdl: skipped, no HDL yet (pynq_rl/overlay/build/verilog.py MODULE_NAMES has no 'nohdl')",
+    ]
     with pytest.raises(RuntimeError, match=r"\['nohdl'\] have no HDL yet"):
         V.step_bd(board, tmp_path)
 
@@ -454,16 +512,40 @@ def test_core_tops_have_the_ports_packaging_infers_interfaces_from(core):
     """MyHDL names a converted port ``<argument>_<attribute>``: the tops must take exactly the interfaces that
     procs.tcl requires (s_axi_control, s_axis, m_axis) and the clock/reset it associates (aclk, aresetn)."""
     import inspect
+
     from pynq_rl.overlay.hdl import top
+
     if V.core_converter(core) is None:
         pytest.skip(f"no HDL for {core} yet")
     spec = S.board(None).slot(core).spec
     make_top, make_signals = top.CORE_TOPS[core]
-    assert list(inspect.signature(make_top.func if hasattr(make_top, "func") else make_top).parameters)[:5] == \
-        ["s_axi_control", "s_axis", "m_axis", "aclk", "aresetn"]
+    assert list(inspect.signature(make_top.func if hasattr(make_top, "func") else make_top).parameters)[:5] == [
+        "s_axi_control",
+        "s_axis",
+        "m_axis",
+        "aclk",
+        "aresetn",
+    ]
     bus, s_axis, m_axis = make_signals(spec)
-    assert {"awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid", "bready",
-            "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready"} <= set(vars(bus))
+    assert {
+        "awaddr",
+        "awvalid",
+        "awready",
+        "wdata",
+        "wstrb",
+        "wvalid",
+        "wready",
+        "bresp",
+        "bvalid",
+        "bready",
+        "araddr",
+        "arvalid",
+        "arready",
+        "rdata",
+        "rresp",
+        "rvalid",
+        "rready",
+    } <= set(vars(bus))
     assert len(bus.awaddr) == (S.board(None).slot(core).window - 1).bit_length()  # the window's 64 KiB
     for stream in (s_axis, m_axis):
         assert {"tdata", "tvalid", "tready", "tlast"} <= set(vars(stream))
@@ -480,10 +562,15 @@ def test_vivado_steps_say_how_to_get_vivado(tmp_path):
 # Makefile, rebuild hint, board backend lookup
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_bitstream_install_runs_the_steps_in_order():
-    result = subprocess.run(["make", "-n", "-C", str(V.BUILD_DIR), "bitstream", "install", "BOARD=zcu106",
-                             "PYTHON=py"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["make", "-n", "-C", str(V.BUILD_DIR), "bitstream", "install", "BOARD=zcu106", "PYTHON=py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     steps = re.findall(r"^py -m pynq_rl\.overlay\.build (\w+) --board zcu106 --out out", result.stdout, re.M)
     assert steps == ["verilog", "tcl", "ip", "bd", "bitstream", "install"]
 
@@ -499,7 +586,9 @@ def test_the_rebuild_hint_names_the_real_make_command():
 
 def test_board_backend_finds_the_bitstream_by_the_device_name(tmp_path, monkeypatch):
     import pynq
+
     from pynq_rl.host.backends.emu import EmuDevice
+
     board = S.board("ZCU106")
     device = EmuDevice(board)
     device.install_clocks()
@@ -541,4 +630,3 @@ def test_the_board_name_comes_from_the_image_when_the_device_name_is_xrts(tmp_pa
     assert host_overlay.board_name(xrt_device) == "Ultra96"  # unsupported: spec.board() names the supported ones
     with pytest.raises(ValueError, match=r"unsupported board: expected one of \['Pynq-Z2', 'ZCU106'\], not 'Ultra96'"):
         host_overlay.RLOverlay(backend="board")
-

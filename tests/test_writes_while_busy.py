@@ -11,6 +11,7 @@ Without the contract the sequences differ: the emulated replay core read COUNT a
 closed; both cores reseeded their PRNG halfway through a batch (the HDL) or before it was computed (the emulation);
 ParSa checked N_TILINGS at the end of CONFIG.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,10 @@ class Bench:
         mode_bit = self.table["CTRL"]["fields"]["MODE"]["bit_offset"]
         self.ip.write(self.table["CTRL"]["address_offset"], int(mode) << mode_bit | S.Ctrl.START)
         if during:
-            assert self.busy(), (f"{S.Status(self.ip.read(self.table['STATUS']['address_offset']))!r} after "
-                                 f"START of mode {int(mode)}: refused, or over before the writes")
+            assert self.busy(), (
+                f"{S.Status(self.ip.read(self.table['STATUS']['address_offset']))!r} after "
+                f"START of mode {int(mode)}: refused, or over before the writes"
+            )
             self.write(writes)
         data = np.asarray(stream, dtype="<u8").view(np.uint8)
         sent, out = 0, bytearray()
@@ -60,8 +63,9 @@ class Bench:
                 break
         if not during:
             self.write(writes)
-        self.seen.append((bytes(out), {name: self.ip.read(self.table[name]["address_offset"])
-                                       for name in self.observed}))
+        self.seen.append(
+            (bytes(out), {name: self.ip.read(self.table[name]["address_offset"]) for name in self.observed})
+        )
 
 
 def on_every_backend(board: S.BoardSpec, name: str, emulated, table: dict, observed, body, rtl_simulation) -> dict:
@@ -100,14 +104,21 @@ def test_replay_sample_runs_with_the_registers_at_start_and_a_seed_write_waits(r
 
     def body(bench: Bench, during: bool) -> None:
         bench.operation(mode.SET, {"SEED": 77}, set_records, {}, during=False)
-        bench.operation(mode.SAMPLE, {"COUNT": 6, "STRIDE": S.ReplaySpec.stride(6)}, none,
-                        {"SEED": 0xC0FFEE, "COUNT": 3, "STRIDE": S.ReplaySpec.stride(3)}, during)
-        bench.operation(mode.SAMPLE_UNIFORM, {}, uniforms,
-                        {"SEED": 12345, "COUNT": 5, "STRIDE": S.ReplaySpec.stride(5)}, during)
+        bench.operation(
+            mode.SAMPLE,
+            {"COUNT": 6, "STRIDE": S.ReplaySpec.stride(6)},
+            none,
+            {"SEED": 0xC0FFEE, "COUNT": 3, "STRIDE": S.ReplaySpec.stride(3)},
+            during,
+        )
+        bench.operation(
+            mode.SAMPLE_UNIFORM, {}, uniforms, {"SEED": 12345, "COUNT": 5, "STRIDE": S.ReplaySpec.stride(5)}, during
+        )
         bench.operation(mode.SAMPLE, {}, none, {}, during=False)
 
-    runs = on_every_backend(board, "replay", ReplayCoreIP, table, ("STATUS", "CYCLES", "SEED", "TOTAL", "COUNT"), body,
-                   rtl_simulation)
+    runs = on_every_backend(
+        board, "replay", ReplayCoreIP, table, ("STATUS", "CYCLES", "SEED", "TOTAL", "COUNT"), body, rtl_simulation
+    )
     assert_same(runs)
     # and what they all did is the model's: samples from seed 77, then 3 uniform ones, then 5 from seed 12345
     tree = replay_model.SumTree(spec)
@@ -134,11 +145,21 @@ def test_parsa_config_and_act_run_with_the_registers_at_start_and_effect_writes_
     one = 1 << spec.coef.frac
     descriptors = random_layout(rng, 3, spec)
     config = config_stream(rng, 3, descriptors)
-    policy = parsa_model.pack_policy(rng.integers(-(1 << 12), 1 << 12,
-                                                  (spec.workers, spec.tiles_per_worker, spec.max_actions)))
+    policy = parsa_model.pack_policy(
+        rng.integers(-(1 << 12), 1 << 12, (spec.workers, spec.tiles_per_worker, spec.max_actions))
+    )
     batches = [act_stream(rng, spec, 3, 4, big=False) for _ in range(2)]
-    regs = {"SEED": 99, "N_DIMS": 3, "N_ACTIONS": 3, "N_TILINGS": len(descriptors), "ALPHA": one // 8,
-            "GAMMA": one - one // 16, "EPSILON": one // 2, "EPSILON_DECAY": one - one // 8, "OPTIONS": 1}
+    regs = {
+        "SEED": 99,
+        "N_DIMS": 3,
+        "N_ACTIONS": 3,
+        "N_TILINGS": len(descriptors),
+        "ALPHA": one // 8,
+        "GAMMA": one - one // 16,
+        "EPSILON": one // 2,
+        "EPSILON_DECAY": one - one // 8,
+        "OPTIONS": 1,
+    }
     effects = {"SEED": 0xBEEF, "EPSILON": one // 4, "REWARD_KEY": 1, "REWARD": 1 << 10}
 
     def body(bench: Bench, during: bool) -> None:
@@ -147,8 +168,15 @@ def test_parsa_config_and_act_run_with_the_registers_at_start_and_effect_writes_
         bench.operation(mode.ACT, {}, batches[0], effects, during)
         bench.operation(mode.ACT, {}, batches[1], {}, during=False)
 
-    runs = on_every_backend(board, "parsa", ParsaCoreIP, table,
-                   ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED"), body, rtl_simulation)
+    runs = on_every_backend(
+        board,
+        "parsa",
+        ParsaCoreIP,
+        table,
+        ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED"),
+        body,
+        rtl_simulation,
+    )
     assert_same(runs)
     emu = runs["emu, writes while BUSY"]
     assert all(regs["STATUS"] == S.Status.DONE for _, regs in emu[:2]), "CONFIG used the N_TILINGS written late"

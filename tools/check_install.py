@@ -9,6 +9,7 @@ installed package is the one imported). It reports
 
 Exit status 1 if a requirement is unmet or a module fails to import for any other reason.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,10 +25,19 @@ except ImportError:  # a bare venv: pip carries its own copy
 
 DISTRIBUTION = "pynq-rl"
 
-OPTIONAL = {"torch": "extra [torch]", "ray": "extra [distributed]", "grpc": "extra [distributed]",
-            "google": "extra [distributed] (protobuf)", "redis": "extra [distributed]", "numba": "extra [fast]",
-            "cocotb": "extra [test]", "cocotb_test": "extra [test]", "cocotbext": "extra [test]",
-            "stable_baselines3": "extra [sb3]", "tree": "ray[rllib]==2.60.0 (in no extra: README, RLlib)"}
+OPTIONAL = {
+    "torch": "extra [torch]",
+    "ray": "extra [distributed]",
+    "grpc": "extra [distributed]",
+    "google": "extra [distributed] (protobuf)",
+    "redis": "extra [distributed]",
+    "numba": "extra [fast]",
+    "cocotb": "extra [test]",
+    "cocotb_test": "extra [test]",
+    "cocotbext": "extra [test]",
+    "stable_baselines3": "extra [sb3]",
+    "tree": "ray[rllib]==2.60.0 (in no extra: README, RLlib)",
+}
 """top-level modules a board may lack -> the pynq-rl extra that brings them"""
 
 

@@ -20,12 +20,13 @@ clock.
 A core the backend cannot run (no HDL yet on ``rtl``, no Verilator installed, no self-test yet) is reported as SKIP
 with the reason, not as a failure.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -37,9 +38,18 @@ from ..overlay.models import replay as replay_model
 from .backends.verilator_build import VerilatorUnavailable
 from .overlay import ON_TARGET, RLOverlay
 
-__all__ = ["SelfTest", "RTL_CORES", "default_backends", "self_test_gae", "self_test_replay", "self_test_parsa",
-           "run_doctor",
-           "format_result", "main", "SELF_TESTS"]
+__all__ = [
+    "SelfTest",
+    "RTL_CORES",
+    "default_backends",
+    "self_test_gae",
+    "self_test_replay",
+    "self_test_parsa",
+    "run_doctor",
+    "format_result",
+    "main",
+    "SELF_TESTS",
+]
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -96,11 +106,19 @@ def self_test_gae(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     v_codes = rng.integers(-8 * one, 8 * one, size=(n_steps + 1, n_envs))
     dones = (rng.random((n_steps, n_envs)) < 0.1).astype(np.int64)
     gamma, lam = 0.99, 0.95
-    expected = gae_model.gae_fixed(spec, r_codes, v_codes, dones, fixed.quantize(gamma, spec.coef)[0],
-                                   fixed.quantize(gamma * lam, spec.coef)[0], use_numba=False)
+    expected = gae_model.gae_fixed(
+        spec,
+        r_codes,
+        v_codes,
+        dones,
+        fixed.quantize(gamma, spec.coef)[0],
+        fixed.quantize(gamma * lam, spec.coef)[0],
+        use_numba=False,
+    )
     start = time.perf_counter()
-    advantages, returns = core.compute(r_codes * spec.data.lsb, v_codes * spec.data.lsb, dones, gamma=gamma,
-                                       lam=lam, quantize=False)
+    advantages, returns = core.compute(
+        r_codes * spec.data.lsb, v_codes * spec.data.lsb, dones, gamma=gamma, lam=lam, quantize=False
+    )
     wall_s = time.perf_counter() - start
     cycles = core.cycles
     what = f"T={n_steps} N={n_envs} raw"
@@ -109,13 +127,34 @@ def self_test_gae(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     mismatched = int(np.count_nonzero(advantages != want_adv) + np.count_nonzero(returns != want_ret))
     rate = _rate(n_steps * n_envs, cycles, ol.board_spec.fclk_mhz)
     if mismatched:
-        return SelfTest(backend, "gae", FAIL, f"{what}: {mismatched} of {2 * advantages.size} outputs differ from "
-                        "pynq_rl/overlay/models/gae.py", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "gae",
+            FAIL,
+            f"{what}: {mismatched} of {2 * advantages.size} outputs differ from pynq_rl/overlay/models/gae.py",
+            cycles,
+            rate,
+            wall_s,
+        )
     if cycles != expected.cycles:
-        return SelfTest(backend, "gae", FAIL, f"{what}: bit-exact, but CYCLES={cycles}, the model says "
-                        f"{expected.cycles} (T + pipeline_depth)", cycles, rate, wall_s)
-    return SelfTest(backend, "gae", PASS, f"{what}: bit-exact vs pynq_rl/overlay/models/gae.py, CYCLES = T + "
-                    f"{spec.pipeline_depth} as modelled", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "gae",
+            FAIL,
+            f"{what}: bit-exact, but CYCLES={cycles}, the model says {expected.cycles} (T + pipeline_depth)",
+            cycles,
+            rate,
+            wall_s,
+        )
+    return SelfTest(
+        backend,
+        "gae",
+        PASS,
+        f"{what}: bit-exact vs pynq_rl/overlay/models/gae.py, CYCLES = T + {spec.pipeline_depth} as modelled",
+        cycles,
+        rate,
+        wall_s,
+    )
 
 
 def self_test_replay(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
@@ -136,8 +175,13 @@ def self_test_replay(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     core.clear()
     core.update(indices, priorities)
     if core.total_code != tree.total:
-        return SelfTest(backend, "replay", FAIL, f"after setting {n_set} priorities TOTAL={core.total_code}, the "
-                        f"model's sum tree says {tree.total}", core.cycles)
+        return SelfTest(
+            backend,
+            "replay",
+            FAIL,
+            f"after setting {n_set} priorities TOTAL={core.total_code}, the model's sum tree says {tree.total}",
+            core.cycles,
+        )
     start = time.perf_counter()
     got_indices, probabilities, _ = core.sample(count, uniforms=uniforms)
     wall_s = time.perf_counter() - start
@@ -146,13 +190,34 @@ def self_test_replay(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     what = f"{n_set} priorities, {count} stratified samples"
     if not np.array_equal(got_indices, want_indices):
         wrong = int(np.count_nonzero(got_indices != want_indices))
-        return SelfTest(backend, "replay", FAIL, f"{what}: {wrong} sampled indices differ from "
-                        "pynq_rl/overlay/models/replay.py", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "replay",
+            FAIL,
+            f"{what}: {wrong} sampled indices differ from pynq_rl/overlay/models/replay.py",
+            cycles,
+            rate,
+            wall_s,
+        )
     if not np.array_equal(probabilities, want_codes / float(tree.total)):
-        return SelfTest(backend, "replay", FAIL, f"{what}: probabilities differ from pynq_rl/overlay/models/replay.py",
-                        cycles, rate, wall_s)
-    return SelfTest(backend, "replay", PASS, f"{what}: TOTAL, indices and probabilities equal "
-                    "pynq_rl/overlay/models/replay.py", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "replay",
+            FAIL,
+            f"{what}: probabilities differ from pynq_rl/overlay/models/replay.py",
+            cycles,
+            rate,
+            wall_s,
+        )
+    return SelfTest(
+        backend,
+        "replay",
+        PASS,
+        f"{what}: TOTAL, indices and probabilities equal pynq_rl/overlay/models/replay.py",
+        cycles,
+        rate,
+        wall_s,
+    )
 
 
 def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
@@ -163,22 +228,31 @@ def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     layout = {"tilings": [{"dims": [], "tilings": 2, "tiles": 1}, {"dims": [0, 1], "tilings": 2, "tiles": 3}]}
     bounds = ([-1.0, -1.0], [1.0, 1.0])
     n_actions, n, keys = min(spec.max_actions, 3), 24, min(spec.keys, 3)
-    config = core.configure(layout, n_actions, bounds, alpha=0.25, gamma=0.9, epsilon=0.25, epsilon_decay=0.99,
-                            frac_bits=6, seed=seed + 1)
+    config = core.configure(
+        layout, n_actions, bounds, alpha=0.25, gamma=0.9, epsilon=0.25, epsilon_decay=0.99, frac_bits=6, seed=seed + 1
+    )
     model = parsa_model.ParsaModel(spec, use_numba=False)
     one = 1 << spec.coef.frac
     model.n_dims, model.n_actions = 2, n_actions
-    model.alpha, model.gamma, model.epsilon, model.epsilon_decay = one // 4, round(0.9 * one), one // 4, \
-        round(0.99 * one)
+    model.alpha, model.gamma, model.epsilon, model.epsilon_decay = (
+        one // 4,
+        round(0.9 * one),
+        one // 4,
+        round(0.99 * one),
+    )
     model.configure(*parsa_model.dimension_codes(*bounds), list(config.descriptors))
     model.reseed(seed + 1)
-    states = np.round(rng.uniform(-1.2, 1.2, (n, 2)) * 64) / 64       # exact in Q15.16
-    rewards = np.round(rng.uniform(-2, 2, n) * 64) / 64               # exact at 6 fractional bits
+    states = np.round(rng.uniform(-1.2, 1.2, (n, 2)) * 64) / 64  # exact in Q15.16
+    rewards = np.round(rng.uniform(-2, 2, n) * 64) / 64  # exact at 6 fractional bits
     step_keys = rng.integers(0, keys, n)
     terminals = np.zeros(n, dtype=bool)
     terminals[n // 2] = True
-    expected = model.act(step_keys, np.ones(n, dtype=np.int64) | terminals * 2, (rewards * 64).astype(np.int64),
-                         (states * 65536).astype(np.int64))
+    expected = model.act(
+        step_keys,
+        np.ones(n, dtype=np.int64) | terminals * 2,
+        (rewards * 64).astype(np.int64),
+        (states * 65536).astype(np.int64),
+    )
     start = time.perf_counter()
     actions, values = core.act_batch(states, rewards, step_keys, terminals, return_values=True)
     wall_s = time.perf_counter() - start
@@ -187,25 +261,57 @@ def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     what = f"{n} online steps over {keys} keys"
     want_actions = np.where(expected.actions == S.PARSA_NO_ACTION, -1, expected.actions)
     if not np.array_equal(actions, want_actions) or not np.array_equal(values * 64, expected.q_values):
-        return SelfTest(backend, "parsa", FAIL, f"{what}: actions or q values differ from pynq_rl/overlay/models/parsa.py",
-                        cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "parsa",
+            FAIL,
+            f"{what}: actions or q values differ from pynq_rl/overlay/models/parsa.py",
+            cycles,
+            rate,
+            wall_s,
+        )
     if not np.array_equal(core.dump_banks(), model.banks) or core.seed != model.prng_state:
-        return SelfTest(backend, "parsa", FAIL, f"{what}: the policy or the PRNG state after learning differs "
-                        "from pynq_rl/overlay/models/parsa.py", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "parsa",
+            FAIL,
+            f"{what}: the policy or the PRNG state after learning differs from pynq_rl/overlay/models/parsa.py",
+            cycles,
+            rate,
+            wall_s,
+        )
     if cycles_act != expected.cycles_act or cycles != expected.cycles:
-        return SelfTest(backend, "parsa", FAIL, f"{what}: bit-exact, but CYCLES_ACT/CYCLES = {cycles_act}/{cycles}, "
-                        f"the model says {expected.cycles_act}/{expected.cycles}", cycles, rate, wall_s)
-    return SelfTest(backend, "parsa", PASS, f"{what}: actions, q values, policy and PRNG equal "
-                    f"pynq_rl/overlay/models/parsa.py; {cycles_act} cycles state->action", cycles, rate, wall_s)
+        return SelfTest(
+            backend,
+            "parsa",
+            FAIL,
+            f"{what}: bit-exact, but CYCLES_ACT/CYCLES = {cycles_act}/{cycles}, "
+            f"the model says {expected.cycles_act}/{expected.cycles}",
+            cycles,
+            rate,
+            wall_s,
+        )
+    return SelfTest(
+        backend,
+        "parsa",
+        PASS,
+        f"{what}: actions, q values, policy and PRNG equal "
+        f"pynq_rl/overlay/models/parsa.py; {cycles_act} cycles state->action",
+        cycles,
+        rate,
+        wall_s,
+    )
 
 
 #: The self-test of each core, by name.
 SELF_TESTS: dict[str, Callable[[RLOverlay, str, int], SelfTest]] = {
-    "gae": self_test_gae, "replay": self_test_replay, "parsa": self_test_parsa}
+    "gae": self_test_gae,
+    "replay": self_test_replay,
+    "parsa": self_test_parsa,
+}
 
 
-def _overlays(backend: str, board: "str | S.BoardSpec | None"
-              ) -> list[tuple[list[str] | None, Callable[[], RLOverlay]]]:
+def _overlays(backend: str, board: str | S.BoardSpec | None) -> list[tuple[list[str] | None, Callable[[], RLOverlay]]]:
     """(cores, factory) pairs: one overlay with every core on board/emu, one small overlay per core on rtl (cores
     None: the board's, known once its overlay loads)."""
     if backend == "board":
@@ -217,13 +323,18 @@ def _overlays(backend: str, board: "str | S.BoardSpec | None"
     plans = []
     for slot in spec.cores:
         small = dataclasses.replace(slot, spec=RTL_CORES.get(slot.name, slot.spec))
-        plans.append(([slot.name], lambda small=small: RLOverlay(
-            backend="rtl", board=dataclasses.replace(spec, cores=(small,)))))
+        plans.append(
+            ([slot.name], lambda small=small: RLOverlay(backend="rtl", board=dataclasses.replace(spec, cores=(small,))))
+        )
     return plans
 
 
-def run_doctor(backends: Sequence[str] | None = None, board: "str | S.BoardSpec | None" = None,
-               echo: Callable[[str], None] | None = print, seed: int = 42) -> list[SelfTest]:
+def run_doctor(
+    backends: Sequence[str] | None = None,
+    board: str | S.BoardSpec | None = None,
+    echo: Callable[[str], None] | None = print,
+    seed: int = 42,
+) -> list[SelfTest]:
     """Self-test every core on each backend; print one line per core through ``echo``; return the results.
 
     Parameters
@@ -266,7 +377,7 @@ def run_doctor(backends: Sequence[str] | None = None, board: "str | S.BoardSpec 
                     continue
                 try:
                     report(test(ol, backend, seed))
-                except Exception as error:  # noqa: BLE001
+                except Exception as error:  # noqa: BLE001 - a failing self-test is a FAIL row, the others still run
                     report(SelfTest(backend, slot.name, FAIL, f"{type(error).__name__}: {error}"))
     return results
 
@@ -284,11 +395,14 @@ def format_result(result: SelfTest, fclk_mhz: float | None = None) -> str:
     return line + (f" ({', '.join(extras)})" if extras else "")
 
 
-def main(backends: Sequence[str] | None = None, board: "str | S.BoardSpec | None" = None,
-         echo: Callable[[str], None] = print) -> int:
+def main(
+    backends: Sequence[str] | None = None, board: str | S.BoardSpec | None = None, echo: Callable[[str], None] = print
+) -> int:
     """Run the doctor and return a process exit code: 0 if nothing failed, 1 otherwise."""
     results = run_doctor(backends, board, echo)
     failed = [r for r in results if r.status == FAIL]
-    echo(f"doctor: {sum(r.status == PASS for r in results)} PASS, {len(failed)} FAIL, "
-         f"{sum(r.status == SKIP for r in results)} SKIP")
+    echo(
+        f"doctor: {sum(r.status == PASS for r in results)} PASS, {len(failed)} FAIL, "
+        f"{sum(r.status == SKIP for r in results)} SKIP"
+    )
     return 1 if failed else 0

@@ -16,13 +16,15 @@ Backends (DESIGN.md section 1):
 ``PYNQ_RL_BACKEND`` overrides the default. Whatever the backend, every core's ID register is checked against
 ``spec.py`` when the overlay loads, and a stale bitstream is refused with the command that rebuilds it.
 """
+
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pynq
 
@@ -34,10 +36,10 @@ except ImportError:  # pynq 3.0 lacks it; 3.1 and 4.0 define it by this same tes
 from ..overlay import spec as S
 from ..overlay.build.hwh import OVERLAY_STEM
 from .drivers.gae import GaeCore
-from .drivers.parsa import ParsaCore
-from .drivers.replay import ReplayCore
 from .drivers.identity import check_identity
+from .drivers.parsa import ParsaCore
 from .drivers.polling import check_timeout
+from .drivers.replay import ReplayCore
 
 if TYPE_CHECKING:
     from .backends.bus import BusStats
@@ -72,7 +74,6 @@ def board_name(device=None) -> str | None:
 def default_backend() -> str:
     """``$PYNQ_RL_BACKEND`` if set, else ``"board"`` on a PYNQ board and ``"emu"`` elsewhere."""
     return os.environ.get("PYNQ_RL_BACKEND") or ("board" if ON_TARGET else "emu")
-
 
 
 class RLOverlay(pynq.Overlay):
@@ -119,9 +120,17 @@ class RLOverlay(pynq.Overlay):
         A core's ID register does not match ``spec.py`` (a stale or foreign bitstream).
     """
 
-    def __init__(self, backend: str | None = None, board: "str | S.BoardSpec | None" = None, bitfile: str | None = None,
-                 download: bool = True, vcd: str | None = None, cores: "Sequence[str] | None" = None,
-                 timeout_s: float | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        backend: str | None = None,
+        board: str | S.BoardSpec | None = None,
+        bitfile: str | None = None,
+        download: bool = True,
+        vcd: str | None = None,
+        cores: Sequence[str] | None = None,
+        timeout_s: float | None = None,
+        **kwargs,
+    ) -> None:
         backend = default_backend() if backend is None else backend
         if timeout_s is not None:
             timeout_s = check_timeout(timeout_s)  # before the PL is touched
@@ -133,22 +142,28 @@ class RLOverlay(pynq.Overlay):
             try:
                 device = pynq.Device.active_device
             except RuntimeError as error:  # pynq: "No Devices Found" off a board
-                raise RuntimeError(f"backend 'board' needs a PYNQ board with its PL ({error}); off a board use "
-                                   "backend 'emu' (bit-exact models), 'verilator' (the cores' Verilog) or 'rtl' "
-                                   "(the MyHDL cores)") from error
+                raise RuntimeError(
+                    f"backend 'board' needs a PYNQ board with its PL ({error}); off a board use "
+                    "backend 'emu' (bit-exact models), 'verilator' (the cores' Verilog) or 'rtl' "
+                    "(the MyHDL cores)"
+                ) from error
             name = board or board_name(device)
             if name is None:
-                raise ValueError("cannot tell which board this is (no /proc/device-tree/chosen/pynq_board, no "
-                                 f"$BOARD): pass board=, one of {sorted(S.BOARDS)}")
+                raise ValueError(
+                    "cannot tell which board this is (no /proc/device-tree/chosen/pynq_board, no "
+                    f"$BOARD): pass board=, one of {sorted(S.BOARDS)}"
+                )
             board_spec = S.board(name)
             if bitfile is None:
                 bitfile = str(BITSTREAM_DIR / board_spec.name.lower() / f"{OVERLAY_STEM}.bit")
             if not Path(bitfile).is_file():
                 raise FileNotFoundError(
                     f"no bitstream for {board_spec.name} at {bitfile}; build it on a machine with Vivado "
-                    f"(pynq_rl/overlay/bitstreams/README.md) or use backend='emu'")
+                    f"(pynq_rl/overlay/bitstreams/README.md) or use backend='emu'"
+                )
         elif backend == "emu":
             from .backends.emu import EmuDevice
+
             board_spec = _with_cores(S.board(board), cores)
             device = EmuDevice(board_spec)
             device.install_clocks()
@@ -158,9 +173,11 @@ class RLOverlay(pynq.Overlay):
             board_spec = _with_cores(S.board(board), cores)
             if backend == "rtl":
                 from .backends.rtl import RtlDevice
+
                 device = RtlDevice(board_spec, vcd=vcd)
             else:
                 from .backends.verilator import VerilatorDevice
+
                 device = VerilatorDevice(board_spec, vcd=vcd)
             device.install_clocks()
             pynq.Device.active_device = device
@@ -218,12 +235,14 @@ class RLOverlay(pynq.Overlay):
         board_spec = self.__dict__.get("board_spec")
         if board_spec is not None and name in S.CORE_REGISTERS:
             names = [slot.name for slot in board_spec.cores]
-            raise AttributeError(f"this {board_spec.name} overlay has no {name} core (it has {names}; an emulated or "
-                                 f"simulated overlay built with cores= holds only those)")
+            raise AttributeError(
+                f"this {board_spec.name} overlay has no {name} core (it has {names}; an emulated or "
+                f"simulated overlay built with cores= holds only those)"
+            )
         return super().__getattr__(name)
 
     @contextlib.contextmanager
-    def bus_stats(self) -> Iterator["BusStats"]:
+    def bus_stats(self) -> Iterator[BusStats]:
         """Count the bus traffic of the driver calls in a ``with`` block (``emu``, ``rtl`` and ``verilator``)::
 
             with ol.bus_stats() as bus:
@@ -235,9 +254,12 @@ class RLOverlay(pynq.Overlay):
         """
         counter = getattr(self.device, "bus", None)
         if counter is None:
-            raise RuntimeError("bus_stats() counts the emulated bus: it needs backend 'emu', 'rtl' or 'verilator', not "
-                               f"{self.backend!r}")
+            raise RuntimeError(
+                "bus_stats() counts the emulated bus: it needs backend 'emu', 'rtl' or 'verilator', not "
+                f"{self.backend!r}"
+            )
         from .backends.bus import BusStats
+
         start = dataclasses.replace(counter)
         stats = BusStats()
         try:
@@ -252,11 +274,16 @@ class RLOverlay(pynq.Overlay):
         for slot in self.board_spec.cores:
             driver = getattr(self, slot.name)
             cores[slot.name] = driver.info()
-        return {"backend": self.backend, "board": self.board_spec.name, "fclk_mhz": self.board_spec.fclk_mhz,
-                "bitfile": self.bitfile_name, "cores": cores}
+        return {
+            "backend": self.backend,
+            "board": self.board_spec.name,
+            "fclk_mhz": self.board_spec.fclk_mhz,
+            "bitfile": self.bitfile_name,
+            "cores": cores,
+        }
 
 
-def _with_cores(board_spec: S.BoardSpec, cores: "Sequence[str] | None") -> S.BoardSpec:
+def _with_cores(board_spec: S.BoardSpec, cores: Sequence[str] | None) -> S.BoardSpec:
     """``board_spec`` with only the core slots named in ``cores`` (None: all of them), in the board's order."""
     if cores is None:
         return board_spec
@@ -268,8 +295,9 @@ def _with_cores(board_spec: S.BoardSpec, cores: "Sequence[str] | None") -> S.Boa
     return dataclasses.replace(board_spec, cores=tuple(slot for slot in board_spec.cores if slot.name in wanted))
 
 
-def load_core(name: str, backend: str | None = None, board: "str | S.BoardSpec | None" = None,
-              timeout_s: float | None = None):
+def load_core(
+    name: str, backend: str | None = None, board: str | S.BoardSpec | None = None, timeout_s: float | None = None
+):
     """The driver of core ``name`` (``"gae"``, ``"replay"`` or ``"parsa"``) of a freshly loaded overlay.
 
     What an agent that offloads to one core calls: on ``emu``, ``rtl`` and ``verilator`` the overlay is built with that

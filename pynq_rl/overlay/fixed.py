@@ -12,6 +12,7 @@ a model may jit them without importing anything but numpy here.
 
 This module imports only numpy (it runs on the board too).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,7 +72,7 @@ def quantize(x, fmt: QFormat) -> tuple[np.ndarray, bool]:
     """
     x = np.asarray(x, dtype=np.float64)
     check_finite("value", x)
-    scaled = np.floor(x * (2.0 ** fmt.frac) + 0.5)
+    scaled = np.floor(x * (2.0**fmt.frac) + 0.5)
     # Clip in float first so values far beyond int64 still saturate instead of wrapping in the cast.
     clipped = np.clip(scaled, fmt.min_code, fmt.max_code)
     return clipped.astype(np.int64), bool(np.any(clipped != scaled))

@@ -12,12 +12,13 @@ checked when this module is imported: overlapping registers or fields raise ``Va
 
 This module imports only the standard library; it runs on the board as well as on a laptop.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
@@ -35,8 +36,15 @@ WRITE_ONLY = "write-only"
 # Register tables
 # ---------------------------------------------------------------------------------------------------------------
 
-def _register(offset: int, access: str, description: str, fields: Mapping[str, tuple] | None = None,
-              reset: int = 0, pulse: Mapping[str, bool] | None = None) -> dict:
+
+def _register(
+    offset: int,
+    access: str,
+    description: str,
+    fields: Mapping[str, tuple] | None = None,
+    reset: int = 0,
+    pulse: Mapping[str, bool] | None = None,
+) -> dict:
     """One register entry in PYNQ's schema; ``fields`` maps name -> (bit_offset, bit_width, description).
 
     ``reset`` is the value after reset (an extension PYNQ ignores). Fields listed in ``pulse`` are self-clearing
@@ -88,32 +96,52 @@ def check_register_table(name: str, registers: Mapping[str, dict]) -> None:
 
 #: CTRL of every core. Its one-bit fields are :class:`Ctrl`; in the HDL, pulse field ``NAME`` drives the core's
 #: ``cfg.<name>`` (``pynq_rl/overlay/hdl/top.py``).
-CTRL_REGISTER = MappingProxyType(_register(0x04, READ_WRITE, "Control", {
-    "START": (0, 1, "Start an operation (auto-clears)."),
-    "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
-    "MODE": (2, 4, "Core-specific operating mode."),
-}, pulse={"START": True, "SOFT_RESET": True}))
+CTRL_REGISTER = MappingProxyType(
+    _register(
+        0x04,
+        READ_WRITE,
+        "Control",
+        {
+            "START": (0, 1, "Start an operation (auto-clears)."),
+            "SOFT_RESET": (1, 1, "Abort, flush the streams and clear STATUS (auto-clears)."),
+            "MODE": (2, 4, "Core-specific operating mode."),
+        },
+        pulse={"START": True, "SOFT_RESET": True},
+    )
+)
 
 #: STATUS of every core. Each field is one flag of :class:`Status`; in the HDL, field ``NAME`` reads the core's
 #: ``cfg.<name>`` signal (``pynq_rl/overlay/hdl/top.py``: :func:`status_word`); fields named ``ERR_*`` are errors.
-STATUS_REGISTER = MappingProxyType(_register(
-    0x08, READ_ONLY, "Status; error and saturation flags are sticky until the next START", {
-        "BUSY": (0, 1, "an operation is running"),
-        "DONE": (1, 1, "the last operation finished (cleared by START)"),
-        "ERR_CONFIG": (2, 1, "START refused: a configuration register is out of range"),
-        "ERR_STREAM": (3, 1, "the input stream ended early or ran long (TLAST misplaced)"),
-        "SATURATED": (4, 1, "a fixed-point result saturated during the last operation"),
-    }))
+STATUS_REGISTER = MappingProxyType(
+    _register(
+        0x08,
+        READ_ONLY,
+        "Status; error and saturation flags are sticky until the next START",
+        {
+            "BUSY": (0, 1, "an operation is running"),
+            "DONE": (1, 1, "the last operation finished (cleared by START)"),
+            "ERR_CONFIG": (2, 1, "START refused: a configuration register is out of range"),
+            "ERR_STREAM": (3, 1, "the input stream ended early or ran long (TLAST misplaced)"),
+            "SATURATED": (4, 1, "a fixed-point result saturated during the last operation"),
+        },
+    )
+)
 
 
 def _common_registers(magic: int) -> dict:
     """The registers every core has, at the same offsets (DESIGN.md section 3)."""
     return {
-        "ID": _register(0x00, READ_ONLY, "Core identity: magic number and spec version", {
-            "VERSION_MINOR": (0, 8, "spec minor version"),
-            "VERSION_MAJOR": (8, 8, "spec major version"),
-            "MAGIC": (16, 16, "core magic number"),
-        }, reset=(magic << 16) | (SPEC_VERSION_MAJOR << 8) | SPEC_VERSION_MINOR),
+        "ID": _register(
+            0x00,
+            READ_ONLY,
+            "Core identity: magic number and spec version",
+            {
+                "VERSION_MINOR": (0, 8, "spec minor version"),
+                "VERSION_MAJOR": (8, 8, "spec major version"),
+                "MAGIC": (16, 16, "core magic number"),
+            },
+            reset=(magic << 16) | (SPEC_VERSION_MAJOR << 8) | SPEC_VERSION_MINOR,
+        ),
         "CTRL": dict(CTRL_REGISTER),
         "STATUS": dict(STATUS_REGISTER),
         "CYCLES": _register(0x0C, READ_ONLY, "Clock cycles of the compute phase of the last operation"),
@@ -137,8 +165,9 @@ def _flag_members(register_name: str, register: Mapping, one_bit_only: bool) -> 
         if fld["bit_width"] != 1:
             if one_bit_only:
                 continue
-            raise ValueError(f"{register_name}.{name}: a flag register's fields are one bit wide, not "
-                             f"{fld['bit_width']!r}")
+            raise ValueError(
+                f"{register_name}.{name}: a flag register's fields are one bit wide, not {fld['bit_width']!r}"
+            )
         members[name] = 1 << fld["bit_offset"]
     return members
 
@@ -157,13 +186,17 @@ class _StatusFlags:
         return self & flags(mask)
 
 
-Status = enum.IntFlag("Status", _flag_members("STATUS", STATUS_REGISTER, one_bit_only=False), type=_StatusFlags,
-                      module=__name__, qualname="Status")
+Status = enum.IntFlag(
+    "Status",
+    _flag_members("STATUS", STATUS_REGISTER, one_bit_only=False),
+    type=_StatusFlags,
+    module=__name__,
+    qualname="Status",
+)
 Status.__doc__ = """Bits of every core's STATUS register, one member per field of :data:`STATUS_REGISTER` (generated:
 move or add a field there and the drivers, the emulated cores, the HDL and the docs follow)."""
 
-Ctrl = enum.IntFlag("Ctrl", _flag_members("CTRL", CTRL_REGISTER, one_bit_only=True), module=__name__,
-                    qualname="Ctrl")
+Ctrl = enum.IntFlag("Ctrl", _flag_members("CTRL", CTRL_REGISTER, one_bit_only=True), module=__name__, qualname="Ctrl")
 Ctrl.__doc__ = """The one-bit fields of every core's CTRL register (START, SOFT_RESET: pulses), generated from
 :data:`CTRL_REGISTER`; CTRL.MODE is a value, written at :func:`field_bits` ``(CTRL_REGISTER, "MODE")``."""
 
@@ -171,6 +204,7 @@ Ctrl.__doc__ = """The one-bit fields of every core's CTRL register (START, SOFT_
 # ---------------------------------------------------------------------------------------------------------------
 # Fixed-point formats
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class QFormat:
@@ -207,7 +241,7 @@ class QFormat:
     @property
     def lsb(self) -> float:
         """value of one least significant bit"""
-        return 2.0 ** -self.frac
+        return 2.0**-self.frac
 
     @property
     def min_value(self) -> float:
@@ -241,36 +275,63 @@ class GaeMode(enum.IntEnum):
     """rewards and values as CODE_BITS codes, dequantized on chip as code * SCALE + OFFSET"""
 
 
-GAE_REGISTERS = MappingProxyType({
-    **_common_registers(GAE_MAGIC),
-    "LANES": _register(0x10, READ_ONLY, "Build parameter: processing elements (trajectories per batch)"),
-    "T_MAX": _register(0x14, READ_ONLY, "Build parameter: timesteps the FILO stacks hold"),
-    "LOOKAHEAD": _register(0x18, READ_ONLY, "Build parameter: k of the k-step lookahead"),
-    "FORMAT": _register(0x1C, READ_ONLY, "Build parameters: fixed-point formats", {
-        "DATA_W": (0, 8, "data word width (bits)"),
-        "FRAC_BITS": (8, 8, "fractional bits of data words"),
-        "COEF_FRAC": (16, 8, "fractional bits of GAMMA and GAMMA_LAMBDA"),
-        "CODE_BITS": (24, 8, "bits per quantized code in q8 mode"),
-    }),
-    "T": _register(0x20, READ_WRITE, "Timesteps of the first streamed (latest) chunk of every lane-batch (1..T_MAX); "
-                                    "with CHUNKS = C a lane-batch has T + (C-1) x T_MAX steps"),
-    "LANES_USED": _register(0x24, READ_WRITE, "Lanes of the last lane-batch (1..LANES); the others use all LANES"),
-    "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
-    "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
-    "R_SCALE": _register(0x30, READ_WRITE, "q8 mode: reward dequantization scale, a DATA code within the 25-bit "
-                                          "SCALE range (code x scale is one DSP); START refuses others"),
-    "R_OFFSET": _register(0x34, READ_WRITE, "q8 mode: reward dequantization offset (DATA format)"),
-    "V_SCALE": _register(0x38, READ_WRITE, "q8 mode: value dequantization scale, a DATA code within the 25-bit "
-                                          "SCALE range; START refuses others"),
-    "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
-    "BATCHES": _register(0x40, READ_WRITE, "Lane-batches streamed back to back in one operation (1..BATCHES_MAX): "
-                                          "B x (S+1) input records in, B x S output records out for S steps per "
-                                          "lane-batch", reset=1),
-    "CHUNKS": _register(0x44, READ_WRITE, "T_MAX chunks of every lane-batch (1..CHUNKS_MAX), streamed latest first: "
-                                         "the first T steps long with the bootstrap row, the others T_MAX steps "
-                                         "without one; the recursion runs on across them (one long sequence)",
-                        reset=1),
-})
+GAE_REGISTERS = MappingProxyType(
+    {
+        **_common_registers(GAE_MAGIC),
+        "LANES": _register(0x10, READ_ONLY, "Build parameter: processing elements (trajectories per batch)"),
+        "T_MAX": _register(0x14, READ_ONLY, "Build parameter: timesteps the FILO stacks hold"),
+        "LOOKAHEAD": _register(0x18, READ_ONLY, "Build parameter: k of the k-step lookahead"),
+        "FORMAT": _register(
+            0x1C,
+            READ_ONLY,
+            "Build parameters: fixed-point formats",
+            {
+                "DATA_W": (0, 8, "data word width (bits)"),
+                "FRAC_BITS": (8, 8, "fractional bits of data words"),
+                "COEF_FRAC": (16, 8, "fractional bits of GAMMA and GAMMA_LAMBDA"),
+                "CODE_BITS": (24, 8, "bits per quantized code in q8 mode"),
+            },
+        ),
+        "T": _register(
+            0x20,
+            READ_WRITE,
+            "Timesteps of the first streamed (latest) chunk of every lane-batch (1..T_MAX); "
+            "with CHUNKS = C a lane-batch has T + (C-1) x T_MAX steps",
+        ),
+        "LANES_USED": _register(0x24, READ_WRITE, "Lanes of the last lane-batch (1..LANES); the others use all LANES"),
+        "GAMMA": _register(0x28, READ_WRITE, "Discount gamma, unsigned with COEF_FRAC fractional bits"),
+        "GAMMA_LAMBDA": _register(0x2C, READ_WRITE, "gamma * lambda, unsigned with COEF_FRAC fractional bits"),
+        "R_SCALE": _register(
+            0x30,
+            READ_WRITE,
+            "q8 mode: reward dequantization scale, a DATA code within the 25-bit "
+            "SCALE range (code x scale is one DSP); START refuses others",
+        ),
+        "R_OFFSET": _register(0x34, READ_WRITE, "q8 mode: reward dequantization offset (DATA format)"),
+        "V_SCALE": _register(
+            0x38,
+            READ_WRITE,
+            "q8 mode: value dequantization scale, a DATA code within the 25-bit SCALE range; START refuses others",
+        ),
+        "V_OFFSET": _register(0x3C, READ_WRITE, "q8 mode: value dequantization offset (DATA format)"),
+        "BATCHES": _register(
+            0x40,
+            READ_WRITE,
+            "Lane-batches streamed back to back in one operation (1..BATCHES_MAX): "
+            "B x (S+1) input records in, B x S output records out for S steps per "
+            "lane-batch",
+            reset=1,
+        ),
+        "CHUNKS": _register(
+            0x44,
+            READ_WRITE,
+            "T_MAX chunks of every lane-batch (1..CHUNKS_MAX), streamed latest first: "
+            "the first T steps long with the bootstrap row, the others T_MAX steps "
+            "without one; the recursion runs on across them (one long sequence)",
+            reset=1,
+        ),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -341,8 +402,10 @@ class GaeSpec:
         if self.data.width != 32:
             raise ValueError(f"GaeSpec.data must be 32 bits wide (stream words are int32), not {self.data.width!r}")
         if self.multiplier_port_bits not in (18, 25):
-            raise ValueError(f"GaeSpec.multiplier_port_bits must be 25 (DSP48) or 18 (18 x 18 multipliers), not "
-                             f"{self.multiplier_port_bits!r}")
+            raise ValueError(
+                f"GaeSpec.multiplier_port_bits must be 25 (DSP48) or 18 (18 x 18 multipliers), not "
+                f"{self.multiplier_port_bits!r}"
+            )
 
     def cycles(self, n_steps: int, batches: int = 1) -> int:
         """CYCLES of an operation of ``batches`` lane-batches of ``n_steps`` each: the compute phases, summed, one
@@ -397,11 +460,19 @@ class GaeSpec:
         """Values of the read-only identity and build-parameter registers (ID, LANES, T_MAX, LOOKAHEAD, FORMAT),
         FORMAT packed by its field table: what the HDL hard-wires and the emulated IP reports."""
         fields = GAE_REGISTERS["FORMAT"]["fields"]
-        packed = {"DATA_W": self.data.width, "FRAC_BITS": self.data.frac, "COEF_FRAC": self.coef.frac,
-                  "CODE_BITS": self.code_bits}
-        return {"ID": GAE_REGISTERS["ID"]["reset"], "LANES": self.lanes, "T_MAX": self.t_max,
-                "LOOKAHEAD": self.lookahead,
-                "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items())}
+        packed = {
+            "DATA_W": self.data.width,
+            "FRAC_BITS": self.data.frac,
+            "COEF_FRAC": self.coef.frac,
+            "CODE_BITS": self.code_bits,
+        }
+        return {
+            "ID": GAE_REGISTERS["ID"]["reset"],
+            "LANES": self.lanes,
+            "T_MAX": self.t_max,
+            "LOOKAHEAD": self.lookahead,
+            "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items()),
+        }
 
     @property
     def scale(self) -> QFormat:
@@ -472,26 +543,41 @@ class ReplayMode(enum.IntEnum):
     """no streams; every node and leaf becomes 0"""
 
 
-REPLAY_REGISTERS = MappingProxyType({
-    **_common_registers(REPLAY_MAGIC),
-    "K": _register(0x10, READ_ONLY, "Build parameter: fan-out of the sum tree"),
-    "LEVELS": _register(0x14, READ_ONLY, "Build parameter: levels below the root; capacity = K**LEVELS"),
-    "FORMAT": _register(0x18, READ_ONLY, "Build parameters: leaf priority format", {
-        "LEAF_W": (0, 8, "bits of a leaf priority (unsigned)"),
-        "LEAF_FRAC": (8, 8, "fractional bits of a leaf priority"),
-    }),
-    "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (low 32 bits)"),
-    "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (high 32 bits)"),
-    "SEED": _register(0x24, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
-                                        "the operation ends), a read returns the current state (save it to "
-                                        "resume the sample stream)",
-                      reset=PRNG_ZERO_SEED),
-    "COUNT": _register(0x28, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: samples in this batch (1..MAX_COUNT)"),
-    "STRIDE": _register(0x2C, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: stratum width as a UQ0.32 fraction, "
-                                          "floor((2**32 - 1) / COUNT); START refuses COUNT * STRIDE >= 2**32"),
-    "NONZERO": _register(0x30, READ_ONLY, "Leaves whose priority is not 0"),
-    "CAPACITY": _register(0x34, READ_ONLY, "Build parameter: leaves (K**LEVELS)"),
-})
+REPLAY_REGISTERS = MappingProxyType(
+    {
+        **_common_registers(REPLAY_MAGIC),
+        "K": _register(0x10, READ_ONLY, "Build parameter: fan-out of the sum tree"),
+        "LEVELS": _register(0x14, READ_ONLY, "Build parameter: levels below the root; capacity = K**LEVELS"),
+        "FORMAT": _register(
+            0x18,
+            READ_ONLY,
+            "Build parameters: leaf priority format",
+            {
+                "LEAF_W": (0, 8, "bits of a leaf priority (unsigned)"),
+                "LEAF_FRAC": (8, 8, "fractional bits of a leaf priority"),
+            },
+        ),
+        "TOTAL": _register(0x1C, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (low 32 bits)"),
+        "TOTAL_HI": _register(0x20, READ_ONLY, "Root of the sum tree: total priority in leaf LSBs (high 32 bits)"),
+        "SEED": _register(
+            0x24,
+            READ_WRITE,
+            "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
+            "the operation ends), a read returns the current state (save it to "
+            "resume the sample stream)",
+            reset=PRNG_ZERO_SEED,
+        ),
+        "COUNT": _register(0x28, READ_WRITE, "SAMPLE / SAMPLE_UNIFORM: samples in this batch (1..MAX_COUNT)"),
+        "STRIDE": _register(
+            0x2C,
+            READ_WRITE,
+            "SAMPLE / SAMPLE_UNIFORM: stratum width as a UQ0.32 fraction, "
+            "floor((2**32 - 1) / COUNT); START refuses COUNT * STRIDE >= 2**32",
+        ),
+        "NONZERO": _register(0x30, READ_ONLY, "Leaves whose priority is not 0"),
+        "CAPACITY": _register(0x34, READ_ONLY, "Build parameter: leaves (K**LEVELS)"),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -542,6 +628,7 @@ class ReplaySpec:
 
     def __post_init__(self) -> None:
         if self.sample_depth is None:
+
             def mul_latency(a_bits: int, b_bits: int) -> int:
                 terms = -(-a_bits // 17) * -(-b_bits // 17)
                 return 1 + (terms - 1).bit_length()
@@ -562,14 +649,16 @@ class ReplaySpec:
         if self.level_width(0) > 62:
             raise ValueError(f"ReplaySpec: the root would need {self.level_width(0)} bits (at most 62)")
         if self.stream_bytes != 8:
-            raise ValueError(f"ReplaySpec.stream_bytes must be 8 (one 64-bit record per beat), not {self.stream_bytes!r}")
+            raise ValueError(
+                f"ReplaySpec.stream_bytes must be 8 (one 64-bit record per beat), not {self.stream_bytes!r}"
+            )
         if not 1 <= self.max_count <= 1 << 23:
             raise ValueError(f"ReplaySpec.max_count must be in [1, 2**23], not {self.max_count!r}")
 
     @property
     def capacity(self) -> int:
         """number of leaves"""
-        return self.k ** self.levels
+        return self.k**self.levels
 
     @property
     def dump_cycles(self) -> int:
@@ -605,9 +694,13 @@ class ReplaySpec:
         """Values of the read-only identity and build-parameter registers, FORMAT packed by its field table."""
         fields = REPLAY_REGISTERS["FORMAT"]["fields"]
         packed = {"LEAF_W": self.leaf.width, "LEAF_FRAC": self.leaf.frac}
-        return {"ID": REPLAY_REGISTERS["ID"]["reset"], "K": self.k, "LEVELS": self.levels,
-                "CAPACITY": self.capacity,
-                "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items())}
+        return {
+            "ID": REPLAY_REGISTERS["ID"]["reset"],
+            "K": self.k,
+            "LEVELS": self.levels,
+            "CAPACITY": self.capacity,
+            "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items()),
+        }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -655,71 +748,116 @@ PARSA_MBOX_STATE_WORDS = 32
 #: order (header low word, reward, then the state words), so a driver writes ``record.view(uint32)`` into it with one
 #: ``mmio.array`` slice assignment; START with MODE = MAILBOX acts on it and MBOX_ACTION / MBOX_Q take the action
 #: record's header. No DMA: a decision is ``N_DIMS + 4`` bus accesses (the burst, START, one MBOX_ACTION read).
-PARSA_MBOX_FLAGS = tuple(sorted(STATUS_REGISTER["fields"],
-                                key=lambda name: STATUS_REGISTER["fields"][name]["bit_offset"]))
+PARSA_MBOX_FLAGS = tuple(
+    sorted(STATUS_REGISTER["fields"], key=lambda name: STATUS_REGISTER["fields"][name]["bit_offset"])
+)
 """the STATUS flags MBOX_ACTION carries (by name: fields of both registers), from MBOX_ACTION bit 24 up"""
 _PARSA_MAILBOX = {
-    "MBOX_ACTION": _register(0x64, READ_ONLY, "Mailbox result: the last MAILBOX decision's action and the live "
-                                              "STATUS flags; while a MAILBOX decision runs, a read is answered when "
-                                              "it is DONE (or after ParsaSpec.mailbox_wait cycles, DONE still 0)", {
-        "ACTION": (0, 16, "chosen action (PARSA_NO_ACTION for a TERMINAL or rejected record)"),
-        "EXPLORED": (16, 1, "the action was the epsilon-greedy random choice"),
-        **{name: (24 + i, 1, f"STATUS.{name} at the time of the read") for i, name in enumerate(PARSA_MBOX_FLAGS)},
-    }),
-    "MBOX_Q": _register(0x68, READ_ONLY, "Mailbox result: q(s, a) of the last MAILBOX decision's action (int32 value "
-                                         "code)"),
-    "MBOX_KEY": _register(0x70, WRITE_ONLY, "Mailbox record word 0: the state record's header bits [31:0]", {
-        "KEY": (0, 16, "key (agent or flow)"),
-        "FLAGS": (16, 8, "flags (ParsaFlag: REWARD, TERMINAL)"),
-    }),
-    "MBOX_REWARD": _register(0x74, WRITE_ONLY, "Mailbox record word 1: reward (int32 value code, saturated to "
-                                               "VALUE_W)"),
-    **{f"MBOX_STATE_{i}": _register(0x78 + 4 * i, WRITE_ONLY, f"Mailbox record word {i + 2}: state word {i} (int32, "
-                                                               f"STATE format)")
-       for i in range(PARSA_MBOX_STATE_WORDS)},
+    "MBOX_ACTION": _register(
+        0x64,
+        READ_ONLY,
+        "Mailbox result: the last MAILBOX decision's action and the live "
+        "STATUS flags; while a MAILBOX decision runs, a read is answered when "
+        "it is DONE (or after ParsaSpec.mailbox_wait cycles, DONE still 0)",
+        {
+            "ACTION": (0, 16, "chosen action (PARSA_NO_ACTION for a TERMINAL or rejected record)"),
+            "EXPLORED": (16, 1, "the action was the epsilon-greedy random choice"),
+            **{name: (24 + i, 1, f"STATUS.{name} at the time of the read") for i, name in enumerate(PARSA_MBOX_FLAGS)},
+        },
+    ),
+    "MBOX_Q": _register(
+        0x68, READ_ONLY, "Mailbox result: q(s, a) of the last MAILBOX decision's action (int32 value code)"
+    ),
+    "MBOX_KEY": _register(
+        0x70,
+        WRITE_ONLY,
+        "Mailbox record word 0: the state record's header bits [31:0]",
+        {
+            "KEY": (0, 16, "key (agent or flow)"),
+            "FLAGS": (16, 8, "flags (ParsaFlag: REWARD, TERMINAL)"),
+        },
+    ),
+    "MBOX_REWARD": _register(
+        0x74, WRITE_ONLY, "Mailbox record word 1: reward (int32 value code, saturated to VALUE_W)"
+    ),
+    **{
+        f"MBOX_STATE_{i}": _register(
+            0x78 + 4 * i, WRITE_ONLY, f"Mailbox record word {i + 2}: state word {i} (int32, STATE format)"
+        )
+        for i in range(PARSA_MBOX_STATE_WORDS)
+    },
 }
 
-PARSA_REGISTERS = MappingProxyType({
-    **_common_registers(PARSA_MAGIC),
-    "MAX_DIMS": _register(0x10, READ_ONLY, "Build parameter: largest state dimension"),
-    "MAX_ACTIONS": _register(0x14, READ_ONLY, "Build parameter: largest number of actions"),
-    "WORKERS": _register(0x18, READ_ONLY, "Build parameter: parallel tile units"),
-    "FORMAT": _register(0x1C, READ_ONLY, "Build parameters: widths and formats", {
-        "VALUE_W": (0, 8, "bits of a policy value (signed)"),
-        "STATE_FRAC": (8, 8, "fractional bits of state words (int32)"),
-        "COEF_FRAC": (16, 8, "fractional bits of ALPHA, GAMMA, EPSILON, EPSILON_DECAY (unsigned)"),
-        "MAX_SET_DIMS": (24, 8, "largest number of dimensions of one tiling"),
-    }),
-    "TILES_PER_WORKER": _register(0x20, READ_ONLY, "Build parameter: policy rows in each worker's bank"),
-    "MAX_TILINGS": _register(0x24, READ_ONLY, "Build parameter: tilings one worker can own"),
-    "KEYS": _register(0x28, READ_ONLY, "Build parameter: keys (agents/flows) with their own previous state-action"),
-    "N_DIMS": _register(0x2C, READ_WRITE, "State dimensions in use (1..MAX_DIMS); set before CONFIG"),
-    "N_ACTIONS": _register(0x30, READ_WRITE, "Actions in use (1..MAX_ACTIONS)"),
-    "N_TILINGS": _register(0x34, READ_WRITE, "Tiling descriptors in the CONFIG stream (1..WORKERS*MAX_TILINGS)"),
-    "FRAC_BITS": _register(0x38, READ_WRITE, "Fractional bits of policy values, rewards and q values (the run-time "
-                                             "Q format; kept with the policy, the arithmetic does not depend on it)"),
-    "ALPHA": _register(0x3C, READ_WRITE, "Step size per tiling, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
-    "GAMMA": _register(0x40, READ_WRITE, "Discount, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
-    "EPSILON": _register(0x44, READ_WRITE, "Exploration probability, unsigned with COEF_FRAC fractional bits "
-                                           "(<= 1.0); live: decays after every chosen action (a write while BUSY "
-                                           "acts when the operation ends)"),
-    "EPSILON_DECAY": _register(0x48, READ_WRITE, "Factor applied to EPSILON after every chosen action (<= 1.0)",
-                               reset=1 << 16),  # 1.0 in UQ1.16 (ParsaSpec.coef): no decay until configured
-    "OPTIONS": _register(0x4C, READ_WRITE, "Run-time options", {
-        "ONLINE": (0, 1, "apply Sarsa updates"),
-        "EMIT_VALUES": (1, 1, "follow each action record with the N_ACTIONS q values"),
-    }),
-    "SEED": _register(0x50, READ_WRITE, "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
-                                        "the operation ends), a read returns the current state",
-                      reset=PRNG_ZERO_SEED),
-    "REWARD_KEY": _register(0x54, READ_WRITE, "Key addressed by the next REWARD write"),
-    "REWARD": _register(0x58, READ_WRITE, "Writing it stores a pending reward (value code) for REWARD_KEY, used by "
-                                          "that key's next state record without the REWARD flag (while BUSY: "
-                                          "stored when the operation ends, for REWARD_KEY then)"),
-    "CYCLES_ACT": _register(0x5C, READ_ONLY, "Cycles from a state record's last beat to its action record"),
-    "CYCLES_UPDATE": _register(0x60, READ_ONLY, "Cycles of the Sarsa update pass of the last state record"),
-    **_PARSA_MAILBOX,
-})
+PARSA_REGISTERS = MappingProxyType(
+    {
+        **_common_registers(PARSA_MAGIC),
+        "MAX_DIMS": _register(0x10, READ_ONLY, "Build parameter: largest state dimension"),
+        "MAX_ACTIONS": _register(0x14, READ_ONLY, "Build parameter: largest number of actions"),
+        "WORKERS": _register(0x18, READ_ONLY, "Build parameter: parallel tile units"),
+        "FORMAT": _register(
+            0x1C,
+            READ_ONLY,
+            "Build parameters: widths and formats",
+            {
+                "VALUE_W": (0, 8, "bits of a policy value (signed)"),
+                "STATE_FRAC": (8, 8, "fractional bits of state words (int32)"),
+                "COEF_FRAC": (16, 8, "fractional bits of ALPHA, GAMMA, EPSILON, EPSILON_DECAY (unsigned)"),
+                "MAX_SET_DIMS": (24, 8, "largest number of dimensions of one tiling"),
+            },
+        ),
+        "TILES_PER_WORKER": _register(0x20, READ_ONLY, "Build parameter: policy rows in each worker's bank"),
+        "MAX_TILINGS": _register(0x24, READ_ONLY, "Build parameter: tilings one worker can own"),
+        "KEYS": _register(0x28, READ_ONLY, "Build parameter: keys (agents/flows) with their own previous state-action"),
+        "N_DIMS": _register(0x2C, READ_WRITE, "State dimensions in use (1..MAX_DIMS); set before CONFIG"),
+        "N_ACTIONS": _register(0x30, READ_WRITE, "Actions in use (1..MAX_ACTIONS)"),
+        "N_TILINGS": _register(0x34, READ_WRITE, "Tiling descriptors in the CONFIG stream (1..WORKERS*MAX_TILINGS)"),
+        "FRAC_BITS": _register(
+            0x38,
+            READ_WRITE,
+            "Fractional bits of policy values, rewards and q values (the run-time "
+            "Q format; kept with the policy, the arithmetic does not depend on it)",
+        ),
+        "ALPHA": _register(0x3C, READ_WRITE, "Step size per tiling, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
+        "GAMMA": _register(0x40, READ_WRITE, "Discount, unsigned with COEF_FRAC fractional bits (<= 1.0)"),
+        "EPSILON": _register(
+            0x44,
+            READ_WRITE,
+            "Exploration probability, unsigned with COEF_FRAC fractional bits "
+            "(<= 1.0); live: decays after every chosen action (a write while BUSY "
+            "acts when the operation ends)",
+        ),
+        "EPSILON_DECAY": _register(
+            0x48, READ_WRITE, "Factor applied to EPSILON after every chosen action (<= 1.0)", reset=1 << 16
+        ),  # 1.0 in UQ1.16 (ParsaSpec.coef): no decay until configured
+        "OPTIONS": _register(
+            0x4C,
+            READ_WRITE,
+            "Run-time options",
+            {
+                "ONLINE": (0, 1, "apply Sarsa updates"),
+                "EMIT_VALUES": (1, 1, "follow each action record with the N_ACTIONS q values"),
+            },
+        ),
+        "SEED": _register(
+            0x50,
+            READ_WRITE,
+            "PRNG state: a write reseeds (0 means PRNG_ZERO_SEED; while BUSY, when "
+            "the operation ends), a read returns the current state",
+            reset=PRNG_ZERO_SEED,
+        ),
+        "REWARD_KEY": _register(0x54, READ_WRITE, "Key addressed by the next REWARD write"),
+        "REWARD": _register(
+            0x58,
+            READ_WRITE,
+            "Writing it stores a pending reward (value code) for REWARD_KEY, used by "
+            "that key's next state record without the REWARD flag (while BUSY: "
+            "stored when the operation ends, for REWARD_KEY then)",
+        ),
+        "CYCLES_ACT": _register(0x5C, READ_ONLY, "Cycles from a state record's last beat to its action record"),
+        "CYCLES_UPDATE": _register(0x60, READ_ONLY, "Cycles of the Sarsa update pass of the last state record"),
+        **_PARSA_MAILBOX,
+    }
+)
 PARSA_MBOX_WINDOW = ("MBOX_KEY", "MBOX_REWARD", *(f"MBOX_STATE_{i}" for i in range(PARSA_MBOX_STATE_WORDS)))
 """the mailbox window's registers in record order (consecutive words from MBOX_KEY)"""
 
@@ -800,9 +938,16 @@ class ParsaSpec:
     def __post_init__(self) -> None:
         if self.value_w not in (8, 16, 32):
             raise ValueError(f"ParsaSpec.value_w must be 8, 16 or 32, not {self.value_w!r}")
-        limits = {"max_dims": (1, PARSA_MBOX_STATE_WORDS), "mailbox_wait": (0, 1000), "max_actions": (1, 64),
-                  "workers": (1, 64), "tiles_per_worker": (1, 1 << 20),
-                  "max_tilings": (1, 1024), "max_set_dims": (1, 4), "keys": (1, 1 << 16)}
+        limits = {
+            "max_dims": (1, PARSA_MBOX_STATE_WORDS),
+            "mailbox_wait": (0, 1000),
+            "max_actions": (1, 64),
+            "workers": (1, 64),
+            "tiles_per_worker": (1, 1 << 20),
+            "max_tilings": (1, 1024),
+            "max_set_dims": (1, 4),
+            "keys": (1, 1 << 16),
+        }
         for name, (lo, hi) in limits.items():
             value = getattr(self, name)
             if not lo <= value <= hi:
@@ -833,17 +978,28 @@ class ParsaSpec:
     def parameter_registers(self) -> dict[str, int]:
         """Values of the read-only identity and build-parameter registers, FORMAT packed by its field table."""
         fields = PARSA_REGISTERS["FORMAT"]["fields"]
-        packed = {"VALUE_W": self.value_w, "STATE_FRAC": self.state.frac, "COEF_FRAC": self.coef.frac,
-                  "MAX_SET_DIMS": self.max_set_dims}
-        return {"ID": PARSA_REGISTERS["ID"]["reset"], "MAX_DIMS": self.max_dims, "MAX_ACTIONS": self.max_actions,
-                "WORKERS": self.workers, "TILES_PER_WORKER": self.tiles_per_worker, "MAX_TILINGS": self.max_tilings,
-                "KEYS": self.keys,
-                "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items())}
+        packed = {
+            "VALUE_W": self.value_w,
+            "STATE_FRAC": self.state.frac,
+            "COEF_FRAC": self.coef.frac,
+            "MAX_SET_DIMS": self.max_set_dims,
+        }
+        return {
+            "ID": PARSA_REGISTERS["ID"]["reset"],
+            "MAX_DIMS": self.max_dims,
+            "MAX_ACTIONS": self.max_actions,
+            "WORKERS": self.workers,
+            "TILES_PER_WORKER": self.tiles_per_worker,
+            "MAX_TILINGS": self.max_tilings,
+            "KEYS": self.keys,
+            "FORMAT": sum(value << fields[name]["bit_offset"] for name, value in packed.items()),
+        }
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Boards: overlay composition and address map
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CoreSlot:
@@ -895,73 +1051,144 @@ class BoardSpec:
         raise KeyError(f"board {self.name} has no core {name!r}; it has {[s.name for s in self.cores]}")
 
 
-BOARDS: Mapping[str, BoardSpec] = MappingProxyType({
-    "Pynq-Z2": BoardSpec(
-        name="Pynq-Z2", part="xc7z020clg400-1", ps_vlnv="xilinx.com:ip:processing_system7:5.5", arch="zynq",
-        master_port="M_AXI_GP0", dma_port="S_AXI_HP0", gp_base=0x4000_0000, fclk_mhz=100.0,
-        cores=(CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),
-               CoreSlot("replay", ReplaySpec(k=16, levels=4), 0x2_0000, 0x3_0000),
-               CoreSlot("parsa", ParsaSpec(workers=4, tiles_per_worker=1024, max_tilings=64, keys=16), 0x4_0000,
-                        0x5_0000)),
-        board_part_pattern="*:pynq-z2:part0:*",
-    ),
-    "ZCU106": BoardSpec(
-        name="ZCU106", part="xczu7ev-ffvc1156-2-e", ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
-        arch="zynq_ultrascale", master_port="M_AXI_HPM0_FPD", dma_port="S_AXI_HP0_FPD", gp_base=0xA000_0000,
-        fclk_mhz=187.5, cores=(CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),
-                               CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000),
-                               # 8 workers: with 16, ParSa's policy banks (48 URAM) and key rows (16) plus the
-                               # replay tree's 62 URAM exceed the XCZU7EV's 96 (whole-overlay synthesis)
-                               CoreSlot("parsa", ParsaSpec(workers=8, tiles_per_worker=4096, max_tilings=32,
-                                                           keys=256), 0x4_0000, 0x5_0000)),
-        board_part_pattern="xilinx.com:zcu106:part0:*",
-    ),
-})
+BOARDS: Mapping[str, BoardSpec] = MappingProxyType(
+    {
+        "Pynq-Z2": BoardSpec(
+            name="Pynq-Z2",
+            part="xc7z020clg400-1",
+            ps_vlnv="xilinx.com:ip:processing_system7:5.5",
+            arch="zynq",
+            master_port="M_AXI_GP0",
+            dma_port="S_AXI_HP0",
+            gp_base=0x4000_0000,
+            fclk_mhz=100.0,
+            cores=(
+                CoreSlot("gae", GaeSpec(lanes=8, stream_bytes=8), 0x0_0000, 0x1_0000),
+                CoreSlot("replay", ReplaySpec(k=16, levels=4), 0x2_0000, 0x3_0000),
+                CoreSlot(
+                    "parsa", ParsaSpec(workers=4, tiles_per_worker=1024, max_tilings=64, keys=16), 0x4_0000, 0x5_0000
+                ),
+            ),
+            board_part_pattern="*:pynq-z2:part0:*",
+        ),
+        "ZCU106": BoardSpec(
+            name="ZCU106",
+            part="xczu7ev-ffvc1156-2-e",
+            ps_vlnv="xilinx.com:ip:zynq_ultra_ps_e:3.5",
+            arch="zynq_ultrascale",
+            master_port="M_AXI_HPM0_FPD",
+            dma_port="S_AXI_HP0_FPD",
+            gp_base=0xA000_0000,
+            fclk_mhz=187.5,
+            cores=(
+                CoreSlot("gae", GaeSpec(lanes=64, stream_bytes=16), 0x0_0000, 0x1_0000),
+                CoreSlot("replay", ReplaySpec(k=16, levels=5), 0x2_0000, 0x3_0000),
+                # 8 workers: with 16, ParSa's policy banks (48 URAM) and key rows (16) plus the
+                # replay tree's 62 URAM exceed the XCZU7EV's 96 (whole-overlay synthesis)
+                CoreSlot(
+                    "parsa", ParsaSpec(workers=8, tiles_per_worker=4096, max_tilings=32, keys=256), 0x4_0000, 0x5_0000
+                ),
+            ),
+            board_part_pattern="xilinx.com:zcu106:part0:*",
+        ),
+    }
+)
 
 #: The board assumed off-board when none is named.
 DEFAULT_BOARD = "Pynq-Z2"
 
 #: The AXI DMA's direct-register-mode registers (PG021, table 2-6) that the emulated DMA serves and the stock
 #: ``pynq.lib.dma.DMA`` driver uses. MM2S reads memory into the core's input stream; S2MM writes its output.
-AXI_DMA_REGISTERS = MappingProxyType({
-    "MM2S_DMACR": _register(0x00, READ_WRITE, "MM2S control", {
-        "RS": (0, 1, "run/stop"), "Reset": (2, 1, "soft reset (auto-clears)"), "IOC_IrqEn": (12, 1, "IOC irq"),
-        "Err_IrqEn": (14, 1, "error irq")}, reset=0x0001_0000, pulse={"Reset": True}),
-    "MM2S_DMASR": _register(0x04, READ_WRITE, "MM2S status (irq bits write-1-to-clear)", {
-        "Halted": (0, 1, "channel halted"), "Idle": (1, 1, "channel idle"), "DMAIntErr": (4, 1, "internal error"),
-        "DMASlvErr": (5, 1, "slave error"), "DMADecErr": (6, 1, "decode error"), "IOC_Irq": (12, 1, "completed"),
-        "Err_Irq": (14, 1, "error irq")}, reset=0x0001_0001),
-    "MM2S_SA": _register(0x18, READ_WRITE, "MM2S source address"),
-    "MM2S_SA_MSB": _register(0x1C, READ_WRITE, "MM2S source address, upper 32 bits"),
-    "MM2S_LENGTH": _register(0x28, READ_WRITE, "MM2S bytes to transfer; writing it starts the transfer"),
-    "S2MM_DMACR": _register(0x30, READ_WRITE, "S2MM control", {
-        "RS": (0, 1, "run/stop"), "Reset": (2, 1, "soft reset (auto-clears)"), "IOC_IrqEn": (12, 1, "IOC irq"),
-        "Err_IrqEn": (14, 1, "error irq")}, reset=0x0001_0000, pulse={"Reset": True}),
-    "S2MM_DMASR": _register(0x34, READ_WRITE, "S2MM status (irq bits write-1-to-clear)", {
-        "Halted": (0, 1, "channel halted"), "Idle": (1, 1, "channel idle"), "DMAIntErr": (4, 1, "internal error"),
-        "DMASlvErr": (5, 1, "slave error"), "DMADecErr": (6, 1, "decode error"), "IOC_Irq": (12, 1, "completed"),
-        "Err_Irq": (14, 1, "error irq")}, reset=0x0001_0001),
-    "S2MM_DA": _register(0x48, READ_WRITE, "S2MM destination address"),
-    "S2MM_DA_MSB": _register(0x4C, READ_WRITE, "S2MM destination address, upper 32 bits"),
-    "S2MM_LENGTH": _register(0x58, READ_WRITE, "S2MM buffer bytes; writing it arms the channel, reads back bytes received"),
-})
+AXI_DMA_REGISTERS = MappingProxyType(
+    {
+        "MM2S_DMACR": _register(
+            0x00,
+            READ_WRITE,
+            "MM2S control",
+            {
+                "RS": (0, 1, "run/stop"),
+                "Reset": (2, 1, "soft reset (auto-clears)"),
+                "IOC_IrqEn": (12, 1, "IOC irq"),
+                "Err_IrqEn": (14, 1, "error irq"),
+            },
+            reset=0x0001_0000,
+            pulse={"Reset": True},
+        ),
+        "MM2S_DMASR": _register(
+            0x04,
+            READ_WRITE,
+            "MM2S status (irq bits write-1-to-clear)",
+            {
+                "Halted": (0, 1, "channel halted"),
+                "Idle": (1, 1, "channel idle"),
+                "DMAIntErr": (4, 1, "internal error"),
+                "DMASlvErr": (5, 1, "slave error"),
+                "DMADecErr": (6, 1, "decode error"),
+                "IOC_Irq": (12, 1, "completed"),
+                "Err_Irq": (14, 1, "error irq"),
+            },
+            reset=0x0001_0001,
+        ),
+        "MM2S_SA": _register(0x18, READ_WRITE, "MM2S source address"),
+        "MM2S_SA_MSB": _register(0x1C, READ_WRITE, "MM2S source address, upper 32 bits"),
+        "MM2S_LENGTH": _register(0x28, READ_WRITE, "MM2S bytes to transfer; writing it starts the transfer"),
+        "S2MM_DMACR": _register(
+            0x30,
+            READ_WRITE,
+            "S2MM control",
+            {
+                "RS": (0, 1, "run/stop"),
+                "Reset": (2, 1, "soft reset (auto-clears)"),
+                "IOC_IrqEn": (12, 1, "IOC irq"),
+                "Err_IrqEn": (14, 1, "error irq"),
+            },
+            reset=0x0001_0000,
+            pulse={"Reset": True},
+        ),
+        "S2MM_DMASR": _register(
+            0x34,
+            READ_WRITE,
+            "S2MM status (irq bits write-1-to-clear)",
+            {
+                "Halted": (0, 1, "channel halted"),
+                "Idle": (1, 1, "channel idle"),
+                "DMAIntErr": (4, 1, "internal error"),
+                "DMASlvErr": (5, 1, "slave error"),
+                "DMADecErr": (6, 1, "decode error"),
+                "IOC_Irq": (12, 1, "completed"),
+                "Err_Irq": (14, 1, "error irq"),
+            },
+            reset=0x0001_0001,
+        ),
+        "S2MM_DA": _register(0x48, READ_WRITE, "S2MM destination address"),
+        "S2MM_DA_MSB": _register(0x4C, READ_WRITE, "S2MM destination address, upper 32 bits"),
+        "S2MM_LENGTH": _register(
+            0x58, READ_WRITE, "S2MM buffer bytes; writing it arms the channel, reads back bytes received"
+        ),
+    }
+)
 
 #: VLNV of the AXI DMA (PG021) every core streams through, in simple (non scatter-gather) mode.
 AXI_DMA_VLNV = "xilinx.com:ip:axi_dma:7.1"
 #: Largest simple-mode transfer: c_sg_length_width = 26 bits.
 AXI_DMA_LENGTH_WIDTH = 26
 
-CORE_REGISTERS: Mapping[str, Mapping[str, dict]] = MappingProxyType({
-    "gae": GAE_REGISTERS, "replay": REPLAY_REGISTERS, "parsa": PARSA_REGISTERS,
-})
+CORE_REGISTERS: Mapping[str, Mapping[str, dict]] = MappingProxyType(
+    {
+        "gae": GAE_REGISTERS,
+        "replay": REPLAY_REGISTERS,
+        "parsa": PARSA_REGISTERS,
+    }
+)
 CORE_VLNVS: Mapping[str, str] = MappingProxyType({"gae": GAE_VLNV, "replay": REPLAY_VLNV, "parsa": PARSA_VLNV})
 CORE_MAGICS: Mapping[str, int] = MappingProxyType({"gae": GAE_MAGIC, "replay": REPLAY_MAGIC, "parsa": PARSA_MAGIC})
 #: Per core: the values of its CTRL.MODE field (what one START does).
-CORE_MODES: Mapping[str, type[enum.IntEnum]] = MappingProxyType({"gae": GaeMode, "replay": ReplayMode,
-                                                                 "parsa": ParsaMode})
+CORE_MODES: Mapping[str, type[enum.IntEnum]] = MappingProxyType(
+    {"gae": GaeMode, "replay": ReplayMode, "parsa": ParsaMode}
+)
 
 
-def board(name: "str | BoardSpec | None") -> BoardSpec:
+def board(name: str | BoardSpec | None) -> BoardSpec:
     """The spec of board ``name`` (case-insensitive; ``None`` gives the default board; a BoardSpec passes through,
     e.g. a custom build made with ``dataclasses.replace``)."""
     if isinstance(name, BoardSpec):

@@ -3,6 +3,7 @@
 The fast tests take a few seconds each; ``slow`` is the learning test (CartPole-v1 solved within 150k steps with the
 priorities in the emulated replay core).
 """
+
 import csv
 import json
 import os
@@ -14,8 +15,8 @@ import pytest
 
 from pynq_rl.host.agents import ppo
 from pynq_rl.host.agents.dqn import Args, linear_schedule, load_checkpoint, make_q_learner, train
-from pynq_rl.host.agents.run import torch_available
 from pynq_rl.host.agents.replay_buffer import NumpySumTree, PrioritizedReplayBuffer, PriorityBackend
+from pynq_rl.host.agents.run import torch_available
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 
 
@@ -24,7 +25,7 @@ from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 # ---------------------------------------------------------------------------------------------------------------------
 def proportional_reference(priorities, alpha):
     """P(i) = p_i**alpha / sum_k p_k**alpha, element by element (0 stays 0, also for alpha = 0)."""
-    powered = np.array([p ** alpha if p > 0 else 0.0 for p in priorities], dtype=np.float64)
+    powered = np.array([p**alpha if p > 0 else 0.0 for p in priorities], dtype=np.float64)
     return powered / powered.sum()
 
 
@@ -65,7 +66,7 @@ def test_sum_tree_probabilities_match_brute_force_at_odd_sizes(capacity, alpha):
         tree.update([0], [1.5])
         priorities[0] = 1.5
     expected = proportional_reference(priorities, alpha)
-    powered_total = sum(p ** alpha for p in priorities if p > 0)
+    powered_total = sum(p**alpha for p in priorities if p > 0)
     assert tree.total == pytest.approx(powered_total, rel=1e-12)
     assert tree.nonzero == np.count_nonzero(priorities)
 
@@ -135,7 +136,7 @@ def test_sum_tree_rejects_bad_input():
         tree.sample(4, beta=1.5)
     with pytest.raises(ValueError, match=r"^n must be an integer >= 1"):
         tree.sample(0)
-    assert tree.total == pytest.approx(2.0 ** 0.6)  # nothing stored was lost on the errors
+    assert tree.total == pytest.approx(2.0**0.6)  # nothing stored was lost on the errors
 
 
 def test_sum_tree_state_dict_round_trip_restores_leaves_and_sample_stream():
@@ -152,8 +153,11 @@ def test_sum_tree_state_dict_round_trip_restores_leaves_and_sample_stream():
         a, b = tree.sample(32, 0.4), other.sample(32, 0.4)
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
-    with pytest.raises(ValueError, match=r"'numpy' priority state of capacity 300, this is a 'numpy' sum tree of "
-                                         r"capacity 301"):
+    with pytest.raises(
+        ValueError,
+        match=r"'numpy' priority state of capacity 300, this is a 'numpy' sum tree of "
+        r"capacity 301",
+    ):
         NumpySumTree(301).load_state_dict(state)
 
 
@@ -245,8 +249,11 @@ def test_buffer_state_dict_round_trip_continues_identically():
         x, y = a.sample(8), b.sample(8)
         np.testing.assert_array_equal(x.indices, y.indices)
         np.testing.assert_array_equal(x.weights, y.weights)
-    with pytest.raises(ValueError, match=r"^replay buffer state is for .*'capacity': 16.*this buffer is "
-                                         r".*'capacity': 32"):
+    with pytest.raises(
+        ValueError,
+        match=r"^replay buffer state is for .*'capacity': 16.*this buffer is "
+        r".*'capacity': 32",
+    ):
         PrioritizedReplayBuffer(32, (3,), np.float32).load_state_dict(state)
 
 
@@ -258,8 +265,13 @@ def test_buffer_storage_allocator_is_injectable():
         return np.full(shape, 7, dtype=dtype)
 
     rb = PrioritizedReplayBuffer(4, (2,), np.uint8, priorities="numpy", allocator=allocator)
-    assert made == [((4, 2), np.dtype(np.uint8)), ((4, 2), np.dtype(np.uint8)), ((4,), np.dtype(np.int64)),
-                    ((4,), np.dtype(np.float32)), ((4,), np.dtype(np.float32))]
+    assert made == [
+        ((4, 2), np.dtype(np.uint8)),
+        ((4, 2), np.dtype(np.uint8)),
+        ((4,), np.dtype(np.int64)),
+        ((4,), np.dtype(np.float32)),
+        ((4,), np.dtype(np.float32)),
+    ]
     rb.add(np.ones((1, 2)), np.ones((1, 2)), np.zeros(1), np.zeros(1), np.zeros(1))
     assert rb.observations.dtype == np.uint8 and rb.observations[1, 0] == 7 and rb.observations[0, 0] == 1
 
@@ -278,7 +290,7 @@ def test_buffer_on_the_core_matches_the_numpy_reference_up_to_quantization(emu_r
     for rb in (core_rb, ref_rb):
         rb.update_priorities(np.arange(700), td)
     assert emu_replay.nonzero == 700
-    lsb = 2.0 ** -10  # UQ6.10
+    lsb = 2.0**-10  # UQ6.10
     assert abs(emu_replay.total - ref_rb.priorities.total) <= 700 * lsb / 2
     batch = core_rb.sample(256, beta=0.4)
     assert np.all((batch.indices >= 0) & (batch.indices < 700))
@@ -322,9 +334,18 @@ def test_backends_satisfy_the_priority_backend_protocol(emu_replay):
 # The agent
 # ---------------------------------------------------------------------------------------------------------------------
 def tiny_args(tmp_path, **kw):
-    base = dict(total_timesteps=600, learning_starts=200, batch_size=32, buffer_size=1000, train_freq=2,
-                target_network_frequency=100, hidden_sizes=(32,), log_every=10, out_dir=str(tmp_path),
-                progress=False)
+    base = dict(
+        total_timesteps=600,
+        learning_starts=200,
+        batch_size=32,
+        buffer_size=1000,
+        train_freq=2,
+        target_network_frequency=100,
+        hidden_sizes=(32,),
+        log_every=10,
+        out_dir=str(tmp_path),
+        progress=False,
+    )
     base.update(kw)
     return Args(**base)
 
@@ -376,11 +397,15 @@ def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend, nn):
 @pytest.mark.parametrize("backend", ["numpy", "emu"])
 def test_training_is_reproducible_for_a_seed(tmp_path, backend, nn):
     """Exploration, environments, network, and the sampler (numpy generator or the core's PRNG) are all seeded."""
-    runs = [train(tiny_args(tmp_path / str(i), replay_backend=backend, seed=5, nn=nn, save_checkpoint=False))
-            for i in range(2)]
+    runs = [
+        train(tiny_args(tmp_path / str(i), replay_backend=backend, seed=5, nn=nn, save_checkpoint=False))
+        for i in range(2)
+    ]
     assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
-    with open(os.path.join(runs[0]["run_dir"], "metrics.csv")) as f0, \
-            open(os.path.join(runs[1]["run_dir"], "metrics.csv")) as f1:
+    with (
+        open(os.path.join(runs[0]["run_dir"], "metrics.csv")) as f0,
+        open(os.path.join(runs[1]["run_dir"], "metrics.csv")) as f1,
+    ):
         losses = [[row["losses/td_loss"] for row in csv.DictReader(f)] for f in (f0, f1)]
     assert losses[0] == losses[1]
 
@@ -421,13 +446,16 @@ def test_resume_refuses_foreign_checkpoints(tmp_path):
         load_checkpoint(ppo_path)
 
 
-@pytest.mark.parametrize("override, message", [
-    (dict(replay_backend="fpga"), r"^replay_backend must be one of"),
-    (dict(batch_size=0), r"^batch_size must be >= 1, not 0"),
-    (dict(tau=0.0), r"^tau must be in \(0, 1\]"),
-    (dict(per_beta=1.5), r"^per_beta must be in \[0, 1\], not 1.5"),
-    (dict(learning_starts=-1), r"^learning_starts must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        (dict(replay_backend="fpga"), r"^replay_backend must be one of"),
+        (dict(batch_size=0), r"^batch_size must be >= 1, not 0"),
+        (dict(tau=0.0), r"^tau must be in \(0, 1\]"),
+        (dict(per_beta=1.5), r"^per_beta must be in \[0, 1\], not 1.5"),
+        (dict(learning_starts=-1), r"^learning_starts must be >= 0"),
+    ],
+)
 def test_bad_arguments_are_rejected(tmp_path, override, message):
     with pytest.raises(ValueError, match=message):
         train(tiny_args(tmp_path, **override))
@@ -446,11 +474,21 @@ def test_dqn_with_priorities_on_the_emulated_core_solves_cartpole(tmp_path):
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        summary = train(Args(seed=0, total_timesteps=150_000, replay_backend="emu", out_dir=str(tmp_path),
-                             progress=False, save_checkpoint=False))
+        summary = train(
+            Args(
+                seed=0,
+                total_timesteps=150_000,
+                replay_backend="emu",
+                out_dir=str(tmp_path),
+                progress=False,
+                save_checkpoint=False,
+            )
+        )
     wall_time_s = time.perf_counter() - start
-    print(f"DQN+PER (emu) CartPole-v1: last-20 mean {summary['mean_return_last20']:.1f}, best 20-episode mean "
-          f"{summary['best_mean_return20']:.1f}, {summary['global_step']} steps, {wall_time_s:.0f} s")
+    print(
+        f"DQN+PER (emu) CartPole-v1: last-20 mean {summary['mean_return_last20']:.1f}, best 20-episode mean "
+        f"{summary['best_mean_return20']:.1f}, {summary['global_step']} steps, {wall_time_s:.0f} s"
+    )
     assert summary["global_step"] == 150_000
     assert summary["best_mean_return20"] >= 450  # the acceptance criterion: solved within 150k steps
     assert summary["mean_return_last20"] >= 400  # and still (nearly) solved at the end: no late collapse

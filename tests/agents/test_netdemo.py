@@ -1,4 +1,5 @@
 """The flow-control demo: the task, its baselines, the OPaL layout on the two builds, and learning on the core."""
+
 import numpy as np
 import pytest
 
@@ -7,7 +8,7 @@ from pynq_rl.host.agents import netdemo as nd
 from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
 from pynq_rl.overlay import spec as S
 
-EVAL_SEEDS = [10 ** 6 + i for i in range(3)]
+EVAL_SEEDS = [10**6 + i for i in range(3)]
 
 
 def oracle_policy(env):
@@ -37,7 +38,7 @@ def test_environment_shapes_bounds_and_reward_accounting():
 def test_link_model_delivers_at_most_capacity_and_charges_overload():
     env = nd.FlowControlEnv(nd.EnvConfig(n_flows=10, ticks=5, beta=0.5, kappa=1.0))
     env.reset(seed=0)
-    env.offered = np.array([3.0] * 5 + [0.5] * 5)   # 17.5 fair shares offered to a link of 10
+    env.offered = np.array([3.0] * 5 + [0.5] * 5)  # 17.5 fair shares offered to a link of 10
     env.kinds = np.array([nd.ATTACK] * 5 + [nd.LIGHT] * 5)
     env.legit = (env.kinds != nd.ATTACK).astype(float)
     _, _, _, _, info = env.step(np.zeros(10, dtype=int))
@@ -49,9 +50,14 @@ def test_link_model_delivers_at_most_capacity_and_charges_overload():
 
 def test_baselines_are_ordered_and_the_oracle_bounds_them():
     env = nd.FlowControlEnv()
-    results = {name: nd.evaluate_policy(env, EVAL_SEEDS, policy)["return"] for name, policy in
-               [("pass_all", nd.pass_all_policy), ("random", nd.random_policy(np.random.default_rng(0))),
-                ("fair_share", nd.fair_share_policy)]}
+    results = {
+        name: nd.evaluate_policy(env, EVAL_SEEDS, policy)["return"]
+        for name, policy in [
+            ("pass_all", nd.pass_all_policy),
+            ("random", nd.random_policy(np.random.default_rng(0))),
+            ("fair_share", nd.fair_share_policy),
+        ]
+    }
     oracle = nd.evaluate_policy(env, EVAL_SEEDS, oracle_policy(env))
     assert results["pass_all"] < results["random"] < results["fair_share"] < oracle["return"]
     assert oracle["legit_goodput"] == pytest.approx(1.0) and oracle["overload"] == 0.0
@@ -96,8 +102,10 @@ def test_default_training_beats_the_fair_share_policer_on_the_core_and_in_float(
     ref = nd.train(nd.Args(backend="float"))
     fair = core["baselines"]["fair_share"]["return"]
     final_core, final_ref = core["evaluations"][-1], ref["evaluations"][-1]
-    print(f"\nfair-share {fair:.1f}, core {final_core['return']:.1f} ({core['wall_time_s']:.0f} s), "
-          f"float {final_ref['return']:.1f} ({ref['wall_time_s']:.0f} s)")
+    print(
+        f"\nfair-share {fair:.1f}, core {final_core['return']:.1f} ({core['wall_time_s']:.0f} s), "
+        f"float {final_ref['return']:.1f} ({ref['wall_time_s']:.0f} s)"
+    )
     assert final_core["return"] > fair and final_ref["return"] > fair
     assert final_core["overload"] < 0.05 and final_core["legit_goodput"] > 0.85
     assert abs(final_core["return"] - final_ref["return"]) < 6.0

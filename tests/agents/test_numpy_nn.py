@@ -4,6 +4,7 @@ gradient clipping against torch, the initialisation schemes, and bad input.
 Finite differences run in float64 (the parameters are cast up; the code under test is dtype-generic), so the
 tolerances are tight; the torch comparisons run the float32 code as the agents do.
 """
+
 import numpy as np
 import pytest
 
@@ -88,8 +89,9 @@ def test_orthogonal_init_is_orthonormal_times_gain_and_seeded():
         w = orthogonal(rows, cols, 2.0, np.random.default_rng(3)).astype(np.float64)
         small = w @ w.T if rows <= cols else w.T @ w
         np.testing.assert_allclose(small, 4.0 * np.eye(min(rows, cols)), atol=1e-5)
-    np.testing.assert_array_equal(orthogonal(8, 4, 1.0, np.random.default_rng(3)),
-                                  orthogonal(8, 4, 1.0, np.random.default_rng(3)))
+    np.testing.assert_array_equal(
+        orthogonal(8, 4, 1.0, np.random.default_rng(3)), orthogonal(8, 4, 1.0, np.random.default_rng(3))
+    )
 
 
 def test_cleanrl_layer_init_gains():
@@ -110,8 +112,9 @@ def test_log_softmax_is_stable_for_large_logits():
 # ---------------------------------------------------------------------------------------------------------------------
 # The agents' losses against finite differences
 # ---------------------------------------------------------------------------------------------------------------------
-def ppo_reference_loss(model, obs, actions, old_logp, adv, returns, old_values, clip_coef, ent_coef, vf_coef,
-                       clip_vloss, norm_adv, **_):
+def ppo_reference_loss(
+    model, obs, actions, old_logp, adv, returns, old_values, clip_coef, ent_coef, vf_coef, clip_vloss, norm_adv, **_
+):
     """PPO's loss written directly from the paper's formula, float64, no gradients."""
     logp_all = log_softmax(model.actor.forward(obs))
     probs = np.exp(logp_all)
@@ -219,8 +222,14 @@ def test_dqn_step_matches_torch(double_q):
     numpy_learner.load_state_dict(torch_learner.state_dict())
     for _ in range(3):
         obs, next_obs = rng.normal(size=(2, 16, 3)).astype(np.float32)
-        batch = (obs, rng.integers(0, 4, 16), next_obs, 3.0 * rng.normal(size=16),
-                 (rng.random(16) < 0.3).astype(np.float32), rng.random(16).astype(np.float32))
+        batch = (
+            obs,
+            rng.integers(0, 4, 16),
+            next_obs,
+            3.0 * rng.normal(size=16),
+            (rng.random(16) < 0.3).astype(np.float32),
+            rng.random(16).astype(np.float32),
+        )
         a = torch_learner.learn(*batch, gamma=0.99, double_q=double_q, max_grad_norm=1.0)
         b = numpy_learner.learn(*batch, gamma=0.99, double_q=double_q, max_grad_norm=1.0)
         np.testing.assert_allclose(b["td_errors"], a["td_errors"], rtol=1e-4, atol=1e-5)

@@ -3,6 +3,7 @@ backends, checkpoints (and their exchange between torch and numpy networks).
 
 The fast tests take a few seconds each; ``slow`` are the learning tests (CartPole-v1 solved within 300k steps).
 """
+
 import csv
 import json
 import os
@@ -85,8 +86,13 @@ class ReferenceGae:
 
     def compute(self, rewards, values, dones, *, gamma, lam, quantize):
         self.calls.append(
-            dict(shapes=(rewards.shape, values.shape, dones.shape), dtypes=(rewards.dtype, values.dtype, dones.dtype),
-                 gamma=gamma, lam=lam, quantize=quantize)
+            dict(
+                shapes=(rewards.shape, values.shape, dones.shape),
+                dtypes=(rewards.dtype, values.dtype, dones.dtype),
+                gamma=gamma,
+                lam=lam,
+                quantize=quantize,
+            )
         )
         advantages, returns = gae_reference(rewards, values, dones, gamma, lam)
         return advantages.astype(np.float32), returns.astype(np.float32)
@@ -110,8 +116,15 @@ def random_rollout(num_steps=123, num_envs=7, seed=42):
 
 
 def tiny_args(tmp_path, **kw):
-    base = dict(total_timesteps=512, num_envs=2, num_steps=64, num_minibatches=2, update_epochs=2,
-                out_dir=str(tmp_path), progress=False)
+    base = dict(
+        total_timesteps=512,
+        num_envs=2,
+        num_steps=64,
+        num_minibatches=2,
+        update_epochs=2,
+        out_dir=str(tmp_path),
+        progress=False,
+    )
     base.update(kw)
     return Args(**base)
 
@@ -189,14 +202,15 @@ class LinearValueAgent:
 
 def test_truncated_steps_fold_gamma_v_final_obs_and_terminated_steps_do_not():
     limit, gamma, num_steps = 3, 0.9, 7
-    envs = make_envs([
-        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=2), max_episode_steps=limit),  # terminates at t=2
-        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=None), max_episode_steps=limit),  # truncated at 3
-        lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=3), max_episode_steps=limit),  # both at 3
-    ])
+    envs = make_envs(
+        [
+            lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=2), max_episode_steps=limit),  # terminates at t=2
+            lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=None), max_episode_steps=limit),  # truncated at 3
+            lambda: gym.wrappers.TimeLimit(CounterEnv(terminate_at=3), max_episode_steps=limit),  # both at 3
+        ]
+    )
     obs, _ = envs.reset(seed=0)
-    rollout, next_obs, global_step = collect_rollout(
-        envs, LinearValueAgent(), obs, num_steps, gamma, global_step=0)
+    rollout, next_obs, global_step = collect_rollout(envs, LinearValueAgent(), obs, num_steps, gamma, global_step=0)
     envs.close()
 
     # episode counters seen by the agent: the step after a done starts from the reset observation (SAME_STEP)
@@ -248,9 +262,18 @@ def test_train_smoke_writes_cleanrl_metrics(tmp_path, nn):
     with open(os.path.join(summary["run_dir"], "metrics.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4
-    for key in ("charts/episodic_return", "charts/SPS", "charts/learning_rate", "losses/value_loss",
-                "losses/policy_loss", "losses/entropy", "losses/approx_kl", "losses/clipfrac",
-                "losses/explained_variance", "time/gae[ms]"):
+    for key in (
+        "charts/episodic_return",
+        "charts/SPS",
+        "charts/learning_rate",
+        "losses/value_loss",
+        "losses/policy_loss",
+        "losses/entropy",
+        "losses/approx_kl",
+        "losses/clipfrac",
+        "losses/explained_variance",
+        "time/gae[ms]",
+    ):
         assert key in rows[0]
     assert [int(r["global_step"]) for r in rows] == [128, 256, 384, 512]
     with open(os.path.join(summary["run_dir"], "metrics.jsonl")) as f:
@@ -293,14 +316,20 @@ def test_train_smoke_dynamic_reward_norm(tmp_path):
     assert all(r >= 8 for r in summary["episode_returns"])  # logged returns are raw, not standardized
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(gae_backend="fpga"), r"^gae_backend must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\), not 'fpga'$"),
-    (dict(nn="jax"), r"^nn must be one of \('torch', 'numpy'\) or 'auto', not 'jax'$"),
-    (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
-    (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),
-    (dict(total_timesteps=100), r"^total_timesteps = 100 is smaller than one batch"),
-    (dict(num_envs=0), r"^num_envs must be >= 1, not 0$"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (
+            dict(gae_backend="fpga"),
+            r"^gae_backend must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\), not 'fpga'$",
+        ),
+        (dict(nn="jax"), r"^nn must be one of \('torch', 'numpy'\) or 'auto', not 'jax'$"),
+        (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
+        (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),
+        (dict(total_timesteps=100), r"^total_timesteps = 100 is smaller than one batch"),
+        (dict(num_envs=0), r"^num_envs must be >= 1, not 0$"),
+    ],
+)
 def test_train_rejects_bad_args(tmp_path, bad, message):
     with pytest.raises(ValueError, match=message):
         train(tiny_args(tmp_path, **bad))
@@ -316,8 +345,20 @@ def test_checkpoint_save_load_round_trip(tmp_path, nn):
     agent = make_actor_critic(nn, 4, 2, 1e-3, rng)
     obs = rng.normal(size=(8, 4)).astype(np.float32)
     actions, logprobs, values = agent.act(obs)
-    agent.learn(obs, actions, logprobs, rng.normal(size=8), rng.normal(size=8), values, clip_coef=0.2, ent_coef=0.01,
-                vf_coef=0.5, clip_vloss=False, norm_adv=True, max_grad_norm=0.5)  # non-trivial Adam state
+    agent.learn(
+        obs,
+        actions,
+        logprobs,
+        rng.normal(size=8),
+        rng.normal(size=8),
+        values,
+        clip_coef=0.2,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        clip_vloss=False,
+        norm_adv=True,
+        max_grad_norm=0.5,
+    )  # non-trivial Adam state
     standardizer = RewardStandardizer()
     standardizer.update(np.arange(10.0))
     args = Args(seed=3, reward_norm="dynamic", nn=nn)
@@ -389,14 +430,9 @@ def test_resume_rejects_a_checkpoint_of_another_agent(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Offload on the emulated overlay (skipped while the overlay cannot be imported)
+# Offload on the emulated overlay
 # ---------------------------------------------------------------------------------------------------------------------
 def test_train_smoke_on_emulated_gae_core(tmp_path):
-    overlay = pytest.importorskip("pynq_rl.host.overlay", reason="the overlay / emu backend is not importable")
-    try:
-        overlay.RLOverlay(backend="emu").gae
-    except Exception as exc:  # pragma: no cover - depends on the state of the other layers
-        pytest.skip(f"RLOverlay(backend='emu') is not usable: {exc!r}")
     for quantize in (True, False):  # train builds the overlay itself (lazy import) when no core is injected
         summary = train(tiny_args(tmp_path / str(quantize), gae_backend="emu", quantize=quantize))
         assert summary["global_step"] == 512
@@ -408,8 +444,9 @@ def test_train_smoke_on_emulated_gae_core(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("nn", NN_BACKENDS)
 def test_ppo_solves_cartpole_seed0(tmp_path, nn):
-    summary = train(Args(total_timesteps=300_000, seed=0, gae_backend="host", nn=nn, out_dir=str(tmp_path),
-                         progress=False))
+    summary = train(
+        Args(total_timesteps=300_000, seed=0, gae_backend="host", nn=nn, out_dir=str(tmp_path), progress=False)
+    )
     assert summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]
 
@@ -419,8 +456,28 @@ def test_cli_ppo_with_numpy_networks_and_gae_on_the_emulated_core_solves_cartpol
     """The board's configuration (no torch): numpy networks, q8 GAE on the core."""
     from pynq_rl.cli import main
 
-    assert main(["train", "ppo", "--env", "CartPole-v1", "--backend", "emu", "--nn", "numpy", "--steps", "300000",
-                 "--seed", "0", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--env",
+                "CartPole-v1",
+                "--backend",
+                "emu",
+                "--nn",
+                "numpy",
+                "--steps",
+                "300000",
+                "--seed",
+                "0",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["nn"] == "numpy" and summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450
@@ -431,8 +488,26 @@ def test_cli_ppo_with_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys)
     """The issue's acceptance run: ``pynq-rl train ppo --env CartPole-v1 --backend emu`` (q8 GAE on the core)."""
     from pynq_rl.cli import main
 
-    assert main(["train", "ppo", "--env", "CartPole-v1", "--backend", "emu", "--steps", "300000", "--seed", "0",
-                 "--out", str(tmp_path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--env",
+                "CartPole-v1",
+                "--backend",
+                "emu",
+                "--steps",
+                "300000",
+                "--seed",
+                "0",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450

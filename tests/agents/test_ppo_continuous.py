@@ -3,6 +3,7 @@
 continuous defaults and normalization wrappers, checkpoints with their running statistics, the CLI on every backend
 that runs PPO, and (``slow``) learning on Pendulum-v1 with q8 GAE on the emulated core.
 """
+
 import json
 import os
 
@@ -11,9 +12,9 @@ import numpy as np
 import pytest
 
 from pynq_rl.host.agents import run as R
+from pynq_rl.host.agents.learners import make_actor_critic
 from pynq_rl.host.agents.numpy_nn import gaussian_entropy, gaussian_log_prob
 from pynq_rl.host.agents.ppo import CONTINUOUS_DEFAULTS, Args, args_for, collect_rollout, load_checkpoint, train
-from pynq_rl.host.agents.learners import make_actor_critic
 
 NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not R.torch_available(), reason="no torch"))]
 PPO_BACKENDS = ["host", "emu", "rtl"]  # board: only on a board, covered by the driver tests there
@@ -21,8 +22,15 @@ PPO_BACKENDS = ["host", "emu", "rtl"]  # board: only on a board, covered by the 
 
 def small_args(tmp_path, **kw):
     """Pendulum with CleanRL's continuous defaults, shrunk to two updates of 256 steps."""
-    base = dict(total_timesteps=512, num_steps=256, num_minibatches=4, update_epochs=2, out_dir=str(tmp_path),
-                progress=False, gae_backend="host")
+    base = dict(
+        total_timesteps=512,
+        num_steps=256,
+        num_minibatches=4,
+        update_epochs=2,
+        out_dir=str(tmp_path),
+        progress=False,
+        gae_backend="host",
+    )
     base.update(kw)
     return args_for("Pendulum-v1", **base)
 
@@ -38,8 +46,12 @@ def test_numpy_gaussian_log_prob_and_entropy_match_torch_normal(batch, dim):
     log_std = rng.normal(scale=0.5, size=(1, dim))
     actions = mean + np.exp(log_std) * rng.normal(size=(batch, dim)) * 3.0
     normal = torch.distributions.Normal(torch.tensor(mean), torch.tensor(np.exp(log_std)).expand(batch, dim))
-    np.testing.assert_allclose(gaussian_log_prob(actions, mean, log_std),
-                               normal.log_prob(torch.tensor(actions)).sum(1).numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        gaussian_log_prob(actions, mean, log_std),
+        normal.log_prob(torch.tensor(actions)).sum(1).numpy(),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     np.testing.assert_allclose(gaussian_entropy(log_std, batch), normal.entropy().sum(1).numpy(), rtol=1e-12)
 
 
@@ -103,8 +115,20 @@ def test_gaussian_checkpoints_round_trip_and_refuse_the_other_policy_kind(nn):
     agent = make_actor_critic(nn, 3, 1, 3e-4, rng, continuous=True)
     obs = rng.normal(size=(16, 3)).astype(np.float32)
     actions, log_probs, values = agent.act(obs)
-    agent.learn(obs, actions, log_probs, rng.normal(size=16), rng.normal(size=16), values, clip_coef=0.2,
-                ent_coef=0.0, vf_coef=0.5, clip_vloss=True, norm_adv=True, max_grad_norm=0.5)
+    agent.learn(
+        obs,
+        actions,
+        log_probs,
+        rng.normal(size=16),
+        rng.normal(size=16),
+        values,
+        clip_coef=0.2,
+        ent_coef=0.0,
+        vf_coef=0.5,
+        clip_vloss=True,
+        norm_adv=True,
+        max_grad_norm=0.5,
+    )
     state = agent.state_dict()
     assert state["model"]["actor_logstd"].any()  # the log-std is learnt
     assert len(state["optimizer"]["exp_avg"]) == 6 + 1 + 6  # actor, log-std, critic
@@ -137,7 +161,7 @@ def test_rollout_stores_the_sampled_action_and_steps_the_env_with_it_clipped():
         """Actions far outside Pendulum's [-2, 2]."""
 
         def act(self, obs):
-            return np.array([[5.0], [-7.0], [1.5]][len(stepped) % 3:][:1], np.float32), np.zeros(1), np.zeros(1)
+            return np.array([[5.0], [-7.0], [1.5]][len(stepped) % 3 :][:1], np.float32), np.zeros(1), np.zeros(1)
 
         def value(self, obs):
             return np.zeros(len(obs), np.float32)
@@ -202,7 +226,8 @@ def test_resume_of_a_box_run_restores_policy_and_normalization_statistics(tmp_pa
     assert len(more["episode_returns"]) == 1
     assert resaved["env_stats"]["obs_rms"][0]["count"] == pytest.approx(obs_count + 1 + 256 + 1)
     assert resaved["env_stats"]["return_rms"][0]["count"] == pytest.approx(
-        saved["env_stats"]["return_rms"][0]["count"] + 256)
+        saved["env_stats"]["return_rms"][0]["count"] + 256
+    )
     with pytest.raises(ValueError, match=r"does not fit this run's normalization: the checkpoint has 0 obs_rms"):
         train(small_args(tmp_path / "c", nn=nn, total_timesteps=512, resume=_without_stats(saved, tmp_path)))
 
@@ -224,8 +249,27 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
     from pynq_rl.cli import main
 
     extra = ["--raw"] if backend == "host" else ["--reward-norm", "dynamic"]
-    assert main(["train", "ppo", "--env", "Pendulum-v1", "--backend", backend, "--steps", "4096", "--nn", "numpy",
-                 "--out", str(tmp_path), "--no-progress", *extra]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "--env",
+                "Pendulum-v1",
+                "--backend",
+                backend,
+                "--steps",
+                "4096",
+                "--nn",
+                "numpy",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                *extra,
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
     assert (summary["global_step"], summary["iterations"]) == (4096, 2)
     assert np.isfinite(summary["mean_return_last20"]) and summary["mean_return_last20"] < 0
@@ -242,8 +286,18 @@ the first 20 episodes average about -1230"""
 def test_pendulum_learns_with_q8_gae_on_the_emulated_core(tmp_path):
     """Pendulum-v1, seed 0, numpy networks, q8 GAE on the emu core with HEPPO's dynamic reward standardization:
     the mean of the last 20 episodes beats PENDULUM_THRESHOLD after 300k steps (about 2 minutes on one core)."""
-    summary = train(args_for("Pendulum-v1", total_timesteps=PENDULUM_STEPS, seed=0, nn="numpy", gae_backend="emu",
-                             quantize=True, reward_norm="dynamic", out_dir=str(tmp_path), progress=False))
+    summary = train(
+        args_for(
+            "Pendulum-v1",
+            total_timesteps=PENDULUM_STEPS,
+            seed=0,
+            nn="numpy",
+            gae_backend="emu",
+            quantize=True,
+            reward_norm="dynamic",
+            out_dir=str(tmp_path),
+            progress=False,
+        )
+    )
     assert summary["global_step"] == PENDULUM_STEPS // 2048 * 2048
     assert summary["mean_return_last20"] > PENDULUM_THRESHOLD, summary["episode_returns"][-20:]
-

@@ -3,14 +3,15 @@
 RLlib 2.60.0 pins gymnasium==1.2.2 (this venv has 1.4.0), so these tests skip here; they were run in a throwaway
 venv layered on this one (gymnasium 1.2.2, pyarrow 20, numpy 1.26; see ``pynq_rl/host/integrations/rllib.py``).
 """
+
 import numpy as np
 import pytest
 
 pytest.importorskip("ray.rllib", reason="RLlib not installed (pip install 'ray[rllib]==2.60.0' 'pyarrow==20.0.0')")
-from pynq_rl.host.integrations.rllib import rllib_to_core, value_targets_on_core
-from pynq_rl.overlay.models import gae as model
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
+from pynq_rl.host.integrations.rllib import rllib_to_core, value_targets_on_core
+from pynq_rl.overlay.models import gae as model
 from tests.common.boards import make_overlay
 
 
@@ -55,30 +56,45 @@ def test_q8_mode_is_within_the_documented_bound(emu_gae):
     spec = emu_gae.spec
     ref_adv, _ = model.gae_float64(r, v, d, gamma, lam)
     unit = model.choose_unit(max(np.abs(r).max(), np.abs(v).max()), gamma, lam, spec.data)
-    bound = model.error_bound(spec, gamma, lam, unit, model.encode_q8(r, unit, spec).error,
-                              model.encode_q8(v, unit, spec).error, np.abs(r).max() + (1 + gamma) * np.abs(v).max(),
-                              max(np.abs(ref_adv).max(), np.abs(v).max()))
+    bound = model.error_bound(
+        spec,
+        gamma,
+        lam,
+        unit,
+        model.encode_q8(r, unit, spec).error,
+        model.encode_q8(v, unit, spec).error,
+        np.abs(r).max() + (1 + gamma) * np.abs(v).max(),
+        max(np.abs(ref_adv).max(), np.abs(v).max()),
+    )
     assert np.abs(ours - reference).max() <= bound
 
 
 def test_rllib_ppo_trains_with_the_core_in_its_learner_pipeline():
     """One PPO iteration on CartPole-v1: RLlib's GAE piece is gone, ours is in the pipeline and ran."""
     import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+
     from pynq_rl.host.integrations.rllib import (
         GaeCoreAdvantageEstimation,
         GaeCorePPOTorchLearner,
     )
-    from ray.rllib.algorithms.ppo import PPOConfig
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
-        config = (PPOConfig().environment("CartPole-v1")
-                  .env_runners(num_env_runners=0)
-                  .learners(num_learners=0)
-                  .training(learner_class=GaeCorePPOTorchLearner, train_batch_size_per_learner=256,
-                            minibatch_size=128, num_epochs=1,
-                            learner_config_dict={"pynq_rl_gae": {"backend": "emu", "quantize": False}})
-                  .debugging(seed=0))
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=0)
+            .learners(num_learners=0)
+            .training(
+                learner_class=GaeCorePPOTorchLearner,
+                train_batch_size_per_learner=256,
+                minibatch_size=128,
+                num_epochs=1,
+                learner_config_dict={"pynq_rl_gae": {"backend": "emu", "quantize": False}},
+            )
+            .debugging(seed=0)
+        )
         algo = config.build_algo()
         result = algo.train()
         learner = algo.learner_group._learner
@@ -97,17 +113,26 @@ def test_rllib_ppo_with_q8_gae_on_the_emulated_core_solves_cartpole_seed0():
     """RLlib's PPO (lr 3e-4, 6 epochs, vf_loss_coeff 0.01, 4000-step batches), q8 GAE on emu, seed 0: measured
     episode_return_mean 485.5 after 56k steps in 464 s as a script; 232 s under pytest (shared 2-core machine)."""
     import ray
-    from pynq_rl.host.integrations.rllib import GaeCorePPOTorchLearner
     from ray.rllib.algorithms.ppo import PPOConfig
+
+    from pynq_rl.host.integrations.rllib import GaeCorePPOTorchLearner
 
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
-        config = (PPOConfig().environment("CartPole-v1")
-                  .env_runners(num_env_runners=0)
-                  .learners(num_learners=0)
-                  .training(learner_class=GaeCorePPOTorchLearner, lr=3e-4, num_epochs=6, vf_loss_coeff=0.01,
-                            learner_config_dict={"pynq_rl_gae": {"backend": "emu", "quantize": True}})
-                  .debugging(seed=0))
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=0)
+            .learners(num_learners=0)
+            .training(
+                learner_class=GaeCorePPOTorchLearner,
+                lr=3e-4,
+                num_epochs=6,
+                vf_loss_coeff=0.01,
+                learner_config_dict={"pynq_rl_gae": {"backend": "emu", "quantize": True}},
+            )
+            .debugging(seed=0)
+        )
         algo = config.build_algo()
         best = 0.0
         for _ in range(25):  # 100k steps

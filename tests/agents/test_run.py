@@ -1,4 +1,5 @@
 """The agents' shared run scaffold: checkpoints without pickle, TensorBoard event files, learning-curve plots."""
+
 import importlib.util
 import json
 import os
@@ -16,8 +17,13 @@ from pynq_rl.host.agents.plot import group_runs, load_run, plot_runs
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
 def test_checkpoint_round_trips_nested_state_without_pickle(tmp_path):
-    state = {"a": np.arange(6, dtype=np.int32).reshape(2, 3), "nested": {"x": [np.ones(2), 3, "text", None]},
-             "flag": True, "f": 0.5, "scalar": np.float32(2.5)}
+    state = {
+        "a": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "nested": {"x": [np.ones(2), 3, "text", None]},
+        "flag": True,
+        "f": 0.5,
+        "scalar": np.float32(2.5),
+    }
     path = tmp_path / "c.npz"
     run.save_checkpoint(path, "unit", state)
     back = run.load_checkpoint(path, "unit")
@@ -29,12 +35,15 @@ def test_checkpoint_round_trips_nested_state_without_pickle(tmp_path):
         run.load_checkpoint(path, "other")
 
 
-@pytest.mark.parametrize("state, error, message", [
-    ({"x": object()}, TypeError, r"^a checkpoint holds arrays, numbers, strings, lists and dicts, not object"),
-    ({"a/b": 1}, ValueError, r"^checkpoint keys must be strings without '/', not 'a/b'"),
-    ({1: 1}, ValueError, r"^checkpoint keys must be strings without '/', not 1"),
-    ({"x": np.array([object()])}, TypeError, r"^a checkpoint cannot hold object arrays$"),
-])
+@pytest.mark.parametrize(
+    "state, error, message",
+    [
+        ({"x": object()}, TypeError, r"^a checkpoint holds arrays, numbers, strings, lists and dicts, not object"),
+        ({"a/b": 1}, ValueError, r"^checkpoint keys must be strings without '/', not 'a/b'"),
+        ({1: 1}, ValueError, r"^checkpoint keys must be strings without '/', not 1"),
+        ({"x": np.array([object()])}, TypeError, r"^a checkpoint cannot hold object arrays$"),
+    ],
+)
 def test_checkpoint_refuses_what_it_cannot_store_and_writes_nothing(tmp_path, state, error, message):
     with pytest.raises(error, match=message):
         run.save_checkpoint(tmp_path / "c.npz", "unit", state)
@@ -61,7 +70,7 @@ def read_scalars(run_dir: str) -> dict[str, list[tuple[int, float]]]:
         offset = 0
         while offset < len(data):
             (length,) = struct.unpack_from("<Q", data, offset)
-            event = event_pb2.Event.FromString(data[offset + 12: offset + 12 + length])
+            event = event_pb2.Event.FromString(data[offset + 12 : offset + 12 + length])
             offset += 12 + length + 4
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
@@ -75,18 +84,40 @@ needs_tensorboardx = pytest.mark.skipif(importlib.util.find_spec("tensorboardX")
 @pytest.mark.parametrize("agent", ["ppo", "dqn", "sarsa"])
 def test_every_agent_writes_tensorboard_scalars(tmp_path, agent):
     if agent == "ppo":
-        summary = ppo.train(ppo.Args(total_timesteps=256, num_envs=2, num_steps=64, num_minibatches=2,
-                                     update_epochs=1, nn="numpy", tensorboard=True, out_dir=str(tmp_path),
-                                     progress=False))
+        summary = ppo.train(
+            ppo.Args(
+                total_timesteps=256,
+                num_envs=2,
+                num_steps=64,
+                num_minibatches=2,
+                update_epochs=1,
+                nn="numpy",
+                tensorboard=True,
+                out_dir=str(tmp_path),
+                progress=False,
+            )
+        )
         expected = {"losses/value_loss", "losses/policy_loss", "charts/SPS"}
     elif agent == "dqn":
-        summary = dqn.train(dqn.Args(total_timesteps=300, learning_starts=100, batch_size=16, buffer_size=500,
-                                     hidden_sizes=(16,), log_every=10, nn="numpy", tensorboard=True,
-                                     out_dir=str(tmp_path), progress=False))
+        summary = dqn.train(
+            dqn.Args(
+                total_timesteps=300,
+                learning_starts=100,
+                batch_size=16,
+                buffer_size=500,
+                hidden_sizes=(16,),
+                log_every=10,
+                nn="numpy",
+                tensorboard=True,
+                out_dir=str(tmp_path),
+                progress=False,
+            )
+        )
         expected = {"losses/td_loss", "charts/epsilon", "replay/total"}
     else:
-        summary = sarsa.train(sarsa.Args(episodes=2, backend="float", tensorboard=True, out_dir=str(tmp_path),
-                                         progress=False))
+        summary = sarsa.train(
+            sarsa.Args(episodes=2, backend="float", tensorboard=True, out_dir=str(tmp_path), progress=False)
+        )
         expected = {"charts/epsilon", "charts/return_mean20"}
     scalars = read_scalars(summary["run_dir"])
     assert expected <= set(scalars), sorted(scalars)
@@ -97,8 +128,12 @@ def test_every_agent_writes_tensorboard_scalars(tmp_path, agent):
 
 def test_tensorboard_without_tensorboardx_is_refused_before_the_run_starts(tmp_path, monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboardX" else real(name, *a))
-    with pytest.raises(ValueError, match=r"^tensorboard=True needs tensorboardX \(pip install 'pynq-rl\[tensorboard\]'\)"):
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "tensorboardX" else real(name, *a)
+    )
+    with pytest.raises(
+        ValueError, match=r"^tensorboard=True needs tensorboardX \(pip install 'pynq-rl\[tensorboard\]'\)"
+    ):
         ppo.train(ppo.Args(total_timesteps=256, num_envs=2, num_steps=64, tensorboard=True, out_dir=str(tmp_path)))
     assert os.listdir(tmp_path) == []  # no run directory was created
 
@@ -127,9 +162,12 @@ def test_load_run_smooths_over_the_last_episodes(tmp_path):
 
 def test_runs_differing_only_in_seed_form_one_group_and_the_plot_is_written(tmp_path):
     base = {"exp_name": "ppo", "env_id": "CartPole-v1", "nn": "numpy", "gae_backend": "emu"}
-    paths = [fake_run(tmp_path, f"s{seed}", {**base, "seed": seed, "out_dir": f"x{seed}"}, [10.0 * seed + i
-                                                                                           for i in range(30)])
-             for seed in range(3)]
+    paths = [
+        fake_run(
+            tmp_path, f"s{seed}", {**base, "seed": seed, "out_dir": f"x{seed}"}, [10.0 * seed + i for i in range(30)]
+        )
+        for seed in range(3)
+    ]
     paths.append(fake_run(tmp_path, "torch", {**base, "seed": 0, "nn": "torch"}, [5.0] * 30))
     groups = group_runs([load_run(p) for p in paths])
     assert sorted(len(g) for g in groups.values()) == [1, 3]

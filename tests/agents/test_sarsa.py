@@ -10,6 +10,7 @@ The slow test is the acceptance criterion of the Sarsa issue (MountainCar-v0, se
   difference seen, and a core that stopped learning (-200) or learnt at another step size (alpha 0.5: about -150)
   fails it.
 """
+
 import json
 import math
 import time
@@ -49,13 +50,12 @@ def _model_rows_in_layout_order(layout, lows, highs, states, spec):
     out = []
     for code in codes:
         rows = m.rows(m.positions(code))
-        global_rows = np.array([tiling_offset[(d.set_index, d.copy)] + r - d.base
-                                for d, r in zip(descriptors, rows)])
+        global_rows = np.array([tiling_offset[(d.set_index, d.copy)] + r - d.base for d, r in zip(descriptors, rows)])
         out.append(global_rows[layout_order])
     return np.array(out)
 
 
-def _away_from_edges(layout, lows, highs, states, margin=2.0 ** -10):
+def _away_from_edges(layout, lows, highs, states, margin=2.0**-10):
     """``(n, n_tilings)``: whether each tiling's coordinates are at least ``margin`` (of a dimension's range) from a
     tile edge, tilings in layout order (the core quantizes positions to 2**-16 of the range)."""
     u = (np.clip(states, lows, highs) - lows) / (highs - lows)
@@ -97,13 +97,14 @@ def test_core_and_float_reference_make_the_same_updates_within_quantization():
     the core's policy equals the float reference's to within the accumulated rounding."""
     overlay = make_overlay("emu")
     frac_bits, alpha = 12, 0.5 / 8
-    core = sarsa.make_learner("emu", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1,
-                              overlay=overlay)
+    core = sarsa.make_learner(
+        "emu", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1, overlay=overlay
+    )
     ref = sarsa.make_learner("float", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1)
     rng = np.random.default_rng(0)
     states = MC_LOW + rng.random((60, 2)) * (MC_HIGH - MC_LOW)
     rewards = rng.uniform(-1.0, 0.5, 60)
-    rewards[[0, 30]] = np.nan                            # episode starts: no reward, no update
+    rewards[[0, 30]] = np.nan  # episode starts: no reward, no update
     terminals = np.zeros(60, dtype=bool)
     terminals[29] = True
     for s, r, t in zip(states, rewards, terminals):
@@ -113,17 +114,17 @@ def test_core_and_float_reference_make_the_same_updates_within_quantization():
     w_core, w_ref = core.dump_policy(), ref.dump_policy()
     assert np.abs(w_ref).max() > 0.01
     # each update rounds alpha*delta to 2**-frac_bits; 60 updates on overlapping tiles
-    np.testing.assert_allclose(w_core, w_ref, atol=60 * 2.0 ** -frac_bits)
+    np.testing.assert_allclose(w_core, w_ref, atol=60 * 2.0**-frac_bits)
 
 
 def test_truncation_step_bootstraps_and_the_next_episode_does_not_update_it():
     learner = sarsa.make_learner("float", MC_TILING, 3, (MC_LOW, MC_HIGH), 0.1, 1.0, 0.0, 1.0, 8, 0)
     learner.act([-0.5, 0.0])
-    learner.act([-0.4, 0.01], -1.0)                      # the last step before the time limit
+    learner.act([-0.4, 0.01], -1.0)  # the last step before the time limit
     before = learner.dump_policy()
-    learner.act([0.3, 0.0])                              # the next episode's first state: no reward
+    learner.act([0.3, 0.0])  # the next episode's first state: no reward
     np.testing.assert_array_equal(learner.dump_policy(), before)
-    learner.act([0.31, 0.0], -1.0)                       # updates (s0, a0) of the new episode only
+    learner.act([0.31, 0.0], -1.0)  # updates (s0, a0) of the new episode only
     changed = np.flatnonzero(np.any(learner.dump_policy() != before, axis=1))
     np.testing.assert_array_equal(np.sort(changed), np.sort(learner.tile_indices([[0.3, 0.0]])[0]))
 
@@ -151,16 +152,19 @@ def test_checkpoint_round_trip_restores_the_core_policy_and_resumes(tmp_path):
     state = sarsa.load_checkpoint(first["checkpoint"])
     overlay = make_overlay("emu")
     core = overlay.parsa
-    core.configure(MC_TILING, 3, (MC_LOW, MC_HIGH))              # another policy: cleared
+    core.configure(MC_TILING, 3, (MC_LOW, MC_HIGH))  # another policy: cleared
     core.load_state_dict(state["learner"])
     np.testing.assert_array_equal(core.dump_banks(), state["learner"]["banks"])
     assert core.config.alpha == pytest.approx(0.3 / 8) and core.config.frac_bits == 6
-    resumed = sarsa.train(sarsa.Args(backend="emu", episodes=3, out_dir=str(tmp_path), progress=False,
-                                     resume=first["checkpoint"]), overlay=overlay)
+    resumed = sarsa.train(
+        sarsa.Args(backend="emu", episodes=3, out_dir=str(tmp_path), progress=False, resume=first["checkpoint"]),
+        overlay=overlay,
+    )
     assert (resumed["start_episode"], resumed["episodes"], len(resumed["episode_returns"])) == (2, 3, 1)
     with pytest.raises(ValueError, match="float and a core policy"):
-        sarsa.train(sarsa.Args(backend="float", episodes=3, out_dir=str(tmp_path), progress=False,
-                               resume=first["checkpoint"]))
+        sarsa.train(
+            sarsa.Args(backend="float", episodes=3, out_dir=str(tmp_path), progress=False, resume=first["checkpoint"])
+        )
 
 
 def test_float_checkpoint_restores_weights_epsilon_and_random_stream(tmp_path):
@@ -187,17 +191,20 @@ def test_not_a_checkpoint_is_refused(tmp_path):
         sarsa.load_checkpoint(path)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"backend": "gpu"}, "backend must be one of"),
-    ({"alpha": 1.5}, r"alpha must be in \[0, 1\], not 1.5"),
-    ({"alpha": 0.0}, "nothing would be learnt"),
-    ({"episodes": 0}, "must be >= 1"),
-    ({"frac_bits": 40}, "frac_bits must be in"),
-    ({"env_id": "CartPole-v1"}, "observation bounds must be finite"),
-    ({"env_id": "Pendulum-v1"}, "only discrete action spaces"),
-    ({"tiling": json.dumps({"tilings": [{"dims": [0, 1, 2]}]})}, "the tiling covers 3 dims"),
-    ({"frac_bits": 15}, r"frac_bits must be in \[0, 14\]"),            # the core's own check (16-bit values)
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"backend": "gpu"}, "backend must be one of"),
+        ({"alpha": 1.5}, r"alpha must be in \[0, 1\], not 1.5"),
+        ({"alpha": 0.0}, "nothing would be learnt"),
+        ({"episodes": 0}, "must be >= 1"),
+        ({"frac_bits": 40}, "frac_bits must be in"),
+        ({"env_id": "CartPole-v1"}, "observation bounds must be finite"),
+        ({"env_id": "Pendulum-v1"}, "only discrete action spaces"),
+        ({"tiling": json.dumps({"tilings": [{"dims": [0, 1, 2]}]})}, "the tiling covers 3 dims"),
+        ({"frac_bits": 15}, r"frac_bits must be in \[0, 14\]"),  # the core's own check (16-bit values)
+    ],
+)
 def test_bad_configuration_raises(tmp_path, change, message):
     args = sarsa.Args(**{"episodes": 1, "out_dir": str(tmp_path), "progress": False, **change})
     with pytest.raises(ValueError, match=message):
@@ -216,8 +223,24 @@ def test_float_reference_rejects_bad_arguments():
 
 
 def test_cli_train_sarsa_prints_its_summary(tmp_path, capsys):
-    assert main(["train", "sarsa", "--backend", "float", "--episodes", "2", "--seed", "1", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "sarsa",
+                "--backend",
+                "float",
+                "--episodes",
+                "2",
+                "--seed",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["episodes"] == 2 and summary["backend"] == "float"
     assert summary["checkpoint"].endswith("checkpoint.npz")
@@ -225,11 +248,12 @@ def test_cli_train_sarsa_prints_its_summary(tmp_path, capsys):
 
 def test_greedy_evaluation_leaves_the_policy_alone():
     env = gym.make("MountainCar-v0")
-    learner = sarsa.make_learner("emu", MC_TILING, 3, (MC_LOW, MC_HIGH), 0.1, 1.0, 0.3, 1.0, 6, 0,
-                                 overlay=make_overlay("emu"))
+    learner = sarsa.make_learner(
+        "emu", MC_TILING, 3, (MC_LOW, MC_HIGH), 0.1, 1.0, 0.3, 1.0, 6, 0, overlay=make_overlay("emu")
+    )
     before = learner.dump_policy()
     returns = sarsa.evaluate(env, learner, 1, seed=0)
-    assert returns == [-200.0]                            # an untrained greedy policy never reaches the goal
+    assert returns == [-200.0]  # an untrained greedy policy never reaches the goal
     np.testing.assert_array_equal(learner.dump_policy(), before)
     assert learner.online and learner.epsilon == pytest.approx(0.3, abs=1e-4)
 
@@ -252,24 +276,28 @@ def test_rtl_smoke_if_the_parsa_hdl_exists():
     assert sarsa.run_episode(env, core, seed=0) == sarsa.run_episode(env, ref, seed=0) == (-6.0, 6, False)
     policy = core.dump_policy()
     assert np.abs(policy).max() > 0
-    np.testing.assert_allclose(policy, ref.dump_policy(), atol=6 * 2.0 ** -6)
+    np.testing.assert_allclose(policy, ref.dump_policy(), atol=6 * 2.0**-6)
 
 
 @pytest.mark.slow
 def test_core_learns_mountaincar_and_follows_the_float_reference(tmp_path):
     t0 = time.perf_counter()
-    core = sarsa.train(sarsa.Args(backend="emu", episodes=500, seed=0, out_dir=str(tmp_path), progress=False,
-                                  save_checkpoint=False))
+    core = sarsa.train(
+        sarsa.Args(backend="emu", episodes=500, seed=0, out_dir=str(tmp_path), progress=False, save_checkpoint=False)
+    )
     t1 = time.perf_counter()
-    ref = sarsa.train(sarsa.Args(backend="float", episodes=500, seed=0, out_dir=str(tmp_path), progress=False,
-                                 save_checkpoint=False))
+    ref = sarsa.train(
+        sarsa.Args(backend="float", episodes=500, seed=0, out_dir=str(tmp_path), progress=False, save_checkpoint=False)
+    )
     t2 = time.perf_counter()
     returns, ref_returns = np.array(core["episode_returns"]), np.array(ref["episode_returns"])
     windows = np.convolve(returns, np.ones(20) / 20, mode="valid")
     first = int(np.argmax(windows > SOLVED)) + 20 if np.any(windows > SOLVED) else None
     late, ref_late = returns[300:].mean(), ref_returns[300:].mean()
-    print(f"\ncore: first 20-episode mean > {SOLVED} after {first} episodes, mean(301-500) {late:.1f}, "
-          f"{t1 - t0:.0f} s; float: mean(301-500) {ref_late:.1f}, {t2 - t1:.0f} s")
+    print(
+        f"\ncore: first 20-episode mean > {SOLVED} after {first} episodes, mean(301-500) {late:.1f}, "
+        f"{t1 - t0:.0f} s; float: mean(301-500) {ref_late:.1f}, {t2 - t1:.0f} s"
+    )
     assert core["saturation_warnings"] == 0
     assert first is not None and first <= 500
     assert abs(late - ref_late) <= CURVE_MARGIN

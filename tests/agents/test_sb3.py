@@ -6,12 +6,17 @@ bootstrap SB3 folds into the reward) and from hand-made buffers. Raw mode (``qua
 it. The ``slow`` test has SB3's PPO learn CartPole-v1 with the drop-in on the emulated core (100k steps: 39 s alone,
 69 s under pytest on this shared 2-core machine; the last-20 mean reached 500 after ~25k steps).
 """
+
 import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3", reason="Stable-Baselines3 not installed (pip install 'pynq-rl[sb3]')")
 import gymnasium as gym
 import torch as th
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.env_util import make_vec_env
+
 from pynq_rl.host.agents.advantages import compute_gae
 from pynq_rl.host.integrations.sb3 import (
     GaeDictRolloutBuffer,
@@ -19,10 +24,6 @@ from pynq_rl.host.integrations.sb3 import (
     sb3_to_core,
 )
 from pynq_rl.overlay.models import gae as model
-from stable_baselines3 import PPO
-from stable_baselines3.common.buffers import RolloutBuffer
-from stable_baselines3.common.env_util import make_vec_env
-
 from tests.common.boards import make_overlay
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -37,8 +38,10 @@ def emu_overlay():
 def make_buffers(n_steps, n_envs, gamma, lam, **gae_kwargs):
     """SB3's reference buffer and the drop-in, same sizes and coefficients."""
     common = {"device": "cpu", "gamma": gamma, "gae_lambda": lam, "n_envs": n_envs}
-    return (RolloutBuffer(n_steps, OBS_SPACE, ACTION_SPACE, **common),
-            GaeRolloutBuffer(n_steps, OBS_SPACE, ACTION_SPACE, **common, **gae_kwargs))
+    return (
+        RolloutBuffer(n_steps, OBS_SPACE, ACTION_SPACE, **common),
+        GaeRolloutBuffer(n_steps, OBS_SPACE, ACTION_SPACE, **common, **gae_kwargs),
+    )
 
 
 def fill(buffers, rewards, values, episode_starts):
@@ -76,8 +79,16 @@ def sb3_rollout(n_envs, n_steps, seed, max_episode_steps=None):
     """
     env_kwargs = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
     env = make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
-    algo = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=n_steps * n_envs, gamma=0.99, gae_lambda=0.95,
-               seed=seed, device="cpu")
+    algo = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=n_steps,
+        batch_size=n_steps * n_envs,
+        gamma=0.99,
+        gae_lambda=0.95,
+        seed=seed,
+        device="cpu",
+    )
     captured = {}
 
     class Capture(RolloutBuffer):
@@ -85,8 +96,9 @@ def sb3_rollout(n_envs, n_steps, seed, max_episode_steps=None):
             captured.update(last_values=last_values.detach().clone(), dones=np.array(dones))
             super().compute_returns_and_advantage(last_values, dones)
 
-    algo.rollout_buffer = Capture(n_steps, env.observation_space, env.action_space, device="cpu", gamma=0.99,
-                                  gae_lambda=0.95, n_envs=n_envs)
+    algo.rollout_buffer = Capture(
+        n_steps, env.observation_space, env.action_space, device="cpu", gamma=0.99, gae_lambda=0.95, n_envs=n_envs
+    )
     _, callback = algo._setup_learn(n_steps * n_envs)  # resets the envs, as learn() does
     algo.collect_rollouts(algo.env, callback, algo.rollout_buffer, n_rollout_steps=n_steps)
     return algo.rollout_buffer, captured["last_values"], captured["dones"]
@@ -136,8 +148,9 @@ def test_raw_mode_equals_sb3_on_collected_cartpole_rollouts(emu_overlay, n_envs,
 
 
 @pytest.mark.parametrize("n_envs, n_steps, max_episode_steps", [(4, 128, None), (7, 123, 20)])
-def test_q8_mode_is_within_the_documented_bound_on_collected_cartpole_rollouts(emu_overlay, n_envs, n_steps,
-                                                                                max_episode_steps):
+def test_q8_mode_is_within_the_documented_bound_on_collected_cartpole_rollouts(
+    emu_overlay, n_envs, n_steps, max_episode_steps
+):
     buffer, last_values, dones = sb3_rollout(n_envs, n_steps, seed=10 + n_envs, max_episode_steps=max_episode_steps)
     _, dropin = make_buffers(n_steps, n_envs, 0.99, 0.95, overlay=emu_overlay, quantize=True)
     fill([dropin], buffer.rewards, buffer.values, buffer.episode_starts)
@@ -221,8 +234,9 @@ class RecordingGae:
         self.calls = []
 
     def compute(self, rewards, values, dones, *, gamma, lam, quantize):
-        self.calls.append({"shapes": (rewards.shape, values.shape, dones.shape), "gamma": gamma, "lam": lam,
-                               "quantize": quantize})
+        self.calls.append(
+            {"shapes": (rewards.shape, values.shape, dones.shape), "gamma": gamma, "lam": lam, "quantize": quantize}
+        )
         return compute_gae(rewards, values, dones, gamma, lam)
 
 
@@ -255,13 +269,19 @@ def test_backend_builds_the_overlay_lazily_on_the_first_gae_step(monkeypatch):
     assert built == [("gae", "emu", "Pynq-Z2")] and len(dropin.gae.calls) == 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"gae": RecordingGae(), "backend": "emu"}, r"^give at most one of overlay=, gae= and backend=, not gae, backend$"),
-    ({"gae": RecordingGae(), "board": "Pynq-Z2"}, r"^board= selects the overlay built from backend=; "),
-    ({"overlay": object()}, r"^overlay must be an RLOverlay \(with a \.gae core\), not 'object'$"),
-    ({"gae": object()}, r"^gae must have a compute\(rewards, values, dones, \*, gamma, lam, quantize\) method, "),
-    ({"gae": RecordingGae(), "quantize": "q8"}, r"^quantize must be a bool, not 'q8'$"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"gae": RecordingGae(), "backend": "emu"},
+            r"^give at most one of overlay=, gae= and backend=, not gae, backend$",
+        ),
+        ({"gae": RecordingGae(), "board": "Pynq-Z2"}, r"^board= selects the overlay built from backend=; "),
+        ({"overlay": object()}, r"^overlay must be an RLOverlay \(with a \.gae core\), not 'object'$"),
+        ({"gae": object()}, r"^gae must have a compute\(rewards, values, dones, \*, gamma, lam, quantize\) method, "),
+        ({"gae": RecordingGae(), "quantize": "q8"}, r"^quantize must be a bool, not 'q8'$"),
+    ],
+)
 def test_bad_arguments_raise_one_clear_type_error(kwargs, message):
     with pytest.raises(TypeError, match=message):
         GaeRolloutBuffer(4, OBS_SPACE, ACTION_SPACE, device="cpu", **kwargs)
@@ -287,8 +307,17 @@ def test_dict_observation_buffer_uses_the_core_too(emu_overlay):
 
 def test_ppo_trains_with_the_drop_in_and_uses_the_core(emu_overlay):
     """The README's two lines: SB3 builds the buffer from rollout_buffer_kwargs and calls the core every rollout."""
-    model = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu",
-                rollout_buffer_class=GaeRolloutBuffer, rollout_buffer_kwargs={"overlay": emu_overlay})
+    model = PPO(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        rollout_buffer_class=GaeRolloutBuffer,
+        rollout_buffer_kwargs={"overlay": emu_overlay},
+    )
     model.learn(128)
     assert isinstance(model.rollout_buffer, GaeRolloutBuffer) and model.rollout_buffer.gae is emu_overlay.gae
     assert model.rollout_buffer.quantize and np.isfinite(model.rollout_buffer.gae_time_ms)
@@ -297,8 +326,17 @@ def test_ppo_trains_with_the_drop_in_and_uses_the_core(emu_overlay):
 def test_a_model_built_with_backend_saves_and_loads(tmp_path):
     """Plain strings in rollout_buffer_kwargs pickle, so model.save/PPO.load work (an overlay object does not)."""
     kwargs = {"backend": "emu", "quantize": False}
-    model = PPO("MlpPolicy", "CartPole-v1", n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu",
-                rollout_buffer_class=GaeRolloutBuffer, rollout_buffer_kwargs=kwargs)
+    model = PPO(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        rollout_buffer_class=GaeRolloutBuffer,
+        rollout_buffer_kwargs=kwargs,
+    )
     model.learn(32)
     model.save(tmp_path / "ppo.zip")
     loaded = PPO.load(tmp_path / "ppo.zip", env=make_vec_env("CartPole-v1", n_envs=1, seed=1), device="cpu")
@@ -313,10 +351,22 @@ def test_sb3_ppo_with_gae_on_the_emulated_core_solves_cartpole_seed0():
     """RL Zoo's CartPole-v1 PPO hyperparameters, q8 GAE on the emulated core, seed 0, 100k steps."""
     th.set_num_threads(1)
     env = make_vec_env("CartPole-v1", n_envs=8, seed=0)
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20,
-                ent_coef=0.0, learning_rate=lambda progress: 1e-3 * progress,
-                clip_range=lambda progress: 0.2 * progress, seed=0, device="cpu",
-                rollout_buffer_class=GaeRolloutBuffer, rollout_buffer_kwargs={"backend": "emu", "quantize": True})
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=lambda progress: 1e-3 * progress,
+        clip_range=lambda progress: 0.2 * progress,
+        seed=0,
+        device="cpu",
+        rollout_buffer_class=GaeRolloutBuffer,
+        rollout_buffer_kwargs={"backend": "emu", "quantize": True},
+    )
     model.learn(100_000)
     returns = [episode["r"] for episode in model.ep_info_buffer]
     assert np.mean(returns[-20:]) >= 450, returns[-20:]
@@ -325,6 +375,7 @@ def test_sb3_ppo_with_gae_on_the_emulated_core_solves_cartpole_seed0():
 def test_the_drop_in_on_the_verilated_core_is_the_emulated_one_bit_for_bit():
     """``backend="verilator"``: SB3's buffer gets its GAE from the core's converted Verilog, exactly as from emu."""
     from tests.common.boards import require_verilator
+
     require_verilator()
     rewards, values, episode_starts, last_values, dones = hand_made(300, 9, seed=11)
     got = {}

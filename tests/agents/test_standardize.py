@@ -1,4 +1,5 @@
 """HEPPO dynamic reward standardization: running statistics equal numpy's over everything seen."""
+
 import math
 import pickle
 

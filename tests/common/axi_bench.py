@@ -6,6 +6,7 @@ on ``s_axis`` and master on ``m_axis``, clock ``aclk`` and active-low synchronou
 its own ``run_operation`` and checks. This module imports cocotb: only the simulator process imports it (as
 ``tests.common.axi_bench``, the repository root being on ``sys.path``), never the pytest wrappers.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -63,12 +64,15 @@ class AxiCoreBench:
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
         Clock(dut.aclk, CLOCK_PERIOD_NS, unit="ns").start()
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn,
-                                      reset_active_level=False)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn,
-                                  reset_active_level=False)
+        self.axil = AxiLiteMaster(
+            AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        self.source = AxiStreamSource(
+            AxiStreamBus.from_prefix(dut, "s_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
+        self.sink = AxiStreamSink(
+            AxiStreamBus.from_prefix(dut, "m_axis"), dut.aclk, dut.aresetn, reset_active_level=False
+        )
         for bfm in (self.axil.write_if, self.axil.read_if, self.source, self.sink):
             bfm.log.setLevel(logging.WARNING)
         self.beats: list[tuple[int, bool]] = []  # (tdata, tlast) of every m_axis handshake

@@ -10,6 +10,7 @@ module works without it (the wrappers skip with :data:`needs_icarus`).
 The testbenches' script mode (``python -m tests.<core>.cocotb_<core> --trace``) uses :func:`script_arguments` and
 :func:`run_outside_pytest` to run the same thing from a shell.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,17 @@ def missing_tools() -> list[str]:
 needs_icarus = pytest.mark.skipif(bool(missing_tools()), reason=f"not installed: {', '.join(missing_tools())}")
 
 
-def run_cocotb(toplevel: str, verilog: Path, vectors: dict, work: Path, *, testbench: str, vectors_env: str,
-               tests_per_run: int, waves: bool = False) -> Path:
+def run_cocotb(
+    toplevel: str,
+    verilog: Path,
+    vectors: dict,
+    work: Path,
+    *,
+    testbench: str,
+    vectors_env: str,
+    tests_per_run: int,
+    waves: bool = False,
+) -> Path:
     """Build ``verilog`` (cached per ``work/sim_build``) and run ``testbench`` on ``vectors``; the results file.
 
     ``toplevel`` is the HDL module name, ``vectors_env`` the environment variable the testbench reads the vectors
@@ -59,18 +69,35 @@ def run_cocotb(toplevel: str, verilog: Path, vectors: dict, work: Path, *, testb
     test_dir.mkdir()
     vectors_file = test_dir / "vectors.json"
     vectors_file.write_text(json.dumps(vectors), encoding="utf-8")
-    runner.build(sources=[verilog], hdl_toplevel=toplevel, build_dir=build_dir, waves=waves, always=waves,
-                 timescale=("1ns", "1ps"))
+    runner.build(
+        sources=[verilog],
+        hdl_toplevel=toplevel,
+        build_dir=build_dir,
+        waves=waves,
+        always=waves,
+        timescale=("1ns", "1ps"),
+    )
     results = test_dir / "results.xml"
     try:
-        runner.test(test_module=testbench, hdl_toplevel=toplevel, build_dir=build_dir, test_dir=test_dir,
-                    results_xml=str(results), extra_env={vectors_env: str(vectors_file)}, seed=1, waves=waves)
+        runner.test(
+            test_module=testbench,
+            hdl_toplevel=toplevel,
+            build_dir=build_dir,
+            test_dir=test_dir,
+            results_xml=str(results),
+            extra_env={vectors_env: str(vectors_file)},
+            seed=1,
+            waves=waves,
+        )
     except SystemExit as exc:  # cocotb_tools exits when the simulator or a test fails (under pytest)
         pytest.fail(f"cocotb run failed (exit {exc.code}):\n{failure_messages(results)}", pytrace=False)
     n_tests, n_failed = get_results(results)
     if n_failed or n_tests != tests_per_run:
-        pytest.fail(f"cocotb: {n_failed} of {n_tests} tests failed (expected {tests_per_run} tests):\n"
-                    f"{failure_messages(results)}", pytrace=False)
+        pytest.fail(
+            f"cocotb: {n_failed} of {n_tests} tests failed (expected {tests_per_run} tests):\n"
+            f"{failure_messages(results)}",
+            pytrace=False,
+        )
     return results
 
 
@@ -85,8 +112,7 @@ def failure_messages(results: Path) -> str:
     return "\n".join(lines) or "(no failure message in the results file; see the captured output)"
 
 
-def script_arguments(description: str, argv: list[str] | None, *, k: int, k_help: str,
-                     out: str) -> argparse.Namespace:
+def script_arguments(description: str, argv: list[str] | None, *, k: int, k_help: str, out: str) -> argparse.Namespace:
     """A testbench's script-mode command line: ``--k`` (the build), ``--out`` (work directory, made absolute),
     ``--trace`` (dump an FST waveform)."""
     parser = argparse.ArgumentParser(description=description)

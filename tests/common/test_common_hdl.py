@@ -1,12 +1,13 @@
 """Common HDL blocks against their models: the PRNG (bit-exact sequence) and the FIFO (order, full/empty,
 back-pressure), in MyHDL simulation, and their converted Verilog lints clean."""
+
 import random
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
-from myhdl import block, delay, instance, intbv, ResetSignal, Signal, StopSimulation
+from myhdl import ResetSignal, Signal, StopSimulation, block, delay, instance, intbv
 
 from pynq_rl.overlay.hdl.common.fifo import fifo_sync
 from pynq_rl.overlay.hdl.common.prng import xorshift32 as xorshift32_hdl
@@ -28,13 +29,22 @@ def test_prng_hdl_matches_model(seed):
         @instance
         def stimulus():
             for _ in range(2):
-                yield delay(1); clock.next = 1; yield delay(1); clock.next = 0
+                yield delay(1)
+                clock.next = 1
+                yield delay(1)
+                clock.next = 0
             reset.next = 1
             load.next = 1
-            yield delay(1); clock.next = 1; yield delay(1); clock.next = 0
+            yield delay(1)
+            clock.next = 1
+            yield delay(1)
+            clock.next = 0
             load.next, enable.next = 0, 1
             for _ in range(len(expected)):
-                yield delay(1); clock.next = 1; yield delay(1); clock.next = 0
+                yield delay(1)
+                clock.next = 1
+                yield delay(1)
+                clock.next = 0
                 got.append(int(value))
             raise StopSimulation()
 
@@ -67,7 +77,10 @@ def test_fifo_preserves_order_under_random_backpressure(depth):
         @instance
         def stimulus():
             for _ in range(2):
-                yield delay(1); clock.next = 1; yield delay(1); clock.next = 0
+                yield delay(1)
+                clock.next = 1
+                yield delay(1)
+                clock.next = 0
             reset.next = 1
             sent = 0
             for _ in range(40 * depth):
@@ -90,7 +103,7 @@ def test_fifo_preserves_order_under_random_backpressure(depth):
         return dut, stimulus
 
     bench().run_sim(quiet=1)
-    assert received == words[:len(received)] and len(received) > 2 * depth
+    assert received == words[: len(received)] and len(received) > 2 * depth
     assert max_count[0] <= depth + 1
 
 
@@ -99,12 +112,25 @@ def test_common_blocks_convert_and_lint(tmp_path):
     clock, reset = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
     prng = xorshift32_hdl(Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(bool(0)), Signal(bool(0)), clock, reset)
     prng.convert(hdl="Verilog", path=str(tmp_path), name="prng_xorshift32", initial_values=True, testbench=False)
-    fifo = fifo_sync(Signal(intbv(0)[16:]), Signal(bool(0)), Signal(bool(0)), Signal(intbv(0, min=0, max=17)),
-                     Signal(intbv(0)[16:]), Signal(bool(0)), Signal(bool(0)), clock, reset, 16)
+    fifo = fifo_sync(
+        Signal(intbv(0)[16:]),
+        Signal(bool(0)),
+        Signal(bool(0)),
+        Signal(intbv(0, min=0, max=17)),
+        Signal(intbv(0)[16:]),
+        Signal(bool(0)),
+        Signal(bool(0)),
+        clock,
+        reset,
+        16,
+    )
     fifo.convert(hdl="Verilog", path=str(tmp_path), name="fifo_sync_16", initial_values=True, testbench=False)
     for name in ("prng_xorshift32", "fifo_sync_16"):
-        result = subprocess.run(["verilator", "--lint-only", "-Wall", "-Wno-WIDTH", str(tmp_path / f"{name}.v")],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            ["verilator", "--lint-only", "-Wall", "-Wno-WIDTH", str(tmp_path / f"{name}.v")],
+            capture_output=True,
+            text=True,
+        )
         assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr
 
 
@@ -119,9 +145,18 @@ def test_elaborate_builds_on_a_shallow_stack_and_reraises():
 
     def build(width):
         depths.append(len(inspect.stack()))
-        return fifo_sync(Signal(intbv(0)[width:]), Signal(bool(0)), Signal(bool(0)), Signal(intbv(0, min=0, max=17)),
-                         Signal(intbv(0)[width:]), Signal(bool(0)), Signal(bool(0)), Signal(bool(0)),
-                         ResetSignal(0, active=0, isasync=False), 16)
+        return fifo_sync(
+            Signal(intbv(0)[width:]),
+            Signal(bool(0)),
+            Signal(bool(0)),
+            Signal(intbv(0, min=0, max=17)),
+            Signal(intbv(0)[width:]),
+            Signal(bool(0)),
+            Signal(bool(0)),
+            Signal(bool(0)),
+            ResetSignal(0, active=0, isasync=False),
+            16,
+        )
 
     def deep(n):
         return elaborate(build, 8) if n == 0 else deep(n - 1)

@@ -3,6 +3,7 @@
 MyHDL writes every process as ``always @(<sensitivity>) begin: <name> ... end`` (clocked: ``posedge`` in the
 sensitivity list) or ``assign <name> = <expression>;``, so a test can ask which signals combinational logic reads.
 """
+
 import re
 from dataclasses import dataclass
 

@@ -16,6 +16,7 @@ As a script (from the repository root), it builds the vectors itself and dumps a
 
     python -m tests.gae.cocotb_gae --trace [--k 2] [--out build/cocotb_gae]
 """
+
 from __future__ import annotations
 
 import sys

@@ -1,8 +1,8 @@
 """The lookahead coefficients C**j settle before any element needs them, however fast the bus writes START.
 
-``coef_powers`` (``pynq_rl/overlay/hdl/gae/pe.py``) is a chain of registered multiplies behind the registered GAMMA_LAMBDA
-clamp: C**j is right 3 (j - 1) cycles after the clamp register takes a new GAMMA_LAMBDA, 21 for C**8 in a k = 8
-build. Nothing holds the operation while the chain settles: the guarantee is structural. A product
+``coef_powers`` (``pynq_rl/overlay/hdl/gae/pe.py``) is a chain of registered multiplies behind the registered
+GAMMA_LAMBDA clamp: C**j is right 3 (j - 1) cycles after the clamp register takes a new GAMMA_LAMBDA, 21 for C**8
+in a k = 8 build. Nothing holds the operation while the chain settles: the guarantee is structural. A product
 C**j x delta_{t+j} (or C**k x A_{t+k}) only counts once j (or k) elements were issued ahead of it; before that its
 data operand is a delay-line slot the bootstrap row cleared, and rnd(C * 0) + x = x whatever C is. Those elements
 had to be loaded first (one record per beat at best) and popped (one per cycle). Counting edges from the START
@@ -20,14 +20,15 @@ fails if the pipeline gets shorter or the chain longer; through the core top a w
 core at all: the top holds the parameters from START on). :func:`test_bus_writes_gamma_lambda_then_start_back_to_back`
 is the ordinary case through the rtl bus model (GAMMA_LAMBDA the last write before START), T = 1 .. 10, q8 and raw.
 """
+
 import dataclasses
 import itertools
 
 import numpy as np
-from myhdl import block, intbv, ResetSignal, Signal, Simulation
+from myhdl import ResetSignal, Signal, Simulation, block, intbv
 
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
-from pynq_rl.host.backends.rtl import CLOCK_PERIOD, clock_source, RtlCoreIP
+from pynq_rl.host.backends.rtl import CLOCK_PERIOD, RtlCoreIP, clock_source
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.hdl.common.elaborate import elaborate
 from pynq_rl.overlay.hdl.gae.core import CoreConfig, gae_core
@@ -62,8 +63,16 @@ class _CoreBench:
         self.m_tdata, self.s_tdata = Signal(intbv(0)[width:]), Signal(intbv(0)[width:])
         self.m_tvalid, self.m_tlast, self.s_tready = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
         self.s_tvalid, self.s_tlast, self.m_tready = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-        ports = (self.m_tdata, self.m_tvalid, self.m_tlast, self.s_tready, self.s_tdata, self.s_tvalid, self.s_tlast,
-                 self.m_tready)
+        ports = (
+            self.m_tdata,
+            self.m_tvalid,
+            self.m_tlast,
+            self.s_tready,
+            self.s_tdata,
+            self.s_tvalid,
+            self.s_tlast,
+            self.m_tready,
+        )
         self.sim = Simulation(elaborate(_bench, spec, self.cfg, ports, self.clock, self.reset))
         for _ in range(3):
             self.tick()
@@ -93,7 +102,7 @@ class _CoreBench:
             rewards = rng.integers(-(1 << 20), 1 << 20, (n_steps, n_lanes))
             values = rng.integers(-(1 << 20), 1 << 20, (n_steps + 1, n_lanes))
             scales = dict(r_scale=0, r_offset=0, v_scale=0, v_offset=0)
-        dones = np.zeros((n_steps, n_lanes), np.int64)       # every chain alive: stale powers would show
+        dones = np.zeros((n_steps, n_lanes), np.int64)  # every chain alive: stale powers would show
         one = 1 << spec.coef.frac
         gamma, old_gl, new_gl = int(0.97 * one), 0, int(0.9 * one)
         stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
@@ -104,18 +113,20 @@ class _CoreBench:
         cfg.gamma.next, cfg.gamma_lambda.next, cfg.mode.next = gamma, old_gl, int(mode)
         cfg.r_scale.next, cfg.r_offset.next = scales["r_scale"], scales["r_offset"]
         cfg.v_scale.next, cfg.v_offset.next = scales["v_scale"], scales["v_offset"]
-        for cycle in range(-40, 0):                           # the old powers settle
+        for cycle in range(-40, 0):  # the old powers settle
             if cycle == change_after:
                 cfg.gamma_lambda.next = new_gl
             self.tick()
-        beats = [int.from_bytes(bytes(stream[i:i + spec.stream_bytes]), "little")
-                 for i in range(0, len(stream), spec.stream_bytes)]
+        beats = [
+            int.from_bytes(bytes(stream[i : i + spec.stream_bytes]), "little")
+            for i in range(0, len(stream), spec.stream_bytes)
+        ]
         out = bytearray()
         sent = 0
-        cfg.start.next = True                                 # sampled at the next edge: the START edge (0)
+        cfg.start.next = True  # sampled at the next edge: the START edge (0)
         self.s_tdata.next, self.s_tvalid.next, self.s_tlast.next = beats[0], True, len(beats) == 1
         for cycle in range(1000):
-            if cycle == change_after:                         # sampled by the clamp register at edge `cycle`
+            if cycle == change_after:  # sampled by the clamp register at edge `cycle`
                 cfg.gamma_lambda.next = new_gl
             moved = bool(self.s_tready) and bool(self.s_tvalid)
             if self.m_tvalid:
@@ -141,11 +152,14 @@ def test_coefficients_settle_with_the_documented_margin():
         for n_steps, margin in MARGINS:
             for mode in (S.GaeMode.Q8, S.GaeMode.RAW):
                 got, expected = bench.late_coefficient_run(n_steps, mode, margin, seed=n_steps)
-                assert got == expected, (f"T = {n_steps}, {mode.name}: powers not settled with GAMMA_LAMBDA "
-                                         f"{margin} cycles after START")
+                assert got == expected, (
+                    f"T = {n_steps}, {mode.name}: powers not settled with GAMMA_LAMBDA {margin} cycles after START"
+                )
             got, expected = bench.late_coefficient_run(n_steps, S.GaeMode.Q8, margin + 1, seed=n_steps)
-            assert got != expected, (f"T = {n_steps}: powers settled even with GAMMA_LAMBDA {margin + 1} cycles "
-                                     f"after START: the margin grew, update MARGINS and the docstring")
+            assert got != expected, (
+                f"T = {n_steps}: powers settled even with GAMMA_LAMBDA {margin + 1} cycles "
+                f"after START: the margin grew, update MARGINS and the docstring"
+            )
 
 
 def test_bus_writes_gamma_lambda_then_start_back_to_back(rtl_simulation):
@@ -154,7 +168,7 @@ def test_bus_writes_gamma_lambda_then_start_back_to_back(rtl_simulation):
     board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("gae", SPEC, 0x0_0000, 0x1_0000),))
     ip = RtlCoreIP(rtl_simulation(board), "gae", SPEC, S.GAE_REGISTERS)
     for mode, n_steps in itertools.product(list(S.GaeMode), range(1, 11)):
-        lam = (n_steps % 2) * 0.95                            # alternate lambda 0 (powers 0) and 0.95
+        lam = (n_steps % 2) * 0.95  # alternate lambda 0 (powers 0) and 0.95
         regs, stream = operation(SPEC, mode, np.random.default_rng(n_steps), n_steps, 3, 0.99, lam, 1.0)
         gamma_lambda = regs.pop("GAMMA_LAMBDA")
         ctrl = regs.pop("CTRL")

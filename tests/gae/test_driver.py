@@ -1,17 +1,17 @@
 """Rung 6: the GaeCore driver through the real PYNQ path (Overlay -> VLNV binding -> MMIO + stock DMA), per backend."""
+
 import re
 
 import numpy as np
 import pytest
 from pynq.lib.dma import DMA
 
-from pynq_rl import RLOverlay
 from pynq_rl.host.drivers import GaeCore, GaeSaturationWarning
 from pynq_rl.host.drivers.identity import BitstreamMismatchError
 from pynq_rl.overlay import fixed
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
-from tests.common.boards import make_overlay, RTL_TEST_BOARD
+from tests.common.boards import RTL_TEST_BOARD, make_overlay
 
 
 def rollout(seed, n_steps, n_envs, done_prob=0.05):
@@ -140,8 +140,9 @@ def test_chunking_over_time_matches_one_call(overlay, quantize):
         unit = model.choose_unit(float(max(np.abs(r64).max(), np.abs(v64).max())), 0.99, 0.95, spec.data)
         r_err, v_err = model.encode_q8(r64, unit, spec).error, model.encode_q8(v64, unit, spec).error
         delta_max = np.abs(r64).max() + 1.99 * np.abs(v64).max()
-        bound = model.error_bound(spec, 0.99, 0.95, unit, r_err, v_err, delta_max,
-                                  max(np.abs(ref_adv).max(), np.abs(v64).max()))
+        bound = model.error_bound(
+            spec, 0.99, 0.95, unit, r_err, v_err, delta_max, max(np.abs(ref_adv).max(), np.abs(v64).max())
+        )
         assert np.abs(adv - ref_adv).max() <= bound and np.abs(ret - ref_ret).max() <= bound
         assert np.corrcoef(adv.ravel(), ref_adv.ravel())[0, 1] > 0.99
     else:
@@ -157,16 +158,23 @@ def test_zcu106_overlay_has_64_lanes():
 
 
 # -- bad input gets a clear error -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("args, error, message", [
-    ((np.zeros((5, 2)), np.zeros((5, 2)), np.zeros((5, 2))), ValueError, r"values must have shape \(T \+ 1, N\)"),
-    ((np.zeros((5, 2)), np.zeros((6, 2)), np.zeros((5, 3))), ValueError, r"dones must have shape \(T, N\)"),
-    ((np.zeros(5), np.zeros(6), np.zeros(5)), ValueError, r"rewards must be 2-D \(T, N\), not shape \(5,\)"),
-    ((np.array([["a"]]), np.zeros((2, 1)), np.zeros((1, 1))), TypeError, r"rewards must be a numeric array"),
-    ((np.full((2, 1), np.nan), np.zeros((3, 1)), np.zeros((2, 1))), ValueError, r"rewards must be finite; rewards\[0, 0\] is nan"),
-    ((np.zeros((2, 1)), np.full((3, 1), np.inf), np.zeros((2, 1))), ValueError, r"values must be finite"),
-    ((np.zeros((2, 1)), np.zeros((3, 1)), np.full((2, 1), 0.5)), ValueError, r"dones must be 0 or 1"),
-    ((np.zeros((0, 1)), np.zeros((1, 1)), np.zeros((0, 1))), ValueError, r"at least one step and one env"),
-])
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        ((np.zeros((5, 2)), np.zeros((5, 2)), np.zeros((5, 2))), ValueError, r"values must have shape \(T \+ 1, N\)"),
+        ((np.zeros((5, 2)), np.zeros((6, 2)), np.zeros((5, 3))), ValueError, r"dones must have shape \(T, N\)"),
+        ((np.zeros(5), np.zeros(6), np.zeros(5)), ValueError, r"rewards must be 2-D \(T, N\), not shape \(5,\)"),
+        ((np.array([["a"]]), np.zeros((2, 1)), np.zeros((1, 1))), TypeError, r"rewards must be a numeric array"),
+        (
+            (np.full((2, 1), np.nan), np.zeros((3, 1)), np.zeros((2, 1))),
+            ValueError,
+            r"rewards must be finite; rewards\[0, 0\] is nan",
+        ),
+        ((np.zeros((2, 1)), np.full((3, 1), np.inf), np.zeros((2, 1))), ValueError, r"values must be finite"),
+        ((np.zeros((2, 1)), np.zeros((3, 1)), np.full((2, 1), 0.5)), ValueError, r"dones must be 0 or 1"),
+        ((np.zeros((0, 1)), np.zeros((1, 1)), np.zeros((0, 1))), ValueError, r"at least one step and one env"),
+    ],
+)
 def test_bad_inputs_raise_before_touching_the_core(overlay, args, error, message):
     with pytest.raises(error, match=message):
         overlay.gae.compute(*args)
@@ -237,6 +245,7 @@ def test_config_error_is_decoded(overlay, monkeypatch):
 
 def test_stale_bitstream_is_refused(monkeypatch):
     from pynq_rl.host.backends import gae_ip
+
     original = gae_ip.GaeCoreIP.reset
 
     def stale_reset(self):
@@ -251,6 +260,7 @@ def test_stale_bitstream_is_refused(monkeypatch):
 def test_user_buffers_land_in_emulated_memory(overlay):
     """pynq.allocate works off-board and the stock DMA moves user buffers through the emulated DDR."""
     import pynq
+
     if overlay.backend == "board":
         pytest.skip("emulated memory only")
     buffer = pynq.allocate((16,), dtype=np.uint32)
@@ -262,20 +272,25 @@ def test_long_rollout_of_many_envs_is_one_operation_within_the_budget(backend):
     """Issue 13's GAE budget for any N and T: T = 2.5 x T_MAX over LANES + 3 envs (two lane-batches of three
     chained chunks each) is one DMA transfer each way and at most 12 host register calls, raw and q8 (whose four
     scale registers are one burst: one call more than raw)."""
-    board = RTL_TEST_BOARD if backend == "rtl" else None   # rtl: a small build (T_MAX 40); emu: the Pynq-Z2's
+    board = RTL_TEST_BOARD if backend == "rtl" else None  # rtl: a small build (T_MAX 40); emu: the Pynq-Z2's
     overlay = make_overlay(backend, board=board, cores=("gae",))
     spec = overlay.gae.spec
     n_steps, n_envs = 5 * spec.t_max // 2, spec.lanes + 3
     rng = np.random.default_rng(0)
     costs = {}
     for quantize in (False, True):
-        def call():
-            overlay.gae.compute(rng.normal(size=(n_steps, n_envs)), rng.normal(size=(n_steps + 1, n_envs)),
-                                rng.random((n_steps, n_envs)) < 0.01, quantize=quantize)
 
-        call()                                            # the parameters' first writes
+        def call():
+            overlay.gae.compute(
+                rng.normal(size=(n_steps, n_envs)),
+                rng.normal(size=(n_steps + 1, n_envs)),
+                rng.random((n_steps, n_envs)) < 0.01,
+                quantize=quantize,
+            )
+
+        call()  # the parameters' first writes
         with overlay.bus_stats() as bus:
-            call()                                        # new data: in q8 new scale registers
+            call()  # new data: in q8 new scale registers
         costs[quantize] = bus
         assert bus.dma_transfers == 2 and bus.register_calls <= 12, bus
         assert overlay.gae.cycles == spec.cycles(n_steps, 2)

@@ -1,7 +1,9 @@
 """Rung 2: the bit-exact GAE model against a float64 reference, its two implementations against each other."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pynq_rl.overlay import fixed
 from pynq_rl.overlay.models import gae as model
@@ -31,8 +33,18 @@ def run_raw(spec, rewards, values, dones, gamma, lam, **kwargs):
 def run_q8(spec, rewards, values, dones, gamma, lam):
     unit = model.choose_unit(max(np.abs(rewards).max(), np.abs(values).max()), gamma, lam, spec.data)
     rb, vb = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
-    result = model.gae_fixed(spec, rb.codes, vb.codes, dones, *coef_codes(spec, gamma, lam), GaeMode.Q8,
-                             rb.scale, rb.offset, vb.scale, vb.offset)
+    result = model.gae_fixed(
+        spec,
+        rb.codes,
+        vb.codes,
+        dones,
+        *coef_codes(spec, gamma, lam),
+        GaeMode.Q8,
+        rb.scale,
+        rb.offset,
+        vb.scale,
+        vb.offset,
+    )
     scale = spec.data.lsb * unit
     return result, result.advantages * scale, result.returns * scale, unit, rb, vb
 
@@ -40,8 +52,16 @@ def run_q8(spec, rewards, values, dones, gamma, lam):
 # -- the two implementations agree bit for bit ----------------------------------------------------------------------
 @needs_numba
 @settings(max_examples=150, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 6), st.integers(1, 3), st.floats(0, 1), st.floats(0, 1),
-       st.sampled_from([1.0, 1e3, 1e5]), st.floats(0, 0.5), st.integers(0, 2 ** 32 - 1))
+@given(
+    st.integers(1, 40),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.sampled_from([1.0, 1e3, 1e5]),
+    st.floats(0, 0.5),
+    st.integers(0, 2**32 - 1),
+)
 def test_numba_and_numpy_paths_are_bit_identical(n_steps, n_envs, k, gamma, lam, scale, done_prob, seed):
     spec = GaeSpec(lookahead=k)
     rng = np.random.default_rng(seed)
@@ -71,10 +91,16 @@ def test_raw_mode_within_1e3_for_values_below_1000(k, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 60), st.integers(1, 5), st.integers(1, 3), st.floats(0, 0.999), st.floats(0, 1),
-       st.integers(0, 2 ** 32 - 1))
+@given(
+    st.integers(1, 60),
+    st.integers(1, 5),
+    st.integers(1, 3),
+    st.floats(0, 0.999),
+    st.floats(0, 1),
+    st.integers(0, 2**32 - 1),
+)
 def test_both_modes_within_documented_bound(n_steps, n_envs, k, gamma, lam, seed):
-    spec = GaeSpec(lookahead=k, t_max=16)   # T up to 60: up to four chained chunks, one recursion, one q8 block
+    spec = GaeSpec(lookahead=k, t_max=16)  # T up to 60: up to four chained chunks, one recursion, one q8 block
     rng = np.random.default_rng(seed)
     rewards, values, dones = rollout(rng, n_steps, n_envs, value_scale=50.0, done_prob=0.1)
     ref_adv, ref_ret = model.gae_float64(rewards, values, dones, gamma, lam)
@@ -99,7 +125,7 @@ def test_q8_error_is_small_next_to_the_advantage_scale():
     _, adv, _, unit, rb, vb = run_q8(spec, rewards, values, dones, 0.99, 0.95)
     ref_adv, _ = model.gae_float64(rewards, values, dones, 0.99, 0.95)
     error = adv - ref_adv
-    assert np.sqrt(np.mean(error ** 2)) < 0.02 * np.std(ref_adv)
+    assert np.sqrt(np.mean(error**2)) < 0.02 * np.std(ref_adv)
     assert np.corrcoef(adv.ravel(), ref_adv.ravel())[0, 1] > 0.9999
 
 
@@ -214,11 +240,13 @@ def test_stream_rows_are_the_chunks_latest_first(n_steps):
     rows = spec.stream_rows(n_steps)
     chunks, first = spec.chunking(n_steps)
     assert chunks == -(-n_steps // 16) and 1 <= first <= 16 and first + (chunks - 1) * 16 == n_steps
-    assert sorted(rows.tolist()) == list(range(n_steps + 1))            # every time row and the bootstrap once
-    assert rows[:first + 1].tolist() == list(range(n_steps - first, n_steps + 1))
-    for c in range(1, chunks):                                          # then each earlier T_MAX, forward
+    assert sorted(rows.tolist()) == list(range(n_steps + 1))  # every time row and the bootstrap once
+    assert rows[: first + 1].tolist() == list(range(n_steps - first, n_steps + 1))
+    for c in range(1, chunks):  # then each earlier T_MAX, forward
         start = first + 1 + (c - 1) * 16
-        assert rows[start:start + 16].tolist() == list(range(n_steps - first - c * 16, n_steps - first - (c - 1) * 16))
+        assert rows[start : start + 16].tolist() == list(
+            range(n_steps - first - c * 16, n_steps - first - (c - 1) * 16)
+        )
     with pytest.raises(ValueError, match="n_steps must be >= 1"):
         spec.chunking(0)
 
@@ -230,12 +258,12 @@ def test_chained_stream_records_round_trip(mode):
     hi = 127 if mode == GaeMode.Q8 else 1 << 30
     r, v, d = rng.integers(-hi, hi, (21, 5)), rng.integers(-hi, hi, (22, 5)), rng.integers(0, 2, (21, 5))
     records = model.pack_input(spec, mode, r, v, d).reshape(2, 22)
-    assert records["value"][0, :6, 0].tolist() == v[16:22, 0].tolist()   # 5 latest steps and V_21 first
-    assert records["reward"][0, 5, 0] == 0                                 # the bootstrap row has no reward
+    assert records["value"][0, :6, 0].tolist() == v[16:22, 0].tolist()  # 5 latest steps and V_21 first
+    assert records["reward"][0, 5, 0] == 0  # the bootstrap row has no reward
     assert records["value"][0, 6:14, 0].tolist() == v[8:16, 0].tolist()  # then steps 8..15, no bootstrap row
     r2, v2, d2 = model.unpack_input(spec, mode, records.ravel(), 2, 2)
     assert np.array_equal(r, r2) and np.array_equal(v, v2) and np.array_equal(d, d2)
     out = model.pack_output(spec, r, -r)
-    assert out.reshape(2, 21)["advantage"][0, :, 0].tolist() == r[::-1, 0].tolist()   # newest first, all chunks
+    assert out.reshape(2, 21)["advantage"][0, :, 0].tolist() == r[::-1, 0].tolist()  # newest first, all chunks
     a2, ret2 = model.unpack_output(spec, out, 2, 2)
     assert np.array_equal(a2, r) and np.array_equal(ret2, -r)

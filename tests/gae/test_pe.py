@@ -6,12 +6,14 @@ depends on whether the element ahead is still in flight (and, for k = 2, the loo
 its second stage is empty), so gaps of every length, right after the bootstrap row and between two elements, are
 what exercises it; the core-level tests rarely stall mid-sequence.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-from myhdl import always, block, delay, instance, intbv, Signal, StopSimulation
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from myhdl import Signal, StopSimulation, always, block, delay, instance, intbv
 
 from pynq_rl.overlay.build.gae_report import pe_with_powers
 from pynq_rl.overlay.hdl.common.elaborate import elaborate
@@ -23,8 +25,9 @@ from pynq_rl.overlay.spec import GaeSpec
 SETTLE_CYCLES = 24
 
 
-def simulate_pe(spec: GaeSpec, rows: list[tuple[int, int, int, int, int]], gamma: int, gamma_lambda: int
-                ) -> list[tuple[int, int, bool]]:
+def simulate_pe(
+    spec: GaeSpec, rows: list[tuple[int, int, int, int, int]], gamma: int, gamma_lambda: int
+) -> list[tuple[int, int, bool]]:
     """Clock ``rows`` (valid, bootstrap, done, reward, value) into one PE; return its (A, R, saturated) outputs."""
     outputs: list[tuple[int, int, bool]] = []
     idle = [(0, 0, 0, 0, 0)]
@@ -37,8 +40,21 @@ def simulate_pe(spec: GaeSpec, rows: list[tuple[int, int, int, int, int]], gamma
         out_valid, saturated, done, in_valid, in_bootstrap, clock = (Signal(bool(0)) for _ in range(6))
         coef = dict(min=0, max=(1 << spec.coef.frac) + 1)
         gamma_s, gamma_lambda_s = Signal(intbv(gamma, **coef)), Signal(intbv(gamma_lambda, **coef))
-        dut = pe_with_powers(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma_s,
-                             gamma_lambda_s, clock, spec)
+        dut = pe_with_powers(
+            adv,
+            ret,
+            out_valid,
+            saturated,
+            reward,
+            value,
+            done,
+            in_valid,
+            in_bootstrap,
+            gamma_s,
+            gamma_lambda_s,
+            clock,
+            spec,
+        )
 
         @instance
         def tick():
@@ -61,7 +77,7 @@ def simulate_pe(spec: GaeSpec, rows: list[tuple[int, int, int, int, int]], gamma
 
         return dut, tick, drive, collect
 
-    elaborate(bench).run_sim(quiet=1)         # elaborated on a shallow stack: MyHDL inspects every frame
+    elaborate(bench).run_sim(quiet=1)  # elaborated on a shallow stack: MyHDL inspects every frame
     return outputs
 
 
@@ -70,7 +86,7 @@ def pe_inputs(draw, spec: GaeSpec):
     """Episodes fed backward (bootstrap row first), gaps of 0 to 14 idle cycles (past the PE's depth) anywhere; the
     idle rows carry random bootstrap / done / reward bits that must be ignored. Returns rows and the model's
     (A, R) in output order with the saturation flag per episode."""
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
     lo, hi = spec.data.min_code, spec.data.max_code
     bubble_p = draw(st.sampled_from([0.0, 0.3, 0.7]), label="gap probability")
     gamma = draw(st.integers(0, 1 << spec.coef.frac), label="GAMMA code")
@@ -79,21 +95,24 @@ def pe_inputs(draw, spec: GaeSpec):
     def gap():
         if rng.random() >= bubble_p:
             return []
-        return [(0, int(rng.integers(2)), int(rng.integers(2)), int(rng.integers(lo, hi)), 0)
-                for _ in range(int(rng.integers(1, 15)))]
+        return [
+            (0, int(rng.integers(2)), int(rng.integers(2)), int(rng.integers(lo, hi)), 0)
+            for _ in range(int(rng.integers(1, 15)))
+        ]
 
     rows, want = [], []
     for _ in range(draw(st.integers(1, 4), label="episodes")):
         n_steps = int(rng.integers(1, 13))
-        scale = float(2.0 ** rng.choice([12, 20, spec.data.width - 2]))      # small to saturating
+        scale = float(2.0 ** rng.choice([12, 20, spec.data.width - 2]))  # small to saturating
         rewards = np.clip(np.round(rng.normal(0, scale, n_steps)), lo, hi).astype(np.int64)
         values = np.clip(np.round(rng.normal(0, scale, n_steps + 1)), lo, hi).astype(np.int64)
         dones = (rng.random(n_steps) < 0.2).astype(np.int64)
         rows += gap() + [(1, 1, 0, 0, int(values[-1]))]
         for t in range(n_steps - 1, -1, -1):
             rows += gap() + [(1, 0, int(dones[t]), int(rewards[t]), int(values[t]))]
-        result = gae_fixed(spec, rewards[:, None], values[:, None], dones[:, None], gamma, gamma_lambda,
-                           use_numba=False)
+        result = gae_fixed(
+            spec, rewards[:, None], values[:, None], dones[:, None], gamma, gamma_lambda, use_numba=False
+        )
         want.append((result.advantages[::-1, 0], result.returns[::-1, 0], bool(result.saturated)))
     return rows, want, gamma, gamma_lambda
 
@@ -111,7 +130,7 @@ def test_pe_equals_model_with_gaps_anywhere(k, port_bits):
         assert len(got) == sum(len(a) for a, _, _ in want)
         index = 0
         for adv, ret, sat in want:
-            episode = got[index:index + len(adv)]
+            episode = got[index : index + len(adv)]
             index += len(adv)
             assert [(a, r) for a, r, _ in episode] == list(zip(adv.tolist(), ret.tolist()))
             assert any(s for _, _, s in episode) == sat

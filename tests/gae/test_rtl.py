@@ -5,11 +5,13 @@ HDL; the output stream bytes, STATUS and CYCLES must be identical. Randomized ov
 dones, raw and q8 modes and values large enough to saturate, for k = 1, 2, 3; operations of several lane-batches
 (BATCHES) stream them back to back, and T beyond T_MAX runs as CHUNKS chained chunks per lane-batch.
 """
+
 import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pynq_rl import RLOverlay
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
@@ -79,7 +81,7 @@ def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
         limits = {"R_SCALE": spec.scale, "V_SCALE": spec.scale, "R_OFFSET": data, "V_OFFSET": data}
         regs = {k: int(np.clip(v, limits[k].min_code, limits[k].max_code)) for k, v in regs.items()}
     else:
-        bound = int(min(2 ** 31 - 1, 2 ** 20 * scale))
+        bound = int(min(2**31 - 1, 2**20 * scale))
         rewards = rng.integers(-bound, bound, (n_steps, n_lanes))
         values = rng.integers(-bound, bound, (n_steps + 1, n_lanes))
         regs = {}
@@ -88,9 +90,15 @@ def operation(spec, mode, rng, n_steps, n_envs, gamma, lam, scale):
     gl_code = int(round(gamma * lam * (1 << spec.coef.frac)))
     n_batches = model.batches(spec, n_envs)
     n_chunks, first = spec.chunking(n_steps)
-    regs |= {"T": first, "CHUNKS": n_chunks, "LANES_USED": n_envs - (n_batches - 1) * spec.lanes, "BATCHES": n_batches,
-             "GAMMA": gamma_code, "GAMMA_LAMBDA": gl_code,
-             "CTRL": int(mode) << S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]}
+    regs |= {
+        "T": first,
+        "CHUNKS": n_chunks,
+        "LANES_USED": n_envs - (n_batches - 1) * spec.lanes,
+        "BATCHES": n_batches,
+        "GAMMA": gamma_code,
+        "GAMMA_LAMBDA": gl_code,
+        "CTRL": int(mode) << S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"],
+    }
     stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
     return regs, stream
 
@@ -102,7 +110,7 @@ def test_rtl_equals_model_bit_for_bit(k, data, rtl_simulation):
     ports = data.draw(st.sampled_from([25, 18]), label="multiplier port bits (DSP48, or 18 x 18 partial products)")
     board = small_board(k, port_bits=ports)
     spec = board.cores[0].spec
-    seed = data.draw(st.integers(0, 2 ** 32 - 1), label="seed")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
     n_steps = data.draw(st.integers(1, 5 * spec.t_max // 2), label="T (1 to 3 chunks)")
     n_envs = data.draw(st.integers(1, 3 * spec.lanes), label="envs (1 to 3 lane-batches)")
     gamma = data.draw(st.floats(0, 1), label="gamma")
@@ -130,8 +138,9 @@ def test_18x18_partial_products_change_no_result_and_no_cycle(k, rtl_simulation)
     spec = board.cores[0].spec
     rtl = RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS)
     for mode, seed in ((S.GaeMode.RAW, 1), (S.GaeMode.Q8, 2)):
-        regs, stream = operation(spec, mode, np.random.default_rng(seed), spec.t_max + 7, 2 * spec.lanes, 0.99,
-                                 0.95, 4096.0)
+        regs, stream = operation(
+            spec, mode, np.random.default_rng(seed), spec.t_max + 7, 2 * spec.lanes, 0.99, 0.95, 4096.0
+        )
         got = run_operation(rtl, regs, stream)
         assert got == run_operation(GaeCoreIP(spec), regs, stream), f"{mode.name}: rtl != model"
         assert got[2] == spec.cycles(spec.t_max + 7, 2)
@@ -144,11 +153,17 @@ def test_parameters_written_while_busy_wait_for_the_next_start(backend, rtl_simu
     changed mid-operation there, at TLAST in the emulation); the next operation uses the new values."""
     board = small_board(2)
     spec = board.cores[0].spec
-    ip = (RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS) if backend == "rtl"
-          else GaeCoreIP(spec))
+    ip = RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS) if backend == "rtl" else GaeCoreIP(spec)
     regs, stream = operation(spec, S.GaeMode.Q8, np.random.default_rng(7), 20, 2 * spec.lanes, 0.99, 0.95, 64.0)
-    later = {"GAMMA": 1 << 22, "GAMMA_LAMBDA": 3 << 20, "LANES_USED": 1, "R_SCALE": -regs["R_SCALE"] // 3,
-             "V_SCALE": regs["V_SCALE"] // 5, "R_OFFSET": regs["R_OFFSET"] // 2, "V_OFFSET": -regs["V_OFFSET"]}
+    later = {
+        "GAMMA": 1 << 22,
+        "GAMMA_LAMBDA": 3 << 20,
+        "LANES_USED": 1,
+        "R_SCALE": -regs["R_SCALE"] // 3,
+        "V_SCALE": regs["V_SCALE"] // 5,
+        "R_OFFSET": regs["R_OFFSET"] // 2,
+        "V_OFFSET": -regs["V_OFFSET"],
+    }
     assert all(regs[name] != value for name, value in later.items())
 
     start_operation(ip, regs)
@@ -163,14 +178,20 @@ def test_parameters_written_while_busy_wait_for_the_next_start(backend, rtl_simu
     assert again[0] != got[0]
 
 
-@pytest.mark.parametrize("regs_update, flag", [({"T": 0}, S.Status.ERR_CONFIG), ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
-                                               ({"BATCHES": 0}, S.Status.ERR_CONFIG),
-                                               ({"BATCHES": S.GaeSpec.batches_max + 1}, S.Status.ERR_CONFIG),
-                                               ({"CHUNKS": 0}, S.Status.ERR_CONFIG),
-                                               ({"CHUNKS": S.GaeSpec.chunks_max + 1}, S.Status.ERR_CONFIG),
-                                               ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
-                                               ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
-                                               ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG)])
+@pytest.mark.parametrize(
+    "regs_update, flag",
+    [
+        ({"T": 0}, S.Status.ERR_CONFIG),
+        ({"LANES_USED": 9}, S.Status.ERR_CONFIG),
+        ({"BATCHES": 0}, S.Status.ERR_CONFIG),
+        ({"BATCHES": S.GaeSpec.batches_max + 1}, S.Status.ERR_CONFIG),
+        ({"CHUNKS": 0}, S.Status.ERR_CONFIG),
+        ({"CHUNKS": S.GaeSpec.chunks_max + 1}, S.Status.ERR_CONFIG),
+        ({"GAMMA": (1 << 23) + 1}, S.Status.ERR_CONFIG),
+        ({"CTRL": 1 << 2, "R_SCALE": 1 << 24}, S.Status.ERR_CONFIG),
+        ({"CTRL": 1 << 2, "V_SCALE": -(1 << 24) - 1}, S.Status.ERR_CONFIG),
+    ],
+)
 def test_rtl_refuses_bad_configuration_like_the_model(regs_update, flag, rtl_simulation):
     board = small_board(2)
     spec = board.cores[0].spec
@@ -207,10 +228,10 @@ def test_rtl_flags_tlast_before_the_last_batch_like_the_model(where, rtl_simulat
     whole = run_operation(GaeCoreIP(spec), regs, stream)[0]
     first = 6 * spec.input_record_bytes(S.GaeMode.RAW)
     inside = where.startswith("inside")
-    stream = stream[:first + (spec.stream_bytes if inside else 0)]
+    stream = stream[: first + (spec.stream_bytes if inside else 0)]
     got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
-    assert expected[0] == b"" and got[0] == (whole[:5 * spec.output_record_bytes] if inside else b"")
+    assert expected[0] == b"" and got[0] == (whole[: 5 * spec.output_record_bytes] if inside else b"")
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
 
 
@@ -226,10 +247,10 @@ def test_rtl_flags_tlast_before_the_last_chunk_like_the_model(where, rtl_simulat
     whole = run_operation(GaeCoreIP(spec), regs, stream)[0]
     first = 6 * spec.input_record_bytes(S.GaeMode.RAW)
     inside = where.startswith("inside")
-    stream = stream[:first + (spec.stream_bytes if inside else 0)]
+    stream = stream[: first + (spec.stream_bytes if inside else 0)]
     got = run_operation(RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS), regs, stream)
     expected = run_operation(GaeCoreIP(spec), regs, stream)
-    assert expected[0] == b"" and got[0] == (whole[:5 * spec.output_record_bytes] if inside else b"")
+    assert expected[0] == b"" and got[0] == (whole[: 5 * spec.output_record_bytes] if inside else b"")
     assert got[1] == expected[1] == S.Status.DONE | S.Status.ERR_STREAM
 
 
@@ -260,6 +281,7 @@ def test_pipeline_depth_is_the_sum_of_the_hdl_stages():
     dequantizer's stages + the PE's + 1 (write-back); the cycle test above measures the total, this names the parts."""
     from pynq_rl.overlay.hdl.gae.core import DEQUANT_LATENCY
     from pynq_rl.overlay.hdl.gae.pe import PE_LATENCY
+
     assert DEQUANT_LATENCY == 4  # register the BRAM read, multiply, add the offset, clamp: one each (issue 15)
     assert S.GaeSpec().pipeline_depth == 2 + 1 + 1 + DEQUANT_LATENCY + PE_LATENCY + 1
 
@@ -269,7 +291,7 @@ def test_rtl_overlay_dumps_a_waveform(tmp_path):
     overlay.gae.compute(np.ones((3, 2)), np.zeros((4, 2)), np.zeros((3, 2)))
     overlay.device.simulation.end("test finished")
     vcd = tmp_path / "gae.vcd"
-    assert vcd.is_file() and b"$enddefinitions" in vcd.read_bytes()[:1 << 20]
+    assert vcd.is_file() and b"$enddefinitions" in vcd.read_bytes()[: 1 << 20]
 
 
 def test_second_rtl_overlay_ends_the_first():
@@ -289,7 +311,10 @@ def test_start_clears_cycles_like_the_model(rtl_simulation):
     rtl = RtlCoreIP(rtl_simulation(board), "gae", spec, S.GAE_REGISTERS)
     got = [run_operation(rtl, good_regs, good_stream)[2], run_operation(rtl, bad_regs, good_stream[:0])[2]]
     model_ip = GaeCoreIP(spec)
-    expected = [run_operation(model_ip, good_regs, good_stream)[2], run_operation(model_ip, bad_regs, good_stream[:0])[2]]
+    expected = [
+        run_operation(model_ip, good_regs, good_stream)[2],
+        run_operation(model_ip, bad_regs, good_stream[:0])[2],
+    ]
     assert got == expected == [6 + spec.pipeline_depth, 0]
 
 
@@ -299,9 +324,10 @@ def timed_operation(sim, ip, regs: dict, stream: np.ndarray) -> tuple[bytes, int
         ip.write(S.GAE_REGISTERS[name]["address_offset"], value & 0xFFFF_FFFF)
     ip.write(S.GAE_REGISTERS["CTRL"]["address_offset"], regs.get("CTRL", 0) | S.Ctrl.START)
     start, sent, out = sim.cycle, 0, bytearray()
-    while True:   # both DMA channels at once, cycle by cycle
-        accepted, data, last = ip.stream_duplex(stream[sent:] if sent < len(stream) else None, True, 1 << 24,
-                                                max_cycles=1)
+    while True:  # both DMA channels at once, cycle by cycle
+        accepted, data, last = ip.stream_duplex(
+            stream[sent:] if sent < len(stream) else None, True, 1 << 24, max_cycles=1
+        )
         sent += accepted
         out += data.tobytes()
         if last:
@@ -319,8 +345,9 @@ def test_b_batches_cost_b_times_one_batch_plus_a_constant(mode, rtl_simulation):
     ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
     totals = []
     for n_batches in (1, 2, 3):
-        regs, stream = operation(spec, mode, np.random.default_rng(n_batches), 12, n_batches * spec.lanes, 0.9,
-                                 0.9, 1.0)
+        regs, stream = operation(
+            spec, mode, np.random.default_rng(n_batches), 12, n_batches * spec.lanes, 0.9, 0.9, 1.0
+        )
         out, cycles = timed_operation(sim, ip, regs, stream)
         assert out == run_operation(GaeCoreIP(spec), regs, stream)[0]
         totals.append(cycles)
@@ -340,8 +367,9 @@ def test_lane_batches_stream_at_the_bus_bound(mode, rtl_simulation):
     ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
     totals = {}
     for n_batches in (1, 3):
-        regs, stream = operation(spec, mode, np.random.default_rng(n_batches), 64, n_batches * spec.lanes, 0.99,
-                                 0.95, 1.0)
+        regs, stream = operation(
+            spec, mode, np.random.default_rng(n_batches), 64, n_batches * spec.lanes, 0.99, 0.95, 1.0
+        )
         out, totals[n_batches] = timed_operation(sim, ip, regs, stream)
         assert out == run_operation(GaeCoreIP(spec), regs, stream)[0]
     per_batch = (totals[3] - totals[1]) / 2

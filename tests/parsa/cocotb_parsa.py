@@ -7,6 +7,7 @@ file named by ``PYNQ_RL_PARSA_VECTORS``. This module replays them on the simulat
 reset, with and without idle cycles and back-pressure; the output words, their TLAST, STATUS, CYCLES, CYCLES_ACT,
 CYCLES_UPDATE, EPSILON and SEED must equal the model's after every operation.
 """
+
 from __future__ import annotations
 
 import cocotb
@@ -52,8 +53,9 @@ async def run_vectors(dut, idle_inserter, backpressure_inserter):
         expected = op["expected"]
         problems = []
         if out != expected["out"]:
-            problems.append(f"output {out[:8]}... != model {expected['out'][:8]}... ({len(out)} vs "
-                            f"{len(expected['out'])} words)")
+            problems.append(
+                f"output {out[:8]}... != model {expected['out'][:8]}... ({len(out)} vs {len(expected['out'])} words)"
+            )
         elif tlast := tlast_problem(lasts, len(out)):
             problems.append(tlast)
         for name, value in observed.items():

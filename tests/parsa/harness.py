@@ -1,5 +1,6 @@
 """Shared by the ParSa RTL and Verilog tests: random operations, and the driver-like sequence that runs them on an IP
 (the emulated model or the simulated HDL) and records everything observable."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,7 +75,7 @@ def act_stream(rng: np.random.Generator, spec: S.ParsaSpec, n_dims: int, n: int,
 
 def window_writes(record: np.ndarray, n_dims: int) -> dict:
     """The mailbox window's register writes for one state record (its 64-bit words): record order from MBOX_KEY."""
-    words = np.asarray(record, dtype="<u8").view("<u4")[:2 + n_dims]
+    words = np.asarray(record, dtype="<u8").view("<u4")[: 2 + n_dims]
     return {name: int(word) for name, word in zip(S.PARSA_MBOX_WINDOW, words)}
 
 
@@ -86,10 +87,12 @@ def mailbox_decisions(ip, rng: np.random.Generator, spec: S.ParsaSpec, n_dims: i
         key = int(rng.integers(0, spec.keys)) if rng.random() < 0.85 else spec.keys
         flags = int(rng.choice([0, 1, 1, 1, 1, 2, 3]))
         bound = (1 << 31) - 1 if big else 1 << (spec.value_w - 2)
-        record = M.pack_states([key], [flags], [int(rng.integers(-bound, bound))],
-                               rng.integers(-6 << 16, 9 << 16, (1, n_dims)), n_dims)
-        seen.append(run_operation(ip, window_writes(record.ravel(), n_dims), S.ParsaMode.MAILBOX,
-                                  np.zeros(0, np.uint64)))
+        record = M.pack_states(
+            [key], [flags], [int(rng.integers(-bound, bound))], rng.integers(-6 << 16, 9 << 16, (1, n_dims)), n_dims
+        )
+        seen.append(
+            run_operation(ip, window_writes(record.ravel(), n_dims), S.ParsaMode.MAILBOX, np.zeros(0, np.uint64))
+        )
     return seen
 
 
@@ -101,11 +104,17 @@ def scenario(ip, rng_seed: int, spec: S.ParsaSpec) -> list:
     n_dims = int(rng.integers(1, spec.max_dims + 1))
     descriptors = random_layout(rng, n_dims, spec)
     big = bool(rng.integers(0, 2))
-    regs = {"SEED": int(rng.integers(0, 1 << 32)), "N_DIMS": n_dims,
-            "N_ACTIONS": int(rng.integers(1, spec.max_actions + 1)), "N_TILINGS": len(descriptors),
-            "ALPHA": int(rng.integers(0, one + 1)), "GAMMA": int(rng.integers(0, one + 1)),
-            "EPSILON": int(rng.choice([0, int(rng.integers(0, one + 1)), one])),
-            "EPSILON_DECAY": int(rng.integers(one // 2, one + 1)), "OPTIONS": int(rng.integers(0, 4)) | 1}
+    regs = {
+        "SEED": int(rng.integers(0, 1 << 32)),
+        "N_DIMS": n_dims,
+        "N_ACTIONS": int(rng.integers(1, spec.max_actions + 1)),
+        "N_TILINGS": len(descriptors),
+        "ALPHA": int(rng.integers(0, one + 1)),
+        "GAMMA": int(rng.integers(0, one + 1)),
+        "EPSILON": int(rng.choice([0, int(rng.integers(0, one + 1)), one])),
+        "EPSILON_DECAY": int(rng.integers(one // 2, one + 1)),
+        "OPTIONS": int(rng.integers(0, 4)) | 1,
+    }
     seen = [run_operation(ip, regs, S.ParsaMode.CONFIG, config_stream(rng, n_dims, descriptors))]
     vmax = (1 << 31) - 1 if big else 1 << (spec.value_w - 3)
     policy = rng.integers(-vmax, vmax, (spec.workers, spec.tiles_per_worker, spec.max_actions))
@@ -115,8 +124,9 @@ def scenario(ip, rng_seed: int, spec: S.ParsaSpec) -> list:
             ip.write(offset("REWARD_KEY"), int(rng.integers(0, spec.keys + 1)))
             ip.write(offset("REWARD"), int(rng.integers(-vmax, vmax)) & 0xFFFF_FFFF)
         regs = {"OPTIONS": int(rng.integers(0, 4)) | (1 if batch < 2 else 0)}
-        seen.append(run_operation(ip, regs, S.ParsaMode.ACT, act_stream(rng, spec, n_dims, int(rng.integers(1, 5)),
-                                                                          big)))
+        seen.append(
+            run_operation(ip, regs, S.ParsaMode.ACT, act_stream(rng, spec, n_dims, int(rng.integers(1, 5)), big))
+        )
         seen += mailbox_decisions(ip, rng, spec, n_dims, int(rng.integers(1, 4)), big)
     seen.append(run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, np.zeros(0, np.uint64)))
     return seen

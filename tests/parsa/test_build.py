@@ -1,5 +1,6 @@
 """The ParSa build parameters against what the HDL and the OPaL policy need (no simulation), and what yosys maps its
 multiplies to."""
+
 import dataclasses
 import importlib.util
 import shutil
@@ -25,12 +26,16 @@ def test_spec_depths_are_the_hdl_depths():
 
 
 def test_hdl_refuses_a_spec_with_other_depths():
-    from pynq_rl.overlay.hdl.top import parsa_core_top, top_signals
     from myhdl import ResetSignal, Signal
 
+    from pynq_rl.overlay.hdl.top import parsa_core_top, top_signals
+
     spec = dataclasses.replace(S.ParsaSpec(workers=1, tiles_per_worker=4, max_tilings=1, keys=1), act_depth=3)
-    with pytest.raises(ValueError, match=rf"^this HDL has act_depth {core.ACT_DEPTH} and update_depth "
-                                         rf"{core.UPDATE_DEPTH}; the spec says 3 and"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^this HDL has act_depth {core.ACT_DEPTH} and update_depth "
+        rf"{core.UPDATE_DEPTH}; the spec says 3 and",
+    ):
         parsa_core_top(*top_signals(spec), Signal(bool(0)), ResetSignal(0, active=0, isasync=False), spec)
 
 
@@ -39,6 +44,7 @@ def test_every_argmax_level_of_a_board_build_ends_in_a_register(board):
     """Issue 15: with 10 actions (4 tree levels) in 3 register stages, one cycle held two compare-and-select
     levels, the Pynq-Z2 core's slowest path (89 MHz on the ECP5). One register per level up to 16 actions."""
     from pynq_rl.overlay.hdl.parsa import reduce as R
+
     levels = (S.board(board).slot("parsa").spec.max_actions - 1).bit_length()
     assert levels <= R.ARGMAX_STAGES
     assert R._registered_levels(levels, R.ARGMAX_STAGES) == set(range(levels))
@@ -99,8 +105,9 @@ def test_benchmark_builds_hold_the_layout_at_every_worker_count():
 
 def test_report_plans_the_boards_parsa_builds():
     builds = parsa_plan()
-    assert [(b.board, b.spec) for b in builds] == [(name, S.board(name).slot("parsa").spec)
-                                                   for name in ("Pynq-Z2", "ZCU106")]
+    assert [(b.board, b.spec) for b in builds] == [
+        (name, S.board(name).slot("parsa").spec) for name in ("Pynq-Z2", "ZCU106")
+    ]
     bits = parsa_memory_bits(builds[1].spec)
     assert bits["policy_bits"] == 8 * 4096 * 10 * 16  # workers x rows x actions x value bits
 
@@ -117,12 +124,22 @@ def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_pa
     from pynq_rl.overlay.hdl.parsa.config_check import parsa_config_check
     from pynq_rl.overlay.hdl.parsa.params import ParsaWidths
 
-    ports = (Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[64:]), Signal(intbv(0)[64:]), Signal(intbv(0)[4:]),
-             Signal(bool(0)), Signal(bool(0)), ResetSignal(0, active=1, isasync=False))
+    ports = (
+        Signal(bool(0)),
+        Signal(bool(0)),
+        Signal(intbv(0)[64:]),
+        Signal(intbv(0)[64:]),
+        Signal(intbv(0)[4:]),
+        Signal(bool(0)),
+        Signal(bool(0)),
+        ResetSignal(0, active=1, isasync=False),
+    )
     parsa_config_check(*ports, ParsaWidths(S.board("Pynq-Z2").slot("parsa").spec)).convert(
-        hdl="Verilog", path=str(tmp_path), name="config_check", testbench=False)
-    result = synthesize(tmp_path / "config_check.v", "config_check", "xc7", [], tmp_path / "yosys", depth=False,
-                        timeout=900)
+        hdl="Verilog", path=str(tmp_path), name="config_check", testbench=False
+    )
+    result = synthesize(
+        tmp_path / "config_check.v", "config_check", "xc7", [], tmp_path / "yosys", depth=False, timeout=900
+    )
     assert (result["dsp"], result["dsp_with_mreg_or_preg"]) == (3, 3)
 
 

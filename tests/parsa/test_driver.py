@@ -1,7 +1,9 @@
 """Rung 6: the ParsaCore driver through the real PYNQ path, per backend (a small build on rtl)."""
+
 import numpy as np
 import pytest
 from pynq.lib.dma import DMA
+
 from pynq_rl.host.drivers import ParsaCore, ParsaSaturationWarning
 from pynq_rl.host.drivers.tiling_config import (
     OPAL_DDOS_TILING,
@@ -10,7 +12,6 @@ from pynq_rl.host.drivers.tiling_config import (
 )
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as P
-
 from tests.common.boards import RTL_PARSA_TEST_BOARD, make_overlay
 
 PARSA_BACKENDS = ["emu", "rtl", "verilator", "board"]
@@ -63,7 +64,7 @@ def test_act_batch_is_the_model_bit_for_bit(parsa):
     keys = rng.integers(0, parsa.spec.keys, n)
     terminals = rng.random(n) < 0.1
     actions, values = parsa.act_batch(states, rewards, keys, terminals, return_values=True)
-    codes = np.clip(np.floor(states * 65536 + 0.5), -2**31, 2**31 - 1).astype(np.int64)
+    codes = np.clip(np.floor(states * 65536 + 0.5), -(2**31), 2**31 - 1).astype(np.int64)
     flags = (~np.isnan(rewards)) * 1 + terminals * 2
     result = m.act(keys, flags, np.floor(np.nan_to_num(rewards) * 64 + 0.5).astype(np.int64), codes)
     np.testing.assert_array_equal(actions, np.where(result.actions == S.PARSA_NO_ACTION, -1, result.actions))
@@ -117,12 +118,21 @@ def test_saturation_warns_or_raises(parsa):
         parsa.act(np.zeros(3), reward=1e6)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n_actions=0), "n_actions"), (dict(n_actions=99), "n_actions"), (dict(alpha=1.5), "alpha"),
-    (dict(gamma=-0.1), "gamma"), (dict(frac_bits=40), "frac_bits"), (dict(bounds=([0, 0], [1, 1])), "bounds"),
-    (dict(bounds=([0, 0, 0], [1, 1, 1e9])), "range"), (dict(tiling={"tilings": [{"dims": [0], "tiles": 0}]}), "set 0"),
-    (dict(tiling={"tilings": [{"dim": [0]}]}), "dims"), (dict(tiling=TOO_MANY_ROWS), "policy rows"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_actions=0), "n_actions"),
+        (dict(n_actions=99), "n_actions"),
+        (dict(alpha=1.5), "alpha"),
+        (dict(gamma=-0.1), "gamma"),
+        (dict(frac_bits=40), "frac_bits"),
+        (dict(bounds=([0, 0], [1, 1])), "bounds"),
+        (dict(bounds=([0, 0, 0], [1, 1, 1e9])), "range"),
+        (dict(tiling={"tilings": [{"dims": [0], "tiles": 0}]}), "set 0"),
+        (dict(tiling={"tilings": [{"dim": [0]}]}), "dims"),
+        (dict(tiling=TOO_MANY_ROWS), "policy rows"),
+    ],
+)
 def test_bad_configuration_raises_before_touching_the_core(parsa, kwargs, match):
     before = parsa.dump_banks()
     args = {"tiling": LAYOUT, "n_actions": 3, "bounds": BOUNDS, **kwargs}
@@ -156,6 +166,7 @@ def test_tiling_json_round_trip(tmp_path):
     assert (layout.n_dims, layout.n_tilings, layout.n_tiles) == (20, 136, 22744)
     path = tmp_path / "tiling.json"
     import json
+
     path.write_text(json.dumps(tiling_to_dict(layout)))
     assert load_tiling(str(path)) == layout
     with pytest.raises(ValueError, match="unknown"):

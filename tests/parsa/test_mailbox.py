@@ -8,11 +8,13 @@
 * driver: ``act()`` (the mailbox) and ``act_batch()`` (the DMA) give the same actions and policies on emu and rtl,
   and ``act()`` makes no DMA transfer and ``n_dims + 4`` register accesses.
 """
+
 import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
@@ -31,24 +33,43 @@ def configured(ip, rng: np.random.Generator, spec: S.ParsaSpec, n_dims: int, opt
     """CONFIG a random layout, LOAD a random policy, with random coefficients (the same for every ``rng`` seed)."""
     descriptors = random_layout(rng, n_dims, spec)
     one = 1 << spec.coef.frac
-    regs = {"SEED": int(rng.integers(0, 1 << 32)), "N_DIMS": n_dims, "N_ACTIONS": int(rng.integers(1, 4)),
-            "N_TILINGS": len(descriptors), "ALPHA": int(rng.integers(0, one + 1)),
-            "GAMMA": int(rng.integers(0, one + 1)), "EPSILON": int(rng.integers(0, one + 1)),
-            "EPSILON_DECAY": int(rng.integers(one // 2, one + 1)), "OPTIONS": options}
+    regs = {
+        "SEED": int(rng.integers(0, 1 << 32)),
+        "N_DIMS": n_dims,
+        "N_ACTIONS": int(rng.integers(1, 4)),
+        "N_TILINGS": len(descriptors),
+        "ALPHA": int(rng.integers(0, one + 1)),
+        "GAMMA": int(rng.integers(0, one + 1)),
+        "EPSILON": int(rng.integers(0, one + 1)),
+        "EPSILON_DECAY": int(rng.integers(one // 2, one + 1)),
+        "OPTIONS": options,
+    }
     status = run_operation(ip, regs, S.ParsaMode.CONFIG, config_stream(rng, n_dims, descriptors))["STATUS"]
     assert not S.Status(status).errors
     policy = rng.integers(-1000, 1000, (spec.workers, spec.tiles_per_worker, spec.max_actions))
     run_operation(ip, {}, S.ParsaMode.LOAD_POLICY, M.pack_policy(policy))
 
 
-records = st.lists(st.tuples(st.integers(0, SPEC.keys), st.sampled_from([0, 1, 1, 1, 2, 3]),
-                             st.integers(-(1 << 31), (1 << 31) - 1), st.integers(0, 2 ** 32 - 1)),
-                   min_size=1, max_size=12)
+records = st.lists(
+    st.tuples(
+        st.integers(0, SPEC.keys),
+        st.sampled_from([0, 1, 1, 1, 2, 3]),
+        st.integers(-(1 << 31), (1 << 31) - 1),
+        st.integers(0, 2**32 - 1),
+    ),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), n_dims=st.integers(1, SPEC.max_dims), emit=st.booleans(),
-       online=st.booleans(), steps=records)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_dims=st.integers(1, SPEC.max_dims),
+    emit=st.booleans(),
+    online=st.booleans(),
+    steps=records,
+)
 def test_a_mailbox_decision_is_a_one_record_act_stream(seed, n_dims, emit, online, steps):
     """Two emulated cores, configured alike: records one at a time as ACT streams on one, as MAILBOX decisions on
     the other. Every result and register agrees, and so does the policy they learnt."""
@@ -63,13 +84,16 @@ def test_a_mailbox_decision_is_a_one_record_act_stream(seed, n_dims, emit, onlin
         by_stream = run_operation(streamed, {}, S.ParsaMode.ACT, record)
         by_mailbox = run_operation(mailed, window_writes(record, n_dims), S.ParsaMode.MAILBOX, np.zeros(0, np.uint64))
         assert {name: by_stream[name] for name in SAME} == {name: by_mailbox[name] for name in SAME}
-        assert by_mailbox["out"] == []                          # nothing on the output stream
+        assert by_mailbox["out"] == []  # nothing on the output stream
         action, explored, q, _ = M.unpack_actions(np.array([by_stream["out"]], np.uint64), n_actions)
         fields = R["MBOX_ACTION"]["fields"]
         assert by_mailbox["MBOX_ACTION"] & 0xFFFF == action[0]
         assert by_mailbox["MBOX_ACTION"] >> fields["EXPLORED"]["bit_offset"] & 1 == explored[0]
-        assert all(bool(by_mailbox["MBOX_ACTION"] >> fields[name]["bit_offset"] & 1) == bool(
-            by_mailbox["STATUS"] & S.Status[name]) for name in S.PARSA_MBOX_FLAGS)
+        assert all(
+            bool(by_mailbox["MBOX_ACTION"] >> fields[name]["bit_offset"] & 1)
+            == bool(by_mailbox["STATUS"] & S.Status[name])
+            for name in S.PARSA_MBOX_FLAGS
+        )
         assert np.int32(np.uint32(by_mailbox["MBOX_Q"])) == q[0]
     np.testing.assert_array_equal(streamed.core.dump_policy(), mailed.core.dump_policy())
 
@@ -95,8 +119,9 @@ def test_a_mailbox_start_with_a_bad_register_is_refused_like_act():
 
 # -- the MyHDL core --------------------------------------------------------------------------------------------------
 def rtl_core(spec: S.ParsaSpec):
-    board = dataclasses.replace(RTL_PARSA_TEST_BOARD, cores=(dataclasses.replace(RTL_PARSA_TEST_BOARD.cores[0],
-                                                                                 spec=spec),))
+    board = dataclasses.replace(
+        RTL_PARSA_TEST_BOARD, cores=(dataclasses.replace(RTL_PARSA_TEST_BOARD.cores[0], spec=spec),)
+    )
     sim = RtlSimulation(board)
     return sim, RtlCoreIP(sim, "parsa", spec, R)
 
@@ -114,8 +139,9 @@ def test_a_read_of_mbox_action_waits_for_the_decision(wait):
             configured(core, np.random.default_rng(11), spec, 3, 1)
         done = 1 << R["MBOX_ACTION"]["fields"]["DONE"]["bit_offset"]
         for _ in range(4):
-            record = M.pack_states([1], [1], [int(rng.integers(-500, 500))], rng.integers(-1 << 16, 1 << 16, (1, 3)),
-                                   3).ravel()
+            record = M.pack_states(
+                [1], [1], [int(rng.integers(-500, 500))], rng.integers(-1 << 16, 1 << 16, (1, 3)), 3
+            ).ravel()
             writes = {**window_writes(record, 3), "CTRL": int(S.ParsaMode.MAILBOX) << 2 | S.Ctrl.START}
             for name, value in writes.items():
                 model.write(offset(name), value)
@@ -146,7 +172,7 @@ def test_a_mailbox_decision_costs_its_bus_accesses_plus_the_core_cycles():
     start = sim.cycle
     parsa._reg("ID")
     parsa._write("REWARD_KEY", 0)
-    access = sim.cycle - start                          # a read and a write: what two plain accesses take
+    access = sim.cycle - start  # a read and a write: what two plain accesses take
     for state in ([0.3, 0.4, 5.0], [-0.5, 1.0, 9.0]):
         with overlay.bus_stats() as bus:
             start = sim.cycle
@@ -154,8 +180,8 @@ def test_a_mailbox_decision_costs_its_bus_accesses_plus_the_core_cycles():
             cycles = sim.cycle - start
         n_dims = 3
         assert bus.register_accesses == n_dims + 4 and bus.dma_transfers == 0
-        assert bus.register_calls == 3                  # the record's burst, START, the held MBOX_ACTION read
-        assert parsa.cycles_update > 0                  # the decision learnt: its update pass is in CYCLES
+        assert bus.register_calls == 3  # the record's burst, START, the held MBOX_ACTION read
+        assert parsa.cycles_update > 0  # the decision learnt: its update pass is in CYCLES
         assert cycles <= (n_dims + 4) * -(-access // 2) + parsa.cycles + 1, (cycles, access, parsa.cycles)
 
 
@@ -166,13 +192,19 @@ def test_act_is_act_batch_bit_for_bit(backend):
     at a time on two cores configured alike: the same actions, epsilon, and learnt policy."""
     board = RTL_PARSA_TEST_BOARD if backend == "rtl" else None
     rng = np.random.default_rng(8)
-    steps = [(rng.uniform(BOUNDS[0], BOUNDS[1]), None if rng.random() < 0.2 else float(rng.normal()),
-              int(rng.integers(0, 2)), bool(rng.random() < 0.1)) for _ in range(25 if backend == "rtl" else 200)]
+    steps = [
+        (
+            rng.uniform(BOUNDS[0], BOUNDS[1]),
+            None if rng.random() < 0.2 else float(rng.normal()),
+            int(rng.integers(0, 2)),
+            bool(rng.random() < 0.1),
+        )
+        for _ in range(25 if backend == "rtl" else 200)
+    ]
 
     def run(by_mailbox: bool):
         parsa = make_overlay(backend, board).parsa  # one after the other: rtl runs one simulation per process
-        parsa.configure(LAYOUT, 3, BOUNDS, alpha=0.25, gamma=0.9, epsilon=0.3, epsilon_decay=0.99, frac_bits=6,
-                        seed=5)
+        parsa.configure(LAYOUT, 3, BOUNDS, alpha=0.25, gamma=0.9, epsilon=0.3, epsilon_decay=0.99, frac_bits=6, seed=5)
         actions = []
         for state, reward, key, terminal in steps:
             if by_mailbox:

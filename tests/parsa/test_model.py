@@ -1,8 +1,10 @@
 """The ParSa core's bit-exact model: tiling schedule, tile coding vs float64, Sarsa semantics, both code paths."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from pynq_rl.host.drivers.tiling_config import opal_ddos_layout
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import parsa as P
@@ -33,7 +35,7 @@ def test_schedule_is_heaviest_first_and_balanced():
     per_worker = np.bincount([d.worker for d in descriptors], minlength=spec.workers)
     rows = [max((d.base + d.rows for d in descriptors if d.worker == w), default=0) for w in range(spec.workers)]
     assert per_worker.max() == -(-136 // spec.workers)  # tilings balanced: the busiest sets the cycles
-    assert 7 ** 4 <= max(rows) <= spec.tiles_per_worker
+    assert 7**4 <= max(rows) <= spec.tiles_per_worker
     for w in range(spec.workers):  # a worker's tilings tile its bank without gaps or overlaps
         mine = sorted((d.base, d.rows) for d in descriptors if d.worker == w)
         assert all(b0 + r0 == b1 for (b0, r0), (b1, _) in zip(mine, mine[1:])) and mine[0][0] == 0
@@ -45,8 +47,14 @@ def test_schedule_falls_back_to_balancing_rows_when_tilings_first_runs_out_of_ro
     sets = (P.TilingSet((0,), 1, 5), *[P.TilingSet((0,), 1, 2)] * 3, *[P.TilingSet((), 1, 2)] * 2)
     spec = S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=7, max_tilings=3, keys=4)
     descriptors = P.schedule(P.TilingLayout(sets, 1), spec)
-    assert [(d.worker, d.rows, d.base) for d in descriptors] == [(0, 5, 0), (0, 1, 5), (0, 1, 6), (1, 2, 0),
-                                                                 (1, 2, 2), (1, 2, 4)]
+    assert [(d.worker, d.rows, d.base) for d in descriptors] == [
+        (0, 5, 0),
+        (0, 1, 5),
+        (0, 1, 6),
+        (1, 2, 0),
+        (1, 2, 2),
+        (1, 2, 4),
+    ]
 
 
 def test_schedule_names_the_limit_it_breaks():
@@ -109,8 +117,9 @@ def test_pending_reward_is_used_once():
 
 def test_epsilon_decays_and_explores_at_its_rate():
     model = configured(epsilon=ONE // 4, epsilon_decay=ONE, online=False)
-    result = model.act(np.zeros(4000, dtype=int), np.zeros(4000, dtype=int), np.zeros(4000, dtype=int),
-                       np.zeros((4000, 3), dtype=int))
+    result = model.act(
+        np.zeros(4000, dtype=int), np.zeros(4000, dtype=int), np.zeros(4000, dtype=int), np.zeros((4000, 3), dtype=int)
+    )
     assert 0.22 < result.explored.mean() < 0.28
     assert set(result.actions[result.explored]) == {0, 1, 2}
     model.epsilon, model.epsilon_decay = ONE, ONE // 2
@@ -146,10 +155,10 @@ def test_configure_refuses_what_would_corrupt_memory():
     good = P.schedule(small_layout(), SMALL)
     offsets, scales = P.dimension_codes(np.zeros(3), np.ones(3))
     bad_cases = [
-        [P.Descriptor(2, (0,), 3, 4, 0, 0)],             # worker beyond WORKERS
-        [P.Descriptor(0, (5,), 3, 4, 0, 0)],             # dim beyond N_DIMS
-        [P.Descriptor(0, (0, 1), 3, 4, 0, 60)],          # rows beyond the bank
-        [P.Descriptor(0, (0,), 3, 5, 0, 0)],             # n_t > tiles + 1
+        [P.Descriptor(2, (0,), 3, 4, 0, 0)],  # worker beyond WORKERS
+        [P.Descriptor(0, (5,), 3, 4, 0, 0)],  # dim beyond N_DIMS
+        [P.Descriptor(0, (0, 1), 3, 4, 0, 60)],  # rows beyond the bank
+        [P.Descriptor(0, (0,), 3, 5, 0, 0)],  # n_t > tiles + 1
         [P.Descriptor(0, (), 1, 1, 0, i) for i in range(9)],  # more tilings than MAX_TILINGS
     ]
     for descriptors in bad_cases:
@@ -174,11 +183,16 @@ def test_start_error_names_the_register():
 def test_compiled_and_interpreted_paths_agree(seed, value_w):
     if not P.HAVE_NUMBA:
         pytest.skip("numba not installed")
-    spec = S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8, keys=4,
-                       value_w=value_w)
+    spec = S.ParsaSpec(
+        max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8, keys=4, value_w=value_w
+    )
     rng = np.random.default_rng(seed)
-    registers = dict(alpha=int(rng.integers(0, ONE + 1)), gamma=int(rng.integers(0, ONE + 1)),
-                     epsilon=int(rng.integers(0, ONE + 1)), epsilon_decay=int(rng.integers(ONE // 2, ONE + 1)))
+    registers = dict(
+        alpha=int(rng.integers(0, ONE + 1)),
+        gamma=int(rng.integers(0, ONE + 1)),
+        epsilon=int(rng.integers(0, ONE + 1)),
+        epsilon_decay=int(rng.integers(ONE // 2, ONE + 1)),
+    )
     models = [configured(spec, use_numba=flag, **registers) for flag in (False, True)]
     for m in models:
         m.reseed(seed)
@@ -200,25 +214,32 @@ def test_compiled_and_interpreted_paths_agree(seed, value_w):
 def test_stream_records_round_trip():
     rng = np.random.default_rng(0)
     keys, flags = rng.integers(0, 100, 5), rng.integers(0, 4, 5)
-    rewards, states = rng.integers(-2**31, 2**31, 5), rng.integers(-2**31, 2**31, (5, 3))
+    rewards, states = rng.integers(-(2**31), 2**31, 5), rng.integers(-(2**31), 2**31, (5, 3))
     unpacked = P.unpack_states(P.pack_states(keys, flags, rewards, states, 3), 3)
     for a, b in zip(unpacked, (keys, flags, rewards, states)):
         np.testing.assert_array_equal(a, b)
-    q = rng.integers(-2**31, 2**31, (5, 3))
-    actions, explored, q_chosen, q_values = P.unpack_actions(P.pack_actions([1, 2, 0, 1, 2], [0, 1, 0, 0, 1],
-                                                                            q[:, 0], q, 3), 3)
+    q = rng.integers(-(2**31), 2**31, (5, 3))
+    actions, explored, q_chosen, q_values = P.unpack_actions(
+        P.pack_actions([1, 2, 0, 1, 2], [0, 1, 0, 0, 1], q[:, 0], q, 3), 3
+    )
     np.testing.assert_array_equal(q_values, q)
     np.testing.assert_array_equal(q_chosen, q[:, 0])
     descriptors = P.schedule(small_layout(), SMALL)
-    assert [d[:6] for d in map(lambda x: (x.worker, x.dims, x.tiles, x.n_t, x.shift, x.base),
-                               P.unpack_descriptors(P.pack_descriptors(descriptors)))] == \
-        [(d.worker, d.dims, d.tiles, d.n_t, d.shift, d.base) for d in descriptors]
-    banks = rng.integers(-2**15, 2**15, (SMALL.workers, SMALL.tiles_per_worker, SMALL.max_actions))
+    assert [
+        d[:6]
+        for d in map(
+            lambda x: (x.worker, x.dims, x.tiles, x.n_t, x.shift, x.base),
+            P.unpack_descriptors(P.pack_descriptors(descriptors)),
+        )
+    ] == [(d.worker, d.dims, d.tiles, d.n_t, d.shift, d.base) for d in descriptors]
+    banks = rng.integers(-(2**15), 2**15, (SMALL.workers, SMALL.tiles_per_worker, SMALL.max_actions))
     np.testing.assert_array_equal(P.unpack_policy(P.pack_policy(banks), SMALL), banks)
 
 
-@pytest.mark.parametrize("lows, highs, match", [([0.0], [0.0], "range"), ([0.0], [1e6], "range"),
-                                                ([np.nan], [1.0], "finite"), ([-1e5], [-9e4], "lower bounds")])
+@pytest.mark.parametrize(
+    "lows, highs, match",
+    [([0.0], [0.0], "range"), ([0.0], [1e6], "range"), ([np.nan], [1.0], "finite"), ([-1e5], [-9e4], "lower bounds")],
+)
 def test_dimension_codes_refuse_unusable_bounds(lows, highs, match):
     with pytest.raises(ValueError, match=match):
         P.dimension_codes(lows, highs)

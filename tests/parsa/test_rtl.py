@@ -5,11 +5,13 @@ words, STATUS, CYCLES, CYCLES_ACT, CYCLES_UPDATE, EPSILON and SEED must be ident
 Randomized (hypothesis) over layouts, N_DIMS, N_ACTIONS, coefficients, options, seeds, keys (some >= KEYS), flags,
 rewards (some saturating), pending rewards and loaded policies, for value widths 8, 16 and 32.
 """
+
 import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
@@ -44,7 +46,7 @@ def assert_same(got: list, expected: list) -> None:
 
 @pytest.mark.parametrize("value_w", [8, 16, 32])
 @settings(max_examples=3, deadline=None)
-@given(seed=st.integers(0, 2 ** 32 - 1))
+@given(seed=st.integers(0, 2**32 - 1))
 def test_rtl_equals_model_bit_for_bit(value_w, seed):
     board = small_board(value_w)
     spec = board.cores[0].spec
@@ -64,8 +66,14 @@ def test_cycle_formulas_hold_in_hardware():
     records = M.pack_states([1, 1], [0, 1], [0, 300], rng.integers(-1 << 16, 1 << 16, (2, 3)), 3).ravel()
 
     def body(ip):
-        regs = {"N_DIMS": 3, "N_ACTIONS": 3, "N_TILINGS": len(descriptors), "ALPHA": 1 << 15, "GAMMA": 1 << 15,
-                "OPTIONS": 1}
+        regs = {
+            "N_DIMS": 3,
+            "N_ACTIONS": 3,
+            "N_TILINGS": len(descriptors),
+            "ALPHA": 1 << 15,
+            "GAMMA": 1 << 15,
+            "OPTIONS": 1,
+        }
         run_operation(ip, regs, S.ParsaMode.CONFIG, config_stream(rng, 3, descriptors))
         return run_operation(ip, {}, S.ParsaMode.ACT, records)
 
@@ -73,8 +81,10 @@ def test_cycle_formulas_hold_in_hardware():
     assert got == expected
     assert got["CYCLES_ACT"] == 3 + busiest + spec.act_depth
     assert got["CYCLES_UPDATE"] == busiest + spec.update_depth
-    assert got["CYCLES"] == 2 * spec.state_record_words(3) + 2 * (3 + busiest + spec.act_depth) + \
-        busiest + spec.update_depth
+    assert (
+        got["CYCLES"]
+        == 2 * spec.state_record_words(3) + 2 * (3 + busiest + spec.act_depth) + busiest + spec.update_depth
+    )
 
 
 def test_rtl_refuses_starts_like_the_model():
@@ -88,14 +98,16 @@ def test_rtl_refuses_starts_like_the_model():
     good = {"N_DIMS": 2, "N_ACTIONS": 2, "N_TILINGS": len(descriptors), "ALPHA": 100, "GAMMA": 200, "OPTIONS": 1}
 
     def body(ip):
-        seen = [run_operation(ip, good, S.ParsaMode.ACT, records),
-                run_operation(ip, {}, 7, []),
-                run_operation(ip, {"N_DIMS": 0}, S.ParsaMode.CONFIG, config),
-                run_operation(ip, good, S.ParsaMode.CONFIG, config),
-                run_operation(ip, {"N_ACTIONS": 0}, S.ParsaMode.ACT, records),
-                run_operation(ip, {"N_ACTIONS": 2, "ALPHA": (1 << 16) + 1}, S.ParsaMode.ACT, records),
-                run_operation(ip, {"ALPHA": 5, "N_DIMS": 3}, S.ParsaMode.ACT, records),
-                run_operation(ip, {"N_DIMS": 2}, S.ParsaMode.ACT, records)]
+        seen = [
+            run_operation(ip, good, S.ParsaMode.ACT, records),
+            run_operation(ip, {}, 7, []),
+            run_operation(ip, {"N_DIMS": 0}, S.ParsaMode.CONFIG, config),
+            run_operation(ip, good, S.ParsaMode.CONFIG, config),
+            run_operation(ip, {"N_ACTIONS": 0}, S.ParsaMode.ACT, records),
+            run_operation(ip, {"N_ACTIONS": 2, "ALPHA": (1 << 16) + 1}, S.ParsaMode.ACT, records),
+            run_operation(ip, {"ALPHA": 5, "N_DIMS": 3}, S.ParsaMode.ACT, records),
+            run_operation(ip, {"N_DIMS": 2}, S.ParsaMode.ACT, records),
+        ]
         return seen
 
     got, expected = on_both(board, body)
@@ -143,8 +155,7 @@ def test_bad_config_changes_nothing():
     batches = [act_stream(rng, spec, 3, 2, big=False) for _ in range(len(FAULTS) + 1)]
 
     def body(ip):
-        seen = [run_operation(ip, good, S.ParsaMode.CONFIG, config),
-                run_operation(ip, {}, S.ParsaMode.ACT, batches[0])]
+        seen = [run_operation(ip, good, S.ParsaMode.CONFIG, config), run_operation(ip, {}, S.ParsaMode.ACT, batches[0])]
         for (n_tilings, stream), batch in zip(faults, batches[1:]):
             seen.append(run_operation(ip, {"N_TILINGS": n_tilings}, S.ParsaMode.CONFIG, stream))
             seen.append(run_operation(ip, {}, S.ParsaMode.ACT, batch))
@@ -165,19 +176,21 @@ def test_partial_record_clear_and_overlapping_rows():
     rng = np.random.default_rng(4)
     twin = M.Descriptor(0, (0,), 3, 4, 0, 0)
     descriptors = [twin, twin, M.Descriptor(0, (1,), 3, 4, 0, 8), twin, M.Descriptor(1, (1,), 2, 3, 1 << 15, 5)]
-    regs = {"N_DIMS": 2, "N_ACTIONS": 3, "N_TILINGS": 5, "ALPHA": 1 << 16, "GAMMA": 1 << 16, "EPSILON": 0,
-            "OPTIONS": 1}
+    regs = {"N_DIMS": 2, "N_ACTIONS": 3, "N_TILINGS": 5, "ALPHA": 1 << 16, "GAMMA": 1 << 16, "EPSILON": 0, "OPTIONS": 1}
     config = config_stream(rng, 2, descriptors)
-    states = M.pack_states([0] * 6, [1] * 6, [1000, -2000, 3000, 500, 7, -9],
-                           rng.integers(-1 << 17, 1 << 17, (6, 2)), 2).ravel()
+    states = M.pack_states(
+        [0] * 6, [1] * 6, [1000, -2000, 3000, 500, 7, -9], rng.integers(-1 << 17, 1 << 17, (6, 2)), 2
+    ).ravel()
 
     def body(ip):
-        return [run_operation(ip, regs, S.ParsaMode.CONFIG, config),
-                run_operation(ip, {}, S.ParsaMode.ACT, states),
-                run_operation(ip, {}, S.ParsaMode.ACT, states[:-1]),
-                run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, []),
-                run_operation(ip, {}, S.ParsaMode.CLEAR, []),
-                run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, [])]
+        return [
+            run_operation(ip, regs, S.ParsaMode.CONFIG, config),
+            run_operation(ip, {}, S.ParsaMode.ACT, states),
+            run_operation(ip, {}, S.ParsaMode.ACT, states[:-1]),
+            run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, []),
+            run_operation(ip, {}, S.ParsaMode.CLEAR, []),
+            run_operation(ip, {}, S.ParsaMode.DUMP_POLICY, []),
+        ]
 
     got, expected = on_both(board, body)
     assert_same(got, expected)

@@ -6,6 +6,7 @@ LOAD_POLICY, pending rewards, ACT batches, DUMP_POLICY; fixed seeds) plus refuse
 CONFIG stream, a partial record and CLEAR, recording every register write, stream and result;
 ``tests/parsa/cocotb_parsa.py`` replays them over AXI with and without idle cycles and back-pressure.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,16 +18,15 @@ import pytest
 from pynq_rl.host.backends.parsa_ip import ParsaCoreIP
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build.verilog import convert, lint, module_name
-from tests.common.cocotb_run import needs_icarus, run_cocotb
 from tests.common.boards import RTL_PARSA_TEST_BOARD
+from tests.common.cocotb_run import needs_icarus, run_cocotb
 from tests.parsa.harness import OBSERVED, R, act_stream, config_stream, random_layout, run_operation, scenario
 
 TESTBENCH = "tests.parsa.cocotb_parsa"
 VECTORS_ENV = "PYNQ_RL_PARSA_VECTORS"
 COCOTB_TESTS_PER_RUN = 4
 SEEDS = {8: (81, 82), 16: (161, 162), 32: (321, 322)}
-PARAMETER_REGISTERS = ("ID", "MAX_DIMS", "MAX_ACTIONS", "WORKERS", "FORMAT", "TILES_PER_WORKER", "MAX_TILINGS",
-                       "KEYS")
+PARAMETER_REGISTERS = ("ID", "MAX_DIMS", "MAX_ACTIONS", "WORKERS", "FORMAT", "TILES_PER_WORKER", "MAX_TILINGS", "KEYS")
 
 
 class Recorder(ParsaCoreIP):
@@ -64,8 +64,7 @@ def error_operations(ip, spec: S.ParsaSpec) -> None:
     descriptors = random_layout(rng, 2, spec)
     config = config_stream(rng, 2, descriptors)
     records = act_stream(rng, spec, 2, 3, big=False)
-    good = {"N_DIMS": 2, "N_ACTIONS": 2, "N_TILINGS": len(descriptors), "ALPHA": 1000, "GAMMA": 50000,
-            "OPTIONS": 3}
+    good = {"N_DIMS": 2, "N_ACTIONS": 2, "N_TILINGS": len(descriptors), "ALPHA": 1000, "GAMMA": 50000, "OPTIONS": 3}
     run_operation(ip, {"N_ACTIONS": 0}, S.ParsaMode.ACT, records)
     run_operation(ip, {}, 9, [])
     run_operation(ip, good, S.ParsaMode.CONFIG, config)
@@ -82,9 +81,13 @@ def make_vectors(spec: S.ParsaSpec, seeds) -> dict:
         scenario(ip, seed, spec)
     error_operations(ip, spec)
     words = sum(len(op["stream"]) // 16 + len(op["expected"]["out"]) + 30 * len(op["writes"]) for op in ip.operations)
-    return {"module": module_name("parsa", spec), "operations": ip.operations, "observed": list(OBSERVED),
-            "parameters": {name: ip.read(R[name]["address_offset"]) for name in PARAMETER_REGISTERS},
-            "timeout_us": 200 + words * 4 * 10 * 8 // 1000}
+    return {
+        "module": module_name("parsa", spec),
+        "operations": ip.operations,
+        "observed": list(OBSERVED),
+        "parameters": {name: ip.read(R[name]["address_offset"]) for name in PARAMETER_REGISTERS},
+        "timeout_us": 200 + words * 4 * 10 * 8 // 1000,
+    }
 
 
 @pytest.fixture(scope="module", params=[8, 16, 32], ids=lambda w: f"v{w}")
@@ -111,5 +114,12 @@ def test_verilog_equals_model_bit_for_bit(converted):
     statuses = [op["expected"]["STATUS"] for op in vectors["operations"]]
     assert any(s & S.Status.ERR_CONFIG for s in statuses) and any(s & S.Status.ERR_STREAM for s in statuses)
     assert sum(len(op["expected"]["out"]) for op in vectors["operations"]) > 0
-    run_cocotb(module_name("parsa", spec), verilog, vectors, work, testbench=TESTBENCH, vectors_env=VECTORS_ENV,
-               tests_per_run=COCOTB_TESTS_PER_RUN)
+    run_cocotb(
+        module_name("parsa", spec),
+        verilog,
+        vectors,
+        work,
+        testbench=TESTBENCH,
+        vectors_env=VECTORS_ENV,
+        tests_per_run=COCOTB_TESTS_PER_RUN,
+    )

@@ -17,6 +17,7 @@ As a script (from the repository root)::
 
     python -m tests.replay.cocotb_replay --trace [--k 4] [--out build/cocotb_replay]
 """
+
 from __future__ import annotations
 
 import sys
@@ -68,18 +69,24 @@ async def run_vectors(dut, idle_inserter, backpressure_inserter):
 
     for case in VECTORS["cases"]:
         expected = case["expected"]
-        out, lasts, status, cycles = await tb.run_operation(case["writes"], bytes.fromhex(case["stream"]),
-                                                            bool(expected["status"] & S.Status.ERR_CONFIG)
-                                                            and case["mode"] != int(S.ReplayMode.SET))
+        out, lasts, status, cycles = await tb.run_operation(
+            case["writes"],
+            bytes.fromhex(case["stream"]),
+            bool(expected["status"] & S.Status.ERR_CONFIG) and case["mode"] != int(S.ReplayMode.SET),
+        )
         want = bytes.fromhex(expected["output"])
         problems = []
         if out != want:
-            diff = [i for i in range(0, min(len(out), len(want)), 8) if out[i:i + 8] != want[i:i + 8]]
-            first = f"; first differing record {diff[0] // 8}: {out[diff[0]:diff[0] + 8][::-1].hex()} != model " \
-                    f"{want[diff[0]:diff[0] + 8][::-1].hex()}" if diff else ""
+            diff = [i for i in range(0, min(len(out), len(want)), 8) if out[i : i + 8] != want[i : i + 8]]
+            first = (
+                f"; first differing record {diff[0] // 8}: {out[diff[0] : diff[0] + 8][::-1].hex()} != model "
+                f"{want[diff[0] : diff[0] + 8][::-1].hex()}"
+                if diff
+                else ""
+            )
             problems.append(f"output stream differs ({len(out)} bytes, model {len(want)}{first})")
-            tb.log.info("got   %s", [out[i:i + 8][::-1].hex() for i in range(0, len(out), 8)])
-            tb.log.info("model %s", [want[i:i + 8][::-1].hex() for i in range(0, len(want), 8)])
+            tb.log.info("got   %s", [out[i : i + 8][::-1].hex() for i in range(0, len(out), 8)])
+            tb.log.info("model %s", [want[i : i + 8][::-1].hex() for i in range(0, len(want), 8)])
         if out == want and (tlast := tlast_problem(lasts, len(want) // 8)):
             problems.append(tlast)
         if status != expected["status"]:
@@ -104,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     from tests.common.cocotb_run import run_outside_pytest, script_arguments
     from tests.replay import test_verilog as wrapper
 
-    args = script_arguments(__doc__.splitlines()[0], argv, k=4, k_help="fan-out of the build",
-                            out="build/cocotb_replay")
+    args = script_arguments(
+        __doc__.splitlines()[0], argv, k=4, k_help="fan-out of the build", out="build/cocotb_replay"
+    )
     spec = wrapper.small_spec(args.k)
     verilog = wrapper.convert("replay", spec, args.out / "rtl")
     vectors = wrapper.make_vectors(spec, wrapper.random_ops(spec, seed=1))

@@ -2,15 +2,16 @@
 
 ``emu`` runs the default board's build (capacity 2**16); ``rtl`` a small build (64 leaves) of the same core.
 """
+
 import warnings
 
 import numpy as np
 import pytest
 from pynq.lib.dma import DMA
+
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import replay as model
-
 from tests.common.boards import RTL_REPLAY_TEST_BOARD, make_overlay
 
 REPLAY_BACKENDS = ["emu", "rtl", "verilator", "board"]
@@ -54,13 +55,13 @@ def test_overlay_binds_the_replay_core_by_vlnv(overlay):
 def test_update_then_sample_is_the_model_bit_for_bit(replay):
     rng = np.random.default_rng(0)
     tree = model_of(replay)
-    for round_ in range(3):
+    for _ in range(3):
         n = 40
         indices = rng.integers(0, replay.capacity, n)
         indices[1] = indices[0]  # back-to-back writes to one leaf: the later wins
         priorities = random_priorities(rng, n)
         replay.update(indices, priorities)
-        tree.set(indices, model.encode_priorities(priorities ** replay.alpha, replay.spec.leaf)[0])
+        tree.set(indices, model.encode_priorities(priorities**replay.alpha, replay.spec.leaf)[0])
         assert replay.total_code == tree.total and replay.nonzero == tree.nonzero
         got, probabilities, weights = replay.sample(16, beta=0.5)
         expected, codes = tree.sample(16)
@@ -76,8 +77,12 @@ def test_host_uniforms_give_the_model_samples(replay):
     rng = np.random.default_rng(1)
     replay.update(np.arange(50), random_priorities(rng, 50) + 0.1)
     tree = model_of(replay)
-    tree.set(np.arange(50), model.encode_priorities((random_priorities(np.random.default_rng(1), 50) + 0.1)
-                                                    ** replay.alpha, replay.spec.leaf)[0])
+    tree.set(
+        np.arange(50),
+        model.encode_priorities(
+            (random_priorities(np.random.default_rng(1), 50) + 0.1) ** replay.alpha, replay.spec.leaf
+        )[0],
+    )
     uniforms = rng.integers(0, 2**32, 24, dtype=np.uint64)
     seed_before = replay.seed
     got, _, _ = replay.sample(24, uniforms=uniforms)
@@ -131,16 +136,19 @@ def test_saturation_warns_or_raises_without_storing(replay):
     assert replay.dump_codes()[2] == 0
 
 
-@pytest.mark.parametrize("indices, priorities, error, match", [
-    ([0, 1], [1.0], ValueError, "shape"),
-    ([[0, 1]], [[1.0, 1.0]], ValueError, "1-D"),
-    ([0.5], [1.0], TypeError, "integers"),
-    ([-1], [1.0], IndexError, "capacity"),
-    ([10**9], [1.0], IndexError, "capacity"),
-    ([0], [np.nan], ValueError, "finite"),
-    ([0], [np.inf], ValueError, "finite"),
-    ([0], [-1.0], ValueError, ">= 0"),
-])
+@pytest.mark.parametrize(
+    "indices, priorities, error, match",
+    [
+        ([0, 1], [1.0], ValueError, "shape"),
+        ([[0, 1]], [[1.0, 1.0]], ValueError, "1-D"),
+        ([0.5], [1.0], TypeError, "integers"),
+        ([-1], [1.0], IndexError, "capacity"),
+        ([10**9], [1.0], IndexError, "capacity"),
+        ([0], [np.nan], ValueError, "finite"),
+        ([0], [np.inf], ValueError, "finite"),
+        ([0], [-1.0], ValueError, ">= 0"),
+    ],
+)
 def test_bad_updates_raise_and_change_nothing(replay, indices, priorities, error, match):
     replay.update([0], [1.0])
     before = replay.total_code
@@ -242,8 +250,9 @@ def test_update_streams_the_models_set_records(overlay, monkeypatch):
     priorities[:3] = [0.0, 1e-9, (replay.spec.leaf.max_value * 2) ** (1 / replay.alpha)]
     sent = []
     transfer = replay._transfer
-    monkeypatch.setattr(replay, "_transfer", lambda mode, send, *rest: sent.append(send.copy()) or
-                        transfer(mode, send, *rest))
+    monkeypatch.setattr(
+        replay, "_transfer", lambda mode, send, *rest: sent.append(send.copy()) or transfer(mode, send, *rest)
+    )
     with pytest.warns(ReplaySaturationWarning):
         replay.update(indices, priorities)
     codes, saturated = model.encode_priorities(model.priority_powers(priorities, replay.alpha), replay.spec.leaf)
@@ -271,6 +280,7 @@ def test_an_emulated_update_costs_few_python_calls():
     def count(frame, event, arg):
         if event in ("call", "c_call"):
             calls[0] += 1
+
     sys.setprofile(count)
     try:
         replay.update(indices, priorities)

@@ -1,12 +1,14 @@
 """The replay core's bit-exact model: sum-tree invariants, sampling statistics, the two implementations, float64."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
+
 from pynq_rl.overlay.models import replay as R
 from pynq_rl.overlay.models.prng import xorshift32
 from pynq_rl.overlay.spec import QFormat, ReplaySpec
-from scipy import stats
 
 SMALL = ReplaySpec(k=4, levels=3, leaf=QFormat(8, 4, signed=False))  # 64 leaves
 
@@ -27,8 +29,7 @@ ops = st.lists(st.tuples(st.integers(-3, 70), st.integers(0, 300)), min_size=1, 
 
 
 @settings(max_examples=60, deadline=None)
-@given(batches=st.lists(ops, min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1),
-       use_numba=st.booleans())
+@given(batches=st.lists(ops, min_size=1, max_size=6), seed=st.integers(0, 2**32 - 1), use_numba=st.booleans())
 def test_set_and_sample_match_a_flat_reference(batches, seed, use_numba):
     tree = R.SumTree(SMALL, use_numba=use_numba)
     tree.reseed(seed)
@@ -166,8 +167,9 @@ def test_clear_keeps_the_prng_and_empties_the_tree():
     assert tree.prng_state == 99
 
 
-@pytest.mark.parametrize("p, code", [(0.0, 0), (1e-9, 1), (1.0, 16), (1.03125, 17), (15.9, 254), (16.0, 255),
-                                     (1e9, 255)])
+@pytest.mark.parametrize(
+    "p, code", [(0.0, 0), (1e-9, 1), (1.0, 16), (1.03125, 17), (15.9, 254), (16.0, 255), (1e9, 255)]
+)
 def test_encode_priorities_rounds_keeps_positives_and_saturates(p, code):
     codes, saturated = R.encode_priorities(np.array([p]), SMALL.leaf)
     assert codes[0] == code

@@ -1,5 +1,6 @@
 """The compiled fast paths of the replay model (fused SET, fused PRNG SAMPLE, compiled encode) give the numpy path's
 bits exactly, at edge sizes and with out-of-range records, saturating codes and totals above 32 bits."""
+
 import numpy as np
 import pytest
 
@@ -9,8 +10,14 @@ from pynq_rl.overlay.spec import QFormat, ReplaySpec
 pytestmark = pytest.mark.skipif(not R.HAVE_NUMBA, reason="numba not installed")
 
 # K=2 depth 1 (smallest), odd mixes, a 1M-leaf tree (the ZCU106 build) and one whose root exceeds 32 bits.
-SPECS = [ReplaySpec(k=2, levels=1), ReplaySpec(k=4, levels=3), ReplaySpec(k=2, levels=9), ReplaySpec(k=64, levels=2),
-         ReplaySpec(k=16, levels=5), ReplaySpec(k=64, levels=3)]
+SPECS = [
+    ReplaySpec(k=2, levels=1),
+    ReplaySpec(k=4, levels=3),
+    ReplaySpec(k=2, levels=9),
+    ReplaySpec(k=64, levels=2),
+    ReplaySpec(k=16, levels=5),
+    ReplaySpec(k=64, levels=3),
+]
 
 
 def _pair(spec):
@@ -34,7 +41,7 @@ def test_set_and_prng_sample_agree_with_the_numpy_path(spec):
     results = [tree.set(np.arange(spec.capacity), full) for tree in trees]
     assert results[0] == results[1]
     _assert_same(trees)
-    for round_ in range(6):
+    for _ in range(6):
         n = int(rng.integers(1, 300))
         # Out-of-range indices (both sides), saturating codes, zeros and repeated indices, in one batch.
         indices = rng.integers(-2, spec.capacity + 2, n)
@@ -89,17 +96,28 @@ def _encode_numpy(priorities, leaf, monkeypatch):
         return R.encode_priorities(priorities, leaf)
 
 
-@pytest.mark.parametrize("leaf_spec", [ReplaySpec(), ReplaySpec(leaf=QFormat(8, 8, signed=False)),
-                                       ReplaySpec(leaf=QFormat(32, 20, signed=False))], ids=lambda s: str(s.leaf))
+@pytest.mark.parametrize(
+    "leaf_spec",
+    [ReplaySpec(), ReplaySpec(leaf=QFormat(8, 8, signed=False)), ReplaySpec(leaf=QFormat(32, 20, signed=False))],
+    ids=lambda s: str(s.leaf),
+)
 def test_compiled_encode_matches_numpy(leaf_spec, monkeypatch):
     leaf = leaf_spec.leaf
     rng = np.random.default_rng(7)
-    lsb = 2.0 ** -leaf.frac
+    lsb = 2.0**-leaf.frac
     ties = (np.arange(200) + 0.5) * lsb  # exact half-LSB ties round up
     near = ties + rng.choice([-1, 1], 200) * np.spacing(ties)
-    values = np.concatenate([rng.random(1000) * leaf.max_value * 1.2, ties, near, [0.0, 1e-300, lsb / 2, lsb / 3],
-                             [leaf.max_value, leaf.max_value + lsb / 2, 1e300], rng.random(300) * 1e-3,
-                             rng.exponential(1.0, 500)])
+    values = np.concatenate(
+        [
+            rng.random(1000) * leaf.max_value * 1.2,
+            ties,
+            near,
+            [0.0, 1e-300, lsb / 2, lsb / 3],
+            [leaf.max_value, leaf.max_value + lsb / 2, 1e300],
+            rng.random(300) * 1e-3,
+            rng.exponential(1.0, 500),
+        ]
+    )
     for shaped in (values, values[:1000].reshape(40, 25), values[::3], values[:0]):
         fast, slow = R.encode_priorities(shaped, leaf), _encode_numpy(shaped, leaf, monkeypatch)
         np.testing.assert_array_equal(fast[0], slow[0])

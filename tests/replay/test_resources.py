@@ -4,6 +4,7 @@ The full builds (Pynq-Z2 and ZCU106) are synthesized by ``pynq-rl build report``
 report's replay path end to end on the quick build (4096 leaves: a leaf level of 256 words x 256 bits) and that
 the memory check fails on counts that look like flip-flop memories.
 """
+
 import shutil
 
 import pytest
@@ -22,7 +23,7 @@ def test_quick_replay_build_infers_block_ram(tmp_path):
     row = rows[0]
     assert row["ramb18"] + row["ramb36"] > 0 and row["uram"] == 0
     assert row["memory_check"]["inferred"], row["memory_check"]
-    assert row["dsp"] > 0                     # the target multiplies
+    assert row["dsp"] > 0  # the target multiplies
     section = R.replay_section(rows)
     assert section["memory_check"]["all_inferred"] is True
     assert f"`{row['module']}`" in "\n".join(R.replay_markdown(section))

@@ -7,6 +7,7 @@ AXI-Stream ports (a DMA that offers one beat per cycle and a sink that is always
 After every operation the output bytes, the TLAST position, STATUS, CYCLES, TOTAL/TOTAL_HI, NONZERO and SEED must
 equal the model's; CYCLES must equal ``records + spec.set_depth`` / ``COUNT + spec.sample_depth``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import given, HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
 from pynq_rl.overlay import spec as S
@@ -24,11 +26,14 @@ from pynq_rl.overlay.models import replay as model
 
 R = S.REPLAY_REGISTERS
 MODE_SHIFT = R["CTRL"]["fields"]["MODE"]["bit_offset"]
-SPECS = {"k4": S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(8, 4, signed=False), max_count=48),
-         "k2": S.ReplaySpec(k=2, levels=3, leaf=S.QFormat(8, 4, signed=False), max_count=48)}
+SPECS = {
+    "k4": S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(8, 4, signed=False), max_count=48),
+    "k2": S.ReplaySpec(k=2, levels=3, leaf=S.QFormat(8, 4, signed=False), max_count=48),
+}
 
 
 # -- operations and what the model says they do -------------------------------------------------------------------
+
 
 @dataclass
 class Op:
@@ -46,7 +51,7 @@ class Outcome:
 
     output: bytes
     status: int
-    cycles: int | None   # None: not predicted exactly (refused, or an input stream that ends early/late)
+    cycles: int | None  # None: not predicted exactly (refused, or an input stream that ends early/late)
     total: int
     nonzero: int
     seed: int
@@ -104,6 +109,7 @@ def expect(tree: model.SumTree, op: Op) -> Outcome:
 
 # -- the bench: the rtl backend's simulation, AXI-Lite bus model, streams moved on every clock -------------------
 
+
 class StreamBench:
     """The replay top in an :class:`RtlSimulation`, with a DMA-like source and sink that act on every clock edge.
 
@@ -122,7 +128,7 @@ class StreamBench:
         self.lasts: list[bool] = []
         self.pending: list[tuple[int, bool]] = []
         self._tick = self.sim.tick
-        self.sim.tick = self.tick        # the AXI-Lite master's clocks move the streams too
+        self.sim.tick = self.tick  # the AXI-Lite master's clocks move the streams too
         self._present()
         self._sample()
 
@@ -137,7 +143,7 @@ class StreamBench:
 
     def tick(self, cycles: int = 1) -> None:
         for _ in range(cycles):
-            self._tick(1)                # edge: signals set before it are sampled here
+            self._tick(1)  # edge: signals set before it are sampled here
             # the handshakes of the edge just taken were decided by the values before it (see _sample)
             if self._taken_in:
                 self.pending.pop(0)
@@ -152,8 +158,7 @@ class StreamBench:
         self.sim.settle()
         s, m = self.s_axis, self.m_axis
         self._taken_in = bool(s.tvalid and s.tready)
-        self._taken_out = ((int(m.tdata).to_bytes(8, "little"), bool(m.tlast))
-                           if m.tvalid and m.tready else None)
+        self._taken_out = (int(m.tdata).to_bytes(8, "little"), bool(m.tlast)) if m.tvalid and m.tready else None
 
     def read(self, name: str) -> int:
         return self.ip.read(R[name]["address_offset"])
@@ -178,7 +183,7 @@ class StreamBench:
             if status & S.Status.DONE and not self.pending:
                 break
             if status & S.Status.DONE and not status & S.Status.BUSY and not self.s_axis.tready:
-                break                    # refused: the input is never taken
+                break  # refused: the input is never taken
         consumed = not self.pending
         self.pending = []
         self._present()
@@ -223,6 +228,7 @@ def check_sequence(spec: S.ReplaySpec, ops: list[Op], ready=(1,), exact_cycles: 
 
 # -- random operation sequences -----------------------------------------------------------------------------------
 
+
 @st.composite
 def operations(draw, spec: S.ReplaySpec, n_ops: int = 5) -> list[Op]:
     """A SET first (so sampling has something), then a random mix; sizes kept small (MyHDL runs ~4k cycles/s)."""
@@ -230,10 +236,18 @@ def operations(draw, spec: S.ReplaySpec, n_ops: int = 5) -> list[Op]:
 
     def draw_set(name):
         n = draw(st.integers(1, 10), label="records")
-        idx = draw(st.lists(st.one_of(st.integers(0, cap - 1), st.integers(0, 3), st.just(cap), st.just(2**32 - 1)),
-                            min_size=n, max_size=n), label="indices")
-        codes = draw(st.lists(st.one_of(st.integers(0, top), st.just(0), st.integers(top, 2**32 - 1)),
-                              min_size=n, max_size=n), label="codes")
+        idx = draw(
+            st.lists(
+                st.one_of(st.integers(0, cap - 1), st.integers(0, 3), st.just(cap), st.just(2**32 - 1)),
+                min_size=n,
+                max_size=n,
+            ),
+            label="indices",
+        )
+        codes = draw(
+            st.lists(st.one_of(st.integers(0, top), st.just(0), st.integers(top, 2**32 - 1)), min_size=n, max_size=n),
+            label="codes",
+        )
         return set_op(idx, codes, name)
 
     ops = [draw_set("first set")]
@@ -243,8 +257,11 @@ def operations(draw, spec: S.ReplaySpec, n_ops: int = 5) -> list[Op]:
             ops.append(draw_set("set"))
         elif kind in ("sample", "uniform", "seed"):
             count = draw(st.integers(1, 12), label="count")
-            u = None if kind != "uniform" else draw(st.lists(st.integers(0, 2**32 - 1), min_size=count,
-                                                               max_size=count), label="uniforms")
+            u = (
+                None
+                if kind != "uniform"
+                else draw(st.lists(st.integers(0, 2**32 - 1), min_size=count, max_size=count), label="uniforms")
+            )
             op = sample_op(count, uniforms=u, name=kind)
             if kind == "seed":
                 op.regs["SEED"] = draw(st.one_of(st.just(0), st.integers(0, 2**32 - 1)), label="seed")
@@ -254,16 +271,26 @@ def operations(draw, spec: S.ReplaySpec, n_ops: int = 5) -> list[Op]:
         elif kind == "clear":
             ops.append(Op(int(S.ReplayMode.CLEAR), name="clear"))
         else:
-            ops.append(draw(st.sampled_from([sample_op(0, stride=1, name="count 0"),
-                                             sample_op(spec.max_count + 1, name="count > max"),
-                                             sample_op(3, stride=S.ReplaySpec.stride(3) + 1, name="stride"),
-                                             Op(7, name="bad mode")]), label="refused"))
+            ops.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            sample_op(0, stride=1, name="count 0"),
+                            sample_op(spec.max_count + 1, name="count > max"),
+                            sample_op(3, stride=S.ReplaySpec.stride(3) + 1, name="stride"),
+                            Op(7, name="bad mode"),
+                        ]
+                    ),
+                    label="refused",
+                )
+            )
     return ops
 
 
 @pytest.mark.parametrize("which", sorted(SPECS))
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                HealthCheck.too_slow])
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_rtl_equals_model_on_random_operation_sequences(which, data):
     spec = SPECS[which]
@@ -278,15 +305,24 @@ def test_depths_of_the_spec_are_the_hdl_pipelines():
 
 # -- directed cases -----------------------------------------------------------------------------------------------
 
+
 def test_back_to_back_updates_of_one_leaf_and_its_ancestors_forward_correctly():
     """Same leaf 4x in a row, then siblings and cousins back to back (shared ancestors at every level), then a
     leaf set to 0 and back: every stage's forwarding path and the nonzero count."""
     spec = SPECS["k4"]
     idx = [5, 5, 5, 5, 4, 6, 7, 1, 21, 37, 53, 5, 5, 0, 0, 63, 62, 5]
     codes = [10, 200, 0, 99, 1, 2, 3, 4, 250, 17, 255, 0, 7, 0, 9, 255, 255, 0]
-    outcomes = check_sequence(spec, [set_op(idx, codes), Op(int(S.ReplayMode.DUMP), name="dump"),
-                                     sample_op(16), set_op([5, 5, 5], [3, 0, 3]), sample_op(16)])
-    assert outcomes[0].nonzero == 10          # leaf 5 ends at 0; 4, 6, 7, 1, 21, 37, 53, 0, 63, 62 are set
+    outcomes = check_sequence(
+        spec,
+        [
+            set_op(idx, codes),
+            Op(int(S.ReplayMode.DUMP), name="dump"),
+            sample_op(16),
+            set_op([5, 5, 5], [3, 0, 3]),
+            sample_op(16),
+        ],
+    )
+    assert outcomes[0].nonzero == 10  # leaf 5 ends at 0; 4, 6, 7, 1, 21, 37, 53, 0, 63, 62 are set
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -299,19 +335,24 @@ def test_colliding_updates_one_two_and_three_records_apart(data):
     leaves = [5, 4, 7, 1, 21, 53, 0, spec.capacity - 1]
     n = data.draw(st.integers(2, 24), label="records")
     idx = data.draw(st.lists(st.sampled_from(leaves), min_size=n, max_size=n), label="indices")
-    codes = data.draw(st.lists(st.one_of(st.just(0), st.integers(0, spec.leaf.max_code)), min_size=n, max_size=n),
-                      label="codes")
+    codes = data.draw(
+        st.lists(st.one_of(st.just(0), st.integers(0, spec.leaf.max_code)), min_size=n, max_size=n), label="codes"
+    )
     check_sequence(spec, [set_op(idx, codes), Op(int(S.ReplayMode.DUMP), name="dump"), sample_op(8)])
 
 
 def test_saturation_rejection_and_empty_tree_refusal():
     spec = SPECS["k4"]
-    outcomes = check_sequence(spec, [
-        sample_op(4, name="empty tree"),                                   # refused: TOTAL = 0
-        set_op([3, 64, 2**32 - 1, 9], [1000, 5, 5, 2**32 - 1], "saturate + reject"),
-        sample_op(4),
-        Op(int(S.ReplayMode.CLEAR), name="clear"),
-        sample_op(1, name="cleared tree")])
+    outcomes = check_sequence(
+        spec,
+        [
+            sample_op(4, name="empty tree"),  # refused: TOTAL = 0
+            set_op([3, 64, 2**32 - 1, 9], [1000, 5, 5, 2**32 - 1], "saturate + reject"),
+            sample_op(4),
+            Op(int(S.ReplayMode.CLEAR), name="clear"),
+            sample_op(1, name="cleared tree"),
+        ],
+    )
     assert outcomes[0].status == S.Status.DONE | S.Status.ERR_CONFIG
     assert outcomes[1].status == S.Status.DONE | S.Status.SATURATED | S.Status.ERR_CONFIG
     assert outcomes[1].total == 2 * spec.leaf.max_code
@@ -322,11 +363,13 @@ def test_sample_uniform_with_misplaced_tlast():
     """Fewer records than COUNT: their results, TLAST on the last, ERR_STREAM. More: COUNT results, the rest
     drained to TLAST, ERR_STREAM. The next operation is normal."""
     spec = SPECS["k4"]
-    ops = [set_op(np.arange(64), np.arange(64) % 17),
-           sample_op(6, uniforms=[1, 2**31, 5, 2**32 - 1]),
-           sample_op(6, stride=S.ReplaySpec.stride(6), uniforms=list(range(0, 9 * 10**8, 10**8))),
-           sample_op(6, uniforms=[7, 8, 9, 10, 11, 12]),
-           sample_op(2, uniforms=[0, 2**32 - 1])]
+    ops = [
+        set_op(np.arange(64), np.arange(64) % 17),
+        sample_op(6, uniforms=[1, 2**31, 5, 2**32 - 1]),
+        sample_op(6, stride=S.ReplaySpec.stride(6), uniforms=list(range(0, 9 * 10**8, 10**8))),
+        sample_op(6, uniforms=[7, 8, 9, 10, 11, 12]),
+        sample_op(2, uniforms=[0, 2**32 - 1]),
+    ]
     ops[1].regs["COUNT"] = ops[2].regs["COUNT"] = 6
     outcomes = check_sequence(spec, ops)
     assert outcomes[1].status == outcomes[2].status == S.Status.DONE | S.Status.ERR_STREAM
@@ -338,23 +381,38 @@ def test_stalled_output_loses_nothing():
     """The sink takes one beat in three: the sampler and the dump freeze in place (CYCLES grows, bytes equal)."""
     spec = SPECS["k4"]
     rng = np.random.default_rng(3)
-    check_sequence(spec, [set_op(rng.integers(0, 64, 40), rng.integers(0, 256, 40)), sample_op(20),
-                          sample_op(9, uniforms=rng.integers(0, 2**32, 9)), Op(int(S.ReplayMode.DUMP), name="dump")],
-                   ready=(1, 0, 0), exact_cycles=False)
+    check_sequence(
+        spec,
+        [
+            set_op(rng.integers(0, 64, 40), rng.integers(0, 256, 40)),
+            sample_op(20),
+            sample_op(9, uniforms=rng.integers(0, 2**32, 9)),
+            Op(int(S.ReplayMode.DUMP), name="dump"),
+        ],
+        ready=(1, 0, 0),
+        exact_cycles=False,
+    )
 
 
 def test_large_total_above_32_bits_uses_the_high_word():
     """A build whose root is wider than 32 bits: TOTAL_HI, and the target arithmetic across the split."""
-    spec = S.ReplaySpec(k=4, levels=2, leaf=S.QFormat(30, 0, signed=False), max_count=16)   # root: 34 bits
+    spec = S.ReplaySpec(k=4, levels=2, leaf=S.QFormat(30, 0, signed=False), max_count=16)  # root: 34 bits
     top = spec.leaf.max_code
-    check_sequence(spec, [set_op(np.arange(16), [top] * 15 + [1]), sample_op(16), Op(int(S.ReplayMode.DUMP)),
-                          sample_op(5, uniforms=[0, 1, 2**32 - 1, 2**31, 12345])])
+    check_sequence(
+        spec,
+        [
+            set_op(np.arange(16), [top] * 15 + [1]),
+            sample_op(16),
+            Op(int(S.ReplayMode.DUMP)),
+            sample_op(5, uniforms=[0, 1, 2**32 - 1, 2**31, 12345]),
+        ],
+    )
 
 
 def test_soft_reset_aborts_and_keeps_the_tree():
     spec = SPECS["k4"]
     tree = model.SumTree(spec)
-    bench = StreamBench(spec, ready=(0,))          # the sink never takes: the sample batch hangs
+    bench = StreamBench(spec, ready=(0,))  # the sink never takes: the sample batch hangs
     try:
         expect(tree, set_op([1, 2, 3], [10, 20, 30]))
         bench.run(set_op([1, 2, 3], [10, 20, 30]))
@@ -367,7 +425,7 @@ def test_soft_reset_aborts_and_keeps_the_tree():
         assert bench.read("STATUS") == 0
         bench.ready = itertools.cycle((1,))
         bench.tick(5)
-        assert bench.beats == []                    # the flushed batch never appears
+        assert bench.beats == []  # the flushed batch never appears
         assert bench.read("TOTAL") == tree.total == 60
         out, _, status, _, _ = bench.run(Op(int(S.ReplayMode.DUMP)))
         assert status == S.Status.DONE and out == tree.dump().tobytes()
@@ -381,8 +439,10 @@ def test_one_simulation_holds_gae_and_replay_cores(rtl_simulation):
     from tests.gae.test_rtl import operation, run_operation
 
     gae_spec, spec = S.GaeSpec(lanes=2, t_max=8), SPECS["k2"]
-    board = dataclasses.replace(S.board(None), cores=(S.CoreSlot("gae", gae_spec, 0x0_0000, 0x1_0000),
-                                                      S.CoreSlot("replay", spec, 0x2_0000, 0x3_0000)))
+    board = dataclasses.replace(
+        S.board(None),
+        cores=(S.CoreSlot("gae", gae_spec, 0x0_0000, 0x1_0000), S.CoreSlot("replay", spec, 0x2_0000, 0x3_0000)),
+    )
     sim = rtl_simulation(board)
     gae = RtlCoreIP(sim, "gae", gae_spec, S.GAE_REGISTERS)
     replay = RtlCoreIP(sim, "replay", spec, R)
@@ -414,7 +474,7 @@ def test_soft_reset_during_set_keeps_the_tree_consistent():
         bench.pending = [(int(r), i == len(records) - 1) for i, r in enumerate(records)]
         bench.tick(20)
         bench.write("CTRL", S.Ctrl.SOFT_RESET)
-        assert bench.read("STATUS") == S.Status.BUSY          # draining the accepted records
+        assert bench.read("STATUS") == S.Status.BUSY  # draining the accepted records
         bench.tick(spec.set_depth)
         assert bench.read("STATUS") == 0
         sent = len(records) - len(bench.pending)

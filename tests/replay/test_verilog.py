@@ -6,6 +6,7 @@ oversized records, SAMPLE, SAMPLE_UNIFORM with good and misplaced TLAST, refused
 CLEAR), the expectations from the model through the same helper as rung 3 (``tests/replay/test_rtl.py``);
 ``tests/replay/cocotb_replay.py`` replays them over AXI with and without idle cycles and back-pressure.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -19,7 +20,7 @@ from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from pynq_rl.overlay.models import replay as model
 from tests.common import cocotb_run
 from tests.common.cocotb_run import needs_icarus
-from tests.replay.test_rtl import expect, Op, sample_op, set_op
+from tests.replay.test_rtl import Op, expect, sample_op, set_op
 
 TESTBENCH = "tests.replay.cocotb_replay"
 VECTORS_ENV = "PYNQ_RL_REPLAY_VECTORS"  # cocotb_replay.VECTORS_ENV (that module needs a running simulator)
@@ -38,12 +39,18 @@ def random_ops(spec: S.ReplaySpec, seed: int, n_random: int = 12) -> list[Op]:
     rng = np.random.default_rng(seed)
     cap, top = spec.capacity, spec.leaf.max_code
     clear, dump = Op(int(S.ReplayMode.CLEAR), name="clear"), Op(int(S.ReplayMode.DUMP), name="dump")
-    ops = [clear, sample_op(3, name="empty tree (refused)"),
-           set_op([1, 1, 1, 2, cap, 3, 3], [5, top + 7, 9, 1, 4, 0, top], "repeats, reject, saturate"),
-           sample_op(0, stride=1, name="count 0 (refused)"), sample_op(4, stride=2**31, name="stride (refused)"),
-           Op(9, name="bad mode"), dump, sample_op(5),
-           sample_op(5, uniforms=[0, 1, 2, 3], name="uniform, TLAST early"),
-           sample_op(3, uniforms=[2**32 - 1] * 5, name="uniform, TLAST late")]
+    ops = [
+        clear,
+        sample_op(3, name="empty tree (refused)"),
+        set_op([1, 1, 1, 2, cap, 3, 3], [5, top + 7, 9, 1, 4, 0, top], "repeats, reject, saturate"),
+        sample_op(0, stride=1, name="count 0 (refused)"),
+        sample_op(4, stride=2**31, name="stride (refused)"),
+        Op(9, name="bad mode"),
+        dump,
+        sample_op(5),
+        sample_op(5, uniforms=[0, 1, 2, 3], name="uniform, TLAST early"),
+        sample_op(3, uniforms=[2**32 - 1] * 5, name="uniform, TLAST late"),
+    ]
     ops[8].regs["COUNT"] = 5
     ops[9].regs["COUNT"] = 3
     for i in range(n_random):
@@ -51,7 +58,7 @@ def random_ops(spec: S.ReplaySpec, seed: int, n_random: int = 12) -> list[Op]:
         if kind == "set":
             n = int(rng.integers(1, 24))
             idx = np.where(rng.random(n) < 0.1, rng.integers(cap, 2 * cap, n), rng.integers(0, cap, n))
-            idx[rng.random(n) < 0.3] = rng.integers(0, 4)           # back-to-back repeats of a few leaves
+            idx[rng.random(n) < 0.3] = rng.integers(0, 4)  # back-to-back repeats of a few leaves
             codes = np.where(rng.random(n) < 0.1, rng.integers(top, 2**32, n), rng.integers(0, top + 1, n))
             codes[rng.random(n) < 0.15] = 0
             ops.append(set_op(idx, codes, f"set {i}"))
@@ -72,18 +79,33 @@ def random_ops(spec: S.ReplaySpec, seed: int, n_random: int = 12) -> list[Op]:
 def make_vectors(spec: S.ReplaySpec, ops: list[Op]) -> dict:
     """Run ``ops`` through one model in order; the JSON-able vectors for the testbench."""
     tree = model.SumTree(spec)
-    vectors = {"module": module_name("replay", spec), "cases": [],
-               "parameters": {name: spec.parameter_registers()[name] for name in PARAMETER_REGISTERS}}
+    vectors = {
+        "module": module_name("replay", spec),
+        "cases": [],
+        "parameters": {name: spec.parameter_registers()[name] for name in PARAMETER_REGISTERS},
+    }
     beats = 0
     for op in ops:
         want = expect(tree, op)
         writes = [[name, value & 0xFFFF_FFFF] for name, value in op.regs.items()]
         writes.append(["CTRL", op.mode << _MODE_SHIFT | int(S.Ctrl.START)])
-        vectors["cases"].append({
-            "name": op.name, "mode": op.mode, "writes": writes, "stream": op.stream.hex(),
-            "expected": {"output": want.output.hex(), "status": want.status, "cycles": want.cycles,
-                         "TOTAL": want.total & 0xFFFF_FFFF, "TOTAL_HI": want.total >> 32,
-                         "NONZERO": want.nonzero, "SEED": want.seed}})
+        vectors["cases"].append(
+            {
+                "name": op.name,
+                "mode": op.mode,
+                "writes": writes,
+                "stream": op.stream.hex(),
+                "expected": {
+                    "output": want.output.hex(),
+                    "status": want.status,
+                    "cycles": want.cycles,
+                    "TOTAL": want.total & 0xFFFF_FFFF,
+                    "TOTAL_HI": want.total >> 32,
+                    "NONZERO": want.nonzero,
+                    "SEED": want.seed,
+                },
+            }
+        )
         beats += (len(op.stream) + len(want.output)) // 8 + 20 * (len(writes) + 5) + spec.sample_depth
         beats += spec.capacity // 2
     vectors["timeout_us"] = 200 + beats * 4 * 10 * 4 // 1000
@@ -95,8 +117,16 @@ def run_cocotb(spec: S.ReplaySpec, verilog: Path, vectors: dict, work: Path, wav
 
     The tests below and the script mode of ``cocotb_replay`` call it with the spec rather than the module name.
     """
-    return cocotb_run.run_cocotb(module_name("replay", spec), verilog, vectors, work, testbench=TESTBENCH,
-                                 vectors_env=VECTORS_ENV, tests_per_run=COCOTB_TESTS_PER_RUN, waves=waves)
+    return cocotb_run.run_cocotb(
+        module_name("replay", spec),
+        verilog,
+        vectors,
+        work,
+        testbench=TESTBENCH,
+        vectors_env=VECTORS_ENV,
+        tests_per_run=COCOTB_TESTS_PER_RUN,
+        waves=waves,
+    )
 
 
 @pytest.fixture(scope="module", params=[4, 2], ids=lambda k: f"k{k}")
@@ -143,7 +173,7 @@ def test_the_updaters_column_logic_starts_from_registers(tmp_path):
     found = processes(convert("replay", spec, tmp_path).read_text())
     column_logic = re.compile(r"core_update\d+_(column\d+|old_mux)_")
     combinational = [p for p in found if column_logic.match(p.name) and not p.clocked]
-    assert len(combinational) >= spec.levels * spec.k            # the blocks this test is about were found
+    assert len(combinational) >= spec.levels * spec.k  # the blocks this test is about were found
     readers = [p.name for p in combinational if re.search(r"_(node\d*|bank\d*)\b|_node\d*\[", p.text)]
     assert readers == []
     registered = {p.name for p in found if p.clocked}

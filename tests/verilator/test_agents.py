@@ -11,6 +11,7 @@
   ``emu`` ends at 500.0 with identical episodes (``benchmarks/results/verilator_agents.md``); the project's own
   acceptance runs (tests/agents/test_ppo.py) ask for >= 450 within 300k steps.
 """
+
 import csv
 import json
 import math
@@ -38,8 +39,10 @@ def _verilator():
 def logged_rows(run_dir: str) -> list[dict]:
     """A run's ``metrics.csv`` without the columns that time the host."""
     with open(os.path.join(run_dir, "metrics.csv"), newline="") as f:
-        return [{k: v for k, v in row.items() if not k.startswith("time/") and k not in UNTIMED}
-                for row in csv.DictReader(f)]
+        return [
+            {k: v for k, v in row.items() if not k.startswith("time/") and k not in UNTIMED}
+            for row in csv.DictReader(f)
+        ]
 
 
 def episodes(run_dir: str) -> list[list[str]]:
@@ -76,18 +79,33 @@ def assert_same_runs(runs: dict, load_checkpoint) -> None:
     assert episodes(verilated["run_dir"]) == episodes(emu["run_dir"])
     rows = logged_rows(emu["run_dir"])
     assert rows and logged_rows(verilated["run_dir"]) == rows
-    assert_same_tree(without_backend(load_checkpoint(emu["checkpoint"])),
-                     without_backend(load_checkpoint(verilated["checkpoint"])))
+    assert_same_tree(
+        without_backend(load_checkpoint(emu["checkpoint"])), without_backend(load_checkpoint(verilated["checkpoint"]))
+    )
 
 
 def test_dqn_with_priorities_in_the_verilated_replay_core_is_the_emu_run(tmp_path):
     """3,000 steps, 1,000 gradient steps on batches sampled by the core (a smaller network and batch than the
     defaults: the replay core is what is compared)."""
-    runs = {backend: dqn.train(dqn.Args(total_timesteps=3_000, learning_starts=1_000, batch_size=64, buffer_size=4_096,
-                                        hidden_sizes=(64, 64), target_network_frequency=250, nn="numpy", seed=0,
-                                        replay_backend=backend, log_every=20, out_dir=str(tmp_path / backend),
-                                        progress=False))
-            for backend in ("emu", "verilator")}
+    runs = {
+        backend: dqn.train(
+            dqn.Args(
+                total_timesteps=3_000,
+                learning_starts=1_000,
+                batch_size=64,
+                buffer_size=4_096,
+                hidden_sizes=(64, 64),
+                target_network_frequency=250,
+                nn="numpy",
+                seed=0,
+                replay_backend=backend,
+                log_every=20,
+                out_dir=str(tmp_path / backend),
+                progress=False,
+            )
+        )
+        for backend in ("emu", "verilator")
+    }
     assert runs["verilator"]["replay_backend"] == "verilator" and runs["emu"]["replay_backend"] == "emu"
     assert runs["emu"]["gradient_steps"] == 1_000
     assert_same_runs(runs, dqn.load_checkpoint)
@@ -99,24 +117,54 @@ def test_dqn_with_priorities_in_the_verilated_replay_core_is_the_emu_run(tmp_pat
 def test_sarsa_in_the_verilated_parsa_core_is_the_emu_run(tmp_path, epsilon):
     """MountainCar-v0, 50 episodes of the default settings (greedy from optimistic values; the goal is first reached
     in episode 39), and the same with epsilon 0.1 so that the core's PRNG picks actions too."""
-    runs = {backend: sarsa.train(sarsa.Args(episodes=50, seed=0, epsilon=epsilon, backend=backend,
-                                            out_dir=str(tmp_path / backend), progress=False))
-            for backend in ("emu", "verilator")}
+    runs = {
+        backend: sarsa.train(
+            sarsa.Args(
+                episodes=50, seed=0, epsilon=epsilon, backend=backend, out_dir=str(tmp_path / backend), progress=False
+            )
+        )
+        for backend in ("emu", "verilator")
+    }
     assert runs["verilator"]["backend"] == "verilator"
     assert_same_runs(runs, sarsa.load_checkpoint)
     assert max(runs["emu"]["episode_returns"]) > -200  # some episode reached the goal: the policy learnt
 
 
 def test_the_benchmark_runs_tiny_and_writes_complete_results(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--ppo-steps", "2048", "--dqn-steps", "1500",
-                           "--dqn-learning-starts", "500", "--sarsa-episodes", "3", "--nn", "numpy",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--ppo-steps",
+            "2048",
+            "--dqn-steps",
+            "1500",
+            "--dqn-learning-starts",
+            "500",
+            "--sarsa-episodes",
+            "3",
+            "--nn",
+            "numpy",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((tmp_path / "verilator_agents.json").read_text())
     page = (tmp_path / "verilator_agents.md").read_text()
     assert data["environment"]["git_commit"] and data["verilator_version"]
-    assert data["config"] == {"seed": 0, "nn": "numpy", "board": "Pynq-Z2", "ppo_steps": 2048, "dqn_steps": 1500,
-                              "dqn_learning_starts": 500, "sarsa_episodes": 3}
+    assert data["config"] == {
+        "seed": 0,
+        "nn": "numpy",
+        "board": "Pynq-Z2",
+        "ppo_steps": 2048,
+        "dqn_steps": 1500,
+        "dqn_learning_starts": 500,
+        "sarsa_episodes": 3,
+    }
     rows = {(row["agent"], row["backend"]): row for row in data["rows"]}
     assert sorted(rows) == sorted((a, b) for a in ("ppo", "dqn", "sarsa") for b in ("emu", "verilator"))
     steps = {"ppo": 2048, "dqn": 1500, "sarsa": 600}  # Sarsa: 3 episodes of MountainCar's 200-step limit
@@ -128,7 +176,8 @@ def test_the_benchmark_runs_tiny_and_writes_complete_results(tmp_path):
         if backend == "verilator":
             assert row["identical_to_emu"] is True
             assert row["wall_time_ratio_to_emu"] == pytest.approx(
-                row["wall_time_s"] / rows[(agent, "emu")]["wall_time_s"], rel=0.01)
+                row["wall_time_s"] / rows[(agent, "emu")]["wall_time_s"], rel=0.01
+            )
     for backend in ("emu", "verilator"):
         assert rows[("sarsa", backend)]["mean_steps_last20"] == 200.0
         assert rows[("sarsa", backend)]["goal_episodes"] == 0
@@ -137,7 +186,15 @@ def test_the_benchmark_runs_tiny_and_writes_complete_results(tmp_path):
 
 @pytest.mark.slow
 def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_100k_steps(tmp_path):
-    summary = ppo.train(ppo.Args(total_timesteps=100_000, seed=0, gae_backend="verilator", out_dir=str(tmp_path),
-                                 progress=False, save_checkpoint=False))
+    summary = ppo.train(
+        ppo.Args(
+            total_timesteps=100_000,
+            seed=0,
+            gae_backend="verilator",
+            out_dir=str(tmp_path),
+            progress=False,
+            save_checkpoint=False,
+        )
+    )
     assert summary["global_step"] == 99_328  # 97 rollouts of 8 envs x 128 steps
     assert summary["mean_return_last20"] >= 475, summary["episode_returns"][-20:]

@@ -4,6 +4,7 @@ when what they are made of changes; a missing tool is a one-line error that says
 Builds go to a fresh cache (``PYNQ_RL_VERILATOR_CACHE``) and use the small GAE build (4 lanes x 40 steps), which
 converts and compiles in seconds.
 """
+
 import json
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def fresh_cache(tmp_path, monkeypatch):
 def test_two_processes_build_one_model_once_and_later_starts_use_the_cache(fresh_cache):
     """Two processes (two pytest workers) ask for the same model at once: one builds, the other waits for it, both
     load the same library; a third request builds nothing."""
-    children = [subprocess.Popen([sys.executable, "-c", BUILD_IN_A_CHILD], stdout=subprocess.PIPE, text=True)
-                for _ in range(2)]
+    children = [
+        subprocess.Popen([sys.executable, "-c", BUILD_IN_A_CHILD], stdout=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     results = []
     for child in children:
         out, _ = child.communicate(timeout=600)
@@ -56,7 +58,7 @@ def test_two_processes_build_one_model_once_and_later_starts_use_the_cache(fresh
 def test_the_cache_key_follows_the_verilog_the_harness_and_the_flags(fresh_cache, tmp_path, monkeypatch):
     verilog = vb.core_verilog("gae", SMALL_GAE)
     assert verilog.name == "gae_core_l4_t40_k2_s8.v" and "module gae_core_l4_t40_k2_s8" in verilog.read_text()
-    assert vb.core_verilog("gae", SMALL_GAE) == verilog                       # converted once
+    assert vb.core_verilog("gae", SMALL_GAE) == verilog  # converted once
     plain, traced = vb.model_directory(verilog, SMALL_GAE), vb.model_directory(verilog, SMALL_GAE, trace=True)
     assert plain != traced
     edited = tmp_path / verilog.name

@@ -5,6 +5,7 @@ Verilog MyHDL converted them to): every output, every core's CYCLES after every 
 end must be equal. The harness replays rtl's bus handshakes in C++, so any difference is the Verilog's (a conversion
 that changes what the design computes, or when), or the harness's.
 """
+
 import numpy as np
 import pytest
 
@@ -68,8 +69,9 @@ def parsa_session(backend: str) -> list:
         action = parsa.act(rng.uniform(BOUNDS[0], BOUNDS[1]), reward=1.0 if action == 2 else -0.5, key=1)
         seen.append((action, parsa.cycles, parsa.cycles_act, parsa.cycles_update, parsa.epsilon))
     n = 12
-    actions, values = parsa.act_batch(rng.uniform(-3, 12, (n, 3)), rng.normal(size=n), rng.integers(0, 4, n),
-                                      rng.random(n) < 0.2, return_values=True)
+    actions, values = parsa.act_batch(
+        rng.uniform(-3, 12, (n, 3)), rng.normal(size=n), rng.integers(0, 4, n), rng.random(n) < 0.2, return_values=True
+    )
     seen.append((actions.tobytes(), values.tobytes(), parsa.cycles, parsa.seed))
     parsa.set_reward(2, 1.5)
     seen.append(parsa.act(np.zeros(3), key=2))

@@ -7,6 +7,7 @@ chunks, many lane-batches, a full tree, policy dumps and loads, state round trip
 an ``emu`` overlay side by side; every output, every CYCLES reading, and the state read back at the end must be equal
 bit for bit. ``doctor --backend verilator`` passes on both boards.
 """
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,11 +18,14 @@ from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
 from tests.common.boards import make_overlay, require_verilator
 
 
-
 def long_sessions(examples: int) -> settings:
     """Hypothesis settings of a test whose every example is a whole driver session on two overlays."""
-    return settings(max_examples=examples, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -31,8 +35,10 @@ def _verilator():
 
 def pair(core: str, board: str):
     """The driver of ``core`` on a verilator and an emu overlay of ``board``'s shipped build (that core alone)."""
-    return (getattr(make_overlay("verilator", board, cores=(core,)), core),
-            getattr(make_overlay("emu", board, cores=(core,)), core))
+    return (
+        getattr(make_overlay("verilator", board, cores=(core,)), core),
+        getattr(make_overlay("emu", board, cores=(core,)), core),
+    )
 
 
 def same(a, b, what: str) -> None:
@@ -51,8 +57,15 @@ def same_calls(calls, run_call, verilated, emulated) -> None:
 
 
 # -- GAE ------------------------------------------------------------------------------------------------------------
-gae_calls = st.tuples(st.integers(1, 2600), st.integers(1, 25), st.booleans(), st.floats(0.0, 1.0),
-                      st.floats(0.0, 1.0), st.sampled_from([0.0, 0.01, 0.2]), st.integers(0, 2**32 - 1))
+gae_calls = st.tuples(
+    st.integers(1, 2600),
+    st.integers(1, 25),
+    st.booleans(),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.sampled_from([0.0, 0.01, 0.2]),
+    st.integers(0, 2**32 - 1),
+)
 
 
 @pytest.mark.parametrize("board", ["Pynq-Z2"])
@@ -169,8 +182,17 @@ def test_parsa_in_opals_shape_on_the_zcu106_build_is_the_model_bit_for_bit():
     and terminals, mailbox steps, pending rewards, epsilon changes, policy dumps and loads, state round trips."""
     verilated, emulated = pair("parsa", "ZCU106")
     for core in (verilated, emulated):
-        config = core.configure(OPAL_DDOS_TILING, 10, OPAL_BOUNDS, alpha=0.1, gamma=0.9, epsilon=0.1,
-                                epsilon_decay=0.999, frac_bits=8, seed=9)
+        config = core.configure(
+            OPAL_DDOS_TILING,
+            10,
+            OPAL_BOUNDS,
+            alpha=0.1,
+            gamma=0.9,
+            epsilon=0.1,
+            epsilon_decay=0.999,
+            frac_bits=8,
+            seed=9,
+        )
         assert len(config.descriptors) == 136
     same(verilated.cycles, emulated.cycles, "CONFIG cycles")
 
@@ -190,8 +212,9 @@ def run_parsa_call(core, call) -> list:
         rng = np.random.default_rng(call[2])
         n = call[1]
         rewards = np.where(rng.random(n) < 0.8, rng.normal(size=n), np.nan)
-        actions, values = core.act_batch(rng.random((n, 20)), rewards, rng.integers(0, keys, n), rng.random(n) < 0.05,
-                                          return_values=True)
+        actions, values = core.act_batch(
+            rng.random((n, 20)), rewards, rng.integers(0, keys, n), rng.random(n) < 0.05, return_values=True
+        )
         return [actions, values if call[3] else None, core.cycles, core.cycles_act, core.cycles_update]
     if kind == "act":
         rng = np.random.default_rng(call[1])

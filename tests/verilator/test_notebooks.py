@@ -3,6 +3,7 @@
 The notebooks choose their backend in one line of their first code cell; here that line is switched to the verilated
 cores and the notebook executed as a user would run it (the PPO notebook's 20k-step training included).
 """
+
 from pathlib import Path
 
 import nbformat
@@ -20,8 +21,9 @@ def run_on_verilator(name: str, workdir: Path) -> nbformat.NotebookNode:
     cells = [cell for cell in notebook.cells if cell.cell_type == "code" and CHOICE in cell.source]
     assert len(cells) == 1, f"{name}: the backend is chosen in one line, {CHOICE!r}"
     cells[0].source = cells[0].source.replace(CHOICE, 'BACKEND = "verilator"')
-    NotebookClient(notebook, timeout=1800, kernel_name="python3",
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(
+        notebook, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    ).execute()
     return notebook
 
 

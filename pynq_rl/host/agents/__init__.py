@@ -5,6 +5,7 @@ they are not imported here; use ``from pynq_rl.host.agents import ppo`` or ``fro
 Args, train``. What they share is in ``run`` (run directory, env factory, seeding, checkpoints) and ``learners``
 (torch or numpy networks). :class:`RewardStandardizer` (HEPPO's dynamic reward standardization) needs only numpy.
 """
+
 from .standardize import RewardStandardizer
 
 __all__ = ["RewardStandardizer"]

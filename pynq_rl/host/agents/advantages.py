@@ -11,6 +11,7 @@ GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]`` (1 where env ``n``'
 the GAE core's driver offers (``RLOverlay(...).gae.compute``, float32 numpy in and out), and
 :func:`offloaded_gae` calls one and checks what comes back.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -86,7 +87,13 @@ def compute_gae(
 
 
 def offloaded_gae(
-    gae: GaeCompute, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, *, gamma: float, lam: float,
+    gae: GaeCompute,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    *,
+    gamma: float,
+    lam: float,
     quantize: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run ``gae.compute`` on float32 arrays and check what comes back."""

@@ -41,6 +41,7 @@ Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metri
 row every ``log_every`` gradient steps, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per
 finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -171,8 +172,9 @@ def linear_schedule(start: float, end: float, duration: float, t: float) -> floa
 # ---------------------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def save_checkpoint(path: str, learner: QLearner, rb: PrioritizedReplayBuffer, args: Args, global_step: int,
-                    gradient_steps: int) -> None:
+def save_checkpoint(
+    path: str, learner: QLearner, rb: PrioritizedReplayBuffer, args: Args, global_step: int, gradient_steps: int
+) -> None:
     """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
@@ -191,13 +193,17 @@ def save_checkpoint(path: str, learner: QLearner, rb: PrioritizedReplayBuffer, a
     gradient_steps : int
         Gradient steps taken so far.
     """
-    R.save_checkpoint(path, "dqn", {
-        **learner.state_dict(),
-        "replay_buffer": rb.state_dict(),
-        "args": R.json_safe({k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items()}),
-        "global_step": int(global_step),
-        "gradient_steps": int(gradient_steps),
-    })
+    R.save_checkpoint(
+        path,
+        "dqn",
+        {
+            **learner.state_dict(),
+            "replay_buffer": rb.state_dict(),
+            "args": R.json_safe({k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items()}),
+            "global_step": int(global_step),
+            "gradient_steps": int(gradient_steps),
+        },
+    )
 
 
 def load_checkpoint(path: str) -> dict[str, Any]:
@@ -250,8 +256,16 @@ def _check_args(args: Args) -> None:
     if args.replay_backend not in REPLAY_BACKENDS:
         raise ValueError(f"replay_backend must be one of {REPLAY_BACKENDS}, not {args.replay_backend!r}")
     R.resolve_nn(args.nn)
-    for name in ("num_envs", "total_timesteps", "buffer_size", "batch_size", "train_freq",
-                 "target_network_frequency", "torch_threads", "log_every"):
+    for name in (
+        "num_envs",
+        "total_timesteps",
+        "buffer_size",
+        "batch_size",
+        "train_freq",
+        "target_network_frequency",
+        "torch_threads",
+        "log_every",
+    ):
         if int(getattr(args, name)) < 1:
             raise ValueError(f"{name} must be >= 1, not {getattr(args, name)!r}")
     for name in ("learning_starts", "checkpoint_every"):
@@ -263,8 +277,10 @@ def _check_args(args: Args) -> None:
     if args.tau == 0.0:
         raise ValueError("tau must be in (0, 1], not 0.0 (the target network would never move)")
     if args.per_alpha < 0.0 or args.per_eps <= 0.0 or args.learning_rate <= 0.0:
-        raise ValueError(f"per_alpha must be >= 0, per_eps and learning_rate > 0, not {args.per_alpha!r}, "
-                         f"{args.per_eps!r}, {args.learning_rate!r}")
+        raise ValueError(
+            f"per_alpha must be >= 0, per_eps and learning_rate > 0, not {args.per_alpha!r}, "
+            f"{args.per_eps!r}, {args.learning_rate!r}"
+        )
     if args.num_envs > args.buffer_size:
         raise ValueError(f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}")
 
@@ -322,8 +338,14 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         if not isinstance(envs.single_action_space, gym.spaces.Discrete):
             raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
         obs_space = envs.single_observation_space
-        learner = make_q_learner(args.nn, int(np.prod(obs_space.shape)), int(envs.single_action_space.n),
-                                 tuple(args.hidden_sizes), args.learning_rate, rng)
+        learner = make_q_learner(
+            args.nn,
+            int(np.prod(obs_space.shape)),
+            int(envs.single_action_space.n),
+            tuple(args.hidden_sizes),
+            args.learning_rate,
+            rng,
+        )
 
         # the replay buffer: transitions on the host, priorities in the sum tree (the only branch on hardware)
         rb = PrioritizedReplayBuffer(
@@ -345,8 +367,10 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 learner.load_state_dict(resume_state)
                 rb.load_state_dict(resume_state["replay_buffer"])
             except (RuntimeError, ValueError, KeyError) as exc:
-                raise ValueError(f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with "
-                                 f"replay backend {rb.backend_name}: {exc}") from exc
+                raise ValueError(
+                    f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with "
+                    f"replay backend {rb.backend_name}: {exc}"
+                ) from exc
             gradient_steps = int(resume_state["gradient_steps"])
 
         run = stack.enter_context(R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
@@ -360,21 +384,25 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         new_lengths: list[int] = []
         timings = {"sample": 0.0, "update": 0.0, "priorities": 0.0}
         saved = None
-        next_checkpoint = (start_step // args.checkpoint_every + 1) * args.checkpoint_every \
-            if args.checkpoint_every else None
-        progress = stack.enter_context(tqdm(
-            total=args.num_iterations * args.num_envs,
-            initial=min(start_step, args.num_iterations * args.num_envs),
-            disable=not args.progress,
-            unit="step",
-            desc=run.name,
-            dynamic_ncols=True,
-        ))
+        next_checkpoint = (
+            (start_step // args.checkpoint_every + 1) * args.checkpoint_every if args.checkpoint_every else None
+        )
+        progress = stack.enter_context(
+            tqdm(
+                total=args.num_iterations * args.num_envs,
+                initial=min(start_step, args.num_iterations * args.num_envs),
+                disable=not args.progress,
+                unit="step",
+                desc=run.name,
+                dynamic_ncols=True,
+            )
+        )
         for iteration in range(start_iteration, args.num_iterations + 1):
             global_step += args.num_envs
             # ALGO LOGIC: put action logic here
-            epsilon = linear_schedule(args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps,
-                                      global_step)
+            epsilon = linear_schedule(
+                args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
+            )
             actions = learner.q_values(np.asarray(obs, np.float32)).argmax(axis=1)
             explore = np.random.random(args.num_envs) < epsilon
             if explore.any():  # envs.action_space is the seeded one (make_envs), single_action_space is not
@@ -406,9 +434,17 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 data = rb.sample(args.batch_size, beta)
                 t1 = time.perf_counter()
-                step = learner.learn(data.observations, data.actions, data.next_observations, data.rewards,
-                                     data.dones, data.weights, gamma=args.gamma, double_q=args.double_q,
-                                     max_grad_norm=args.max_grad_norm)
+                step = learner.learn(
+                    data.observations,
+                    data.actions,
+                    data.next_observations,
+                    data.rewards,
+                    data.dones,
+                    data.weights,
+                    gamma=args.gamma,
+                    double_q=args.double_q,
+                    max_grad_norm=args.max_grad_norm,
+                )
                 t2 = time.perf_counter()
                 rb.update_priorities(data.indices, step["td_errors"])
                 t3 = time.perf_counter()
@@ -419,37 +455,40 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
 
                 if gradient_steps % args.log_every == 0:
                     sps = run.sps(global_step - start_step)
-                    run.log({
-                        "global_step": global_step,
-                        "gradient_steps": gradient_steps,
-                        "charts/learning_rate": learner.learning_rate,
-                        "charts/epsilon": epsilon,
-                        "charts/beta": beta,
-                        "charts/episodic_return": float(np.mean(new_returns)) if new_returns else math.nan,
-                        "charts/episodic_length": float(np.mean(new_lengths)) if new_lengths else math.nan,
-                        "charts/episodes": len(new_returns),
-                        "charts/SPS": sps,
-                        "losses/td_loss": step["loss"],
-                        "losses/q_values": step["q_values"],
-                        "losses/abs_td_error": float(np.abs(step["td_errors"]).mean()),
-                        "replay/size": rb.size(),
-                        "replay/total": float(rb.priorities.total),
-                        "replay/nonzero": int(rb.priorities.nonzero),
-                        "replay/max_priority": rb.max_priority,
-                        "replay/mean_weight": float(data.weights.mean()),
-                        "time/sample[ms]": 1e3 * timings["sample"] / args.log_every,
-                        "time/update[ms]": 1e3 * timings["update"] / args.log_every,
-                        "time/priorities[ms]": 1e3 * timings["priorities"] / args.log_every,
-                    })
+                    run.log(
+                        {
+                            "global_step": global_step,
+                            "gradient_steps": gradient_steps,
+                            "charts/learning_rate": learner.learning_rate,
+                            "charts/epsilon": epsilon,
+                            "charts/beta": beta,
+                            "charts/episodic_return": float(np.mean(new_returns)) if new_returns else math.nan,
+                            "charts/episodic_length": float(np.mean(new_lengths)) if new_lengths else math.nan,
+                            "charts/episodes": len(new_returns),
+                            "charts/SPS": sps,
+                            "losses/td_loss": step["loss"],
+                            "losses/q_values": step["q_values"],
+                            "losses/abs_td_error": float(np.abs(step["td_errors"]).mean()),
+                            "replay/size": rb.size(),
+                            "replay/total": float(rb.priorities.total),
+                            "replay/nonzero": int(rb.priorities.nonzero),
+                            "replay/max_priority": rb.max_priority,
+                            "replay/mean_weight": float(data.weights.mean()),
+                            "time/sample[ms]": 1e3 * timings["sample"] / args.log_every,
+                            "time/update[ms]": 1e3 * timings["update"] / args.log_every,
+                            "time/priorities[ms]": 1e3 * timings["priorities"] / args.log_every,
+                        }
+                    )
                     timings = dict.fromkeys(timings, 0.0)
                     new_returns, new_lengths = [], []
                     last20 = run.mean_return(20)
-                    progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps,
-                                         refresh=False)
+                    progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps, refresh=False)
 
             # update target network
-            if global_step > args.learning_starts and iteration % max(1, args.target_network_frequency
-                                                                      // args.num_envs) == 0:
+            if (
+                global_step > args.learning_starts
+                and iteration % max(1, args.target_network_frequency // args.num_envs) == 0
+            ):
                 learner.update_target(args.tau)
 
             progress.update(args.num_envs)
@@ -463,7 +502,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             saved = checkpoint_path
 
         returns = run.episode_returns
-        windows = [np.mean(returns[i - 20:i]) for i in range(20, len(returns) + 1)]
+        windows = [np.mean(returns[i - 20 : i]) for i in range(20, len(returns) + 1)]
         return run.finish(
             nn=args.nn,
             replay_backend=rb.backend_name,

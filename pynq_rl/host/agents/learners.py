@@ -5,6 +5,7 @@ PPO's loop needs an :class:`ActorCritic`, DQN's a :class:`QLearner`; each exists
 choice on a PYNQ-Z2's armv7l). :func:`make_actor_critic` and :func:`make_q_learner` are the only branch on the network
 backend; torch is imported only when it is asked for.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -30,8 +31,16 @@ class ActorCritic(Protocol):
         """V(obs), shape ``(batch,)``."""
         ...
 
-    def learn(self, obs: np.ndarray, actions: np.ndarray, old_log_probs: np.ndarray, advantages: np.ndarray,
-              returns: np.ndarray, old_values: np.ndarray, **coefficients: Any) -> dict[str, float]:
+    def learn(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        old_log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        old_values: np.ndarray,
+        **coefficients: Any,
+    ) -> dict[str, float]:
         """One clipped-surrogate gradient step on a minibatch; the minibatch's losses."""
         ...
 
@@ -44,8 +53,9 @@ class ActorCritic(Protocol):
         ...
 
 
-def make_actor_critic(nn: str, obs_dim: int, n_actions: int, learning_rate: float,
-                      rng: np.random.Generator, continuous: bool = False) -> ActorCritic:
+def make_actor_critic(
+    nn: str, obs_dim: int, n_actions: int, learning_rate: float, rng: np.random.Generator, continuous: bool = False
+) -> ActorCritic:
     """The actor-critic on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it.
 
     ``continuous`` selects a Gaussian policy over ``n_actions`` action dimensions (a ``Box`` space) instead of a
@@ -68,8 +78,16 @@ class QLearner(Protocol):
         """Q(obs, .) of the online network."""
         ...
 
-    def learn(self, observations: np.ndarray, actions: np.ndarray, next_observations: np.ndarray,
-              rewards: np.ndarray, dones: np.ndarray, weights: np.ndarray, **options: Any) -> dict[str, Any]:
+    def learn(
+        self,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        next_observations: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        weights: np.ndarray,
+        **options: Any,
+    ) -> dict[str, Any]:
         """One TD step; ``td_errors``, ``loss``, ``q_values``."""
         ...
 
@@ -86,8 +104,9 @@ class QLearner(Protocol):
         ...
 
 
-def make_q_learner(nn: str, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], learning_rate: float,
-                   rng: np.random.Generator) -> QLearner:
+def make_q_learner(
+    nn: str, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], learning_rate: float, rng: np.random.Generator
+) -> QLearner:
     """The Q-learner on network backend ``nn`` (``"torch"`` or ``"numpy"``): the only branch on it."""
     if nn == "torch":
         from .torch_nets import TorchQLearner

@@ -42,6 +42,7 @@ decay, whose UQ1.16 rounding stops at small epsilon.
 
 Run ``python -m pynq_rl.host.agents.netdemo --episodes 100`` (emulated ZCU106 build, a few minutes on one core).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ import json
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -58,28 +60,57 @@ import numpy as np
 from ..drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
 from .sarsa import BACKENDS, make_learner
 
-__all__ = ["EnvConfig", "FlowControlEnv", "Args", "FEATURES", "OBS_LOW", "OBS_HIGH", "DROP_LEVELS", "N_ACTIONS",
-           "pass_all_policy", "fair_share_policy", "random_policy", "run_episode", "evaluate_policy",
-           "check_fits", "train", "main"]
+__all__ = [
+    "EnvConfig",
+    "FlowControlEnv",
+    "Args",
+    "FEATURES",
+    "OBS_LOW",
+    "OBS_HIGH",
+    "DROP_LEVELS",
+    "N_ACTIONS",
+    "pass_all_policy",
+    "fair_share_policy",
+    "random_policy",
+    "run_episode",
+    "evaluate_policy",
+    "check_fits",
+    "train",
+    "main",
+]
 
 N_ACTIONS = 10
 DROP_LEVELS = np.linspace(0.0, 1.0, N_ACTIONS)
 """drop fraction of each action"""
 FEATURES = (
-    ("link_offered_load", 0.0, 3.0), ("link_delivered_load", 0.0, 1.5), ("flow_rate", 0.0, 6.0),
-    ("flow_passed_rate", 0.0, 6.0), ("last_drop", 0.0, 1.0), ("reply_ratio", 0.0, 1.0), ("packet_size", 0.0, 1.0),
-    ("rate_ema_short", 0.0, 6.0), ("rate_ema_long", 0.0, 6.0), ("new_conn_ratio", 0.0, 1.0),
-    ("port_entropy", 0.0, 1.0), ("flow_age", 0.0, 1.0), ("rate_cv", 0.0, 2.0), ("link_load_ema", 0.0, 3.0),
-    ("overload_ema", 0.0, 2.0), ("ttl_spread", 0.0, 1.0), ("flag_anomaly", 0.0, 1.0), ("rate_share", 0.0, 0.5),
-    ("rate_rank", 0.0, 1.0), ("drop_ema", 0.0, 1.0),
+    ("link_offered_load", 0.0, 3.0),
+    ("link_delivered_load", 0.0, 1.5),
+    ("flow_rate", 0.0, 6.0),
+    ("flow_passed_rate", 0.0, 6.0),
+    ("last_drop", 0.0, 1.0),
+    ("reply_ratio", 0.0, 1.0),
+    ("packet_size", 0.0, 1.0),
+    ("rate_ema_short", 0.0, 6.0),
+    ("rate_ema_long", 0.0, 6.0),
+    ("new_conn_ratio", 0.0, 1.0),
+    ("port_entropy", 0.0, 1.0),
+    ("flow_age", 0.0, 1.0),
+    ("rate_cv", 0.0, 2.0),
+    ("link_load_ema", 0.0, 3.0),
+    ("overload_ema", 0.0, 2.0),
+    ("ttl_spread", 0.0, 1.0),
+    ("flag_anomaly", 0.0, 1.0),
+    ("rate_share", 0.0, 0.5),
+    ("rate_rank", 0.0, 1.0),
+    ("drop_ema", 0.0, 1.0),
 )
 """(name, low, high) of the 20 observation features, in order (rates in fair shares, loads in capacities)"""
 OBS_LOW = np.array([f[1] for f in FEATURES])
 OBS_HIGH = np.array([f[2] for f in FEATURES])
 # mean of each traffic signature (reply, size, new_conn, ports, ttl, flags) for light, heavy legitimate and attack
-_SIGNATURES = np.array([[0.65, 0.45, 0.20, 0.40, 0.20, 0.15],
-                        [0.60, 0.80, 0.10, 0.30, 0.20, 0.15],
-                        [0.30, 0.30, 0.45, 0.60, 0.40, 0.35]])
+_SIGNATURES = np.array(
+    [[0.65, 0.45, 0.20, 0.40, 0.20, 0.15], [0.60, 0.80, 0.10, 0.30, 0.20, 0.15], [0.30, 0.30, 0.45, 0.60, 0.40, 0.35]]
+)
 _SIGNATURE_COLUMNS = (5, 6, 9, 10, 15, 16)
 LIGHT, HEAVY, ATTACK = 0, 1, 2
 
@@ -129,8 +160,7 @@ class FlowControlEnv(gym.Env):
             raise ValueError(f"n_flows and ticks must be >= 2, not {config.n_flows}, {config.ticks}")
         self.config = config
         n = config.n_flows
-        self.observation_space = gym.spaces.Box(np.tile(OBS_LOW, (n, 1)), np.tile(OBS_HIGH, (n, 1)),
-                                                dtype=np.float64)
+        self.observation_space = gym.spaces.Box(np.tile(OBS_LOW, (n, 1)), np.tile(OBS_HIGH, (n, 1)), dtype=np.float64)
         self.action_space = gym.spaces.MultiDiscrete([N_ACTIONS] * n)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -143,8 +173,11 @@ class FlowControlEnv(gym.Env):
         kinds[legit[rng.random(len(legit)) < c.heavy_fraction]] = HEAVY
         self.kinds = rng.permutation(kinds)
         self.legit = (self.kinds != ATTACK).astype(np.float64)
-        self.base = np.where(self.kinds == LIGHT, rng.uniform(*c.light_rate, n),
-                             np.where(self.kinds == HEAVY, rng.uniform(*c.heavy_rate, n), rng.uniform(*c.attack_rate, n)))
+        self.base = np.where(
+            self.kinds == LIGHT,
+            rng.uniform(*c.light_rate, n),
+            np.where(self.kinds == HEAVY, rng.uniform(*c.heavy_rate, n), rng.uniform(*c.attack_rate, n)),
+        )
         self.onset = np.where(self.kinds == ATTACK, rng.integers(0, c.ticks // 3, n), 0)
         self.offsets = rng.normal(0.0, c.signature_offset, (n, len(_SIGNATURE_COLUMNS)))
         self.log_noise = rng.normal(0.0, c.rate_noise, n)
@@ -164,13 +197,12 @@ class FlowControlEnv(gym.Env):
     def _draw_rates(self) -> None:
         c, rng = self.config, self.np_random
         rho = 0.8
-        self.log_noise = rho * self.log_noise + math.sqrt(1 - rho ** 2) * rng.normal(0.0, c.rate_noise,
-                                                                                     c.n_flows)
+        self.log_noise = rho * self.log_noise + math.sqrt(1 - rho**2) * rng.normal(0.0, c.rate_noise, c.n_flows)
         active = np.where((self.kinds == ATTACK) & (self.t < self.onset), 0.02, 1.0)
         self.offered = self.base * active * np.exp(self.log_noise)
         self.ema_short = np.where(self.t == 0, self.offered, 0.5 * self.ema_short + 0.5 * self.offered)
         self.ema_long = np.where(self.t == 0, self.offered, 0.9 * self.ema_long + 0.1 * self.offered)
-        self.rate_sq = np.where(self.t == 0, self.offered ** 2, 0.9 * self.rate_sq + 0.1 * self.offered ** 2)
+        self.rate_sq = np.where(self.t == 0, self.offered**2, 0.9 * self.rate_sq + 0.1 * self.offered**2)
 
     def _observe(self) -> np.ndarray:
         c, rng, n = self.config, self.np_random, self.config.n_flows
@@ -181,13 +213,14 @@ class FlowControlEnv(gym.Env):
         obs[:, 2] = self.offered
         obs[:, 3] = self.passed
         obs[:, 4] = self.last_drop
-        signatures = _SIGNATURES[self.kinds] + self.offsets + rng.normal(0.0, c.signature_noise,
-                                                                         (n, len(_SIGNATURE_COLUMNS)))
+        signatures = (
+            _SIGNATURES[self.kinds] + self.offsets + rng.normal(0.0, c.signature_noise, (n, len(_SIGNATURE_COLUMNS)))
+        )
         obs[:, _SIGNATURE_COLUMNS] = signatures
         obs[:, 7] = self.ema_short
         obs[:, 8] = self.ema_long
         obs[:, 11] = self.t / c.ticks
-        obs[:, 12] = np.sqrt(np.maximum(self.rate_sq - self.ema_long ** 2, 0.0)) / np.maximum(self.ema_long, 1e-6)
+        obs[:, 12] = np.sqrt(np.maximum(self.rate_sq - self.ema_long**2, 0.0)) / np.maximum(self.ema_long, 1e-6)
         obs[:, 13] = self.load_ema
         obs[:, 14] = self.overload_ema
         obs[:, 17] = self.offered / max(self.offered.sum(), 1e-9)
@@ -207,9 +240,12 @@ class FlowControlEnv(gym.Env):
         overload = max(0.0, total / n - 1.0)
         flow_rewards = self.legit * delivered - c.beta * (1 - self.legit) * delivered - c.kappa * overload * passed
         legit_offered = float((self.legit * self.offered).sum())
-        info = {"flow_rewards": flow_rewards, "overload": overload,
-                "legit_goodput": float((self.legit * delivered).sum()) / max(legit_offered, 1e-9),
-                "attack_delivered": float(((1 - self.legit) * delivered).sum()) / n}
+        info = {
+            "flow_rewards": flow_rewards,
+            "overload": overload,
+            "legit_goodput": float((self.legit * delivered).sum()) / max(legit_offered, 1e-9),
+            "attack_delivered": float(((1 - self.legit) * delivered).sum()) / n,
+        }
         self.passed, self.last_drop = passed, drop
         self.drop_ema = 0.8 * self.drop_ema + 0.2 * drop
         self.delivered_load = float(delivered.sum()) / n
@@ -242,8 +278,13 @@ def random_policy(rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray
     return lambda obs: rng.integers(0, N_ACTIONS, len(obs))
 
 
-def run_episode(env: FlowControlEnv, policy: Callable[[np.ndarray], np.ndarray] | None = None, learner=None,
-                seed: int | None = None, reward_scale: float = 1.0) -> dict[str, float]:
+def run_episode(
+    env: FlowControlEnv,
+    policy: Callable[[np.ndarray], np.ndarray] | None = None,
+    learner=None,
+    seed: int | None = None,
+    reward_scale: float = 1.0,
+) -> dict[str, float]:
     """One episode with a fixed ``policy`` or with ``learner`` (all flows in one ``act_batch`` per tick; the
     learner gets the flow rewards times ``reward_scale``).
 
@@ -270,8 +311,12 @@ def run_episode(env: FlowControlEnv, policy: Callable[[np.ndarray], np.ndarray] 
             if learner is not None:
                 learner.act_batch(obs, rewards, keys)  # bootstrapped on q(s', a'); those actions are dropped
             ticks = env.config.ticks
-            return {"return": total, "legit_goodput": goodput / ticks, "overload": overload / ticks,
-                    "attack_delivered": attack / ticks}
+            return {
+                "return": total,
+                "legit_goodput": goodput / ticks,
+                "overload": overload / ticks,
+                "attack_delivered": attack / ticks,
+            }
 
 
 def evaluate_policy(env: FlowControlEnv, seeds, policy=None, learner=None) -> dict[str, float]:
@@ -309,8 +354,11 @@ def check_fits(board: str) -> tuple[bool, str]:
     try:
         schedule(layout, spec)
     except ValueError as err:
-        return False, f"{board}: {layout.n_tiles} tiles needed, {spec.workers} x {spec.tiles_per_worker} = {rows} " \
-                      f"rows available: {err}"
+        return (
+            False,
+            f"{board}: {layout.n_tiles} tiles needed, {spec.workers} x {spec.tiles_per_worker} = {rows} "
+            f"rows available: {err}",
+        )
     return True, f"{board}: {layout.n_tiles} tiles in {spec.workers} x {spec.tiles_per_worker} = {rows} rows"
 
 
@@ -373,12 +421,26 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         raise ValueError("episodes, eval_every and eval_episodes must be >= 1")
     layout = load_tiling(OPAL_DDOS_TILING)
     env = FlowControlEnv(args.env)
-    learner = make_learner(args.backend, layout, N_ACTIONS, (OBS_LOW, OBS_HIGH), args.alpha / layout.n_tilings,
-                           args.gamma, args.epsilon_start, 1.0, args.frac_bits, args.seed, args.board, overlay)
-    eval_seeds = [10 ** 6 + i for i in range(args.eval_episodes)]
-    baselines = {"pass_all": evaluate_policy(env, eval_seeds, pass_all_policy),
-                 "fair_share": evaluate_policy(env, eval_seeds, fair_share_policy),
-                 "random": evaluate_policy(env, eval_seeds, random_policy(np.random.default_rng(args.seed)))}
+    learner = make_learner(
+        args.backend,
+        layout,
+        N_ACTIONS,
+        (OBS_LOW, OBS_HIGH),
+        args.alpha / layout.n_tilings,
+        args.gamma,
+        args.epsilon_start,
+        1.0,
+        args.frac_bits,
+        args.seed,
+        args.board,
+        overlay,
+    )
+    eval_seeds = [10**6 + i for i in range(args.eval_episodes)]
+    baselines = {
+        "pass_all": evaluate_policy(env, eval_seeds, pass_all_policy),
+        "fair_share": evaluate_policy(env, eval_seeds, fair_share_policy),
+        "random": evaluate_policy(env, eval_seeds, random_policy(np.random.default_rng(args.seed))),
+    }
     evaluations = [{"episode": 0, **evaluate_policy(env, eval_seeds, learner=learner)}]
     train_returns = []
     saturated_episodes = 0
@@ -389,8 +451,9 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         learner.epsilon = args.epsilon_start + frac * (args.epsilon_end - args.epsilon_start)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            train_returns.append(run_episode(env, learner=learner, seed=args.seed + episode,
-                                             reward_scale=args.reward_scale)["return"])
+            train_returns.append(
+                run_episode(env, learner=learner, seed=args.seed + episode, reward_scale=args.reward_scale)["return"]
+            )
         saturated_episodes += any(w.category.__name__ == "ParsaSaturationWarning" for w in caught)
         for w in caught:
             if w.category.__name__ != "ParsaSaturationWarning":
@@ -399,10 +462,16 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
             evaluations.append({"episode": episode + 1, **evaluate_policy(env, eval_seeds, learner=learner)})
     wall_time_s = time.perf_counter() - start
     records = args.episodes * (args.env.ticks + 1) * args.env.n_flows
-    return {"train_returns": train_returns, "evaluations": evaluations, "baselines": baselines,
-            "wall_time_s": wall_time_s, "records_per_s": records / wall_time_s, "learner": learner,
-            "saturated_episodes": saturated_episodes,
-            "args": {**asdict(replace(args, env=args.env)), "tiling": "OPAL_DDOS_TILING"}}
+    return {
+        "train_returns": train_returns,
+        "evaluations": evaluations,
+        "baselines": baselines,
+        "wall_time_s": wall_time_s,
+        "records_per_s": records / wall_time_s,
+        "learner": learner,
+        "saturated_episodes": saturated_episodes,
+        "args": {**asdict(replace(args, env=args.env)), "tiling": "OPAL_DDOS_TILING"},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,8 +483,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=Args.seed)
     parser.add_argument("--flows", type=int, default=EnvConfig.n_flows)
     args = parser.parse_args(argv)
-    result = train(Args(seed=args.seed, episodes=args.episodes, backend=args.backend, board=args.board,
-                        env=EnvConfig(n_flows=args.flows)))
+    result = train(
+        Args(
+            seed=args.seed,
+            episodes=args.episodes,
+            backend=args.backend,
+            board=args.board,
+            env=EnvConfig(n_flows=args.flows),
+        )
+    )
     print(json.dumps({k: v for k, v in result.items() if k not in ("learner", "train_returns")}, indent=2))
     return 0
 

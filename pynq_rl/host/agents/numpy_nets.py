@@ -25,6 +25,7 @@ constant). DQN's loss is the importance-weighted Huber loss of the TD error,
 :math:`\frac{1}{B}\sum_i w_i\,\mathrm{Huber}(Q(s_i, a_i) - y_i)`, whose gradient is
 :math:`w_i\,\mathrm{clip}(Q - y, -1, 1) / B`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -76,8 +77,15 @@ class NumpyActorCritic(_NumpyLearner):
         (shape ``(1, n_actions)``, initially 0) is a parameter of its own, optimised after the actor's.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, learning_rate: float, rng: np.random.Generator,
-                 hidden: int = 64, continuous: bool = False) -> None:
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        learning_rate: float,
+        rng: np.random.Generator,
+        hidden: int = 64,
+        continuous: bool = False,
+    ) -> None:
         self.rng = rng
         self.continuous = bool(continuous)
         self.actor = MLP((obs_dim, hidden, hidden, n_actions), "tanh", rng, out_gain=0.01)
@@ -108,9 +116,22 @@ class NumpyActorCritic(_NumpyLearner):
         actions = np.minimum((cdf <= u).sum(axis=1), logp.shape[1] - 1).astype(np.int64)
         return actions, logp[np.arange(len(actions)), actions], self.value(obs)
 
-    def learn(self, obs: np.ndarray, actions: np.ndarray, old_log_probs: np.ndarray, advantages: np.ndarray,
-              returns: np.ndarray, old_values: np.ndarray, *, clip_coef: float, ent_coef: float, vf_coef: float,
-              clip_vloss: bool, norm_adv: bool, max_grad_norm: float) -> dict[str, float]:
+    def learn(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        old_log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        old_values: np.ndarray,
+        *,
+        clip_coef: float,
+        ent_coef: float,
+        vf_coef: float,
+        clip_vloss: bool,
+        norm_adv: bool,
+        max_grad_norm: float,
+    ) -> dict[str, float]:
         """One clipped-surrogate gradient step on a minibatch (the module docstring has the loss and gradient).
 
         Returns
@@ -174,8 +195,14 @@ class NumpyActorCritic(_NumpyLearner):
         grads = self.actor.grads + ([self.log_std_grad] if self.continuous else []) + self.critic.grads
         clip_grad_norm(grads, max_grad_norm)
         self.optimizer.step(grads)
-        return {"pg_loss": pg_loss, "v_loss": v_loss, "entropy": float(entropy.mean()),
-                "old_approx_kl": old_approx_kl, "approx_kl": approx_kl, "clipfrac": clipfrac}
+        return {
+            "pg_loss": pg_loss,
+            "v_loss": v_loss,
+            "entropy": float(entropy.mean()),
+            "old_approx_kl": old_approx_kl,
+            "approx_kl": approx_kl,
+            "clipfrac": clipfrac,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """``model`` (``actor``/``critic`` parameters under torch's names, plus ``actor_logstd`` when
@@ -232,8 +259,14 @@ class NumpyQLearner(_NumpyLearner):
         Source of the initial weights.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, hidden_sizes: tuple[int, ...], learning_rate: float,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        hidden_sizes: tuple[int, ...],
+        learning_rate: float,
+        rng: np.random.Generator,
+    ) -> None:
         sizes = (obs_dim, *hidden_sizes, n_actions)
         self.q_network = MLP(sizes, "relu", rng, init="torch_default")
         self.target_network = MLP(sizes, "relu", rng, init="torch_default")
@@ -244,9 +277,19 @@ class NumpyQLearner(_NumpyLearner):
         """Q(obs, .) of the online network, float32, shape ``(batch, n_actions)``."""
         return self.q_network(obs)
 
-    def learn(self, observations: np.ndarray, actions: np.ndarray, next_observations: np.ndarray,
-              rewards: np.ndarray, dones: np.ndarray, weights: np.ndarray, *, gamma: float, double_q: bool,
-              max_grad_norm: float) -> dict[str, Any]:
+    def learn(
+        self,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        next_observations: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        weights: np.ndarray,
+        *,
+        gamma: float,
+        double_q: bool,
+        max_grad_norm: float,
+    ) -> dict[str, Any]:
         """One importance-weighted Huber TD step (Double DQN targets if ``double_q``).
 
         Returns
@@ -263,8 +306,9 @@ class NumpyQLearner(_NumpyLearner):
             target_max = next_target[rows, next_actions]
         else:
             target_max = next_target.max(axis=1)
-        td_target = (np.asarray(rewards, np.float32) + np.float32(gamma) * target_max
-                     * (1.0 - np.asarray(dones, np.float32)))
+        td_target = np.asarray(rewards, np.float32) + np.float32(gamma) * target_max * (
+            1.0 - np.asarray(dones, np.float32)
+        )
         q = self.q_network.forward(observations, keep=True)
         q_sa = q[rows, np.asarray(actions, dtype=np.int64).reshape(-1)]
         diff = q_sa - td_target
@@ -284,8 +328,11 @@ class NumpyQLearner(_NumpyLearner):
 
     def state_dict(self) -> dict[str, Any]:
         """``q_network``, ``target_network`` (torch's parameter names) and ``optimizer`` (Adam moments)."""
-        return {"q_network": self.q_network.state_dict(), "target_network": self.target_network.state_dict(),
-                "optimizer": _adam_state(self.optimizer)}
+        return {
+            "q_network": self.q_network.state_dict(),
+            "target_network": self.target_network.state_dict(),
+            "optimizer": _adam_state(self.optimizer),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` output (from either network backend).

@@ -24,15 +24,25 @@ Parameters and gradients are float32 (``W`` shaped ``(out, in)`` like ``nn.Linea
 one to one onto the torch network's (:meth:`MLP.state_dict` uses ``nn.Sequential``'s key names). Gradients are
 checked against finite differences and against torch in ``tests/agents/test_numpy_nn.py``.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["ACTIVATIONS", "MLP", "Adam", "orthogonal", "torch_default_linear", "clip_grad_norm", "log_softmax",
-           "gaussian_log_prob", "gaussian_entropy"]
+__all__ = [
+    "ACTIVATIONS",
+    "MLP",
+    "Adam",
+    "orthogonal",
+    "torch_default_linear",
+    "clip_grad_norm",
+    "log_softmax",
+    "gaussian_log_prob",
+    "gaussian_entropy",
+]
 
 ACTIVATIONS = ("tanh", "relu")
 """hidden-layer activations an :class:`MLP` supports"""
@@ -150,8 +160,15 @@ class MLP:
         Gradients of the same shapes, written by :meth:`backward`.
     """
 
-    def __init__(self, sizes: Sequence[int], activation: str, rng: np.random.Generator, *,
-                 init: str = "orthogonal", out_gain: float = 1.0) -> None:
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        activation: str,
+        rng: np.random.Generator,
+        *,
+        init: str = "orthogonal",
+        out_gain: float = 1.0,
+    ) -> None:
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, not {activation!r}")
         if init not in ("orthogonal", "torch_default"):
@@ -254,7 +271,7 @@ class MLP:
         for param, value in zip(self.params, new):  # in place: an optimizer holds these very arrays
             param[...] = value
 
-    def copy_from(self, other: "MLP", tau: float = 1.0) -> None:
+    def copy_from(self, other: MLP, tau: float = 1.0) -> None:
         """``self <- tau * other + (1 - tau) * self``, parameter by parameter (a target network's update)."""
         for mine, theirs in zip(self.params, other.params):
             if tau == 1.0:
@@ -288,8 +305,13 @@ class Adam:
         Added to the denominator.
     """
 
-    def __init__(self, params: Sequence[np.ndarray], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        params: Sequence[np.ndarray],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         if not lr > 0.0 or not eps > 0.0 or not all(0.0 <= b < 1.0 for b in betas):
             raise ValueError(f"need lr > 0, eps > 0 and betas in [0, 1), not {lr!r}, {eps!r}, {betas!r}")
         self.params = list(params)
@@ -304,8 +326,8 @@ class Adam:
         """One Adam update with ``grads`` (same order and shapes as :attr:`params`)."""
         beta1, beta2 = self.betas
         self.step_count += 1
-        bias1 = 1.0 - beta1 ** self.step_count
-        bias2_sqrt = math.sqrt(1.0 - beta2 ** self.step_count)
+        bias1 = 1.0 - beta1**self.step_count
+        bias2_sqrt = math.sqrt(1.0 - beta2**self.step_count)
         step_size = np.float32(self.lr / bias1)
         for p, g, m, v in zip(self.params, grads, self.exp_avg, self.exp_avg_sq):
             m *= np.float32(beta1)
@@ -316,8 +338,14 @@ class Adam:
 
     def state_dict(self) -> dict:
         """The moments and the step count (arrays are copies)."""
-        return {"step": self.step_count, "lr": self.lr, "betas": list(self.betas), "eps": self.eps,
-                "exp_avg": [m.copy() for m in self.exp_avg], "exp_avg_sq": [v.copy() for v in self.exp_avg_sq]}
+        return {
+            "step": self.step_count,
+            "lr": self.lr,
+            "betas": list(self.betas),
+            "eps": self.eps,
+            "exp_avg": [m.copy() for m in self.exp_avg],
+            "exp_avg_sq": [v.copy() for v in self.exp_avg_sq],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore :meth:`state_dict` output.

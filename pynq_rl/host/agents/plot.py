@@ -6,21 +6,35 @@ return of its last ``smooth`` episodes against the environment step; runs are gr
 the seed, the run directory and the other bookkeeping fields, and a group's curves are put on a common step grid
 (linear interpolation inside each run's range) before the mean and band are taken. Needs matplotlib.
 """
+
 from __future__ import annotations
 
 import csv
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 __all__ = ["RunCurve", "load_run", "group_runs", "plot_runs"]
 
-_NOT_A_SETTING = {"seed", "out_dir", "progress", "save_checkpoint", "checkpoint_path", "checkpoint_every", "resume",
-                  "tensorboard", "exp_name", "batch_size", "minibatch_size", "num_iterations", "torch_threads",
-                  "torch_deterministic"}
+_NOT_A_SETTING = {
+    "seed",
+    "out_dir",
+    "progress",
+    "save_checkpoint",
+    "checkpoint_path",
+    "checkpoint_every",
+    "resume",
+    "tensorboard",
+    "exp_name",
+    "batch_size",
+    "minibatch_size",
+    "num_iterations",
+    "torch_threads",
+    "torch_deterministic",
+}
 """argument names that do not change what a run learns (or are derived); ignored when grouping"""
 _LABEL_KEYS = ("env_id", "nn", "gae_backend", "replay_backend", "backend", "quantize", "reward_norm")
 """the arguments a curve's label shows when they are present"""
@@ -48,14 +62,18 @@ class RunCurve:
     @property
     def setting(self) -> tuple:
         """The arguments that define the experiment (everything but the seed and bookkeeping), hashable."""
-        return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in self.args.items()
-                            if k not in _NOT_A_SETTING))
+        return tuple(
+            sorted((k, json.dumps(v, sort_keys=True)) for k, v in self.args.items() if k not in _NOT_A_SETTING)
+        )
 
     @property
     def label(self) -> str:
         """``agent env (nn=..., backend=...)`` from the arguments present."""
-        parts = [f"{k.replace('_backend', '')}={self.args[k]}" for k in _LABEL_KEYS[1:]
-                 if k in self.args and self.args[k] is not None]
+        parts = [
+            f"{k.replace('_backend', '')}={self.args[k]}"
+            for k in _LABEL_KEYS[1:]
+            if k in self.args and self.args[k] is not None
+        ]
         return f"{self.agent} {self.args.get('env_id', '')}" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -94,8 +112,9 @@ def group_runs(curves: Sequence[RunCurve]) -> dict[tuple, list[RunCurve]]:
     return dict(groups)
 
 
-def plot_runs(run_dirs: Sequence[str | Path], out: str | Path, smooth: int = 20, title: str | None = None,
-              grid_points: int = 200) -> Path:
+def plot_runs(
+    run_dirs: Sequence[str | Path], out: str | Path, smooth: int = 20, title: str | None = None, grid_points: int = 200
+) -> Path:
     """Draw the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF, by its suffix).
 
     One line per group of runs that differ only in their seed: the mean over seeds of the smoothed return, with the
@@ -131,7 +150,7 @@ def plot_runs(run_dirs: Sequence[str | Path], out: str | Path, smooth: int = 20,
             raise ValueError(f"the runs of {group[0].label!r} share no range of steps")
         grid = np.linspace(lo, hi, grid_points)
         ys = np.stack([np.interp(grid, c.steps, c.returns) for c in group])
-        line, = ax.plot(grid, ys.mean(axis=0), label=label, linewidth=1.5)
+        (line,) = ax.plot(grid, ys.mean(axis=0), label=label, linewidth=1.5)
         ax.fill_between(grid, ys.min(axis=0), ys.max(axis=0), color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("environment steps")
     ax.set_ylabel(f"episodic return (mean of the last {smooth})")

@@ -14,8 +14,8 @@ Conventions of the rollout arrays (``T = num_steps``, ``N = num_envs``)
     the cut does not look like a terminal state. A **terminated** step gets nothing folded in.
 ``dones[T, N]``
     1 when env ``n``'s episode ended at step ``t`` (terminated OR truncated): neither ``V_{t+1}`` nor ``A_{t+1}``
-    flows back across it. This is the GAE core's convention (``pynq_rl/overlay/models/gae.py``); CleanRL and SB3 store the
-    same information one step later (``next_done`` / ``episode_starts[t + 1]``).
+    flows back across it. This is the GAE core's convention (``pynq_rl/overlay/models/gae.py``); CleanRL and SB3 store
+    the same information one step later (``next_done`` / ``episode_starts[t + 1]``).
 ``values[T + 1, N]``
     ``V(obs_t)``; ``values[T]`` = ``V(next_obs)`` bootstraps the unfinished tail.
 
@@ -70,6 +70,7 @@ Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metri
 row per update, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per finished episode),
 ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -107,9 +108,18 @@ GAE_BACKENDS = ("host", "emu", "rtl", "verilator", "board")
 """accepted values of :attr:`Args.gae_backend`: the host loop, or the GAE core on a backend"""
 REWARD_NORMS = (None, "dynamic")
 """accepted values of :attr:`Args.reward_norm`"""
-CONTINUOUS_DEFAULTS = {"num_envs": 1, "num_steps": 2048, "num_minibatches": 32, "update_epochs": 10,
-                       "learning_rate": 3e-4, "anneal_lr": True, "gamma": 0.99, "gae_lambda": 0.95,
-                       "ent_coef": 0.0, "clip_vloss": True}
+CONTINUOUS_DEFAULTS = {
+    "num_envs": 1,
+    "num_steps": 2048,
+    "num_minibatches": 32,
+    "update_epochs": 10,
+    "learning_rate": 3e-4,
+    "anneal_lr": True,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "ent_coef": 0.0,
+    "clip_vloss": True,
+}
 """CleanRL ``ppo_continuous_action.py``'s hyperparameters, which :func:`args_for` uses for ``Box`` action spaces"""
 
 
@@ -317,7 +327,8 @@ def collect_rollout(
 
         # TRY NOT TO MODIFY: execute the game and log data.
         next_obs, reward, terminations, truncations, infos = envs.step(
-            np.clip(action, space.low, space.high) if continuous else action)
+            np.clip(action, space.low, space.high) if continuous else action
+        )
         next_obs = np.asarray(next_obs, np.float32)
         rewards[step] = reward
         dones[step] = np.logical_or(terminations, truncations)
@@ -339,8 +350,14 @@ def collect_rollout(
 # ---------------------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def save_checkpoint(path: str, agent: ActorCritic, standardizer: RewardStandardizer | None, args: Args,
-                    global_step: int, env_stats: dict[str, Any] | None = None) -> None:
+def save_checkpoint(
+    path: str,
+    agent: ActorCritic,
+    standardizer: RewardStandardizer | None,
+    args: Args,
+    global_step: int,
+    env_stats: dict[str, Any] | None = None,
+) -> None:
     """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
@@ -358,13 +375,17 @@ def save_checkpoint(path: str, agent: ActorCritic, standardizer: RewardStandardi
     env_stats : dict, optional
         The normalization wrappers' running statistics (:func:`~.run.normalizer_state`).
     """
-    R.save_checkpoint(path, "ppo", {
-        "env_stats": env_stats or {},
-        **agent.state_dict(),
-        "standardizer": None if standardizer is None else standardizer.state_dict(),
-        "args": R.json_safe(vars(args)),
-        "global_step": int(global_step),
-    })
+    R.save_checkpoint(
+        path,
+        "ppo",
+        {
+            "env_stats": env_stats or {},
+            **agent.state_dict(),
+            "standardizer": None if standardizer is None else standardizer.state_dict(),
+            "args": R.json_safe(vars(args)),
+            "global_step": int(global_step),
+        },
+    )
 
 
 def load_checkpoint(path: str) -> dict[str, Any]:
@@ -478,11 +499,13 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     _check_args(args)
     space = R.action_space_of(args.env_id)
     if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
-            isinstance(space, gym.spaces.Box) and len(space.shape) != 1):
+        isinstance(space, gym.spaces.Box) and len(space.shape) != 1
+    ):
         raise ValueError(f"PPO supports Discrete and one-dimensional Box action spaces, not {space!r}")
     continuous = isinstance(space, gym.spaces.Box)
     args = replace(
-        args, nn=R.resolve_nn(args.nn),
+        args,
+        nn=R.resolve_nn(args.nn),
         norm_obs=continuous if args.norm_obs is None else bool(args.norm_obs),
         norm_reward=(continuous and args.reward_norm is None) if args.norm_reward is None else bool(args.norm_reward),
     )
@@ -520,8 +543,9 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         obs_shape, act_shape = envs.single_observation_space.shape, envs.single_action_space.shape
         n_actions = int(envs.single_action_space.n) if not continuous else int(np.prod(act_shape))
 
-        agent = make_actor_critic(args.nn, int(np.prod(obs_shape)), n_actions, args.learning_rate, rng,
-                                  continuous=continuous)
+        agent = make_actor_critic(
+            args.nn, int(np.prod(obs_shape)), n_actions, args.learning_rate, rng, continuous=continuous
+        )
         standardizer = RewardStandardizer() if args.reward_norm == "dynamic" else None
         if resume_state is not None:
             try:
@@ -547,14 +571,16 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         iterations = 0
         saved = None
         warned_constant = False
-        progress = stack.enter_context(tqdm(
-            total=args.num_iterations * args.batch_size,
-            initial=min(start_step, args.num_iterations * args.batch_size),
-            disable=not args.progress,
-            unit="step",
-            desc=run.name,
-            dynamic_ncols=True,
-        ))
+        progress = stack.enter_context(
+            tqdm(
+                total=args.num_iterations * args.batch_size,
+                initial=min(start_step, args.num_iterations * args.batch_size),
+                disable=not args.progress,
+                unit="step",
+                desc=run.name,
+                dynamic_ncols=True,
+            )
+        )
         for iteration in range(start_iteration, args.num_iterations + 1):
             # Annealing the rate if instructed to do so.
             if args.anneal_lr:
@@ -578,7 +604,9 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 if standardizer.std == 0.0 and not warned_constant:
                     warnings.warn(
                         f"reward_norm='dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
-                        "standardized rewards are all 0 and carry no learning signal", RuntimeWarning, stacklevel=2
+                        "standardized rewards are all 0 and carry no learning signal",
+                        RuntimeWarning,
+                        stacklevel=2,
                     )
                     warned_constant = True
             gae_rewards = gae_rewards + rollout.truncation_bootstraps
@@ -587,8 +615,15 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                     gae_rewards, rollout.values, rollout.dones, args.gamma, args.gae_lambda
                 )
             else:
-                advantages, returns = offloaded_gae(gae, gae_rewards, rollout.values, rollout.dones, gamma=args.gamma,
-                                                    lam=args.gae_lambda, quantize=args.quantize)
+                advantages, returns = offloaded_gae(
+                    gae,
+                    gae_rewards,
+                    rollout.values,
+                    rollout.dones,
+                    gamma=args.gamma,
+                    lam=args.gae_lambda,
+                    quantize=args.quantize,
+                )
             t2 = time.perf_counter()
 
             # flatten the batch
@@ -602,14 +637,22 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             # Optimizing the policy and value network
             b_inds = np.arange(args.batch_size)
             clipfracs = []
-            for epoch in range(args.update_epochs):
+            for _epoch in range(args.update_epochs):
                 np.random.shuffle(b_inds)
                 for start in range(0, args.batch_size, args.minibatch_size):
-                    mb_inds = b_inds[start:start + args.minibatch_size]
+                    mb_inds = b_inds[start : start + args.minibatch_size]
                     losses = agent.learn(
-                        b_obs[mb_inds], b_actions[mb_inds], b_logprobs[mb_inds], b_advantages[mb_inds],
-                        b_returns[mb_inds], b_values[mb_inds], clip_coef=args.clip_coef, ent_coef=args.ent_coef,
-                        vf_coef=args.vf_coef, clip_vloss=args.clip_vloss, norm_adv=args.norm_adv,
+                        b_obs[mb_inds],
+                        b_actions[mb_inds],
+                        b_logprobs[mb_inds],
+                        b_advantages[mb_inds],
+                        b_returns[mb_inds],
+                        b_values[mb_inds],
+                        clip_coef=args.clip_coef,
+                        ent_coef=args.ent_coef,
+                        vf_coef=args.vf_coef,
+                        clip_vloss=args.clip_vloss,
+                        norm_adv=args.norm_adv,
                         max_grad_norm=args.max_grad_norm,
                     )
                     clipfracs.append(losses["clipfrac"])
@@ -625,27 +668,29 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             sps = run.sps(global_step - start_step)
             ep_r = [r for _, r, _ in rollout.episodes]
             ep_l = [n for _, _, n in rollout.episodes]
-            run.log({
-                "global_step": global_step,
-                "iteration": iteration,
-                "charts/learning_rate": agent.learning_rate,
-                "charts/episodic_return": float(np.mean(ep_r)) if ep_r else math.nan,
-                "charts/episodic_length": float(np.mean(ep_l)) if ep_l else math.nan,
-                "charts/episodes": len(ep_r),
-                "charts/SPS": sps,
-                "charts/reward_mean": standardizer.mean if standardizer else math.nan,
-                "charts/reward_std": standardizer.std if standardizer else math.nan,
-                "losses/value_loss": losses["v_loss"],
-                "losses/policy_loss": losses["pg_loss"],
-                "losses/entropy": losses["entropy"],
-                "losses/old_approx_kl": losses["old_approx_kl"],
-                "losses/approx_kl": losses["approx_kl"],
-                "losses/clipfrac": float(np.mean(clipfracs)),
-                "losses/explained_variance": float(explained_var),
-                "time/rollout[ms]": 1e3 * (t1 - t0),
-                "time/gae[ms]": 1e3 * (t2 - t1),
-                "time/update[ms]": 1e3 * (t3 - t2),
-            })
+            run.log(
+                {
+                    "global_step": global_step,
+                    "iteration": iteration,
+                    "charts/learning_rate": agent.learning_rate,
+                    "charts/episodic_return": float(np.mean(ep_r)) if ep_r else math.nan,
+                    "charts/episodic_length": float(np.mean(ep_l)) if ep_l else math.nan,
+                    "charts/episodes": len(ep_r),
+                    "charts/SPS": sps,
+                    "charts/reward_mean": standardizer.mean if standardizer else math.nan,
+                    "charts/reward_std": standardizer.std if standardizer else math.nan,
+                    "losses/value_loss": losses["v_loss"],
+                    "losses/policy_loss": losses["pg_loss"],
+                    "losses/entropy": losses["entropy"],
+                    "losses/old_approx_kl": losses["old_approx_kl"],
+                    "losses/approx_kl": losses["approx_kl"],
+                    "losses/clipfrac": float(np.mean(clipfracs)),
+                    "losses/explained_variance": float(explained_var),
+                    "time/rollout[ms]": 1e3 * (t1 - t0),
+                    "time/gae[ms]": 1e3 * (t2 - t1),
+                    "time/update[ms]": 1e3 * (t3 - t2),
+                }
+            )
 
             progress.update(args.batch_size)
             last20 = run.mean_return(20)

@@ -7,6 +7,7 @@ where no core is present) and the replay core's driver :class:`~pynq_rl.host.dri
 :class:`~.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module; it needs only numpy
 (no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
@@ -116,7 +117,7 @@ class NumpySumTree:
 
     def priorities(self) -> np.ndarray:
         """Every stored leaf ``priority**alpha`` (float64 copy), in index order."""
-        return self._tree[self._size:self._size + self._capacity].copy()
+        return self._tree[self._size : self._size + self._capacity].copy()
 
     # -- operations ---------------------------------------------------------------------------------------------------
     def update(self, indices, priorities) -> None:
@@ -203,8 +204,13 @@ class NumpySumTree:
 
     def state_dict(self) -> dict:
         """Capacity, alpha, the leaf ``priority**alpha`` values and the generator state."""
-        return {"kind": "numpy", "capacity": self._capacity, "alpha": self.alpha, "leaves": self.priorities(),
-                "rng": self.rng.bit_generator.state}
+        return {
+            "kind": "numpy",
+            "capacity": self._capacity,
+            "alpha": self.alpha,
+            "leaves": self.priorities(),
+            "rng": self.rng.bit_generator.state,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict` (checked before anything changes).
@@ -216,13 +222,15 @@ class NumpySumTree:
         """
         if state.get("kind") != "numpy" or int(state.get("capacity", -1)) != self._capacity:
             kind = state.get("kind", "replay core" if "codes" in state else None)
-            raise ValueError(f"state_dict is a {kind!r} priority state of capacity {state.get('capacity')!r}, "
-                             f"this is a 'numpy' sum tree of capacity {self._capacity}")
+            raise ValueError(
+                f"state_dict is a {kind!r} priority state of capacity {state.get('capacity')!r}, "
+                f"this is a 'numpy' sum tree of capacity {self._capacity}"
+            )
         leaves = np.asarray(state["leaves"], dtype=np.float64)
         if leaves.shape != (self._capacity,) or not np.all(np.isfinite(leaves)) or np.any(leaves < 0):
             raise ValueError(f"state_dict leaves must be {self._capacity} finite values >= 0")
         self._tree[:] = 0.0
-        self._tree[self._size:self._size + self._capacity] = leaves
+        self._tree[self._size : self._size + self._capacity] = leaves
         for level_start in (1 << j for j in reversed(range(self._size.bit_length() - 1))):
             nodes = np.arange(level_start, 2 * level_start)
             self._tree[nodes] = self._tree[2 * nodes] + self._tree[2 * nodes + 1]
@@ -231,8 +239,9 @@ class NumpySumTree:
         self.rng.bit_generator.state = state["rng"]
 
 
-def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int | None = None,
-                          timeout_s: float | None = None) -> PriorityBackend:
+def make_priority_backend(
+    name: str, capacity: int, board: Any = None, seed: int | None = None, timeout_s: float | None = None
+) -> PriorityBackend:
     """The priority store named ``name``: a :class:`NumpySumTree` of ``capacity`` leaves, or an overlay's replay core.
 
     Only the core path imports pynq (``emu``/``rtl``/``verilator``/``board``); nothing here needs torch.
@@ -263,8 +272,10 @@ def make_priority_backend(name: str, capacity: int, board: Any = None, seed: int
 
     core = load_core("replay", name, board, timeout_s)
     if capacity > core.capacity:
-        raise ValueError(f"buffer capacity {capacity} exceeds the priority backend's capacity {core.capacity} "
-                         f"({name}); use a buffer of at most {core.capacity} transitions or a larger replay core build")
+        raise ValueError(
+            f"buffer capacity {capacity} exceeds the priority backend's capacity {core.capacity} "
+            f"({name}); use a buffer of at most {core.capacity} transitions or a larger replay core build"
+        )
     if seed is not None:
         core.seed = int(seed) & 0xFFFF_FFFF
     return core

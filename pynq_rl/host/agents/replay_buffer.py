@@ -34,9 +34,11 @@ positive priority never rounds to 0, and values above ~64 saturate with a ``Repl
 probabilities then differ from :class:`NumpySumTree`'s by at most the quantization step (the model documents the
 bound), which does not change what the agent learns (``tests/agents/test_dqn.py`` trains on both).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -160,9 +162,11 @@ class PrioritizedReplayBuffer:
             backend = priorities
             self.backend_name = type(backend).__name__
         if self.capacity > backend.capacity:
-            raise ValueError(f"buffer capacity {self.capacity} exceeds the priority backend's capacity "
-                             f"{backend.capacity} ({self.backend_name}); use a buffer of at most {backend.capacity} "
-                             f"transitions or a larger replay core build")
+            raise ValueError(
+                f"buffer capacity {self.capacity} exceeds the priority backend's capacity "
+                f"{backend.capacity} ({self.backend_name}); use a buffer of at most {backend.capacity} "
+                f"transitions or a larger replay core build"
+            )
         self.priorities = backend
         self.priorities.clear()
         self.priorities.alpha = float(alpha)
@@ -193,8 +197,9 @@ class PrioritizedReplayBuffer:
     def __len__(self) -> int:
         return self.size()
 
-    def add(self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray, reward: np.ndarray,
-            done: np.ndarray) -> np.ndarray:
+    def add(
+        self, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray, reward: np.ndarray, done: np.ndarray
+    ) -> np.ndarray:
         """Store a batch of ``n_envs`` transitions in the next slots, each with priority ``max_priority``.
 
         Parameters
@@ -220,10 +225,20 @@ class PrioritizedReplayBuffer:
         obs, next_obs = np.asarray(obs), np.asarray(next_obs)
         action, reward, done = np.asarray(action), np.asarray(reward), np.asarray(done)
         n = obs.shape[0] if obs.ndim else 0
-        expected = {"obs": (n,) + self.obs_shape, "next_obs": (n,) + self.obs_shape,
-                    "action": (n,) + self.action_shape, "reward": (n,), "done": (n,)}
-        found = {"obs": obs.shape, "next_obs": next_obs.shape, "action": action.shape, "reward": reward.shape,
-                 "done": done.shape}
+        expected = {
+            "obs": (n,) + self.obs_shape,
+            "next_obs": (n,) + self.obs_shape,
+            "action": (n,) + self.action_shape,
+            "reward": (n,),
+            "done": (n,),
+        }
+        found = {
+            "obs": obs.shape,
+            "next_obs": next_obs.shape,
+            "action": action.shape,
+            "reward": reward.shape,
+            "done": done.shape,
+        }
         if n < 1 or found != expected:
             raise ValueError(f"add() expects a batch of n >= 1 transitions shaped {expected}, not {found}")
         if n > self.capacity:
@@ -258,8 +273,10 @@ class PrioritizedReplayBuffer:
         indices, _, weights = self.priorities.sample(int(batch_size), float(beta))
         indices = np.asarray(indices, dtype=np.int64)
         if indices.shape != (int(batch_size),) or np.any(indices < 0) or np.any(indices >= self.size()):
-            raise RuntimeError(f"the priority backend ({self.backend_name}) sampled slots outside the "
-                               f"{self.size()} stored transitions: {indices[(indices < 0) | (indices >= self.size())][:8]}")
+            raise RuntimeError(
+                f"the priority backend ({self.backend_name}) sampled slots outside the "
+                f"{self.size()} stored transitions: {indices[(indices < 0) | (indices >= self.size())][:8]}"
+            )
         return PrioritizedReplayBufferSamples(
             observations=np.asarray(self.observations[indices]),
             actions=np.asarray(self.actions[indices]),
@@ -331,20 +348,27 @@ class PrioritizedReplayBuffer:
             priority backend's own ``load_state_dict``).
         """
         expected = {"capacity": self.capacity, "obs_shape": self.obs_shape, "action_shape": self.action_shape}
-        found = {"capacity": int(state["capacity"]), "obs_shape": tuple(int(d) for d in state["obs_shape"]),
-                 "action_shape": tuple(int(d) for d in state["action_shape"])}
+        found = {
+            "capacity": int(state["capacity"]),
+            "obs_shape": tuple(int(d) for d in state["obs_shape"]),
+            "action_shape": tuple(int(d) for d in state["action_shape"]),
+        }
         if found != expected:
             raise ValueError(f"replay buffer state is for {found}, this buffer is {expected}")
         pos, full = int(state["pos"]), bool(state["full"])
         n = self.capacity if full else pos
         if not 0 <= pos < self.capacity:
             raise ValueError(f"replay buffer state has pos {pos} outside [0, {self.capacity})")
-        arrays = {name: np.asarray(state[name]) for name in
-                  ("observations", "next_observations", "actions", "rewards", "dones")}
+        arrays = {
+            name: np.asarray(state[name])
+            for name in ("observations", "next_observations", "actions", "rewards", "dones")
+        }
         for name, array in arrays.items():
             if array.shape != (n,) + getattr(self, name).shape[1:]:
-                raise ValueError(f"replay buffer state {name} has shape {array.shape}, expected "
-                                 f"{(n,) + getattr(self, name).shape[1:]}")
+                raise ValueError(
+                    f"replay buffer state {name} has shape {array.shape}, expected "
+                    f"{(n,) + getattr(self, name).shape[1:]}"
+                )
         self.priorities.load_state_dict(state["priorities"])
         for name, array in arrays.items():
             getattr(self, name)[:n] = array

@@ -21,6 +21,7 @@ Checkpoints are ``.npz`` archives read with ``allow_pickle=False``: every array 
 (``model/actor/0.weight``) and one JSON header (``__header__``) holding the rest of the structure, the scalars and
 strings, the checkpoint format and the agent's name. Loading one never executes code, and any numpy reads it.
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,8 +33,9 @@ import random
 import shutil
 import time
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -86,8 +88,10 @@ def resolve_nn(nn: str | None) -> str:
     if nn not in NN_BACKENDS:
         raise ValueError(f"nn must be one of {NN_BACKENDS} or 'auto', not {nn!r}")
     if nn == "torch" and not torch_available():
-        raise ValueError("nn='torch' needs torch (pip install 'pynq-rl[torch]'); use nn='numpy' where it has no "
-                         "wheel (the PYNQ-Z2's armv7l)")
+        raise ValueError(
+            "nn='torch' needs torch (pip install 'pynq-rl[torch]'); use nn='numpy' where it has no "
+            "wheel (the PYNQ-Z2's armv7l)"
+        )
     return nn
 
 
@@ -168,8 +172,9 @@ def normalized_observations(env_fn: Callable[[], gym.Env], clip_obs: float) -> C
 
     def thunk() -> gym.Env:
         env = gym.wrappers.NormalizeObservation(env_fn())
-        return gym.wrappers.TransformObservation(env, lambda obs: np.clip(obs, -clip_obs, clip_obs),
-                                                 env.observation_space)
+        return gym.wrappers.TransformObservation(
+            env, lambda obs: np.clip(obs, -clip_obs, clip_obs), env.observation_space
+        )
 
     return thunk
 
@@ -203,8 +208,10 @@ def _wrapper(env: Any, cls: type) -> Any:
 def _normalizers(envs: gym.vector.VectorEnv) -> dict[str, list]:
     """The running-statistics wrappers: one ``NormalizeObservation`` per sub-environment, one ``NormalizeReward``."""
     subs = getattr(envs.unwrapped, "envs", [])
-    found = {"obs_rms": [_wrapper(env, gym.wrappers.NormalizeObservation) for env in subs],
-             "return_rms": [_wrapper(envs, gym.wrappers.vector.NormalizeReward)]}
+    found = {
+        "obs_rms": [_wrapper(env, gym.wrappers.NormalizeObservation) for env in subs],
+        "return_rms": [_wrapper(envs, gym.wrappers.vector.NormalizeReward)],
+    }
     return {key: [w for w in wrappers if w is not None] for key, wrappers in found.items()}
 
 
@@ -217,8 +224,11 @@ def normalizer_state(envs: gym.vector.VectorEnv) -> dict[str, Any]:
         state[key] = []
         for w in wrappers:
             stats = getattr(w, key)
-            row = {"mean": np.array(stats.mean, np.float64), "var": np.array(stats.var, np.float64),
-                   "count": float(stats.count)}
+            row = {
+                "mean": np.array(stats.mean, np.float64),
+                "var": np.array(stats.var, np.float64),
+                "count": float(stats.count),
+            }
             if key == "return_rms":
                 row["accumulated_reward"] = np.array(w.accumulated_reward, np.float64)
             state[key].append(row)
@@ -359,8 +369,11 @@ class Run:
             step = int(row.get("global_step", 0))
             for key, value in row.items():
                 # per-episode values go in with their own steps (episode()); NaN means "nothing this row"
-                if key not in ("global_step", "charts/episodic_return", "charts/episodic_length") \
-                        and isinstance(value, (int, float, np.number)) and math.isfinite(value):
+                if (
+                    key not in ("global_step", "charts/episodic_return", "charts/episodic_length")
+                    and isinstance(value, (int, float, np.number))
+                    and math.isfinite(value)
+                ):
                     self._tensorboard.add_scalar(key, float(value), step)
             self._tensorboard.flush()
         for f in (self._metrics_csv, self._metrics_jsonl, self._episodes_csv):
@@ -383,16 +396,22 @@ class Run:
         ``summary.json`` leaves out the per-episode lists and counts them instead (``episodes``).
         """
         self.close()
-        summary = {"run_name": self.name, "run_dir": self.dir, "episode_returns": self.episode_returns,
-                   "episode_lengths": self.episode_lengths, "mean_return_last20": self.mean_return(20),
-                   "wall_time_s": time.time() - self.start_time, **summary}
+        summary = {
+            "run_name": self.name,
+            "run_dir": self.dir,
+            "episode_returns": self.episode_returns,
+            "episode_lengths": self.episode_lengths,
+            "mean_return_last20": self.mean_return(20),
+            "wall_time_s": time.time() - self.start_time,
+            **summary,
+        }
         short = {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}
         short.setdefault("episodes", len(self.episode_returns))
         with open(self.path("summary.json"), "w", encoding="utf-8") as f:
             json.dump(json_safe(short), f, indent=2)
         return summary
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -434,8 +453,9 @@ def _split(obj: Any, path: str, arrays: dict[str, np.ndarray]) -> Any:
         return [_split(value, f"{path}/{i}", arrays) for i, value in enumerate(obj)]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    raise TypeError(f"a checkpoint holds arrays, numbers, strings, lists and dicts, not {type(obj).__name__} "
-                    f"(at {path!r})")
+    raise TypeError(
+        f"a checkpoint holds arrays, numbers, strings, lists and dicts, not {type(obj).__name__} (at {path!r})"
+    )
 
 
 def _join(obj: Any, arrays: Any) -> Any:

@@ -51,6 +51,7 @@ Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metric
 keys ``charts/...``), ``episodes.csv``, ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle;
 :class:`~.run.Run` and :func:`~.run.save_checkpoint`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -197,22 +198,30 @@ class FloatSarsa:
         Independent keys (agents or flows), each with its own previous ``(tiles, action, q)``.
     """
 
-    def __init__(self, tiling, n_actions: int, bounds, alpha: float = 0.1, gamma: float = 0.99,
-                 epsilon: float = 0.1, epsilon_decay: float = 1.0, online: bool = True, seed: int = 0,
-                 keys: int = 256) -> None:
+    def __init__(
+        self,
+        tiling,
+        n_actions: int,
+        bounds,
+        alpha: float = 0.1,
+        gamma: float = 0.99,
+        epsilon: float = 0.1,
+        epsilon_decay: float = 1.0,
+        online: bool = True,
+        seed: int = 0,
+        keys: int = 256,
+    ) -> None:
         self.layout: TilingLayout = load_tiling(tiling)
         if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
             raise ValueError(f"n_actions must be a positive integer, not {n_actions!r}")
-        for name, value in (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon),
-                            ("epsilon_decay", epsilon_decay)):
+        for name, value in (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon), ("epsilon_decay", epsilon_decay)):
             if not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], not {value!r}")
         self.lows, self.highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
         n_dims = self.layout.n_dims
         if self.lows.shape != (n_dims,) or self.highs.shape != (n_dims,):
             raise ValueError(f"bounds must be two sequences of {n_dims} values")
-        if not (np.all(np.isfinite(self.lows)) and np.all(np.isfinite(self.highs))
-                and np.all(self.highs > self.lows)):
+        if not (np.all(np.isfinite(self.lows)) and np.all(np.isfinite(self.highs)) and np.all(self.highs > self.lows)):
             raise ValueError("bounds must be finite with high > low in every dimension")
         self.n_actions = int(n_actions)
         self.alpha, self.gamma = float(alpha), float(gamma)
@@ -225,7 +234,7 @@ class FloatSarsa:
         self._dims = np.zeros((len(sets), 4), dtype=np.int64)
         self._ndims = np.array([len(s.dims) for s, _ in sets], dtype=np.int64)
         for i, (s, _) in enumerate(sets):
-            self._dims[i, :len(s.dims)] = s.dims
+            self._dims[i, : len(s.dims)] = s.dims
         self._tiles = np.array([s.tiles for s, _ in sets], dtype=np.float64)
         self._coords = np.array([s.coordinates for s, _ in sets], dtype=np.int64)
         self._shift = np.array([c / s.tilings for s, c in sets])
@@ -243,7 +252,7 @@ class FloatSarsa:
     def tile_indices(self, states) -> np.ndarray:
         """Global tile index hit by every tiling, ``(n, n_tilings)`` for states ``(n, n_dims)``."""
         states = np.asarray(states, dtype=np.float64).reshape(-1, self.layout.n_dims)
-        u = np.clip((states - self.lows) / (self.highs - self.lows), 0.0, 1.0 - 2.0 ** -16)
+        u = np.clip((states - self.lows) / (self.highs - self.lows), 0.0, 1.0 - 2.0**-16)
         coords = np.floor(u[:, self._dims] * self._tiles[None, :, None] + self._shift[None, :, None])
         index = np.zeros(coords.shape[:2], dtype=np.int64)
         for j in range(4):
@@ -253,8 +262,9 @@ class FloatSarsa:
 
     def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int:
         """One step for ``key`` (see :meth:`act_batch`); -1 when ``terminal``."""
-        actions, _ = self.act_batch(np.asarray(state, dtype=np.float64)[None, :],
-                                    None if reward is None else [reward], [key], [terminal])
+        actions, _ = self.act_batch(
+            np.asarray(state, dtype=np.float64)[None, :], None if reward is None else [reward], [key], [terminal]
+        )
         return int(actions[0])
 
     def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False):
@@ -316,18 +326,39 @@ class FloatSarsa:
 
     def state_dict(self) -> dict:
         """Configuration, weights, epsilon and the random generator's state (keys' previous steps not saved)."""
-        return {"tiling": tiling_to_dict(self.layout), "n_actions": self.n_actions,
-                "bounds": (tuple(self.lows), tuple(self.highs)), "alpha": self.alpha, "gamma": self.gamma,
-                "epsilon": self.epsilon, "epsilon_decay": self.epsilon_decay, "online": self.online,
-                "weights": self.weights.copy(), "rng": self.rng.bit_generator.state, "keys": self.n_keys}
+        return {
+            "tiling": tiling_to_dict(self.layout),
+            "n_actions": self.n_actions,
+            "bounds": (tuple(self.lows), tuple(self.highs)),
+            "alpha": self.alpha,
+            "gamma": self.gamma,
+            "epsilon": self.epsilon,
+            "epsilon_decay": self.epsilon_decay,
+            "online": self.online,
+            "weights": self.weights.copy(),
+            "rng": self.rng.bit_generator.state,
+            "keys": self.n_keys,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict` (the layout and action count must match)."""
-        if tiling_to_dict(load_tiling(state["tiling"])) != tiling_to_dict(self.layout) \
-                or int(state["n_actions"]) != self.n_actions:
+        if (
+            tiling_to_dict(load_tiling(state["tiling"])) != tiling_to_dict(self.layout)
+            or int(state["n_actions"]) != self.n_actions
+        ):
             raise ValueError("state_dict is for another tiling layout or action count")
-        self.__init__(state["tiling"], state["n_actions"], state["bounds"], state["alpha"], state["gamma"],
-                      state["epsilon"], state["epsilon_decay"], state["online"], 0, state.get("keys", self.n_keys))
+        self.__init__(
+            state["tiling"],
+            state["n_actions"],
+            state["bounds"],
+            state["alpha"],
+            state["gamma"],
+            state["epsilon"],
+            state["epsilon_decay"],
+            state["online"],
+            0,
+            state.get("keys", self.n_keys),
+        )
         self.rng.bit_generator.state = state["rng"]
         self.load_policy(state["weights"])
 
@@ -335,8 +366,10 @@ class FloatSarsa:
 def default_tiling(n_dims: int, tilings: int = 8, tiles: int = 8) -> dict:
     """One tiling set over all ``n_dims`` observation dims (at most 4: the core's MAX_SET_DIMS)."""
     if not 1 <= n_dims <= 4:
-        raise ValueError(f"the default layout tiles all dims jointly, which needs 1..4 dims, not {n_dims}; "
-                         "give a layout with `tiling`")
+        raise ValueError(
+            f"the default layout tiles all dims jointly, which needs 1..4 dims, not {n_dims}; "
+            "give a layout with `tiling`"
+        )
     return {"n_dims": n_dims, "tilings": [{"dims": list(range(n_dims)), "tilings": tilings, "tiles": tiles}]}
 
 
@@ -347,22 +380,37 @@ def env_bounds(env: gym.Env, bounds=None) -> tuple[np.ndarray, np.ndarray]:
         shape = getattr(env.observation_space, "shape", None)
         n_dims = int(np.prod(shape)) if shape else None
         if n_dims is not None and not len(lows) == len(highs) == n_dims:
-            raise ValueError(f"bounds give {len(lows)} lows and {len(highs)} highs; the observation has {n_dims} "
-                             "dimensions")
+            raise ValueError(
+                f"bounds give {len(lows)} lows and {len(highs)} highs; the observation has {n_dims} dimensions"
+            )
     else:
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(f"Sarsa needs a Box observation space, not {space!r}")
         lows, highs = space.low.astype(np.float64).ravel(), space.high.astype(np.float64).ravel()
     if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
-        raise ValueError(f"observation bounds must be finite for tile coding (give `bounds`; on the command line "
-                         f"--bounds=LOWS:HIGHS), not {lows}, {highs}")
+        raise ValueError(
+            f"observation bounds must be finite for tile coding (give `bounds`; on the command line "
+            f"--bounds=LOWS:HIGHS), not {lows}, {highs}"
+        )
     return lows, highs
 
 
-def make_learner(backend: str, tiling, n_actions: int, bounds, alpha: float, gamma: float, epsilon: float,
-                 epsilon_decay: float, frac_bits: int, seed: int, board: str | None = None,
-                 overlay=None, timeout_s: float | None = None) -> SarsaLearner:
+def make_learner(
+    backend: str,
+    tiling,
+    n_actions: int,
+    bounds,
+    alpha: float,
+    gamma: float,
+    epsilon: float,
+    epsilon_decay: float,
+    frac_bits: int,
+    seed: int,
+    board: str | None = None,
+    overlay=None,
+    timeout_s: float | None = None,
+) -> SarsaLearner:
     """The learner: :class:`FloatSarsa` (``"float"``) or the configured ParSa core of an overlay on ``backend``.
 
     ``alpha`` is the per-tiling step size. ``overlay``: an existing RLOverlay to use instead of loading one.
@@ -381,16 +429,26 @@ def make_learner(backend: str, tiling, n_actions: int, bounds, alpha: float, gam
         core = overlay.parsa
         if timeout_s is not None:
             core.timeout_s = timeout_s
-    core.configure(tiling, n_actions, bounds, alpha=alpha, gamma=gamma, epsilon=epsilon,
-                   epsilon_decay=epsilon_decay, frac_bits=frac_bits, seed=seed)
+    core.configure(
+        tiling,
+        n_actions,
+        bounds,
+        alpha=alpha,
+        gamma=gamma,
+        epsilon=epsilon,
+        epsilon_decay=epsilon_decay,
+        frac_bits=frac_bits,
+        seed=seed,
+    )
     return core
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The loop
 # ---------------------------------------------------------------------------------------------------------------------
-def run_episode(env: gym.Env, learner: SarsaLearner, key: int = 0, seed: int | None = None,
-                max_steps: int | None = None) -> tuple[float, int, bool]:
+def run_episode(
+    env: gym.Env, learner: SarsaLearner, key: int = 0, seed: int | None = None, max_steps: int | None = None
+) -> tuple[float, int, bool]:
     """Run one episode with ``learner`` acting (and learning, if online) under ``key``.
 
     Termination sends the final state as TERMINAL; truncation sends it as a normal step (bootstrapped) and drops
@@ -428,16 +486,30 @@ def evaluate(env: gym.Env, learner: SarsaLearner, episodes: int, seed: int, key:
 # ---------------------------------------------------------------------------------------------------------------------
 # Checkpoints
 # ---------------------------------------------------------------------------------------------------------------------
-def save_checkpoint(path: str | os.PathLike, learner: SarsaLearner, args: Args, episode: int,
-                    episode_returns: list[float], global_step: int) -> None:
+def save_checkpoint(
+    path: str | os.PathLike,
+    learner: SarsaLearner,
+    args: Args,
+    episode: int,
+    episode_returns: list[float],
+    global_step: int,
+) -> None:
     """Save the learner's ``state_dict`` (policy, epsilon, random state), the args and the progress.
 
     :func:`~.run.save_checkpoint`: arrays + a JSON header, no pickle; written to a temporary file, then renamed.
     """
-    R.save_checkpoint(path, "sarsa", {
-        "backend": args.backend, "learner": learner.state_dict(), "args": R.json_safe(asdict(args)),
-        "episode": int(episode), "episode_returns": [float(r) for r in episode_returns],
-        "global_step": int(global_step)})
+    R.save_checkpoint(
+        path,
+        "sarsa",
+        {
+            "backend": args.backend,
+            "learner": learner.state_dict(),
+            "args": R.json_safe(asdict(args)),
+            "episode": int(episode),
+            "episode_returns": [float(r) for r in episode_returns],
+            "global_step": int(global_step),
+        },
+    )
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
@@ -475,8 +547,9 @@ def _check_args(args: Args) -> None:
     if args.backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {args.backend!r}")
     if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
-        raise ValueError(f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, "
-                         f"{args.tiles!r}")
+        raise ValueError(
+            f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}"
+        )
     for name in ("alpha", "gamma", "epsilon", "epsilon_decay"):
         if not 0.0 <= float(getattr(args, name)) <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}")
@@ -524,19 +597,36 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise ValueError(f"only discrete action spaces are supported, not {env.action_space!r}")
         lows, highs = env_bounds(env, args.bounds)
-        tiling = load_tiling(args.tiling) if args.tiling else load_tiling(default_tiling(len(lows), args.tilings,
-                                                                                           args.tiles))
+        tiling = (
+            load_tiling(args.tiling)
+            if args.tiling
+            else load_tiling(default_tiling(len(lows), args.tilings, args.tiles))
+        )
         if tiling.n_dims != len(lows):
             raise ValueError(f"the tiling covers {tiling.n_dims} dims; the observation has {len(lows)}")
         args.n_tilings = tiling.n_tilings
         args.step_size = args.alpha / tiling.n_tilings
-        learner = make_learner(args.backend, tiling, int(env.action_space.n), (lows, highs), args.step_size,
-                               args.gamma, args.epsilon, args.epsilon_decay, args.frac_bits, args.seed, args.board,
-                               overlay, args.timeout_s)
+        learner = make_learner(
+            args.backend,
+            tiling,
+            int(env.action_space.n),
+            (lows, highs),
+            args.step_size,
+            args.gamma,
+            args.epsilon,
+            args.epsilon_decay,
+            args.frac_bits,
+            args.seed,
+            args.board,
+            overlay,
+            args.timeout_s,
+        )
         if resume_state is not None:
             if (resume_state["backend"] == "float") != (args.backend == "float"):
-                raise ValueError(f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "
-                                 f"a float and a core policy are not interchangeable")
+                raise ValueError(
+                    f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "
+                    f"a float and a core policy are not interchangeable"
+                )
             learner.load_state_dict(resume_state["learner"])
 
         run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
@@ -546,9 +636,16 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         saturations = 0
         with contextlib.ExitStack() as stack:
             stack.enter_context(run)
-            progress = stack.enter_context(tqdm(total=args.episodes, initial=start_episode,
-                                                disable=not args.progress, unit="ep", desc=run.name,
-                                                dynamic_ncols=True))
+            progress = stack.enter_context(
+                tqdm(
+                    total=args.episodes,
+                    initial=start_episode,
+                    disable=not args.progress,
+                    unit="ep",
+                    desc=run.name,
+                    dynamic_ncols=True,
+                )
+            )
             on_core = args.backend != "float"
             for episode in range(start_episode, args.episodes):
                 t0 = time.perf_counter()
@@ -582,12 +679,16 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                 progress.update(1)
                 progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
         if saturations:
-            warnings.warn(f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; "
-                          "lower frac_bits", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; lower frac_bits",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         saved = None
         if args.save_checkpoint:
-            save_checkpoint(checkpoint_path, learner, args, max(args.episodes, start_episode), episode_returns,
-                            global_step)
+            save_checkpoint(
+                checkpoint_path, learner, args, max(args.episodes, start_episode), episode_returns, global_step
+            )
             saved = checkpoint_path
     finally:
         env.close()

@@ -29,6 +29,7 @@ constant history is divided by :math:`\epsilon` alone.
 This is host-side float64 arithmetic; the GAE core's own q8 block standardization (in the driver) is separate and
 undone on its outputs.
 """
+
 from __future__ import annotations
 
 import math

@@ -6,6 +6,7 @@ backends, and their state dicts are numpy arrays with the numpy learners' keys a
 ``nn.Sequential``'s parameter names, Adam as ``step`` plus per-parameter ``exp_avg`` / ``exp_avg_sq`` lists (actor
 before critic). A checkpoint from either backend loads into the other.
 """
+
 from __future__ import annotations
 
 import math
@@ -147,9 +148,11 @@ def _adam_state(optimizer: optim.Adam, params: list[nn.Parameter]) -> dict[str, 
     state = optimizer.state
     step = int(state[params[0]]["step"]) if params[0] in state else 0
     zeros = [np.zeros(tuple(p.shape), np.float32) for p in params]
-    return {"step": step,
-            "exp_avg": [state[p]["exp_avg"].numpy().copy() if p in state else z for p, z in zip(params, zeros)],
-            "exp_avg_sq": [state[p]["exp_avg_sq"].numpy().copy() if p in state else z for p, z in zip(params, zeros)]}
+    return {
+        "step": step,
+        "exp_avg": [state[p]["exp_avg"].numpy().copy() if p in state else z for p, z in zip(params, zeros)],
+        "exp_avg_sq": [state[p]["exp_avg_sq"].numpy().copy() if p in state else z for p, z in zip(params, zeros)],
+    }
 
 
 def _load_adam_state(optimizer: optim.Adam, params: list[nn.Parameter], state: dict[str, Any]) -> None:
@@ -162,9 +165,11 @@ def _load_adam_state(optimizer: optim.Adam, params: list[nn.Parameter], state: d
     optimizer.state.clear()
     if int(state["step"]):
         for p, m, v in zip(params, exp_avg, exp_avg_sq):
-            optimizer.state[p] = {"step": torch.tensor(float(state["step"])),
-                                  "exp_avg": torch.tensor(np.asarray(m, np.float32)),
-                                  "exp_avg_sq": torch.tensor(np.asarray(v, np.float32))}
+            optimizer.state[p] = {
+                "step": torch.tensor(float(state["step"])),
+                "exp_avg": torch.tensor(np.asarray(m, np.float32)),
+                "exp_avg_sq": torch.tensor(np.asarray(v, np.float32)),
+            }
 
 
 def _tensor(x: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -204,8 +209,9 @@ class TorchActorCritic(_TorchLearner):
         A Gaussian policy for a ``Box`` action space (:class:`Agent`); ``actor_logstd`` is optimised after the actor.
     """
 
-    def __init__(self, obs_dim: int, n_actions: int, learning_rate: float, hidden: int = 64,
-                 continuous: bool = False) -> None:
+    def __init__(
+        self, obs_dim: int, n_actions: int, learning_rate: float, hidden: int = 64, continuous: bool = False
+    ) -> None:
         self.agent = Agent(obs_dim, n_actions, hidden, continuous)
         self.continuous = self.agent.continuous
         policy = list(self.agent.actor.parameters()) + ([self.agent.actor_logstd] if self.continuous else [])
@@ -227,9 +233,22 @@ class TorchActorCritic(_TorchLearner):
             action, logprob, _, value = self.agent.get_action_and_value(_tensor(obs))
         return action.numpy(), logprob.numpy(), value.flatten().numpy()
 
-    def learn(self, obs: np.ndarray, actions: np.ndarray, old_log_probs: np.ndarray, advantages: np.ndarray,
-              returns: np.ndarray, old_values: np.ndarray, *, clip_coef: float, ent_coef: float, vf_coef: float,
-              clip_vloss: bool, norm_adv: bool, max_grad_norm: float) -> dict[str, float]:
+    def learn(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        old_log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        old_values: np.ndarray,
+        *,
+        clip_coef: float,
+        ent_coef: float,
+        vf_coef: float,
+        clip_vloss: bool,
+        norm_adv: bool,
+        max_grad_norm: float,
+    ) -> dict[str, float]:
         """One clipped-surrogate gradient step on a minibatch (CleanRL's update, verbatim in its maths).
 
         Returns
@@ -270,8 +289,14 @@ class TorchActorCritic(_TorchLearner):
         loss.backward()
         nn.utils.clip_grad_norm_(self.params, max_grad_norm)
         self.optimizer.step()
-        return {"pg_loss": pg_loss.item(), "v_loss": v_loss.item(), "entropy": entropy_loss.item(),
-                "old_approx_kl": old_approx_kl.item(), "approx_kl": approx_kl.item(), "clipfrac": clipfrac.item()}
+        return {
+            "pg_loss": pg_loss.item(),
+            "v_loss": v_loss.item(),
+            "entropy": entropy_loss.item(),
+            "old_approx_kl": old_approx_kl.item(),
+            "approx_kl": approx_kl.item(),
+            "clipfrac": clipfrac.item(),
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """``model`` (``actor``/``critic``, plus ``actor_logstd`` when ``continuous``; numpy) and ``optimizer``
@@ -323,9 +348,19 @@ class TorchQLearner(_TorchLearner):
         with torch.no_grad():
             return self.q_network(_tensor(obs)).numpy()
 
-    def learn(self, observations: np.ndarray, actions: np.ndarray, next_observations: np.ndarray,
-              rewards: np.ndarray, dones: np.ndarray, weights: np.ndarray, *, gamma: float, double_q: bool,
-              max_grad_norm: float) -> dict[str, Any]:
+    def learn(
+        self,
+        observations: np.ndarray,
+        actions: np.ndarray,
+        next_observations: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        weights: np.ndarray,
+        *,
+        gamma: float,
+        double_q: bool,
+        max_grad_norm: float,
+    ) -> dict[str, Any]:
         """One importance-weighted Huber TD step (Double DQN targets if ``double_q``).
 
         Returns
@@ -341,8 +376,7 @@ class TorchQLearner(_TorchLearner):
             else:
                 target_max, _ = self.target_network(next_obs).max(dim=1)
             td_target = _tensor(rewards) + gamma * target_max * (1.0 - _tensor(dones))
-        old_val = self.q_network(_tensor(observations)).gather(
-            1, _tensor(actions, torch.long).view(-1, 1)).squeeze(1)
+        old_val = self.q_network(_tensor(observations)).gather(1, _tensor(actions, torch.long).view(-1, 1)).squeeze(1)
         td_errors = td_target - old_val
         loss = (_tensor(weights) * F.smooth_l1_loss(old_val, td_target, reduction="none")).mean()
         self.optimizer.zero_grad()
@@ -359,9 +393,11 @@ class TorchQLearner(_TorchLearner):
 
     def state_dict(self) -> dict[str, Any]:
         """``q_network``, ``target_network`` (``nn.Sequential`` names, numpy) and ``optimizer`` (Adam moments)."""
-        return {"q_network": _module_state(self.q_network.network),
-                "target_network": _module_state(self.target_network.network),
-                "optimizer": _adam_state(self.optimizer, self.params)}
+        return {
+            "q_network": _module_state(self.q_network.network),
+            "target_network": _module_state(self.target_network.network),
+            "optimizer": _adam_state(self.optimizer, self.params),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` output (from either network backend).

@@ -16,6 +16,7 @@ Status follows PG021: ``Halted`` until RS=1, ``Idle`` once a transfer completes,
 write-1-to-clear (storing the written value instead breaks the next transfer with "DMA channel not idle").
 Interrupts are not emulated: drivers poll.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -28,8 +29,16 @@ from .regfile import RegisterFile
 
 __all__ = ["StreamEndpoint", "AxiDmaModel"]
 
-HALTED, IDLE, INT_ERR, SLV_ERR, DEC_ERR, IOC_IRQ, DLY_IRQ, ERR_IRQ = (1 << 0, 1 << 1, 1 << 4, 1 << 5, 1 << 6,
-                                                                      1 << 12, 1 << 13, 1 << 14)
+HALTED, IDLE, INT_ERR, SLV_ERR, DEC_ERR, IOC_IRQ, DLY_IRQ, ERR_IRQ = (
+    1 << 0,
+    1 << 1,
+    1 << 4,
+    1 << 5,
+    1 << 6,
+    1 << 12,
+    1 << 13,
+    1 << 14,
+)
 _W1C = IOC_IRQ | DLY_IRQ | ERR_IRQ
 _RS, _RESET = 1 << 0, 1 << 2
 _MASK32 = 0xFFFF_FFFF
@@ -57,10 +66,10 @@ class _Channel:
         self.control, self.status = f"{prefix}_DMACR", f"{prefix}_DMASR"  # register names, built once
         self.address_register = "MM2S_SA" if prefix == "MM2S" else "S2MM_DA"
         self.address_msb = f"{self.address_register}_MSB"
-        self.pending: np.ndarray | None = None   # MM2S: bytes not yet accepted by the core
-        self.address = 0                          # S2MM: next write address
-        self.remaining = 0                        # S2MM: room left in the armed buffer
-        self.received = 0                         # S2MM: bytes written in this transfer
+        self.pending: np.ndarray | None = None  # MM2S: bytes not yet accepted by the core
+        self.address = 0  # S2MM: next write address
+        self.remaining = 0  # S2MM: room left in the armed buffer
+        self.received = 0  # S2MM: bytes written in this transfer
         self.busy = False
 
 
@@ -167,8 +176,9 @@ class AxiDmaModel(RegisterFile):
             if not (sending or s2mm.busy):
                 return False
             waits = {} if idle_until is None else {"idle_until": idle_until}
-            accepted, data, last = duplex(mm2s.pending if sending else None, True,
-                                          s2mm.remaining + 1 if s2mm.busy else 0, **waits)
+            accepted, data, last = duplex(
+                mm2s.pending if sending else None, True, s2mm.remaining + 1 if s2mm.busy else 0, **waits
+            )
         else:
             accepted = self.core.stream_in(mm2s.pending, last=True) if sending else 0
             data, last = self.core.stream_out(s2mm.remaining + 1) if s2mm.busy else (np.zeros(0, np.uint8), False)

@@ -7,11 +7,13 @@ on a board, whatever the core does. Two counts of register traffic are kept, bec
 * **words** (``register_reads``, ``register_writes``): 32-bit AXI-Lite transactions on the bus, a few PL cycles each;
 * **calls** (``register_calls``): Python-level MMIO operations on the ARM, the microseconds: ``int(mmio.array[i])``,
   ``mmio.array[i] = w`` or one burst ``mmio.array[a:b] = words`` (a numpy copy into the mapping, one call however
-  many words it moves). Issue 13's budgets ("state words, reward and key written as one burst, START, DONE polled,
-  ACTION read": <= 8) count calls; the tables give both. The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through
+  many words it moves). The drivers' per-call budgets (a ParSa step: state words, reward and key written as one
+  burst, START, DONE polled, ACTION read, <= 8; ``tests/test_bus_stats.py``) count calls; the tables give both.
+  The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through
 ``read_registers`` / ``write_registers``) and count them here; :meth:`RLOverlay.bus_stats` exposes the counts of a
 block of driver calls.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +23,10 @@ from ...overlay.spec import AXI_DMA_REGISTERS
 __all__ = ["BusStats", "DMA_LENGTH_OFFSETS"]
 
 #: AXI DMA register offsets whose write starts a transfer: MM2S (to the core) and S2MM (from the core)
-DMA_LENGTH_OFFSETS = {AXI_DMA_REGISTERS["MM2S_LENGTH"]["address_offset"]: "mm2s",
-                      AXI_DMA_REGISTERS["S2MM_LENGTH"]["address_offset"]: "s2mm"}
+DMA_LENGTH_OFFSETS = {
+    AXI_DMA_REGISTERS["MM2S_LENGTH"]["address_offset"]: "mm2s",
+    AXI_DMA_REGISTERS["S2MM_LENGTH"]["address_offset"]: "s2mm",
+}
 
 
 @dataclasses.dataclass
@@ -68,7 +72,7 @@ class BusStats:
             else:
                 self.dma_bytes_from_pl += value
 
-    def __sub__(self, other: "BusStats") -> "BusStats":
+    def __sub__(self, other: BusStats) -> BusStats:
         return BusStats(*(getattr(self, f.name) - getattr(other, f.name) for f in dataclasses.fields(self)))
 
     def as_dict(self) -> dict[str, int]:

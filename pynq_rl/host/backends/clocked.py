@@ -5,9 +5,11 @@ DMA register model costs a few cycles as the interconnect would, and a waiting d
 (:meth:`ClockedDevice.idle`) while the DMAs move their streams. Deadlines are counted in the simulation's cycles
 (:class:`~pynq_rl.host.drivers.polling.CycleDeadline`), so a wait's outcome does not depend on the host's speed.
 """
+
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from ...overlay import spec as S
 from ..drivers.polling import CycleDeadline
@@ -47,8 +49,14 @@ class ClockedDevice(EmulatedDevice):
         Device tag.
     """
 
-    def __init__(self, board_spec: S.BoardSpec, simulation: Clock, make_core: Callable[[S.CoreSlot], RegisterFile],
-                 core_class: type, tag: str) -> None:
+    def __init__(
+        self,
+        board_spec: S.BoardSpec,
+        simulation: Clock,
+        make_core: Callable[[S.CoreSlot], RegisterFile],
+        core_class: type,
+        tag: str,
+    ) -> None:
         self.simulation = simulation
         self._core_class = core_class
         super().__init__(board_spec, make_core, tag=tag)
@@ -65,8 +73,9 @@ class ClockedDevice(EmulatedDevice):
         The drivers wait in the simulation's time, so a wait's outcome does not depend on how fast the host runs
         the simulation: the wait lets ``expected`` cycles pass (:meth:`idle`), then polls every
         :attr:`poll_cycles`."""
-        return CycleDeadline(lambda: self.simulation.cycle, cycles, idle=self.idle, expected=expected,
-                             poll_cycles=self.poll_cycles)
+        return CycleDeadline(
+            lambda: self.simulation.cycle, cycles, idle=self.idle, expected=expected, poll_cycles=self.poll_cycles
+        )
 
     def idle(self, cycles: int) -> None:
         """Let ``cycles`` clock cycles pass without a bus access, the DMAs moving their streams meanwhile (a DMA

@@ -10,15 +10,17 @@ stock ``pynq.lib.dma.DMA`` drives the AXI DMA register model; below it, each AXI
 map (``spec.py``) is routed to an emulated IP. Backends differ only in the core IPs they plug in (``emu``: the
 numpy models; ``rtl``: the MyHDL simulation).
 
-Works with pynq 3.0.1, 3.1.2 and 4.0.0 (all three checked): metadata comes from ``pynq.metadata.runtime_metadata_parser`` where it exists
-(pynq 3.x carries its own views) and ``pynqmetadata.views.runtime`` otherwise, and ``pynq.ps.Clocks`` gets a
+Works with pynq 3.0.1, 3.1.2 and 4.0.0 (all three checked): metadata comes from
+``pynq.metadata.runtime_metadata_parser`` where it exists (pynq 3.x carries its own views) and
+``pynqmetadata.views.runtime`` otherwise, and ``pynq.ps.Clocks`` gets a
 stand-in that accepts both the 3.x (dividers) and the 4.0 (``clk_mhz``) calls.
 """
+
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pynq
 from pynq.ps import Clocks
@@ -37,6 +39,7 @@ __all__ = ["EmulatedDevice", "EmulatedClocks"]
 def _metadata_parser(hwh_path: Path):
     """Parse a ``.hwh`` with the runtime parser of whichever pynq/pynqmetadata is installed."""
     from pynqmetadata.frontends import Metadata
+
     try:
         from pynq.metadata.runtime_metadata_parser import RuntimeMetadataParser
     except ImportError:  # pynq 4.0 moved the views into pynqmetadata
@@ -188,8 +191,9 @@ class EmulatedDevice(pynq.Device):
         if len(data) % 4:
             raise MemoryError(f"unaligned register write of {len(data)} bytes at {address:#x}")
         base, ip = self._window(address, len(data))
-        self.write_words(ip, address - base, [int.from_bytes(data[i:i + 4], "little")
-                                              for i in range(0, len(data), 4)])
+        self.write_words(
+            ip, address - base, [int.from_bytes(data[i : i + 4], "little") for i in range(0, len(data), 4)]
+        )
 
     def service(self) -> None:
         """Advance every DMA until nothing moves (the emulated PL is infinitely fast between bus accesses)."""

@@ -8,6 +8,7 @@ set that pair moving: :class:`EmuDevice` services that one DMA after a write ins
 (the same end state, without a Python call per idle DMA on every access), the fixed cost that issue 13 asks to
 keep at microseconds per driver call.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,8 +18,8 @@ from .axi_dma import AxiDmaModel
 from .device import EmulatedDevice
 from .gae_ip import GaeCoreIP
 from .parsa_ip import ParsaCoreIP
-from .replay_ip import ReplayCoreIP
 from .regfile import RegisterFile
+from .replay_ip import ReplayCoreIP
 
 __all__ = ["EmuDevice", "CORE_MODELS"]
 

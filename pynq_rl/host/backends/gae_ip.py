@@ -20,6 +20,7 @@ The emulation sees the whole input at TLAST, so it cannot tell a TLAST inside an
 both are ``ERR_STREAM``, as in the HDL.
 * ``CTRL.SOFT_RESET`` aborts whatever runs, flushes both streams and clears STATUS.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,13 +53,19 @@ class GaeCoreIP(StreamCoreIP):
     def _config_ok(self, mode: int) -> bool:
         one = 1 << self.spec.coef.frac
         scale = self.spec.scale
-        scales_ok = mode != S.GaeMode.Q8 or all(scale.min_code <= self._signed(name) <= scale.max_code
-                                                for name in ("R_SCALE", "V_SCALE"))
-        return (1 <= self.values["T"] <= self.spec.t_max and 1 <= self.values["LANES_USED"] <= self.spec.lanes
-                and 1 <= self.values["BATCHES"] <= self.spec.batches_max
-                and 1 <= self.values["CHUNKS"] <= self.spec.chunks_max
-                and self.values["GAMMA"] <= one and self.values["GAMMA_LAMBDA"] <= one
-                and mode in {m.value for m in S.GaeMode} and scales_ok)
+        scales_ok = mode != S.GaeMode.Q8 or all(
+            scale.min_code <= self._signed(name) <= scale.max_code for name in ("R_SCALE", "V_SCALE")
+        )
+        return (
+            1 <= self.values["T"] <= self.spec.t_max
+            and 1 <= self.values["LANES_USED"] <= self.spec.lanes
+            and 1 <= self.values["BATCHES"] <= self.spec.batches_max
+            and 1 <= self.values["CHUNKS"] <= self.spec.chunks_max
+            and self.values["GAMMA"] <= one
+            and self.values["GAMMA_LAMBDA"] <= one
+            and mode in {m.value for m in S.GaeMode}
+            and scales_ok
+        )
 
     def start(self, mode: int) -> None:
         if not self._config_ok(mode):
@@ -70,7 +77,7 @@ class GaeCoreIP(StreamCoreIP):
     def close_input(self, data: bytes) -> None:
         """TLAST: exactly BATCHES x (S + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
         never hangs)."""
-        spec, mode, v = self.spec, self._mode, self.started   # the registers at START
+        spec, mode, v = self.spec, self._mode, self.started  # the registers at START
         n_batches = v["BATCHES"]
         n_steps = v["T"] + (v["CHUNKS"] - 1) * spec.t_max
         expected = n_batches * (n_steps + 1) * spec.input_record_bytes(mode)
@@ -80,7 +87,18 @@ class GaeCoreIP(StreamCoreIP):
         records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
         rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches)
         signed = {name: self._signed(name, v) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
-        result = model.gae_fixed(spec, rewards, values, dones, v["GAMMA"], v["GAMMA_LAMBDA"], mode,
-                                 signed["R_SCALE"], signed["R_OFFSET"], signed["V_SCALE"], signed["V_OFFSET"])
+        result = model.gae_fixed(
+            spec,
+            rewards,
+            values,
+            dones,
+            v["GAMMA"],
+            v["GAMMA_LAMBDA"],
+            mode,
+            signed["R_SCALE"],
+            signed["R_OFFSET"],
+            signed["V_SCALE"],
+            signed["V_OFFSET"],
+        )
         output = model.pack_output(spec, result.advantages, result.returns)
         self.drain(output, result.cycles, S.Status.SATURATED if result.saturated else S.Status(0))

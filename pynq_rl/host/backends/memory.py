@@ -9,6 +9,7 @@ Addresses are Python integers throughout (never numpy scalars: ``np.intp`` is 32
 Zynq UltraScale+ window lies above 4 GiB, so every DMA transfer there carries high address bits in the AXI DMA's
 ``*_MSB`` registers, as it does on a ZU+ board whose buffers sit in high DDR.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -48,7 +49,7 @@ class EmulatedMemory:
             raise ValueError(f"the emulated DDR needs a page-aligned range base < limit, not [{base:#x}, {limit:#x})")
         self._device = device
         self._base, self._limit = base, limit
-        self._starts: list[int] = []                      # sorted start addresses of live allocations
+        self._starts: list[int] = []  # sorted start addresses of live allocations
         self._blocks: dict[int, tuple[int, weakref.ref]] = {}  # start -> (nbytes, weakref to backing bytes)
 
     def _reap(self) -> None:
@@ -66,8 +67,9 @@ class EmulatedMemory:
             size = self._blocks[start][0]
             candidate = max(candidate, -(-(start + size) // _PAGE) * _PAGE)
         if candidate + nbytes > self._limit:
-            raise MemoryError(f"emulated DDR exhausted: cannot allocate {nbytes} bytes "
-                              f"({len(self._starts)} buffers live)")
+            raise MemoryError(
+                f"emulated DDR exhausted: cannot allocate {nbytes} bytes ({len(self._starts)} buffers live)"
+            )
         return candidate
 
     def allocate(self, shape, dtype="u4", **kwargs) -> PynqBuffer:
@@ -76,8 +78,7 @@ class EmulatedMemory:
         nbytes = max(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, 1)
         start = self._find_gap(nbytes)
         backing = np.zeros(nbytes, dtype=np.uint8)
-        buffer = PynqBuffer(shape, dtype, buffer=backing, device=self._device, device_address=start,
-                            coherent=False)
+        buffer = PynqBuffer(shape, dtype, buffer=backing, device=self._device, device_address=start, coherent=False)
         bisect.insort(self._starts, start)
         self._blocks[start] = (nbytes, weakref.ref(backing))
         return buffer
@@ -89,7 +90,7 @@ class EmulatedMemory:
             size, ref = self._blocks[start]
             backing = ref()
             if backing is not None and address + nbytes <= start + size:
-                return backing[address - start:address - start + nbytes]
+                return backing[address - start : address - start + nbytes]
         raise MemoryError(f"no live buffer holds [{address:#x}, {address + nbytes:#x})")
 
     def read(self, address: int, nbytes: int) -> np.ndarray:

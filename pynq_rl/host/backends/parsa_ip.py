@@ -20,6 +20,7 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE``, se
   every other register counts as it was at START (``N_TILINGS`` too, read when CONFIG's input closes).
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; policy and configuration survive.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,7 +64,10 @@ class ParsaCoreIP(StreamCoreIP):
         core.n_dims, core.n_actions, core.frac_bits = v["N_DIMS"], v["N_ACTIONS"], v["FRAC_BITS"]
         core.alpha, core.gamma = v["ALPHA"], v["GAMMA"]
         core.epsilon, core.epsilon_decay = v["EPSILON"], v["EPSILON_DECAY"]
-        core.online, core.emit_values = bool(self.field("OPTIONS", "ONLINE")), bool(self.field("OPTIONS", "EMIT_VALUES"))
+        core.online, core.emit_values = (
+            bool(self.field("OPTIONS", "ONLINE")),
+            bool(self.field("OPTIONS", "EMIT_VALUES")),
+        )
 
     def start(self, mode: int) -> None:
         self._load_registers()
@@ -84,8 +88,11 @@ class ParsaCoreIP(StreamCoreIP):
 
     def close_input(self, data: bytes) -> None:
         words, partial = self.words(data)
-        handler = {S.ParsaMode.CONFIG: self._config, S.ParsaMode.LOAD_POLICY: self._load_policy,
-                   S.ParsaMode.ACT: self._act}[self._mode]
+        handler = {
+            S.ParsaMode.CONFIG: self._config,
+            S.ParsaMode.LOAD_POLICY: self._load_policy,
+            S.ParsaMode.ACT: self._act,
+        }[self._mode]
         handler(words, partial)
 
     def _config(self, words: np.ndarray, partial: bool) -> None:
@@ -109,7 +116,7 @@ class ParsaCoreIP(StreamCoreIP):
     def _mailbox(self) -> None:
         """MAILBOX: the window's record through the model; the result to MBOX_ACTION / MBOX_Q, no stream."""
         values = self.values
-        result, kept, q = self.core.mailbox([values[name] for name in S.PARSA_MBOX_WINDOW[:2 + self.core.n_dims]])
+        result, kept, q = self.core.mailbox([values[name] for name in S.PARSA_MBOX_WINDOW[: 2 + self.core.n_dims]])
         self._act_registers(result)
         self.values["MBOX_ACTION"], self.values["MBOX_Q"] = kept, q
         self.values["CYCLES"] = result.cycles
@@ -128,8 +135,9 @@ class ParsaCoreIP(StreamCoreIP):
         per_record = self.spec.state_record_words(self.core.n_dims)
         n = len(words) // per_record
         flags = S.Status.ERR_STREAM if partial or n * per_record != len(words) else S.Status(0)
-        keys, record_flags, rewards, states = model.unpack_states(words[:n * per_record].reshape(n, per_record),
-                                                                  self.core.n_dims)
+        keys, record_flags, rewards, states = model.unpack_states(
+            words[: n * per_record].reshape(n, per_record), self.core.n_dims
+        )
         result = self.core.act(keys, record_flags, rewards, states)
         self._act_registers(result)
         flags |= self._act_flags(result)

@@ -4,9 +4,10 @@ It enforces the table's access rules the way the AXI-Lite decoder in hardware do
 registers are ignored, reads of write-only registers return 0, self-clearing (pulse) fields never read back as 1,
 and unmapped offsets read 0. Subclasses react to writes through :meth:`on_write`.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ...overlay.spec import READ_ONLY, WRITE_ONLY
 

@@ -12,6 +12,7 @@ The window supports what PYNQ and the drivers use of an ``ndarray`` of ``uint32`
 (a slice is a sub-window, as a numpy slice is a view), ``view("u4")``, ``len``, ``np.asarray(window)`` (a burst
 read), and integer, slice and burst assignment.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,10 +28,10 @@ __all__ = ["RegisterWindow", "WordBus"]
 class WordBus(Protocol):
     """What a window needs from its device: word reads and writes of one IP, counted and serviced there."""
 
-    def read_words(self, ip: "RegisterFile", offset: int, count: int) -> list[int]:
+    def read_words(self, ip: RegisterFile, offset: int, count: int) -> list[int]:
         """``count`` consecutive 32-bit words of ``ip`` from byte ``offset``."""
 
-    def write_words(self, ip: "RegisterFile", offset: int, words: "list[int]") -> None:
+    def write_words(self, ip: RegisterFile, offset: int, words: list[int]) -> None:
         """Write ``words`` to consecutive registers of ``ip`` from byte ``offset`` (one burst)."""
 
 
@@ -39,7 +40,7 @@ class RegisterWindow:
 
     dtype = np.dtype("<u4")
 
-    def __init__(self, bus: WordBus, ip: "RegisterFile", words: int, offset: int = 0) -> None:
+    def __init__(self, bus: WordBus, ip: RegisterFile, words: int, offset: int = 0) -> None:
         self._bus, self._ip, self._words, self._offset = bus, ip, int(words), int(offset)
 
     def __len__(self) -> int:
@@ -83,7 +84,7 @@ class RegisterWindow:
         words = np.asarray(self._bus.read_words(self._ip, self._offset, self._words), dtype=self.dtype)
         return words if dtype is None else words.astype(dtype)
 
-    def view(self, dtype=None, type=None) -> "RegisterWindow":  # noqa: A002 - numpy's signature
+    def view(self, dtype=None, type=None) -> RegisterWindow:
         """This window (only the 32-bit word view exists: AXI-Lite registers are words)."""
         if dtype is not None and np.dtype(dtype) != np.dtype(np.uint32):
             raise TypeError(f"an AXI-Lite register window has 32-bit words only, not {np.dtype(dtype)}")

@@ -21,6 +21,7 @@ Behaviour seen from the bus, one operation per ``CTRL.START`` (``CTRL.MODE`` sel
 * ``CTRL.SOFT_RESET`` aborts the operation and clears STATUS; the stored priorities survive it (the memories
   have no reset), as on the board.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,7 @@ _MODES = {mode.value: mode for mode in S.ReplayMode}  # CTRL.MODE value -> the m
 _CLEAR, _DUMP, _SAMPLE = S.ReplayMode.CLEAR, S.ReplayMode.DUMP, S.ReplayMode.SAMPLE
 # STATUS flags as plain ints: the emulated bus runs every operation from Python, where IntFlag arithmetic costs a
 # microsecond per operation
-_SATURATED, _ERR_CONFIG, _ERR_STREAM = (int(S.Status.SATURATED), int(S.Status.ERR_CONFIG),
-                                        int(S.Status.ERR_STREAM))
+_SATURATED, _ERR_CONFIG, _ERR_STREAM = (int(S.Status.SATURATED), int(S.Status.ERR_CONFIG), int(S.Status.ERR_STREAM))
 _SET = S.ReplayMode.SET
 
 
@@ -91,7 +91,7 @@ class ReplayCoreIP(StreamCoreIP):
         count, stride = self.started["COUNT"], self.started["STRIDE"]
         return 1 <= count <= self.spec.max_count and count * stride < 1 << 32 and self.tree.total > 0
 
-    def _sample(self, uniforms: np.ndarray | None, flags: S.Status = S.Status(0)) -> None:
+    def _sample(self, uniforms: np.ndarray | None, flags: S.Status | int = 0) -> None:
         count = self.started["COUNT"] if uniforms is None else len(uniforms)
         indices, codes = self.tree.sample(count, uniforms, self.started["STRIDE"])  # None: the PRNG draws them
         # SAMPLE_UNIFORM counts from its first input beat, after the 3 cycles of START checks

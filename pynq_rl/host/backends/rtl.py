@@ -9,13 +9,14 @@ backend replays these bus models cycle for cycle in C++ on the converted Verilog
 MyHDL allows one live simulation per process: creating a second ``rtl`` device ends the first one's simulation,
 and the first device then refuses further use with a clear error. ``vcd=path`` dumps every signal.
 """
+
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
 
 import numpy as np
-from myhdl import block, delay, instance, ResetSignal, Signal, Simulation, traceSignals
+from myhdl import ResetSignal, Signal, Simulation, block, delay, instance, traceSignals
 
 from ...overlay import spec as S
 from ...overlay.hdl.common.elaborate import elaborate
@@ -26,12 +27,11 @@ from .regfile import RegisterFile
 __all__ = ["RtlDevice", "RtlSimulation", "SimulationEnded", "clock_source", "CLOCK_PERIOD"]
 
 _serial = itertools.count()
-_active: "RtlSimulation | None" = None
+_active: RtlSimulation | None = None
 
 #: Simulation time units per clock period (a tick ends on a falling edge; :meth:`RtlSimulation.settle` runs one
 #: unit, up to three times a cycle, so inputs propagate before the rising edge).
 CLOCK_PERIOD = 8
-
 
 
 class SimulationEnded(RuntimeError):
@@ -61,7 +61,7 @@ class RtlSimulation:
                 raise ValueError(f"the rtl backend has no HDL for core {slot.name!r} yet")
             self.ports[slot.name] = CORE_TOPS[slot.name][1](slot.spec)
         self.cycle = 0
-        self._settled = 0                # time units run since the last falling edge (see settle)
+        self._settled = 0  # time units run since the last falling edge (see settle)
         self.ended: str | None = None
         system = elaborate(_system, board_spec, self.ports, self.clock, self.reset)
         if vcd:
@@ -71,7 +71,7 @@ class RtlSimulation:
             system.config_sim(trace=True)
         self._sim = Simulation(system)
         _active = self
-        self.tick(4)                     # reset held low for 4 cycles
+        self.tick(4)  # reset held low for 4 cycles
         self.reset.next = 1
         self.tick(1)
 
@@ -159,10 +159,10 @@ class _AxiLiteMaster:
         bus.awvalid.next = bus.wvalid.next = bus.bready.next = True
         self.sim.tick()
         self._wait(bus.awready, "write address")
-        self.sim.tick()                                  # AW/W handshake edge
+        self.sim.tick()  # AW/W handshake edge
         bus.awvalid.next = bus.wvalid.next = False
         self._wait(bus.bvalid, "write response")
-        self.sim.tick()                                  # B handshake edge
+        self.sim.tick()  # B handshake edge
         bus.bready.next = False
 
     def read(self, address: int) -> int:
@@ -171,11 +171,11 @@ class _AxiLiteMaster:
         bus.arvalid.next = bus.rready.next = True
         self.sim.tick()
         self._wait(bus.arready, "read address")
-        self.sim.tick()                                  # AR handshake edge
+        self.sim.tick()  # AR handshake edge
         bus.arvalid.next = False
         self._wait(bus.rvalid, "read data")
         value = int(bus.rdata)
-        self.sim.tick()                                  # R handshake edge
+        self.sim.tick()  # R handshake edge
         bus.rready.next = False
         return value
 
@@ -224,8 +224,9 @@ class RtlCoreIP(RegisterFile):
         """Take beats from ``m_axis`` while the core offers them (up to ``max_bytes``)."""
         return self.stream_duplex(None, False, max_bytes)[1:]
 
-    def stream_duplex(self, data: np.ndarray | None, last: bool, max_bytes: int,
-                      max_cycles: int | None = None) -> tuple[int, np.ndarray, bool]:
+    def stream_duplex(
+        self, data: np.ndarray | None, last: bool, max_bytes: int, max_cycles: int | None = None
+    ) -> tuple[int, np.ndarray, bool]:
         """Drive ``s_axis`` and take ``m_axis`` in the same cycles, as the DMA's two channels do on a board (a core
         that loads the next chunk while it drains the current one needs both at once), cycle by cycle for as long as
         a beat moves either way.
@@ -247,7 +248,7 @@ class RtlCoreIP(RegisterFile):
             if not (sending or receiving):
                 break
             if sending:
-                chunk = bytes(data[accepted:accepted + width])
+                chunk = bytes(data[accepted : accepted + width])
                 s_port.tdata.next = int.from_bytes(chunk.ljust(width, b"\0"), "little")
                 s_port.tlast.next = last and accepted + width >= n_in
                 accepted += len(chunk)
@@ -256,7 +257,7 @@ class RtlCoreIP(RegisterFile):
             if receiving:
                 out += int(m_port.tdata).to_bytes(width, "little")
                 got_last = bool(m_port.tlast)
-            self.sim.tick()                              # the beats move on this edge
+            self.sim.tick()  # the beats move on this edge
             cycles += 1
         s_port.tvalid.next = False
         s_port.tlast.next = False
@@ -276,6 +277,10 @@ class RtlDevice(ClockedDevice):
 
     def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
         simulation = RtlSimulation(board_spec, vcd=vcd)
-        super().__init__(board_spec, simulation,
-                         lambda slot: RtlCoreIP(simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
-                         RtlCoreIP, tag=f"rtl{next(_serial)}:{board_spec.name}")
+        super().__init__(
+            board_spec,
+            simulation,
+            lambda slot: RtlCoreIP(simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
+            RtlCoreIP,
+            tag=f"rtl{next(_serial)}:{board_spec.name}",
+        )

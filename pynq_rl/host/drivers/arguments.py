@@ -1,9 +1,11 @@
 """Argument checks the drivers share: every public entry point validates all of its arguments, each error naming the
 argument, before it touches a register, a bank or a leaf, so a bad call leaves the core exactly as it was."""
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -66,8 +68,11 @@ def integer(name: str, x: Any, lo: int, hi: int) -> int:
 def integer_codes(name: str, x: Any, shape: tuple[int, ...], lo: int, hi: int) -> np.ndarray:
     """``x`` as int64 codes of ``shape``, each an integer in ``[lo, hi]``: an integer array, or floats that hold
     whole numbers exactly (a NaN or a 0.5 is refused, never cast)."""
-    array = np.asarray(x) if isinstance(x, np.ndarray) and x.dtype.kind in "iu" else \
-        float_array(name, x, len(shape), f"of shape {shape}", finite=False)
+    array = (
+        np.asarray(x)
+        if isinstance(x, np.ndarray) and x.dtype.kind in "iu"
+        else float_array(name, x, len(shape), f"of shape {shape}", finite=False)
+    )
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, not {array.shape}")
     if array.dtype.kind == "f":

@@ -20,6 +20,7 @@ reads them only in q8). Measured on ``emu`` (``RLOverlay.bus_stats``), steady st
 on the Pynq-Z2 build: 10 host register calls in raw mode (5 reads, 5 writes: START and the DMA's), 11 in q8 (the
 scales' burst, 4 words), and one DMA transfer each way.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -69,19 +70,39 @@ class GaeCore(StreamCore):
     def __init__(self, description: dict) -> None:
         super().__init__(description)
         fmt = {name: self._field("FORMAT", name) for name in ("DATA_W", "FRAC_BITS", "COEF_FRAC", "CODE_BITS")}
-        self.spec = S.GaeSpec(lanes=self._reg("LANES"), t_max=self._reg("T_MAX"), lookahead=self._reg("LOOKAHEAD"),
-                              code_bits=fmt["CODE_BITS"], data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
-                              coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
-                              stream_bytes=self.stream_bytes)
+        self.spec = S.GaeSpec(
+            lanes=self._reg("LANES"),
+            t_max=self._reg("T_MAX"),
+            lookahead=self._reg("LOOKAHEAD"),
+            code_bits=fmt["CODE_BITS"],
+            data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
+            coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
+            stream_bytes=self.stream_bytes,
+        )
 
     def _build_parameters(self) -> dict:
-        return {"lanes": self.spec.lanes, "t_max": self.spec.t_max, "lookahead": self.spec.lookahead,
-                "data_format": str(self.spec.data), "coef_format": str(self.spec.coef),
-                "code_bits": self.spec.code_bits, "stream_bytes": self.spec.stream_bytes}
+        return {
+            "lanes": self.spec.lanes,
+            "t_max": self.spec.t_max,
+            "lookahead": self.spec.lookahead,
+            "data_format": str(self.spec.data),
+            "coef_format": str(self.spec.coef),
+            "code_bits": self.spec.code_bits,
+            "stream_bytes": self.spec.stream_bytes,
+        }
 
     # -- the one call ---------------------------------------------------------------------------------------------
-    def compute(self, rewards, values, dones, gamma: float = 0.99, lam: float = 0.95, quantize: bool = True,
-                strict: bool = False, timeout_s: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def compute(
+        self,
+        rewards,
+        values,
+        dones,
+        gamma: float = 0.99,
+        lam: float = 0.95,
+        quantize: bool = True,
+        strict: bool = False,
+        timeout_s: float | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Generalized Advantage Estimation on the core.
 
         Parameters
@@ -135,8 +156,10 @@ class GaeCore(StreamCore):
         gamma, lam = number("gamma", gamma, 0.0, 1.0), number("lam", lam, 0.0, 1.0)
         absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
         if quantize and not model.advantage_bound(absmax, gamma, lam) <= _FLOAT32_MAX:
-            raise ValueError(f"rewards and values reach {absmax:g} in magnitude: with gamma={gamma}, lam={lam} the "
-                             f"advantages could exceed {_FLOAT32_MAX:g}, the largest float32 (the results' type)")
+            raise ValueError(
+                f"rewards and values reach {absmax:g} in magnitude: with gamma={gamma}, lam={lam} the "
+                f"advantages could exceed {_FLOAT32_MAX:g}, the largest float32 (the results' type)"
+            )
         timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
         dones = dones.astype(np.int64)
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)
@@ -145,13 +168,16 @@ class GaeCore(StreamCore):
         group = self._batches_per_operation(n_steps, quantize) * self.spec.lanes
         for env0 in range(0, n_envs, group):
             envs = slice(env0, min(env0 + group, n_envs))
-            adv, ret, sat = self._run(rewards[:, envs], values[:, envs], dones[:, envs], float(gamma), float(lam),
-                                      quantize, timeout_s)
+            adv, ret, sat = self._run(
+                rewards[:, envs], values[:, envs], dones[:, envs], float(gamma), float(lam), quantize, timeout_s
+            )
             advantages[:, envs], returns[:, envs] = adv, ret
             saturated |= sat
         if saturated:
-            message = ("GAE core saturated: a reward, value, advantage or return left the fixed-point range "
-                       f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped")
+            message = (
+                "GAE core saturated: a reward, value, advantage or return left the fixed-point range "
+                f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped"
+            )
             if strict:
                 raise ValueError(message)
             warnings.warn(message, GaeSaturationWarning, stacklevel=2)
@@ -172,9 +198,11 @@ class GaeCore(StreamCore):
         per_batch = max((n_steps + 1) * spec.input_record_bytes(mode), n_steps * spec.output_record_bytes)
         chunks, _ = spec.chunking(n_steps)
         if per_batch > self._dma_max_bytes or chunks > spec.chunks_max:
-            raise ValueError(f"T={n_steps} steps: one lane-batch is {per_batch} bytes ({chunks} chunks of T_MAX="
-                             f"{spec.t_max}), above the DMA's largest transfer ({self._dma_max_bytes} bytes) or "
-                             f"the core's {spec.chunks_max} chunks; split the rollout over time")
+            raise ValueError(
+                f"T={n_steps} steps: one lane-batch is {per_batch} bytes ({chunks} chunks of T_MAX="
+                f"{spec.t_max}), above the DMA's largest transfer ({self._dma_max_bytes} bytes) or "
+                f"the core's {spec.chunks_max} chunks; split the rollout over time"
+            )
         return max(1, min(spec.batches_max, self._dma_max_bytes // per_batch))
 
     def _encode(self, rewards, values, gamma, lam, quantize):
@@ -185,8 +213,12 @@ class GaeCore(StreamCore):
             absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
             unit = model.choose_unit(absmax, gamma, lam, spec.data)
             r_block, v_block = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
-            regs = {"R_SCALE": r_block.scale, "R_OFFSET": r_block.offset,
-                    "V_SCALE": v_block.scale, "V_OFFSET": v_block.offset}
+            regs = {
+                "R_SCALE": r_block.scale,
+                "R_OFFSET": r_block.offset,
+                "V_SCALE": v_block.scale,
+                "V_OFFSET": v_block.offset,
+            }
             return S.GaeMode.Q8, r_block.codes, v_block.codes, regs, unit, False
         r_codes, r_sat = fixed.quantize(rewards, spec.data)
         v_codes, v_sat = fixed.quantize(values, spec.data)
@@ -208,18 +240,27 @@ class GaeCore(StreamCore):
         self._write_parameter("BATCHES", n_batches)
         self._write_parameter("GAMMA", fixed.quantize(gamma, spec.coef)[0])
         self._write_parameter("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
-        if mode == S.GaeMode.Q8:   # raw mode never reads them (START checks them only in q8)
+        if mode == S.GaeMode.Q8:  # raw mode never reads them (START checks them only in q8)
             self._write_scales([regs[name] for name in _SCALE_REGISTERS])
         out_bytes = n_batches * n_steps * spec.output_record_bytes
-        received = self._transfer(mode, records, out_bytes, timeout_s,
-                                  f"T={n_steps}{f' ({n_chunks} chunks)' if n_chunks > 1 else ''}, "
-                                  f"batches={n_batches}, lanes of the last={n_lanes}",
-                                  cycles=spec.cycles(n_steps, n_batches))
-        adv_codes, ret_codes = model.unpack_output(spec, received.view(model.output_record_dtype(spec)), n_lanes,
-                                                   n_batches)
+        received = self._transfer(
+            mode,
+            records,
+            out_bytes,
+            timeout_s,
+            f"T={n_steps}{f' ({n_chunks} chunks)' if n_chunks > 1 else ''}, "
+            f"batches={n_batches}, lanes of the last={n_lanes}",
+            cycles=spec.cycles(n_steps, n_batches),
+        )
+        adv_codes, ret_codes = model.unpack_output(
+            spec, received.view(model.output_record_dtype(spec)), n_lanes, n_batches
+        )
         scale = spec.data.lsb * unit
-        return ((adv_codes * scale).astype(np.float32), (ret_codes * scale).astype(np.float32),
-                host_sat or bool(self._last_status & S.Status.SATURATED))
+        return (
+            (adv_codes * scale).astype(np.float32),
+            (ret_codes * scale).astype(np.float32),
+            host_sat or bool(self._last_status & S.Status.SATURATED),
+        )
 
     def _write_scales(self, values: list[int]) -> None:
         """R_SCALE, R_OFFSET, V_SCALE, V_OFFSET (consecutive registers) as one burst when any of them differs from
@@ -232,9 +273,11 @@ class GaeCore(StreamCore):
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []
         if status & S.Status.ERR_CONFIG:
-            messages.append(f"GAE core refused its configuration (T={self._reg('T')}, CHUNKS={self._reg('CHUNKS')}, "
-                            f"LANES_USED={self._reg('LANES_USED')}, BATCHES={self._reg('BATCHES')}, GAMMA={self._reg('GAMMA'):#x}, "
-                            f"GAMMA_LAMBDA={self._reg('GAMMA_LAMBDA'):#x})")
+            messages.append(
+                f"GAE core refused its configuration (T={self._reg('T')}, CHUNKS={self._reg('CHUNKS')}, "
+                f"LANES_USED={self._reg('LANES_USED')}, BATCHES={self._reg('BATCHES')}, GAMMA={self._reg('GAMMA'):#x}, "
+                f"GAMMA_LAMBDA={self._reg('GAMMA_LAMBDA'):#x})"
+            )
         if status & S.Status.ERR_STREAM:
             messages.append("GAE core input stream ended early or ran long (TLAST misplaced)")
         return "; ".join(messages)

@@ -1,4 +1,5 @@
 """Check a core's ID register against ``spec.py``: the guard against stale or foreign bitstreams."""
+
 from __future__ import annotations
 
 import warnings
@@ -7,9 +8,11 @@ from ...overlay import spec as S
 
 __all__ = ["BitstreamMismatchError", "check_identity", "REBUILD_HINT"]
 
-REBUILD_HINT = ("rebuild the bitstream from this checkout (pynq_rl/overlay/bitstreams/README.md: "
-                "`make -C pynq_rl/overlay/build bitstream install BOARD=<board>`) or install the pynq-rl release that "
-                "matches it")
+REBUILD_HINT = (
+    "rebuild the bitstream from this checkout (pynq_rl/overlay/bitstreams/README.md: "
+    "`make -C pynq_rl/overlay/build bitstream install BOARD=<board>`) or install the pynq-rl release that "
+    "matches it"
+)
 
 
 class BitstreamMismatchError(RuntimeError):
@@ -32,12 +35,17 @@ def check_identity(core: str, id_value: int) -> tuple[int, int]:
     if magic != expected:
         raise BitstreamMismatchError(
             f"{core} core: ID register reads {id_value:#010x}, magic {magic:#06x} is not {expected:#06x}; "
-            f"the loaded bitstream does not contain this core where spec.py puts it: {REBUILD_HINT}")
+            f"the loaded bitstream does not contain this core where spec.py puts it: {REBUILD_HINT}"
+        )
     if major != S.SPEC_VERSION_MAJOR:
         raise BitstreamMismatchError(
             f"{core} core implements spec {major}.{minor}, this driver spec "
-            f"{S.SPEC_VERSION_MAJOR}.{S.SPEC_VERSION_MINOR}: {REBUILD_HINT}")
+            f"{S.SPEC_VERSION_MAJOR}.{S.SPEC_VERSION_MINOR}: {REBUILD_HINT}"
+        )
     if minor > S.SPEC_VERSION_MINOR:
-        warnings.warn(f"{core} core implements spec {major}.{minor}, newer than this driver's "
-                      f"{S.SPEC_VERSION_MAJOR}.{S.SPEC_VERSION_MINOR}; new features are unused", stacklevel=2)
+        warnings.warn(
+            f"{core} core implements spec {major}.{minor}, newer than this driver's "
+            f"{S.SPEC_VERSION_MAJOR}.{S.SPEC_VERSION_MINOR}; new features are unused",
+            stacklevel=2,
+        )
     return major, minor

@@ -11,6 +11,7 @@ chosen at configuration (OPaL's run-time Q format); states are Q15.16; alpha, ga
 Anything out of range saturates in the core and raises a :class:`ParsaSaturationWarning` here (an error with
 ``strict``); NaN or infinite inputs are refused before anything is sent.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,10 +78,17 @@ class ParsaCore(StreamCore):
     def __init__(self, description: dict) -> None:
         super().__init__(description)
         fmt = {name: self._field("FORMAT", name) for name in ("VALUE_W", "STATE_FRAC", "COEF_FRAC", "MAX_SET_DIMS")}
-        self.spec = S.ParsaSpec(max_dims=self._reg("MAX_DIMS"), max_actions=self._reg("MAX_ACTIONS"),
-                                workers=self._reg("WORKERS"), tiles_per_worker=self._reg("TILES_PER_WORKER"),
-                                max_tilings=self._reg("MAX_TILINGS"), max_set_dims=fmt["MAX_SET_DIMS"],
-                                keys=self._reg("KEYS"), value_w=fmt["VALUE_W"], stream_bytes=self.stream_bytes)
+        self.spec = S.ParsaSpec(
+            max_dims=self._reg("MAX_DIMS"),
+            max_actions=self._reg("MAX_ACTIONS"),
+            workers=self._reg("WORKERS"),
+            tiles_per_worker=self._reg("TILES_PER_WORKER"),
+            max_tilings=self._reg("MAX_TILINGS"),
+            max_set_dims=fmt["MAX_SET_DIMS"],
+            keys=self._reg("KEYS"),
+            value_w=fmt["VALUE_W"],
+            stream_bytes=self.stream_bytes,
+        )
         self.config: ParsaConfig | None = None
         self.strict = False
         self._options: int | None = None  # OPTIONS as last written by this driver
@@ -88,23 +96,43 @@ class ParsaCore(StreamCore):
         # MBOX_ACTION's STATUS flags are consecutive fields (spec.PARSA_MBOX_FLAGS): every value -> its Status
         self._mailbox_flags_lo = fields[S.PARSA_MBOX_FLAGS[0]]["bit_offset"]
         self._mailbox_flags_mask = (1 << len(S.PARSA_MBOX_FLAGS)) - 1
-        self._mailbox_status = [S.Status(sum(int(S.Status[name]) for i, name in enumerate(S.PARSA_MBOX_FLAGS)
-                                             if value >> i & 1)) for value in range(self._mailbox_flags_mask + 1)]
+        self._mailbox_status = [
+            S.Status(sum(int(S.Status[name]) for i, name in enumerate(S.PARSA_MBOX_FLAGS) if value >> i & 1))
+            for value in range(self._mailbox_flags_mask + 1)
+        ]
         self._mailbox_done = 1 << fields["DONE"]["bit_offset"]
         self._mailbox_action = fields["ACTION"]["bit_offset"], (1 << fields["ACTION"]["bit_width"]) - 1
-        self._mailbox_cycles: tuple = (None, 0)       # (config, cycles of one decision) for the rtl deadline
+        self._mailbox_cycles: tuple = (None, 0)  # (config, cycles of one decision) for the rtl deadline
         self._error_flags = S.Status(sum(int(flag) for flag in S.Status if flag.name.startswith("ERR_")))
         self._flag_reward, self._flag_terminal = int(S.ParsaFlag.REWARD), int(S.ParsaFlag.TERMINAL)
 
     def _build_parameters(self) -> dict:
-        return {"max_dims": self.spec.max_dims, "max_actions": self.spec.max_actions, "workers": self.spec.workers,
-                "tiles_per_worker": self.spec.tiles_per_worker, "max_tilings": self.spec.max_tilings,
-                "keys": self.spec.keys, "value_w": self.spec.value_w}
+        return {
+            "max_dims": self.spec.max_dims,
+            "max_actions": self.spec.max_actions,
+            "workers": self.spec.workers,
+            "tiles_per_worker": self.spec.tiles_per_worker,
+            "max_tilings": self.spec.max_tilings,
+            "keys": self.spec.keys,
+            "value_w": self.spec.value_w,
+        }
 
     # -- configuration ----------------------------------------------------------------------------------------------
-    def configure(self, tiling, n_actions: int, bounds, alpha: float = 0.1, gamma: float = 0.99,
-                  epsilon: float = 0.1, epsilon_decay: float = 1.0, frac_bits: int = 8, online: bool = True,
-                  seed: int | None = None, clear: bool = True, timeout_s: float | None = None) -> ParsaConfig:
+    def configure(
+        self,
+        tiling,
+        n_actions: int,
+        bounds,
+        alpha: float = 0.1,
+        gamma: float = 0.99,
+        epsilon: float = 0.1,
+        epsilon_decay: float = 1.0,
+        frac_bits: int = 8,
+        online: bool = True,
+        seed: int | None = None,
+        clear: bool = True,
+        timeout_s: float | None = None,
+    ) -> ParsaConfig:
         """Load a tiling layout and the learning parameters; by default also zero the policy.
 
         Parameters
@@ -132,12 +160,14 @@ class ParsaCore(StreamCore):
             Anything the build cannot hold (dims, actions, tilings per worker, policy rows), bad bounds or
             coefficients — before the core is touched.
         """
-        plan = self._plan_configuration(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits,
-                                        online, seed)
+        plan = self._plan_configuration(
+            tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online, seed
+        )
         return self._apply_configuration(plan, clear, timeout_s)
 
-    def _plan_configuration(self, tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online,
-                            seed) -> dict:
+    def _plan_configuration(
+        self, tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online, seed
+    ) -> dict:
         """Every check and every code of :meth:`configure`, without touching the core."""
         spec = self.spec
         layout = load_tiling(tiling)
@@ -154,12 +184,30 @@ class ParsaCore(StreamCore):
             raise ValueError(f"bounds must be two sequences of {layout.n_dims} values")
         offsets, scales = model.dimension_codes(lows, highs)
         descriptors = model.schedule(layout, spec)
-        coefs = {name.upper(): _coef(name, value, spec.coef) for name, value in
-                 (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon), ("epsilon_decay", epsilon_decay))}
+        coefs = {
+            name.upper(): _coef(name, value, spec.coef)
+            for name, value in (
+                ("alpha", alpha),
+                ("gamma", gamma),
+                ("epsilon", epsilon),
+                ("epsilon_decay", epsilon_decay),
+            )
+        }
         if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) <= 0xFFFF_FFFF):
             raise ValueError(f"seed must be an integer in [0, 2**32), not {seed!r}")
-        config = ParsaConfig(layout, int(n_actions), tuple(lows), tuple(highs), float(alpha), float(gamma),
-                             float(epsilon), float(epsilon_decay), int(frac_bits), bool(online), tuple(descriptors))
+        config = ParsaConfig(
+            layout,
+            int(n_actions),
+            tuple(lows),
+            tuple(highs),
+            float(alpha),
+            float(gamma),
+            float(epsilon),
+            float(epsilon_decay),
+            int(frac_bits),
+            bool(online),
+            tuple(descriptors),
+        )
         words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
         return {"config": config, "coefs": coefs, "words": words, "seed": seed}
 
@@ -247,8 +295,9 @@ class ParsaCore(StreamCore):
             raise ValueError(message)
         warnings.warn(message, ParsaSaturationWarning, stacklevel=3)
 
-    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False,
-            timeout_s: float | None = None) -> int:
+    def act(
+        self, state, reward: float | None = None, key: int = 0, terminal: bool = False, timeout_s: float | None = None
+    ) -> int:
         """One step for ``key``: the action for ``state``; ``reward`` (for the key's previous action) trains first.
 
         With ``terminal``, ``state`` ended the key's episode: the previous action is updated towards ``reward``
@@ -278,8 +327,10 @@ class ParsaCore(StreamCore):
         if reward is not None:
             reward = number("reward", reward)  # NaN is not "no reward" here: None is
         if not isinstance(key, (int, np.integer)) or isinstance(key, bool) or not 0 <= key < self.spec.keys:
-            raise ValueError(f"key must be one of the build's {self.spec.keys} keys, an integer in "
-                             f"[0, {self.spec.keys}), not {key!r}")
+            raise ValueError(
+                f"key must be one of the build's {self.spec.keys} keys, an integer in "
+                f"[0, {self.spec.keys}), not {key!r}"
+            )
         flags = (self._flag_reward if reward is not None else 0) | (self._flag_terminal if terminal else 0)
         # the window's words (the state record's uint32 view, model.mailbox_window), coded with Python scalars:
         # numpy's per-call overhead on one record costs more than the bus accesses on a board
@@ -289,7 +340,7 @@ class ParsaCore(StreamCore):
         for x in state.tolist():
             if not -32768.0 < x < 32768.0:
                 state_sat = True
-                x = min(max(x, -65536.0), 65536.0)    # clipped to the code range below anyway; no float overflow
+                x = min(max(x, -65536.0), 65536.0)  # clipped to the code range below anyway; no float overflow
             words.append(min(max(math.floor(x * scale + 0.5), lo), hi) & 0xFFFF_FFFF)
         if self.strict and (reward_sat or state_sat):  # refused before the core learns from a clipped value
             self._saturated("a state or reward")
@@ -300,9 +351,12 @@ class ParsaCore(StreamCore):
         self._write_burst(S.PARSA_MBOX_WINDOW[0], words)
         self._start(S.ParsaMode.MAILBOX)
         try:
-            result = wait_until(lambda: self._reg("MBOX_ACTION"), lambda value: bool(value & self._mailbox_done),
-                                deadline, lambda value: f"{self.title} core not DONE (MBOX_ACTION={value:#x}, a "
-                                                        f"mailbox decision)")
+            result = wait_until(
+                lambda: self._reg("MBOX_ACTION"),
+                lambda value: bool(value & self._mailbox_done),
+                deadline,
+                lambda value: f"{self.title} core not DONE (MBOX_ACTION={value:#x}, a mailbox decision)",
+            )
         except TimeoutError:
             self.reset()
             raise
@@ -318,18 +372,25 @@ class ParsaCore(StreamCore):
     def _value_code(self, x: float, frac_bits: int) -> tuple[int, bool]:
         """One finite value as a VALUE_W code (clipped) and whether it was clipped (:meth:`_value_codes` for one)."""
         lo, hi = -(1 << (self.spec.value_w - 1)), (1 << (self.spec.value_w - 1)) - 1
-        x = min(max(x, -2.0 ** 40), 2.0 ** 40)       # beyond any code at any frac_bits; no float overflow
+        x = min(max(x, -(2.0**40)), 2.0**40)  # beyond any code at any frac_bits; no float overflow
         code = math.floor(x * (1 << frac_bits) + 0.5)
         return min(max(code, lo), hi), not lo <= code <= hi
 
     def _state_codes(self, states: np.ndarray) -> tuple[np.ndarray, bool]:
         """States as STATE-format codes (clipped) and whether any was clipped."""
         codes = np.floor(states * (1 << self.spec.state.frac) + 0.5)
-        saturated = bool(np.any(np.abs(states) >= 2.0 ** 15))
+        saturated = bool(np.any(np.abs(states) >= 2.0**15))
         return np.clip(codes, self.spec.state.min_code, self.spec.state.max_code).astype(np.int64), saturated
 
-    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False,
-                  timeout_s: float | None = None):
+    def act_batch(
+        self,
+        states,
+        rewards=None,
+        keys=None,
+        terminals=None,
+        return_values: bool = False,
+        timeout_s: float | None = None,
+    ):
         """Many steps in one DMA transfer, processed in order (each may learn from the ones before).
 
         Parameters
@@ -352,8 +413,11 @@ class ParsaCore(StreamCore):
             raise ValueError(f"states must have shape (n, {cfg.layout.n_dims}), not {states.shape}")
         n = states.shape[0]
         keys = np.zeros(n, dtype=np.int64) if keys is None else np.asarray(keys)
-        if keys.shape != (n,) or not np.issubdtype(keys.dtype, np.integer) or np.any((keys < 0) |
-                                                                                   (keys >= self.spec.keys)):
+        if (
+            keys.shape != (n,)
+            or not np.issubdtype(keys.dtype, np.integer)
+            or np.any((keys < 0) | (keys >= self.spec.keys))
+        ):
             raise ValueError(f"keys must be {n} integers in [0, {self.spec.keys})")
         terminals = np.zeros(n, dtype=bool) if terminals is None else np.asarray(terminals, dtype=bool)
         if terminals.shape != (n,):
@@ -372,8 +436,9 @@ class ParsaCore(StreamCore):
         words = model.pack_states(keys, flags, reward_codes, state_codes, cfg.layout.n_dims).ravel()
         out_words = self.spec.action_record_words(cfg.n_actions, return_values)
         self._write_options(self.online, return_values)
-        out = self._run(S.ParsaMode.ACT, words, n * out_words, timeout_s, f"act on {n} states",
-                        cycles=n * self._record_cycles(cfg))
+        out = self._run(
+            S.ParsaMode.ACT, words, n * out_words, timeout_s, f"act on {n} states", cycles=n * self._record_cycles(cfg)
+        )
         actions, _, _, q_values = model.unpack_actions(out.reshape(n, out_words), cfg.n_actions)
         if reward_sat or state_sat or self._last_status & S.Status.SATURATED:
             self._saturated("a state, reward, q value or weight")
@@ -394,15 +459,22 @@ class ParsaCore(StreamCore):
     # -- policy -----------------------------------------------------------------------------------------------------
     def dump_banks(self, timeout_s: float | None = None) -> np.ndarray:
         """The raw policy banks ``(workers, tiles_per_worker, max_actions)`` as value codes."""
-        out = self._run(S.ParsaMode.DUMP_POLICY, None, self.spec.policy_words, timeout_s, "dump policy",
-                        cycles=self._policy_cycles())
+        out = self._run(
+            S.ParsaMode.DUMP_POLICY,
+            None,
+            self.spec.policy_words,
+            timeout_s,
+            "dump policy",
+            cycles=self._policy_cycles(),
+        )
         return model.unpack_policy(out.view(np.uint64), self.spec)
 
     def load_banks(self, banks: np.ndarray, timeout_s: float | None = None) -> None:
         """Load raw policy banks (value codes) as :meth:`dump_banks` returns them."""
         banks = self._bank_codes(banks)
-        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy",
-                  cycles=self._policy_cycles())
+        self._run(
+            S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy", cycles=self._policy_cycles()
+        )
         if self._last_status & S.Status.SATURATED:
             self._saturated("a policy weight")
 
@@ -432,7 +504,7 @@ class ParsaCore(StreamCore):
         banks = self.dump_banks(timeout_s)
         weights = np.zeros((cfg.layout.n_tiles, cfg.n_actions))
         for offset, worker, base, rows in self._tile_rows():
-            weights[offset:offset + rows] = banks[worker, base:base + rows, :cfg.n_actions]
+            weights[offset : offset + rows] = banks[worker, base : base + rows, : cfg.n_actions]
         return weights / float(1 << cfg.frac_bits)
 
     def load_policy(self, weights, timeout_s: float | None = None) -> None:
@@ -444,39 +516,82 @@ class ParsaCore(StreamCore):
         codes, saturated = self._value_codes("weights", weights)
         banks = np.zeros((self.spec.workers, self.spec.tiles_per_worker, self.spec.max_actions), dtype=np.int64)
         for offset, worker, base, rows in self._tile_rows():
-            banks[worker, base:base + rows, :cfg.n_actions] = codes[offset:offset + rows]
+            banks[worker, base : base + rows, : cfg.n_actions] = codes[offset : offset + rows]
         if saturated:
             self._saturated("a policy weight")
-        self._run(S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy",
-                  cycles=self._policy_cycles())
+        self._run(
+            S.ParsaMode.LOAD_POLICY, model.pack_policy(banks), 0, timeout_s, "load policy", cycles=self._policy_cycles()
+        )
 
     def state_dict(self) -> dict:
         """Configuration, raw policy banks, epsilon and PRNG state (keys' previous steps are not saved)."""
         cfg = self._require_config()
-        return {"tiling": tiling_to_dict(cfg.layout), "n_actions": cfg.n_actions, "bounds": (cfg.lows, cfg.highs),
-                "alpha": cfg.alpha, "gamma": cfg.gamma, "epsilon": self.epsilon, "epsilon_decay": cfg.epsilon_decay,
-                "frac_bits": cfg.frac_bits, "online": cfg.online, "banks": self.dump_banks(), "seed": self.seed,
-                "workers": self.spec.workers, "tiles_per_worker": self.spec.tiles_per_worker}
+        return {
+            "tiling": tiling_to_dict(cfg.layout),
+            "n_actions": cfg.n_actions,
+            "bounds": (cfg.lows, cfg.highs),
+            "alpha": cfg.alpha,
+            "gamma": cfg.gamma,
+            "epsilon": self.epsilon,
+            "epsilon_decay": cfg.epsilon_decay,
+            "frac_bits": cfg.frac_bits,
+            "online": cfg.online,
+            "banks": self.dump_banks(),
+            "seed": self.seed,
+            "workers": self.spec.workers,
+            "tiles_per_worker": self.spec.tiles_per_worker,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict` (same build). Every field, the banks included, is checked before the core is
         touched, so a refused state leaves the configuration and the policy as they were."""
-        fields = ("tiling", "n_actions", "bounds", "alpha", "gamma", "epsilon", "epsilon_decay", "frac_bits", "online",
-                  "banks", "seed", "workers", "tiles_per_worker")
+        fields = (
+            "tiling",
+            "n_actions",
+            "bounds",
+            "alpha",
+            "gamma",
+            "epsilon",
+            "epsilon_decay",
+            "frac_bits",
+            "online",
+            "banks",
+            "seed",
+            "workers",
+            "tiles_per_worker",
+        )
         state = state_mapping("state", state, fields)
         if (state["workers"], state["tiles_per_worker"]) != (self.spec.workers, self.spec.tiles_per_worker):
-            raise ValueError(f"state_dict is for {state['workers']} workers x {state['tiles_per_worker']} rows;"
-                             f" this core has {self.spec.workers} x {self.spec.tiles_per_worker}")
-        plan = self._plan_configuration(state["tiling"], state["n_actions"], tuple(state["bounds"]), state["alpha"],
-                                        state["gamma"], state["epsilon"], state["epsilon_decay"], state["frac_bits"],
-                                        state["online"], state["seed"])
+            raise ValueError(
+                f"state_dict is for {state['workers']} workers x {state['tiles_per_worker']} rows;"
+                f" this core has {self.spec.workers} x {self.spec.tiles_per_worker}"
+            )
+        plan = self._plan_configuration(
+            state["tiling"],
+            state["n_actions"],
+            tuple(state["bounds"]),
+            state["alpha"],
+            state["gamma"],
+            state["epsilon"],
+            state["epsilon_decay"],
+            state["frac_bits"],
+            state["online"],
+            state["seed"],
+        )
         banks = self._bank_codes(state["banks"])
         self._apply_configuration(plan, clear=False, timeout_s=None)
         self.load_banks(banks)
 
     # -- transfers --------------------------------------------------------------------------------------------------
-    def _run(self, mode: S.ParsaMode, words: np.ndarray | None, recv_words: int, timeout_s: float | None,
-             what: str, cycles: int) -> np.ndarray:
+    def _run(
+        self,
+        mode: S.ParsaMode,
+        words: np.ndarray | None,
+        recv_words: int,
+        timeout_s: float | None,
+        what: str,
+        cycles: int,
+    ) -> np.ndarray:
         """One operation streaming 64-bit ``words`` in and ``recv_words`` words out; the core's own work takes
         ``cycles`` beyond a cycle per word (what the ``rtl`` deadline is derived from: ``StreamCore._transfer``)."""
         return self._transfer(mode, words, recv_words * _WORD, timeout_s, what, cycles).view(np.uint64)
@@ -494,8 +609,10 @@ class ParsaCore(StreamCore):
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []
         if status & S.Status.ERR_CONFIG:
-            messages.append(f"ParSa core refused {what} (a register is out of range, the layout does not fit the "
-                            f"build, the core is not configured, or a key is >= KEYS={self.spec.keys})")
+            messages.append(
+                f"ParSa core refused {what} (a register is out of range, the layout does not fit the "
+                f"build, the core is not configured, or a key is >= KEYS={self.spec.keys})"
+            )
         if status & S.Status.ERR_STREAM:
             messages.append(f"ParSa core input stream of {what} has the wrong length (TLAST misplaced)")
         return "; ".join(messages)

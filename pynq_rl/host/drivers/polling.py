@@ -11,11 +11,13 @@ the operation's known cycle count pass, then polls once per ``poll_cycles`` (a p
 takes a microsecond or more), so the rtl backend makes the register accesses a board would, not one per bus
 turnaround.
 """
+
 from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 __all__ = ["CycleDeadline", "Deadline", "WallClockDeadline", "check_timeout", "wait_until"]
 
@@ -89,8 +91,14 @@ class CycleDeadline:
         Cycles :meth:`pause` lets pass between two polls.
     """
 
-    def __init__(self, clock: Callable[[], int], cycles: int, idle: Callable[[int], None] | None = None,
-                 expected: int = 0, poll_cycles: int = 1) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        cycles: int,
+        idle: Callable[[int], None] | None = None,
+        expected: int = 0,
+        poll_cycles: int = 1,
+    ) -> None:
         if cycles < 1:
             raise ValueError(f"a cycle budget must be >= 1, not {cycles!r}")
         if poll_cycles < 1 or expected < 0:
@@ -115,8 +123,7 @@ class CycleDeadline:
         return f"{self.cycles:,} simulated cycles"
 
 
-def wait_until(poll: Callable[[], T], done: Callable[[T], bool], deadline: Deadline,
-               describe: Callable[[T], str]) -> T:
+def wait_until(poll: Callable[[], T], done: Callable[[T], bool], deadline: Deadline, describe: Callable[[T], str]) -> T:
     """Call ``poll()`` until ``done(value)``; return that value, or raise ``TimeoutError`` once ``deadline`` expires.
 
     The message is ``describe(value)`` of the last value polled, the one that was found not done: reading the

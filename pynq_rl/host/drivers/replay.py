@@ -16,6 +16,7 @@ transitions stay in host memory (the agent's buffer). The driver speaks floats:
 
 Bad input raises before anything reaches the core (nothing stored is lost on an error); every wait has a deadline.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,13 +77,16 @@ class ReplayCore(StreamCore):
 
     def __init__(self, description: dict) -> None:
         super().__init__(description)
-        self.spec = S.ReplaySpec(k=self._reg("K"), levels=self._reg("LEVELS"),
-                                 leaf=S.QFormat(self._field("FORMAT", "LEAF_W"), self._field("FORMAT", "LEAF_FRAC"),
-                                                signed=False),
-                                 stream_bytes=self.stream_bytes)
+        self.spec = S.ReplaySpec(
+            k=self._reg("K"),
+            levels=self._reg("LEVELS"),
+            leaf=S.QFormat(self._field("FORMAT", "LEAF_W"), self._field("FORMAT", "LEAF_FRAC"), signed=False),
+            stream_bytes=self.stream_bytes,
+        )
         if self._reg("CAPACITY") != self.spec.capacity:
-            raise RuntimeError(f"Replay core reports CAPACITY={self._reg('CAPACITY')} but K**LEVELS = "
-                               f"{self.spec.capacity}")
+            raise RuntimeError(
+                f"Replay core reports CAPACITY={self._reg('CAPACITY')} but K**LEVELS = {self.spec.capacity}"
+            )
         self._alpha = 0.6
         self.strict = False
 
@@ -117,9 +121,13 @@ class ReplayCore(StreamCore):
         return self._reg("NONZERO")
 
     def _build_parameters(self) -> dict:
-        return {"k": self.spec.k, "levels": self.spec.levels, "capacity": self.capacity,
-                "leaf_format": str(self.spec.leaf),
-                "stream_bytes": self.spec.stream_bytes}
+        return {
+            "k": self.spec.k,
+            "levels": self.spec.levels,
+            "capacity": self.capacity,
+            "leaf_format": str(self.spec.leaf),
+            "stream_bytes": self.spec.stream_bytes,
+        }
 
     # -- operations -------------------------------------------------------------------------------------------------
     def update(self, indices, priorities, timeout_s: float | None = None) -> None:
@@ -144,15 +152,18 @@ class ReplayCore(StreamCore):
         # checks, p**alpha, leaf codes and SET records in one pass of the model's host-side encoding
         records, saturated = model.encode_set_records(indices, priorities, self._alpha, self.spec.leaf)
         if saturated:
-            message = (f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
-                       f"({self.spec.leaf}) was clipped to it")
+            message = (
+                f"priority**alpha above the largest leaf priority {self.spec.leaf.max_value} "
+                f"({self.spec.leaf}) was clipped to it"
+            )
             if self.strict:
                 raise ValueError(message)
             warnings.warn(message, ReplaySaturationWarning, stacklevel=2)
         self._set_records(records, timeout_s)
 
-    def sample(self, n: int, beta: float = 0.4, uniforms=None,
-               timeout_s: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(
+        self, n: int, beta: float = 0.4, uniforms=None, timeout_s: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw ``n`` indices with probability proportional to their stored priority, stratified.
 
         Parameters
@@ -186,8 +197,12 @@ class ReplayCore(StreamCore):
         mode = _SAMPLE
         if uniforms is not None:
             uniforms = np.asarray(uniforms)
-            if (uniforms.shape != (n,) or not np.issubdtype(uniforms.dtype, np.integer)
-                    or np.any(uniforms < 0) or np.any(uniforms > 0xFFFF_FFFF)):
+            if (
+                uniforms.shape != (n,)
+                or not np.issubdtype(uniforms.dtype, np.integer)
+                or np.any(uniforms < 0)
+                or np.any(uniforms > 0xFFFF_FFFF)
+            ):
                 raise ValueError(f"uniforms must be {n} integers in [0, 2**32)")
             mode = _SAMPLE_UNIFORM
         total = self.total_code
@@ -212,8 +227,9 @@ class ReplayCore(StreamCore):
     def dump_codes(self, timeout_s: float | None = None) -> np.ndarray:
         """Every leaf code (uint32), in index order."""
         nbytes = self.capacity * 4
-        return self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump",
-                         self.spec.dump_cycles).view(np.uint32).copy()
+        return (
+            self._run(S.ReplayMode.DUMP, None, nbytes, timeout_s, "dump", self.spec.dump_cycles).view(np.uint32).copy()
+        )
 
     def clear(self, timeout_s: float | None = None) -> None:
         """Set every priority to 0 (nothing can be sampled until the next update)."""
@@ -221,13 +237,24 @@ class ReplayCore(StreamCore):
 
     def state_dict(self) -> dict:
         """Everything needed to restore this core exactly: build parameters, alpha, leaf codes, PRNG state."""
-        return {"k": self.spec.k, "levels": self.spec.levels, "leaf_width": self.spec.leaf.width,
-                "leaf_frac": self.spec.leaf.frac, "alpha": self.alpha, "codes": self.dump_codes(), "seed": self.seed}
+        return {
+            "k": self.spec.k,
+            "levels": self.spec.levels,
+            "leaf_width": self.spec.leaf.width,
+            "leaf_frac": self.spec.leaf.frac,
+            "alpha": self.alpha,
+            "codes": self.dump_codes(),
+            "seed": self.seed,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a :meth:`state_dict`; the build parameters must match (checked before the core is touched)."""
-        expected = {"k": self.spec.k, "levels": self.spec.levels, "leaf_width": self.spec.leaf.width,
-                    "leaf_frac": self.spec.leaf.frac}
+        expected = {
+            "k": self.spec.k,
+            "levels": self.spec.levels,
+            "leaf_width": self.spec.leaf.width,
+            "leaf_frac": self.spec.leaf.frac,
+        }
         state = state_mapping("state", state, [*expected, "codes", "seed", "alpha"])
         found = {name: state.get(name) for name in expected}
         if found != expected:
@@ -252,11 +279,12 @@ class ReplayCore(StreamCore):
         makes them)."""
         chunk = self.spec.max_count
         for start in range(0, len(records), chunk):
-            part = records[start:start + chunk]
+            part = records[start : start + chunk]
             self._run(_SET, part, 0, timeout_s, f"set of {len(part)} records", len(part) + self.spec.set_depth)
 
-    def _run(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
-             what: str, cycles: int) -> np.ndarray:
+    def _run(
+        self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None, what: str, cycles: int
+    ) -> np.ndarray:
         """One operation whose core work takes ``cycles`` (the spec's formula; see ``StreamCore._transfer``)."""
         out = self._transfer(mode, send, recv_bytes, timeout_s, what, cycles)
         if self._last_status & _SATURATED:  # the driver saturates first, so the core never should
@@ -266,8 +294,10 @@ class ReplayCore(StreamCore):
     def _describe_errors(self, status: S.Status, what: str) -> str:
         messages = []
         if status & S.Status.ERR_CONFIG:
-            messages.append(f"Replay core refused {what} (COUNT={self._reg('COUNT')}, STRIDE={self._reg('STRIDE')}, "
-                            f"TOTAL={self.total_code}, or an index beyond capacity {self.capacity})")
+            messages.append(
+                f"Replay core refused {what} (COUNT={self._reg('COUNT')}, STRIDE={self._reg('STRIDE')}, "
+                f"TOTAL={self.total_code}, or an index beyond capacity {self.capacity})"
+            )
         if status & S.Status.ERR_STREAM:
             messages.append(f"Replay core input stream of {what} ended early or ran long (TLAST misplaced)")
         return "; ".join(messages)

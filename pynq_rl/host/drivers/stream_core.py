@@ -5,9 +5,11 @@ mode, in a hierarchy ``<name>/core`` + ``<name>/dma``. A driver subclass names i
 core's operations; everything below (register access by name only, STATUS decoding, START with a mode, the bounded
 wait for DONE, a reset that also frees a stuck DMA) is here, once.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from pynq import DefaultIP, UnsupportedConfiguration, allocate
@@ -23,9 +25,11 @@ __all__ = ["StreamCore"]
 
 _DMA_FIELDS = S.AXI_DMA_REGISTERS["MM2S_DMASR"]["fields"]  # both channels' DMASR share the layout
 #: PG021 DMASR error bits, with PYNQ's own messages for them
-_DMA_ERRORS = {1 << _DMA_FIELDS["DMAIntErr"]["bit_offset"]: "DMA Internal Error (transfer length 0?)",
-               1 << _DMA_FIELDS["DMASlvErr"]["bit_offset"]: "DMA Slave Error (cannot access memory map interface)",
-               1 << _DMA_FIELDS["DMADecErr"]["bit_offset"]: "DMA Decode Error (invalid address)"}
+_DMA_ERRORS = {
+    1 << _DMA_FIELDS["DMAIntErr"]["bit_offset"]: "DMA Internal Error (transfer length 0?)",
+    1 << _DMA_FIELDS["DMASlvErr"]["bit_offset"]: "DMA Slave Error (cannot access memory map interface)",
+    1 << _DMA_FIELDS["DMADecErr"]["bit_offset"]: "DMA Decode Error (invalid address)",
+}
 _DMA_ERROR_BITS = sum(_DMA_ERRORS)
 #: DMASR bits that end a wait: the channel went idle, or failed
 _DMA_STOPPED = 1 << _DMA_FIELDS["Idle"]["bit_offset"] | _DMA_ERROR_BITS
@@ -131,7 +135,7 @@ class StreamCore(DefaultIP):
         bus burst). A list, which every ``mmio.array`` takes: a board's numpy view, the emulated window, PYNQ's
         ``REGISTER_RW`` tinynumpy array (converting one record to numpy first would cost more than the bus)."""
         start = self._words[first]
-        self._array[start:start + len(words)] = words
+        self._array[start : start + len(words)] = words
 
     def _write_parameter(self, name: str, value: int) -> None:
         """Write parameter register ``name`` only if ``value`` differs from what this driver last wrote there.
@@ -263,8 +267,12 @@ class StreamCore(DefaultIP):
         """Wait for STATUS.DONE before ``deadline``; return STATUS as read (the timeout message shows the last one
         read)."""
         word = self._words["STATUS"]
-        return self._poll(lambda: int(self._array[word]), _DONE, deadline,
-                          lambda value: f"{self.title} core not DONE (STATUS={S.Status(value)!r}, {describe()})")
+        return self._poll(
+            lambda: int(self._array[word]),
+            _DONE,
+            deadline,
+            lambda value: f"{self.title} core not DONE (STATUS={S.Status(value)!r}, {describe()})",
+        )
 
     @staticmethod
     def _poll(read: Callable[[], int], mask: int, deadline: Deadline, describe: Callable[[int], str]) -> int:
@@ -293,8 +301,9 @@ class StreamCore(DefaultIP):
             self._dma_views[name] = (buffer, buffer.view(np.ndarray), int(buffer.physical_address))
         return buffer
 
-    def _transfer(self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None,
-                  what: str, cycles: int) -> np.ndarray:
+    def _transfer(
+        self, mode: int, send: np.ndarray | None, recv_bytes: int, timeout_s: float | None, what: str, cycles: int
+    ) -> np.ndarray:
         """One operation: START in ``mode``, stream ``send`` (any array, sent as bytes) in and ``recv_bytes`` out.
 
         ``cycles`` is what the core's own work takes (its spec's formula, or a bound on it); one cycle per stream
@@ -324,8 +333,7 @@ class StreamCore(DefaultIP):
                 raise RuntimeError(self._describe_errors(S.Status(status), what))
             if send_buffer is not None:
                 self._finish_dma("MM2S", deadline)
-            received = (self._finish_dma("S2MM", deadline, recv_buffer)
-                        if recv_buffer is not None else 0)
+            received = self._finish_dma("S2MM", deadline, recv_buffer) if recv_buffer is not None else 0
         except (TimeoutError, RuntimeError):
             self.reset()
             raise
@@ -372,9 +380,12 @@ class StreamCore(DefaultIP):
             The DMA reported an internal, slave or decode error.
         """
         status_word, direction = _DMA_CHANNELS[channel]
-        status = self._poll(lambda: int(self._dma_array[status_word]), _DMA_STOPPED, deadline,
-                            lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still busy "
-                                          f"(DMASR={value:#x})")
+        status = self._poll(
+            lambda: int(self._dma_array[status_word]),
+            _DMA_STOPPED,
+            deadline,
+            lambda value: f"DMA {channel} channel ({direction} the {self.title} core) still busy (DMASR={value:#x})",
+        )
         if status & _DMA_ERROR_BITS:
             for bit, text in _DMA_ERRORS.items():
                 if status & bit:

@@ -13,6 +13,7 @@ Format::
       ]
     }
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,7 @@ OPAL_DDOS_TILING: dict[str, Any] = {
 }
 
 
-def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
+def load_tiling(config: dict | str | Path | TilingLayout) -> TilingLayout:
     """A :class:`TilingLayout` from a JSON file path, a JSON string, a dict, or a layout (returned as is).
 
     Raises
@@ -51,8 +52,9 @@ def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
         try:
             text = Path(config).read_text()
         except OSError as error:  # "0", "", a directory: not a layout, and not a file either
-            raise ValueError(f"tiling {str(config)!r} is neither a JSON object nor a readable JSON file "
-                             f"({error.strerror or error})") from error
+            raise ValueError(
+                f"tiling {str(config)!r} is neither a JSON object nor a readable JSON file ({error.strerror or error})"
+            ) from error
         config = json.loads(text)
     elif isinstance(config, str):
         config = json.loads(config)
@@ -71,8 +73,13 @@ def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
         if extra:
             raise ValueError(f"tiling set {i}: unknown keys {sorted(extra)}")
         try:
-            sets.append(TilingSet(tuple(entry["dims"]), int(entry.get("tilings", default_tilings)),
-                                  int(entry.get("tiles", default_tiles))))
+            sets.append(
+                TilingSet(
+                    tuple(entry["dims"]),
+                    int(entry.get("tilings", default_tilings)),
+                    int(entry.get("tiles", default_tiles)),
+                )
+            )
         except (TypeError, ValueError) as err:
             raise ValueError(f"tiling set {i}: {err}") from None
     used = max((d for s in sets for d in s.dims), default=-1) + 1
@@ -82,8 +89,10 @@ def load_tiling(config: "dict | str | Path | TilingLayout") -> TilingLayout:
 
 def tiling_to_dict(layout: TilingLayout) -> dict[str, Any]:
     """The JSON-ready dict of ``layout`` (every set explicit); ``load_tiling`` reads it back."""
-    return {"n_dims": layout.n_dims,
-            "tilings": [{"dims": list(s.dims), "tilings": s.tilings, "tiles": s.tiles} for s in layout.sets]}
+    return {
+        "n_dims": layout.n_dims,
+        "tilings": [{"dims": list(s.dims), "tilings": s.tilings, "tiles": s.tiles} for s in layout.sets],
+    }
 
 
 def opal_ddos_layout() -> TilingLayout:

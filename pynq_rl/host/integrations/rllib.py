@@ -37,6 +37,7 @@ folding the value into the reward, as the core's contract says:
 Value targets are ``A + V``; advantages are ``A`` standardized over the batch, as RLlib does. The sequence runs as
 one lane (the driver chunks it at T_MAX with the carry handled). Stateful (recurrent) modules are not supported.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -100,12 +101,16 @@ def rllib_to_core(
     core_rewards = rewards + gamma * bootstrap * next_values
     core_values = np.append(values, 0.0)
     core_dones = terminateds | truncateds
-    return (core_rewards.astype(np.float32)[:, None], core_values.astype(np.float32)[:, None],
-            core_dones.astype(np.float32)[:, None])
+    return (
+        core_rewards.astype(np.float32)[:, None],
+        core_values.astype(np.float32)[:, None],
+        core_dones.astype(np.float32)[:, None],
+    )
 
 
-def value_targets_on_core(gae: GaeCompute, values, rewards, terminateds, truncateds, gamma: float, lambda_: float,
-                          quantize: bool = True) -> np.ndarray:
+def value_targets_on_core(
+    gae: GaeCompute, values, rewards, terminateds, truncateds, gamma: float, lambda_: float, quantize: bool = True
+) -> np.ndarray:
     """RLlib's ``compute_value_targets`` (``A + V``, float32, shape ``(L,)``) computed by the GAE core."""
     r, v, d = rllib_to_core(values, rewards, terminateds, truncateds, gamma)
     _, returns = gae.compute(r, v, d, gamma=float(gamma), lam=float(lambda_), quantize=quantize)
@@ -135,9 +140,18 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
         On call, for a stateful (recurrent) RLModule.
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *, gamma: float, lambda_: float,
-                 gae: GaeCompute | None = None, backend: str | None = None, board: Any = None,
-                 quantize: bool = True) -> None:
+    def __init__(
+        self,
+        input_observation_space=None,
+        input_action_space=None,
+        *,
+        gamma: float,
+        lambda_: float,
+        gae: GaeCompute | None = None,
+        backend: str | None = None,
+        board: Any = None,
+        quantize: bool = True,
+    ) -> None:
         super().__init__(input_observation_space, input_action_space)
         self.gamma, self.lambda_ = float(gamma), float(lambda_)
         self.backend, self.board, self.quantize = backend, board, bool(quantize)
@@ -157,8 +171,9 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
         device = None
         episode_list = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
         vf_preds = rl_module.foreach_module(
-            func=lambda mid, module: (module.compute_values(batch[mid])
-                                      if mid in batch and isinstance(module, ValueFunctionAPI) else None),
+            func=lambda mid, module: (
+                module.compute_values(batch[mid]) if mid in batch and isinstance(module, ValueFunctionAPI) else None
+            ),
             return_dict=True,
         )
         results = {}
@@ -170,15 +185,26 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
             device = preds.device
             lens = [len(e) for e in episode_list if e.module_id in (None, module_id)]
             values = unpad_data_if_necessary(lens, convert_to_numpy(preds))
-            columns = {name: unpad_data_if_necessary(lens, convert_to_numpy(batch[module_id][name]))
-                       for name in (Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)}
+            columns = {
+                name: unpad_data_if_necessary(lens, convert_to_numpy(batch[module_id][name]))
+                for name in (Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
+            }
             value_targets = value_targets_on_core(
-                self.gae, values, columns[Columns.REWARDS], columns[Columns.TERMINATEDS],
-                columns[Columns.TRUNCATEDS], self.gamma, self.lambda_, self.quantize)
+                self.gae,
+                values,
+                columns[Columns.REWARDS],
+                columns[Columns.TERMINATEDS],
+                columns[Columns.TRUNCATEDS],
+                self.gamma,
+                self.lambda_,
+                self.quantize,
+            )
             advantages = value_targets - values
             advantages = (advantages - advantages.mean()) / max(1e-4, advantages.std())
-            results[module_id] = {Postprocessing.ADVANTAGES: advantages.astype(np.float32),
-                                  Postprocessing.VALUE_TARGETS: value_targets}
+            results[module_id] = {
+                Postprocessing.ADVANTAGES: advantages.astype(np.float32),
+                Postprocessing.VALUE_TARGETS: value_targets,
+            }
         if self._to_tensor is None:
             self._to_tensor = NumpyToTensor(as_learner_connector=True, device=device)
         tensors = self._to_tensor(rl_module=rl_module, batch=results, episodes=episodes)
@@ -200,4 +226,5 @@ class GaeCorePPOTorchLearner(PPOTorchLearner):
             self._learner_connector.remove("GeneralAdvantageEstimation")
             options = dict(self.config.learner_config_dict.get(CONFIG_KEY, {}))
             self._learner_connector.append(
-                GaeCoreAdvantageEstimation(gamma=self.config.gamma, lambda_=self.config.lambda_, **options))
+                GaeCoreAdvantageEstimation(gamma=self.config.gamma, lambda_=self.config.lambda_, **options)
+            )

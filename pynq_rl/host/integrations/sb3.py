@@ -44,6 +44,7 @@ Precision (``tests/agents/test_sb3.py``): ``quantize=False`` (raw Q15.16) stays 
 errors add over ``1 / (1 - gamma * gae_lambda)`` steps); ``quantize=True`` (HEPPO's 8-bit block codes) stays within
 the same function's q8 bound, per LANES-wide batch.
 """
+
 from __future__ import annotations
 
 import time
@@ -96,8 +97,12 @@ def sb3_to_core(
     n_steps, n_envs = rewards.shape
     last_values = np.asarray(last_values, dtype=np.float32).reshape(-1)
     dones = np.asarray(dones, dtype=np.float32).reshape(-1)
-    expected = (("values", values, (n_steps, n_envs)), ("episode_starts", episode_starts, (n_steps, n_envs)),
-                ("last_values", last_values, (n_envs,)), ("dones", dones, (n_envs,)))
+    expected = (
+        ("values", values, (n_steps, n_envs)),
+        ("episode_starts", episode_starts, (n_steps, n_envs)),
+        ("last_values", last_values, (n_envs,)),
+        ("dones", dones, (n_envs,)),
+    )
     for name, array, shape in expected:
         if np.shape(array) != shape:
             raise ValueError(f"{name} must have shape {shape} to match rewards, not {np.shape(array)!r}")
@@ -113,10 +118,20 @@ class _GaeOffload:
     everything else to the SB3 buffer it is mixed into (see :class:`GaeRolloutBuffer` for their meaning).
     """
 
-    def __init__(self, *args: Any, overlay: Any = None, gae: GaeCompute | None = None, backend: str | None = None,
-                 board: Any = None, quantize: bool = True, strict: bool = False, **kwargs: Any) -> None:
-        sources = [name for name, given in (("overlay", overlay), ("gae", gae), ("backend", backend))
-                   if given is not None]
+    def __init__(
+        self,
+        *args: Any,
+        overlay: Any = None,
+        gae: GaeCompute | None = None,
+        backend: str | None = None,
+        board: Any = None,
+        quantize: bool = True,
+        strict: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        sources = [
+            name for name, given in (("overlay", overlay), ("gae", gae), ("backend", backend)) if given is not None
+        ]
         if len(sources) > 1:
             raise TypeError(f"give at most one of overlay=, gae= and backend=, not {', '.join(sources)}")
         if board is not None and (overlay is not None or gae is not None):
@@ -124,8 +139,10 @@ class _GaeOffload:
         if overlay is not None and not hasattr(overlay, "gae"):
             raise TypeError(f"overlay must be an RLOverlay (with a .gae core), not {type(overlay).__name__!r}")
         if gae is not None and not callable(getattr(gae, "compute", None)):
-            raise TypeError(f"gae must have a compute(rewards, values, dones, *, gamma, lam, quantize) method, "
-                            f"not {type(gae).__name__!r}")
+            raise TypeError(
+                f"gae must have a compute(rewards, values, dones, *, gamma, lam, quantize) method, "
+                f"not {type(gae).__name__!r}"
+            )
         if not isinstance(quantize, (bool, np.bool_)):
             raise TypeError(f"quantize must be a bool, not {quantize!r}")
         self._gae = overlay.gae if overlay is not None else gae
@@ -177,8 +194,15 @@ class _GaeOffload:
             last_values = last_values.detach().cpu().numpy()
         rewards, values, core_dones = sb3_to_core(self.rewards, self.values, self.episode_starts, last_values, dones)
         options = {"strict": True} if self.strict else {}  # only drivers know strict; test doubles need not
-        advantages, _ = self.gae.compute(rewards, values, core_dones, gamma=float(self.gamma),
-                                         lam=float(self.gae_lambda), quantize=self.quantize, **options)
+        advantages, _ = self.gae.compute(
+            rewards,
+            values,
+            core_dones,
+            gamma=float(self.gamma),
+            lam=float(self.gae_lambda),
+            quantize=self.quantize,
+            **options,
+        )
         advantages = np.asarray(advantages, dtype=np.float32)
         if advantages.shape != rewards.shape:
             raise RuntimeError(f"GAE core returned advantages of shape {advantages.shape}, expected {rewards.shape}")
@@ -206,7 +230,8 @@ class GaeRolloutBuffer(_GaeOffload, RolloutBuffer):
     backend : {"board", "emu", "rtl", "verilator"}, optional
         Build ``load_core("gae", backend, board)`` on the first GAE step. Plain strings pickle, so an SB3
         model built this way saves with ``model.save`` and loads with ``PPO.load``; SB3 pickles
-        ``rollout_buffer_kwargs``, and an ``overlay=`` object there makes ``model.save`` raise ``TypeError``. With none of ``overlay``, ``gae`` and ``backend``, the overlay's default backend is used (``board`` on
+        ``rollout_buffer_kwargs``, and an ``overlay=`` object there makes ``model.save`` raise ``TypeError``.
+        With none of ``overlay``, ``gae`` and ``backend``, the overlay's default backend is used (``board`` on
         a PYNQ board, ``emu`` elsewhere, or ``$PYNQ_RL_BACKEND``).
     board : str or BoardSpec, optional
         Board of the overlay built from ``backend``.

@@ -5,12 +5,13 @@ Steps: ``verilog`` (MyHDL -> Verilog), ``tcl`` (write the Vivado scripts from sp
 ``link`` (write the ``pynq_rl.bit.link`` that pynqutils resolves at install time). The Makefile in this directory
 calls these; :func:`run_step` is the entry point for other command lines (``pynq-rl build ...``).
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .. import spec as S
 from . import vivado as V
@@ -21,10 +22,19 @@ __all__ = ["run_step", "build_parser", "main", "STEP_NAMES"]
 STEP_NAMES = ("verilog", "tcl", "ip", "bd", "bitstream", "install", "link")
 
 
-def run_step(step: str, board: "str | S.BoardSpec | None" = None, out: str | Path = V.DEFAULT_OUT, *,
-             jobs: int = 4, board_repo: str = "", vivado: str = "vivado", lint: bool = True,
-             dest: str | Path = V.BITSTREAM_DIR, url: str | None = None,
-             echo: Callable[[str], None] = print) -> int:
+def run_step(
+    step: str,
+    board: str | S.BoardSpec | None = None,
+    out: str | Path = V.DEFAULT_OUT,
+    *,
+    jobs: int = 4,
+    board_repo: str = "",
+    vivado: str = "vivado",
+    lint: bool = True,
+    dest: str | Path = V.BITSTREAM_DIR,
+    url: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> int:
     """Run one build step for ``board`` (name, case-insensitive, or a BoardSpec); return 0 or raise.
 
     Parameters
@@ -81,8 +91,9 @@ def run_step(step: str, board: "str | S.BoardSpec | None" = None, out: str | Pat
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m pynq_rl.overlay.build``."""
-    parser = argparse.ArgumentParser(prog="python -m pynq_rl.overlay.build",
-                                     description="Build the pynq-rl overlay, one step at a time.")
+    parser = argparse.ArgumentParser(
+        prog="python -m pynq_rl.overlay.build", description="Build the pynq-rl overlay, one step at a time."
+    )
     parser.add_argument("step", choices=STEP_NAMES)
     parser.add_argument("--board", default=None, help=f"one of {sorted(S.BOARDS)} (case-insensitive)")
     parser.add_argument("--out", default=str(V.DEFAULT_OUT), help="build directory root (default %(default)s)")
@@ -99,8 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; prints the error and returns 1 on failure."""
     args = build_parser().parse_args(argv)
     try:
-        return run_step(args.step, args.board, args.out, jobs=args.jobs, board_repo=args.board_repo,
-                        vivado=args.vivado, lint=not args.no_lint, dest=args.dest, url=args.url)
+        return run_step(
+            args.step,
+            args.board,
+            args.out,
+            jobs=args.jobs,
+            board_repo=args.board_repo,
+            vivado=args.vivado,
+            lint=not args.no_lint,
+            dest=args.dest,
+            url=args.url,
+        )
     except (ValueError, FileNotFoundError, RuntimeError) as error:
         print(f"error: {args.step}: {error}", file=sys.stderr)
         return 1

@@ -5,6 +5,7 @@ converts each distinct spec once, synthesizes every build (in parallel), and ret
 core's own columns, the yosys counts and the core's block-memory check. A build that fails to convert, times out
 or makes yosys fail still gets a row, whose ``status`` says why.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -48,9 +49,15 @@ class BoardBuild:
         return module_name(self.core, self.spec)
 
 
-def run_board_builds(builds: list[BoardBuild], work_dir: Path, columns: Callable[[Any], dict],
-                     memory_check: Callable[[BoardBuild, dict], dict], jobs: int = 2,
-                     timeout: float | None = None, log=print) -> list[dict]:
+def run_board_builds(
+    builds: list[BoardBuild],
+    work_dir: Path,
+    columns: Callable[[Any], dict],
+    memory_check: Callable[[BoardBuild, dict], dict],
+    jobs: int = 2,
+    timeout: float | None = None,
+    log=print,
+) -> list[dict]:
     """Convert and synthesize ``builds``; one row per build: ``kind``, board, part, module, family, options, the
     core's ``columns(spec)``, the yosys counts and ``memory_check(build, row)`` (``status`` says why a build has
     no counts)."""
@@ -65,23 +72,37 @@ def run_board_builds(builds: list[BoardBuild], work_dir: Path, columns: Callable
                 sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
 
     def one(build: BoardBuild) -> dict:
-        row = {"kind": build.core, "board": build.board, "part": build.part, "module": build.top,
-               "family": build.family, "options": build.options, **columns(build.spec)}
+        row = {
+            "kind": build.core,
+            "board": build.board,
+            "part": build.part,
+            "module": build.top,
+            "family": build.family,
+            "options": build.options,
+            **columns(build.spec),
+        }
         source = sources[build.spec]
         if isinstance(source, str):
             return {**row, "status": source.splitlines()[0]}
         path, stripped = source
         try:
-            result = synthesize(path, build.top, build.family, [], work_dir / "yosys", timeout=timeout,
-                                options=build.options)
+            result = synthesize(
+                path, build.top, build.family, [], work_dir / "yosys", timeout=timeout, options=build.options
+            )
             result.update(status="ok", memory_init_loops_removed=stripped)
         except subprocess.TimeoutExpired:
             result = {"status": f"timeout after {timeout:.0f} s"}
         except RuntimeError as exc:
             result = {"status": f"yosys failed: {str(exc).splitlines()[0]}"}
-        log(f"{build.top} {build.family}: {result['status']} "
-            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
-               f"URAM {result['uram']} ({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
+        log(
+            f"{build.top} {build.family}: {result['status']} "
+            + (
+                f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
+                f"URAM {result['uram']} ({result['runtime[s]']} s)"
+                if result["status"] == "ok"
+                else ""
+            )
+        )
         row.update(result)
         if row["status"] == "ok":
             row["memory_check"] = memory_check(build, row)

@@ -5,6 +5,7 @@ against the model (the check that caught yosys's DSP feedback-register bug, DESI
 :mod:`.report` assembles the page from this module's rows and simulations and from the replay, ParSa and
 whole-overlay sections (:mod:`.replay_report`, :mod:`.parsa_report`, :mod:`.overlay_report`).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from myhdl import always_comb, block, intbv, Signal
+from myhdl import Signal, always_comb, block, intbv
 
 from .. import spec as S
 from ..hdl.gae.pe import coef_powers, gae_pe
@@ -25,14 +26,34 @@ from ..models.gae import gae_fixed
 from .verilog import convert, convert_block, module_name
 from .yosys import synthesis_source, synthesize, yosys_datdir
 
-__all__ = ["HEPPO", "FIT_CHECKS", "FAMILIES", "WHAT_IF_COEF", "Build", "pe_unit", "pe_with_powers", "convert_pe",
-           "loop_registers", "coef_name", "pe_module_name", "plan", "run_builds", "simulate_pe_netlist"]
+__all__ = [
+    "HEPPO",
+    "FIT_CHECKS",
+    "FAMILIES",
+    "WHAT_IF_COEF",
+    "Build",
+    "pe_unit",
+    "pe_with_powers",
+    "convert_pe",
+    "loop_registers",
+    "coef_name",
+    "pe_module_name",
+    "plan",
+    "run_builds",
+    "simulate_pe_netlist",
+]
 
 FAMILIES = ("xc7", "xcup")
 
 #: HEPPO's Table IV: the GAE module with 64 PEs and the 2-step lookahead (totals; per PE = total / 64).
-HEPPO = {"source": "Table IV (64 PEs, 2-step lookahead)", "pes": 64, "lookahead": 2,
-         "lut": 12864, "ff": 54336, "dsp": 768}
+HEPPO = {
+    "source": "Table IV (64 PEs, 2-step lookahead)",
+    "pes": 64,
+    "lookahead": 2,
+    "lut": 12864,
+    "ff": 54336,
+    "dsp": 768,
+}
 
 
 #: (device, LANES of the core build checked on it, largest allowed fraction of any resource).
@@ -43,9 +64,23 @@ FIT_CHECKS = (("xc7z020", 8, 1 / 3), ("xczu7ev", 64, 1.0))
 # The PE, converted standalone
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @block
-def pe_unit(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers_bus, clock,
-            spec: S.GaeSpec):
+def pe_unit(
+    adv,
+    ret,
+    out_valid,
+    saturated,
+    reward,
+    value,
+    done,
+    in_valid,
+    in_bootstrap,
+    gamma,
+    powers_bus,
+    clock,
+    spec: S.GaeSpec,
+):
     """One :func:`gae_pe` with flat ports; ``powers_bus`` holds C**1 .. C**k (COEF words, C**1 at the bottom).
 
     powers_bus : Signal(intbv[k * coef.width]), in -- the outputs of :func:`coef_powers` in the core
@@ -55,15 +90,27 @@ def pe_unit(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bo
     one = 1 << spec.coef.frac
     powers = [Signal(intbv(0, min=0, max=one + 1)) for _ in range(spec.lookahead + 1)]
     insts = [_slice_port(powers[j], powers_bus, (j - 1) * width, width) for j in range(1, spec.lookahead + 1)]
-    pe = gae_pe(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers, clock,
-                spec)
+    pe = gae_pe(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers, clock, spec)
     pe.name = "pe"
     return insts, pe
 
 
 @block
-def pe_with_powers(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma,
-                   gamma_lambda, clock, spec: S.GaeSpec):
+def pe_with_powers(
+    adv,
+    ret,
+    out_valid,
+    saturated,
+    reward,
+    value,
+    done,
+    in_valid,
+    in_bootstrap,
+    gamma,
+    gamma_lambda,
+    clock,
+    spec: S.GaeSpec,
+):
     """One :func:`gae_pe` fed by its own :func:`coef_powers` chain (what a one-lane core holds).
 
     gamma_lambda : Signal(COEF), in -- C; the other ports as :func:`gae_pe`
@@ -72,8 +119,7 @@ def pe_with_powers(adv, ret, out_valid, saturated, reward, value, done, in_valid
     powers = [Signal(intbv(0, min=0, max=one + 1)) for _ in range(spec.lookahead + 1)]
     chain = coef_powers(powers, gamma_lambda, clock, spec)
     chain.name = "powers"
-    pe = gae_pe(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers, clock,
-                spec)
+    pe = gae_pe(adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers, clock, spec)
     pe.name = "pe"
     return chain, pe
 
@@ -82,16 +128,22 @@ def pe_with_powers(adv, ret, out_valid, saturated, reward, value, done, in_valid
 def _slice_port(y, bus, lo: int, width: int):
     @always_comb
     def logic():
-        y.next = bus[lo + width:lo]
+        y.next = bus[lo + width : lo]
 
     return logic
 
 
 def _pe_ports(spec: S.GaeSpec, with_powers: bool):
-    data = lambda: Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))  # noqa: E731
-    coef = lambda: Signal(intbv(0, min=0, max=(1 << spec.coef.frac) + 1))  # noqa: E731
-    bit = lambda: Signal(bool(0))  # noqa: E731
-    last = coef() if with_powers else Signal(intbv(0)[spec.lookahead * spec.coef.width:])
+    def data():
+        return Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))
+
+    def coef():
+        return Signal(intbv(0, min=0, max=(1 << spec.coef.frac) + 1))
+
+    def bit():
+        return Signal(bool(0))
+
+    last = coef() if with_powers else Signal(intbv(0)[spec.lookahead * spec.coef.width :])
     return [data(), data(), bit(), bit(), data(), data(), bit(), bit(), bit(), coef(), last, bit()]
 
 
@@ -117,8 +169,13 @@ def convert_pe(spec: S.GaeSpec, out_dir: str | Path, with_powers: bool = False, 
     Ports: ``adv, ret, out_valid, saturated`` out; ``reward, value, done, in_valid, in_bootstrap, gamma``,
     ``powers_bus`` (or ``gamma_lambda``), ``clock`` in.
     """
-    return convert_block(pe_with_powers if with_powers else pe_unit, (*_pe_ports(spec, with_powers), spec), out_dir,
-                         name or pe_module_name(spec, with_powers), (".*(not used|not driven).*",))
+    return convert_block(
+        pe_with_powers if with_powers else pe_unit,
+        (*_pe_ports(spec, with_powers), spec),
+        out_dir,
+        name or pe_module_name(spec, with_powers),
+        (".*(not used|not driven).*",),
+    )
 
 
 def loop_registers(verilog: str) -> list[str]:
@@ -142,6 +199,7 @@ def loop_registers(verilog: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 # What to build
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Build:
@@ -174,8 +232,10 @@ def _core_spec(lanes: int, k: int, t_max: int = 1024) -> S.GaeSpec:
 def plan(quick: bool = False, families: tuple[str, ...] = FAMILIES) -> list[Build]:
     """The builds of a report, cheapest first (so a slow big core only delays the end)."""
     if quick:
-        return [Build("pe", S.GaeSpec(lanes=1, lookahead=2), "xc7"),
-                Build("core", S.GaeSpec(lanes=1, t_max=64, lookahead=2, stream_bytes=8), "xc7")]
+        return [
+            Build("pe", S.GaeSpec(lanes=1, lookahead=2), "xc7"),
+            Build("core", S.GaeSpec(lanes=1, t_max=64, lookahead=2, stream_bytes=8), "xc7"),
+        ]
     builds = []
     for kind in ("pe", "pe+powers"):
         for k in (1, 2, 3):
@@ -196,14 +256,22 @@ def _convert(build: Build, work_dir: Path) -> Path:
 
 def _row(build: Build, result: dict) -> dict:
     spec = build.spec
-    return {"kind": build.kind, "module": build.top, "family": build.family, "lanes": spec.lanes if
-            build.kind == "core" else 1, "t_max": spec.t_max if build.kind == "core" else None,
-            "lookahead": spec.lookahead, "stream_bytes": spec.stream_bytes if build.kind == "core" else None,
-            "coef": coef_name(spec), **result}
+    return {
+        "kind": build.kind,
+        "module": build.top,
+        "family": build.family,
+        "lanes": spec.lanes if build.kind == "core" else 1,
+        "t_max": spec.t_max if build.kind == "core" else None,
+        "lookahead": spec.lookahead,
+        "stream_bytes": spec.stream_bytes if build.kind == "core" else None,
+        "coef": coef_name(spec),
+        **result,
+    }
 
 
-def run_builds(builds: list[Build], work_dir: Path, jobs: int = 2, timeout: float | None = None,
-               log=print) -> list[dict]:
+def run_builds(
+    builds: list[Build], work_dir: Path, jobs: int = 2, timeout: float | None = None, log=print
+) -> list[dict]:
     """Convert every distinct source once, then synthesize the builds ``jobs`` at a time; one row per build.
 
     A build that fails or times out gets a row with ``status`` saying so (and no counts).
@@ -235,9 +303,15 @@ def run_builds(builds: list[Build], work_dir: Path, jobs: int = 2, timeout: floa
             result = {"status": f"timeout after {timeout:.0f} s", "keep": keep}
         except RuntimeError as exc:
             result = {"status": f"yosys failed: {str(exc).splitlines()[0]}", "keep": keep}
-        log(f"{build.key}: {result['status']} "
-            + (f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
-               f"({result['runtime[s]']} s)" if result["status"] == "ok" else ""))
+        log(
+            f"{build.key}: {result['status']} "
+            + (
+                f"LUT {result['lut']} FF {result['ff']} DSP {result['dsp']} BRAM36 {result['bram36']} "
+                f"({result['runtime[s]']} s)"
+                if result["status"] == "ok"
+                else ""
+            )
+        )
         return _row(build, result)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -289,13 +363,21 @@ def _episodes(rng: np.random.Generator, spec: S.GaeSpec) -> list[tuple[np.ndarra
     """Rollouts (rewards (T,), values (T+1,), dones (T,)) in DATA codes: short and long, small and saturating."""
     lo, hi = spec.data.min_code, spec.data.max_code
     episodes = []
-    for n_steps, scale, p_done in ((1, 1 << 18, 0.0), (2, 1 << 18, 0.5), (3, 1 << 20, 0.3), (7, 1 << 16, 0.2),
-                                   (40, 1 << 18, 0.1), (25, 1 << 29, 0.1), (30, 1 << 31, 0.2), (60, 1 << 17, 0.05)):
+    for n_steps, scale, p_done in (
+        (1, 1 << 18, 0.0),
+        (2, 1 << 18, 0.5),
+        (3, 1 << 20, 0.3),
+        (7, 1 << 16, 0.2),
+        (40, 1 << 18, 0.1),
+        (25, 1 << 29, 0.1),
+        (30, 1 << 31, 0.2),
+        (60, 1 << 17, 0.05),
+    ):
         rewards = np.clip(rng.normal(0, scale, n_steps), lo, hi).astype(np.int64)
         values = np.clip(rng.normal(0, scale, n_steps + 1), lo, hi).astype(np.int64)
         dones = (rng.random(n_steps) < p_done).astype(np.int64)
         episodes.append((rewards, values, dones))
-    rewards = np.full(20, hi, np.int64)   # long saturating run: A pinned at the top
+    rewards = np.full(20, hi, np.int64)  # long saturating run: A pinned at the top
     episodes.append((rewards, np.full(21, lo, np.int64), np.zeros(20, np.int64)))
     return episodes
 
@@ -317,36 +399,55 @@ def _compare(got: list[list[str]], want: list[tuple], gammas: tuple[int, int], f
             if not (len(row) == 4 and row[0] == "1" and row[1] == str(int(a)) and row[2] == str(int(r))):
                 mismatches += 1
                 if len(first) < 5:
-                    first.append({"gammas": list(gammas), "episode": e_index, "t": len(adv) - 1 - t_rev,
-                                  "got": row, "want": [int(a), int(r)]})
+                    first.append(
+                        {
+                            "gammas": list(gammas),
+                            "episode": e_index,
+                            "t": len(adv) - 1 - t_rev,
+                            "got": row,
+                            "want": [int(a), int(r)],
+                        }
+                    )
         if sat_seen != bool(sat):
             mismatches += 1
             if len(first) < 5:
-                first.append({"gammas": list(gammas), "episode": e_index, "saturated_got": sat_seen,
-                              "saturated_want": bool(sat)})
+                first.append(
+                    {"gammas": list(gammas), "episode": e_index, "saturated_got": sat_seen, "saturated_want": bool(sat)}
+                )
     if len(got) != index:
         mismatches += 1
         first.append({"gammas": list(gammas), "outputs_got": len(got), "outputs_want": index})
     return mismatches
 
 
-def _run_bench(sources: list[Path], top: str, run_dir: Path, tag: str, lines: list[str], gammas: tuple[int, int]
-               ) -> list[list[str]]:
+def _run_bench(
+    sources: list[Path], top: str, run_dir: Path, tag: str, lines: list[str], gammas: tuple[int, int]
+) -> list[list[str]]:
     """Compile and run the test bench on ``sources``; return the output rows (valid, A, R, saturated)."""
     vectors, out = run_dir / f"{tag}_vectors.hex", run_dir / f"{tag}_outputs.txt"
     vectors.write_text("\n".join(lines) + "\n")
     bench, binary = run_dir / f"{tag}_tb.v", run_dir / f"{tag}_tb.vvp"
-    bench.write_text(_TESTBENCH.format(n=len(lines), top=top, out=out, vectors=vectors, gamma=gammas[0],
-                                       gamma_lambda=gammas[1]))
-    subprocess.run([shutil.which("iverilog"), "-g2012", "-o", str(binary), "-s", "tb", str(bench),
-                    *map(str, sources)], check=True, capture_output=True, text=True)
-    subprocess.run([shutil.which("vvp"), "-n", str(binary)], check=True, capture_output=True, text=True,
-                   cwd=run_dir)
+    bench.write_text(
+        _TESTBENCH.format(n=len(lines), top=top, out=out, vectors=vectors, gamma=gammas[0], gamma_lambda=gammas[1])
+    )
+    subprocess.run(
+        [shutil.which("iverilog"), "-g2012", "-o", str(binary), "-s", "tb", str(bench), *map(str, sources)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    subprocess.run([shutil.which("vvp"), "-n", str(binary)], check=True, capture_output=True, text=True, cwd=run_dir)
     return [line.split() for line in out.read_text().splitlines() if line.strip()]
 
 
-def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work_dir: str | Path | None = None,
-                        seed: int = 0, gammas: tuple[tuple[int, int], ...] | None = None) -> dict:
+def simulate_pe_netlist(
+    k: int = 2,
+    family: str = "xc7",
+    keep: bool = True,
+    work_dir: str | Path | None = None,
+    seed: int = 0,
+    gammas: tuple[tuple[int, int], ...] | None = None,
+) -> dict:
     """Synthesize :func:`pe_with_powers` (k) with yosys, simulate the netlist with Icarus and yosys's
     ``cells_sim.v``, and compare every A_t, R_t and per-episode saturation flag with :func:`gae_fixed`.
 
@@ -379,11 +480,12 @@ def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work
         for rewards, values, dones in _episodes(rng, spec):
             lines.append(_vector(1, 1, 0, 0, int(values[-1])))
             for t in range(len(rewards) - 1, -1, -1):
-                while rng.random() < 0.2:            # bubbles: in_valid low between elements
+                while rng.random() < 0.2:  # bubbles: in_valid low between elements
                     lines.append(_vector(0, 0, int(rng.integers(2)), int(rng.integers(-99, 99)), 0))
                 lines.append(_vector(1, 0, int(dones[t]), int(rewards[t]), int(values[t])))
-            model = gae_fixed(spec, rewards[:, None], values[:, None], dones[:, None], pair[0], pair[1],
-                              use_numba=False)
+            model = gae_fixed(
+                spec, rewards[:, None], values[:, None], dones[:, None], pair[0], pair[1], use_numba=False
+            )
             want.append((model.advantages[::-1, 0], model.returns[::-1, 0], model.saturated))
             lines += [_vector(0, 0, 0, 0, 0)] * int(rng.integers(0, 3))
         outputs += sum(len(a) for a, _, _ in want)
@@ -392,8 +494,20 @@ def simulate_pe_netlist(k: int = 2, family: str = "xc7", keep: bool = True, work
         rtl_bad += _compare(got_rtl, want, pair, first_rtl)
         net_bad += _compare(got_net, want, pair, first_net)
         diff += sum(a != b for a, b in zip(got_rtl, got_net)) + abs(len(got_rtl) - len(got_net))
-    return {"k": k, "family": family, "keep": keep, "keep_registers": regs,
-            "lut": synth["lut"], "ff": synth["ff"], "dsp": synth["dsp"], "outputs": outputs,
-            "passed": net_bad == 0, "netlist_mismatches": net_bad, "rtl_mismatches": rtl_bad,
-            "netlist_vs_rtl": diff, "first_netlist_mismatches": first_net, "first_rtl_mismatches": first_rtl,
-            "runtime[s]": round(time.perf_counter() - t0, 2)}
+    return {
+        "k": k,
+        "family": family,
+        "keep": keep,
+        "keep_registers": regs,
+        "lut": synth["lut"],
+        "ff": synth["ff"],
+        "dsp": synth["dsp"],
+        "outputs": outputs,
+        "passed": net_bad == 0,
+        "netlist_mismatches": net_bad,
+        "rtl_mismatches": rtl_bad,
+        "netlist_vs_rtl": diff,
+        "first_netlist_mismatches": first_net,
+        "first_rtl_mismatches": first_rtl,
+        "runtime[s]": round(time.perf_counter() - t0, 2),
+    }

@@ -9,14 +9,15 @@ Vivado's own once a bitstream is built.
 
 Run ``python -m pynq_rl.overlay.build.hwh --board Pynq-Z2 --out DIR`` to write ``DIR/pynq_rl.hwh``.
 """
+
 from __future__ import annotations
 
 import argparse
 import hashlib
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from .. import spec as S
 
@@ -44,21 +45,31 @@ def _parameters(parent: ET.Element, params: Mapping[str, object]) -> None:
 
 def _registers(module: ET.Element, interface: str, window: int, table: Mapping[str, dict]) -> None:
     blocks = _sub(module, "ADDRESSBLOCKS")
-    block = _sub(blocks, "ADDRESSBLOCK", ACCESS="read-write", INTERFACE=interface, NAME="Reg", RANGE=window,
-                 USAGE="register")
+    block = _sub(
+        blocks, "ADDRESSBLOCK", ACCESS="read-write", INTERFACE=interface, NAME="Reg", RANGE=window, USAGE="register"
+    )
     regs = _sub(block, "REGISTERS")
     for name, reg in table.items():
         node = _sub(regs, "REGISTER", NAME=name)
-        for prop, value in (("DESCRIPTION", reg["description"]), ("ADDRESS_OFFSET", hex(reg["address_offset"])),
-                            ("SIZE", reg["size"]), ("ACCESS", reg["access"]), ("IS_ENABLED", "true"),
-                            ("RESET_VALUE", hex(reg.get("reset", 0)))):
+        for prop, value in (
+            ("DESCRIPTION", reg["description"]),
+            ("ADDRESS_OFFSET", hex(reg["address_offset"])),
+            ("SIZE", reg["size"]),
+            ("ACCESS", reg["access"]),
+            ("IS_ENABLED", "true"),
+            ("RESET_VALUE", hex(reg.get("reset", 0))),
+        ):
             _sub(node, "PROPERTY", NAME=prop, VALUE=value)
         fields = _sub(node, "FIELDS")
         for field_name, fld in reg["fields"].items():
             fnode = _sub(fields, "FIELD", NAME=field_name)
-            for prop, value in (("DESCRIPTION", fld["description"]), ("ADDRESS_OFFSET", 0),
-                                ("ACCESS", fld["access"]), ("BIT_OFFSET", fld["bit_offset"]),
-                                ("BIT_WIDTH", fld["bit_width"])):
+            for prop, value in (
+                ("DESCRIPTION", fld["description"]),
+                ("ADDRESS_OFFSET", 0),
+                ("ACCESS", fld["access"]),
+                ("BIT_OFFSET", fld["bit_offset"]),
+                ("BIT_WIDTH", fld["bit_width"]),
+            ):
                 _sub(fnode, "PROPERTY", NAME=prop, VALUE=value)
 
 
@@ -89,7 +100,8 @@ def _clock_parameters(board: S.BoardSpec) -> dict[str, object]:
             params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__DIVISOR0"] = div0 if clk == 0 else 15
             params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__DIVISOR1"] = 1
             params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__ACT_FREQMHZ"] = (
-                f"{source_mhz / div0:.6f}" if clk == 0 else "100.000000")
+                f"{source_mhz / div0:.6f}" if clk == 0 else "100.000000"
+            )
     return params
 
 
@@ -109,16 +121,26 @@ def hwh_text(board: S.BoardSpec) -> str:
     """The ``.hwh`` XML of ``board``'s overlay as a string (deterministic: the same spec gives the same bytes)."""
     ps_instance = "processing_system7_0" if board.arch == "zynq" else "zynq_ultra_ps_e_0"
     ps_modtype = ps_instance.rsplit("_", 1)[0]
-    root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", TIMESTAMP="generated from pynq_rl.overlay.spec",
-                      VIVADOVERSION="pynq-rl")
+    root = ET.Element(
+        "EDKSYSTEM", EDWVERSION="1.2", TIMESTAMP="generated from pynq_rl.overlay.spec", VIVADOVERSION="pynq-rl"
+    )
     _sub(root, "SYSTEMINFO", ARCH=board.arch, DEVICE=board.part, NAME=OVERLAY_STEM, PACKAGE="", SPEEDGRADE="")
     _sub(root, "EXTERNALPORTS")
     _sub(root, "EXTERNALINTERFACES")
     modules = _sub(root, "MODULES")
 
-    ps = _sub(modules, "MODULE", FULLNAME=f"/{ps_instance}", INSTANCE=ps_instance, IPTYPE="PERIPHERAL",
-              IS_ENABLE="1", IS_PL="FALSE", MODTYPE=ps_modtype, VLNV=board.ps_vlnv,
-              HWVERSION=board.ps_vlnv.rsplit(":", 1)[1])
+    ps = _sub(
+        modules,
+        "MODULE",
+        FULLNAME=f"/{ps_instance}",
+        INSTANCE=ps_instance,
+        IPTYPE="PERIPHERAL",
+        IS_ENABLE="1",
+        IS_PL="FALSE",
+        MODTYPE=ps_modtype,
+        VLNV=board.ps_vlnv,
+        HWVERSION=board.ps_vlnv.rsplit(":", 1)[1],
+    )
     _parameters(ps, _clock_parameters(board))
     ps_buses = _sub(ps, "BUSINTERFACES")
     _bus(ps_buses, f"{ps_instance}_{board.master_port}", board.master_port, "MASTER", _AXIMM, 32)
@@ -128,18 +150,40 @@ def hwh_text(board: S.BoardSpec) -> str:
     for slot in board.cores:
         core_instance, dma_instance = f"{slot.name}_core", f"{slot.name}_dma"
         stream_bits = slot.spec.stream_bytes * 8
-        for instance, offset, interface in ((core_instance, slot.core_offset, "s_axi_control"),
-                                            (dma_instance, slot.dma_offset, "S_AXI_LITE")):
+        for instance, offset, interface in (
+            (core_instance, slot.core_offset, "s_axi_control"),
+            (dma_instance, slot.dma_offset, "S_AXI_LITE"),
+        ):
             base = board.gp_base + offset
-            _sub(memory_map, "MEMRANGE", ADDRESSBLOCK="Reg", BASENAME="C_BASEADDR", BASEVALUE=f"0x{base:08X}",
-                 HIGHNAME="C_HIGHADDR", HIGHVALUE=f"0x{base + slot.window - 1:08X}", INSTANCE=instance,
-                 IS_DATA="TRUE", IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE=board.master_port, MEMTYPE="REGISTER",
-                 SLAVEBUSINTERFACE=interface)
+            _sub(
+                memory_map,
+                "MEMRANGE",
+                ADDRESSBLOCK="Reg",
+                BASENAME="C_BASEADDR",
+                BASEVALUE=f"0x{base:08X}",
+                HIGHNAME="C_HIGHADDR",
+                HIGHVALUE=f"0x{base + slot.window - 1:08X}",
+                INSTANCE=instance,
+                IS_DATA="TRUE",
+                IS_INSTRUCTION="TRUE",
+                MASTERBUSINTERFACE=board.master_port,
+                MEMTYPE="REGISTER",
+                SLAVEBUSINTERFACE=interface,
+            )
 
         vlnv = S.CORE_VLNVS[slot.name]
-        core = _sub(modules, "MODULE", FULLNAME=f"/{slot.name}/core", INSTANCE=core_instance, IPTYPE="PERIPHERAL",
-                    IS_ENABLE="1", MODCLASS="PERIPHERAL", MODTYPE=vlnv.split(":")[2], VLNV=vlnv,
-                    HWVERSION=vlnv.rsplit(":", 1)[1])
+        core = _sub(
+            modules,
+            "MODULE",
+            FULLNAME=f"/{slot.name}/core",
+            INSTANCE=core_instance,
+            IPTYPE="PERIPHERAL",
+            IS_ENABLE="1",
+            MODCLASS="PERIPHERAL",
+            MODTYPE=vlnv.split(":")[2],
+            VLNV=vlnv,
+            HWVERSION=vlnv.rsplit(":", 1)[1],
+        )
         _registers(core, "s_axi_control", slot.window, S.CORE_REGISTERS[slot.name])
         _parameters(core, _core_parameters(slot.spec))
         buses = _sub(core, "BUSINTERFACES")
@@ -147,17 +191,38 @@ def hwh_text(board: S.BoardSpec) -> str:
         _bus(buses, f"{dma_instance}_M_AXIS_MM2S", "s_axis", "SLAVE", _AXIS)
         _bus(buses, f"{core_instance}_m_axis", "m_axis", "MASTER", _AXIS)
 
-        dma = _sub(modules, "MODULE", FULLNAME=f"/{slot.name}/dma", INSTANCE=dma_instance, IPTYPE="PERIPHERAL",
-                   IS_ENABLE="1", MODCLASS="PERIPHERAL", MODTYPE="axi_dma", VLNV=S.AXI_DMA_VLNV,
-                   HWVERSION=S.AXI_DMA_VLNV.rsplit(":", 1)[1])
+        dma = _sub(
+            modules,
+            "MODULE",
+            FULLNAME=f"/{slot.name}/dma",
+            INSTANCE=dma_instance,
+            IPTYPE="PERIPHERAL",
+            IS_ENABLE="1",
+            MODCLASS="PERIPHERAL",
+            MODTYPE="axi_dma",
+            VLNV=S.AXI_DMA_VLNV,
+            HWVERSION=S.AXI_DMA_VLNV.rsplit(":", 1)[1],
+        )
         _registers(dma, "S_AXI_LITE", slot.window, S.AXI_DMA_REGISTERS)
-        _parameters(dma, {
-            "c_include_sg": 0, "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH, "c_micro_dma": 0,
-            "c_include_mm2s": 1, "c_include_s2mm": 1, "c_include_mm2s_dre": 0, "c_include_s2mm_dre": 0,
-            "c_m_axi_mm2s_data_width": stream_bits, "c_m_axis_mm2s_tdata_width": stream_bits,
-            "c_m_axi_s2mm_data_width": stream_bits, "c_s_axis_s2mm_tdata_width": stream_bits,
-            "c_mm2s_burst_size": 16, "c_s2mm_burst_size": 16, "c_addr_width": 32 if board.arch == "zynq" else 64,
-        })
+        _parameters(
+            dma,
+            {
+                "c_include_sg": 0,
+                "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH,
+                "c_micro_dma": 0,
+                "c_include_mm2s": 1,
+                "c_include_s2mm": 1,
+                "c_include_mm2s_dre": 0,
+                "c_include_s2mm_dre": 0,
+                "c_m_axi_mm2s_data_width": stream_bits,
+                "c_m_axis_mm2s_tdata_width": stream_bits,
+                "c_m_axi_s2mm_data_width": stream_bits,
+                "c_s_axis_s2mm_tdata_width": stream_bits,
+                "c_mm2s_burst_size": 16,
+                "c_s2mm_burst_size": 16,
+                "c_addr_width": 32 if board.arch == "zynq" else 64,
+            },
+        )
         buses = _sub(dma, "BUSINTERFACES")
         _bus(buses, f"{slot.name}_dma_axi_lite", "S_AXI_LITE", "SLAVE", _AXIMM, 32)
         _bus(buses, f"{dma_instance}_M_AXIS_MM2S", "M_AXIS_MM2S", "INITIATOR", _AXIS)

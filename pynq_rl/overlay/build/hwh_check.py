@@ -4,11 +4,12 @@ configuration), and the check that a ``.hwh`` (Vivado's, or the one :mod:`.hwh` 
 :mod:`.vivado` generates the block-design Tcl from the same :func:`ps_names` and :func:`dma_config`, so the Tcl, the
 ``.hwh`` and the drivers cannot drift apart unnoticed (``tests/test_vivado_flow.py``).
 """
+
 from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from typing import Mapping
+from collections.abc import Mapping
 
 from .. import spec as S
 
@@ -18,15 +19,27 @@ __all__ = ["ps_names", "dma_config", "HwhMismatch", "check_hwh"]
 def ps_names(board: S.BoardSpec) -> dict[str, str]:
     """The PS instance and the names of its pins and address space used by the block design."""
     if board.arch == "zynq":
-        return {"instance": "processing_system7_0", "rule": "xilinx.com:bd_rule:processing_system7",
-                "clk": "FCLK_CLK0", "resetn": "FCLK_RESET0_N", "master_clk": f"{board.master_port}_ACLK",
-                "slave_clk": f"{board.dma_port}_ACLK", "space": "processing_system7_0/Data"}
+        return {
+            "instance": "processing_system7_0",
+            "rule": "xilinx.com:bd_rule:processing_system7",
+            "clk": "FCLK_CLK0",
+            "resetn": "FCLK_RESET0_N",
+            "master_clk": f"{board.master_port}_ACLK",
+            "slave_clk": f"{board.dma_port}_ACLK",
+            "space": "processing_system7_0/Data",
+        }
     if board.arch == "zynq_ultrascale":
-        master = board.master_port.replace("M_AXI_", "").lower()      # hpm0_fpd
-        slave = board.dma_port.replace("S_AXI_", "").lower()          # hp0_fpd
-        return {"instance": "zynq_ultra_ps_e_0", "rule": "xilinx.com:bd_rule:zynq_ultra_ps_e",
-                "clk": "pl_clk0", "resetn": "pl_resetn0", "master_clk": f"maxi{master}_aclk",
-                "slave_clk": f"saxi{slave}_aclk", "space": "zynq_ultra_ps_e_0/Data"}
+        master = board.master_port.replace("M_AXI_", "").lower()  # hpm0_fpd
+        slave = board.dma_port.replace("S_AXI_", "").lower()  # hp0_fpd
+        return {
+            "instance": "zynq_ultra_ps_e_0",
+            "rule": "xilinx.com:bd_rule:zynq_ultra_ps_e",
+            "clk": "pl_clk0",
+            "resetn": "pl_resetn0",
+            "master_clk": f"maxi{master}_aclk",
+            "slave_clk": f"saxi{slave}_aclk",
+            "space": "zynq_ultra_ps_e_0/Data",
+        }
     raise ValueError(f"unsupported arch {board.arch!r} of board {board.name}")
 
 
@@ -36,13 +49,22 @@ def dma_config(board: S.BoardSpec, slot: S.CoreSlot) -> dict[str, object]:
     The names are the IP's own (lower case), the ones the ``.hwh`` reports and :mod:`.hwh` emulates.
     """
     bits = 8 * slot.spec.stream_bytes
-    return {"c_include_sg": 0, "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH, "c_micro_dma": 0,
-            "c_include_mm2s": 1, "c_include_s2mm": 1, "c_include_mm2s_dre": 0, "c_include_s2mm_dre": 0,
-            "c_m_axi_mm2s_data_width": bits, "c_m_axis_mm2s_tdata_width": bits,
-            "c_m_axi_s2mm_data_width": bits, "c_s_axis_s2mm_tdata_width": bits,
-            "c_mm2s_burst_size": 16, "c_s2mm_burst_size": 16,
-            "c_addr_width": 32 if board.arch == "zynq" else 64}
-
+    return {
+        "c_include_sg": 0,
+        "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH,
+        "c_micro_dma": 0,
+        "c_include_mm2s": 1,
+        "c_include_s2mm": 1,
+        "c_include_mm2s_dre": 0,
+        "c_include_s2mm_dre": 0,
+        "c_m_axi_mm2s_data_width": bits,
+        "c_m_axis_mm2s_tdata_width": bits,
+        "c_m_axi_s2mm_data_width": bits,
+        "c_s_axis_s2mm_tdata_width": bits,
+        "c_mm2s_burst_size": 16,
+        "c_s2mm_burst_size": 16,
+        "c_addr_width": 32 if board.arch == "zynq" else 64,
+    }
 
 
 class HwhMismatch(ValueError):
@@ -74,16 +96,17 @@ def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
         raise HwhMismatch(f"{path}: expected one {ps_type} module, found {len(ps)}")
     ranges = {r.get("INSTANCE"): r for r in ps[0].iter("MEMRANGE")}
     for slot in board.cores:
-        for cell, vlnv, offset in (("core", S.CORE_VLNVS[slot.name], slot.core_offset),
-                                   ("dma", S.AXI_DMA_VLNV, slot.dma_offset)):
+        for cell, vlnv, offset in (
+            ("core", S.CORE_VLNVS[slot.name], slot.core_offset),
+            ("dma", S.AXI_DMA_VLNV, slot.dma_offset),
+        ):
             fullname = f"/{slot.name}/{cell}"
             module = modules.get(fullname)
             if module is None:
                 problems.append(f"no module {fullname}")
                 continue
             got_vlnv = module.get("VLNV", "")
-            if (got_vlnv.rsplit(":", 1)[0] != vlnv.rsplit(":", 1)[0]
-                    or (cell == "core" and got_vlnv != vlnv)):
+            if got_vlnv.rsplit(":", 1)[0] != vlnv.rsplit(":", 1)[0] or (cell == "core" and got_vlnv != vlnv):
                 problems.append(f"{fullname}: VLNV {got_vlnv}, spec.py {vlnv}")
             memrange = ranges.get(module.get("INSTANCE"))
             if memrange is None:
@@ -92,11 +115,13 @@ def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
                 base, high = int(memrange.get("BASEVALUE"), 16), int(memrange.get("HIGHVALUE"), 16)
                 want = board.gp_base + offset
                 if (base, high) != (want, want + slot.window - 1):
-                    problems.append(f"{fullname}: window {base:#x}-{high:#x}, spec.py {want:#x}-"
-                                    f"{want + slot.window - 1:#x}")
+                    problems.append(
+                        f"{fullname}: window {base:#x}-{high:#x}, spec.py {want:#x}-{want + slot.window - 1:#x}"
+                    )
                 if memrange.get("MASTERBUSINTERFACE") != board.master_port:
-                    problems.append(f"{fullname}: behind {memrange.get('MASTERBUSINTERFACE')}, spec.py "
-                                    f"{board.master_port}")
+                    problems.append(
+                        f"{fullname}: behind {memrange.get('MASTERBUSINTERFACE')}, spec.py {board.master_port}"
+                    )
             if cell == "core":
                 problems += _check_registers(fullname, module, S.CORE_REGISTERS[slot.name])
             else:
@@ -122,18 +147,24 @@ def _check_registers(fullname: str, module: ET.Element, table: Mapping[str, dict
             continue
         props = {p.get("NAME"): p.get("VALUE") for p in node.findall("PROPERTY")}
         if int(props.get("ADDRESS_OFFSET", "-1"), 0) != reg["address_offset"]:
-            problems.append(f"{fullname}.{name}: offset {props.get('ADDRESS_OFFSET')}, spec.py "
-                            f"{reg['address_offset']:#x}")
+            problems.append(
+                f"{fullname}.{name}: offset {props.get('ADDRESS_OFFSET')}, spec.py {reg['address_offset']:#x}"
+            )
         if int(props.get("SIZE", "0")) != reg["size"]:
             problems.append(f"{fullname}.{name}: size {props.get('SIZE')}, spec.py {reg['size']}")
-        fields = {f.get("NAME"): {p.get("NAME"): p.get("VALUE") for p in f.findall("PROPERTY")}
-                  for f in node.iter("FIELD")}
+        fields = {
+            f.get("NAME"): {p.get("NAME"): p.get("VALUE") for p in f.findall("PROPERTY")} for f in node.iter("FIELD")
+        }
         for field_name, fld in reg["fields"].items():
             got = fields.get(field_name)
             if got is None:
                 problems.append(f"{fullname}.{name}: field {field_name} not declared")
-            elif (int(got.get("BIT_OFFSET", -1)), int(got.get("BIT_WIDTH", -1))) != (fld["bit_offset"],
-                                                                                        fld["bit_width"]):
-                problems.append(f"{fullname}.{name}.{field_name}: bits {got.get('BIT_OFFSET')}+"
-                                f"{got.get('BIT_WIDTH')}, spec.py {fld['bit_offset']}+{fld['bit_width']}")
+            elif (int(got.get("BIT_OFFSET", -1)), int(got.get("BIT_WIDTH", -1))) != (
+                fld["bit_offset"],
+                fld["bit_width"],
+            ):
+                problems.append(
+                    f"{fullname}.{name}.{field_name}: bits {got.get('BIT_OFFSET')}+"
+                    f"{got.get('BIT_WIDTH')}, spec.py {fld['bit_offset']}+{fld['bit_width']}"
+                )
     return problems

@@ -2,6 +2,7 @@
 RTL on the same bench) and of whole small GAE and replay cores (the cocotb benches of ``tests/gae`` and
 ``tests/replay``), in Icarus with the cell models of :mod:`.timing_tools`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,9 +16,9 @@ import numpy as np
 from .. import spec as S
 from ..models.gae import gae_fixed
 from .gae_report import pe_module_name
+from .timing_tools import TIMEOUTS_S, _run, _tool
 from .verilog import module_name
 from .yosys import REPO
-from .timing_tools import TIMEOUTS_S, _run, _tool  # noqa: F401
 
 __all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed"]
 
@@ -26,7 +27,8 @@ __all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed
 # ---------------------------------------------------------------------------------------------------------------
 
 _PE_BENCH = """`timescale 1ns/1ps
-// Post-route bench of {top} (pynq_rl/overlay/build/postroute.py): one input row per clock from {vectors}, outputs to {out}.
+// Post-route bench of {top} (pynq_rl/overlay/build/postroute.py): one input row per clock from {vectors},
+// outputs to {out}.
 module tb;
   reg clock = 0;
   reg signed [{dw}-1:0] reward, value;
@@ -61,8 +63,9 @@ endmodule
 """
 
 
-def _pe_stimulus(spec: S.GaeSpec, rng: np.random.Generator, episodes: int, gammas: tuple[int, int]
-                 ) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray, bool]]]:
+def _pe_stimulus(
+    spec: S.GaeSpec, rng: np.random.Generator, episodes: int, gammas: tuple[int, int]
+) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray, bool]]]:
     """Input rows (hex) of ``episodes`` random episodes, fed backward as the core does (bootstrap row first),
     with bubbles; and the model's (A, R in output order, saturated) per episode."""
     width = spec.data.width
@@ -70,24 +73,30 @@ def _pe_stimulus(spec: S.GaeSpec, rng: np.random.Generator, episodes: int, gamma
     lo, hi = spec.data.min_code, spec.data.max_code
 
     def row(valid, boot, done, reward, value):
-        word = (valid << (2 * width + 2)) | (boot << (2 * width + 1)) | (done << (2 * width)) \
-            | ((reward & mask) << width) | (value & mask)
+        word = (
+            (valid << (2 * width + 2))
+            | (boot << (2 * width + 1))
+            | (done << (2 * width))
+            | ((reward & mask) << width)
+            | (value & mask)
+        )
         return f"{word:x}"
 
     rows, want = [], []
     for _ in range(episodes):
         n_steps = int(rng.integers(1, 33))
-        scale = float(2.0 ** rng.choice([8, 16, 20, width - 3, width]))   # small to saturating
+        scale = float(2.0 ** rng.choice([8, 16, 20, width - 3, width]))  # small to saturating
         rewards = np.clip(np.round(rng.normal(0, scale, n_steps)), lo, hi).astype(np.int64)
         values = np.clip(np.round(rng.normal(0, scale, n_steps + 1)), lo, hi).astype(np.int64)
         dones = (rng.random(n_steps) < 0.15).astype(np.int64)
         rows.append(row(1, 1, 0, 0, int(values[-1])))
         for t in range(n_steps - 1, -1, -1):
-            while rng.random() < 0.2:      # a bubble: in_valid low, the other inputs random
+            while rng.random() < 0.2:  # a bubble: in_valid low, the other inputs random
                 rows.append(row(0, int(rng.integers(2)), int(rng.integers(2)), int(rng.integers(lo, hi)), 0))
             rows.append(row(1, 0, int(dones[t]), int(rewards[t]), int(values[t])))
-        model = gae_fixed(spec, rewards[:, None], values[:, None], dones[:, None], gammas[0], gammas[1],
-                          use_numba=False)
+        model = gae_fixed(
+            spec, rewards[:, None], values[:, None], dones[:, None], gammas[0], gammas[1], use_numba=False
+        )
         want.append((model.advantages[::-1, 0], model.returns[::-1, 0], bool(model.saturated)))
     return rows, want
 
@@ -117,15 +126,27 @@ def _pe_mismatches(got: list[list[str]], want: list[tuple[np.ndarray, np.ndarray
 
 def _icarus(sources: list[Path], bench: Path, run_dir: Path) -> None:
     binary = bench.with_suffix(".vvp")
-    _run([_tool("iverilog"), "-g2012", "-o", binary.name, "-s", "tb", bench.name, *map(str, sources)], run_dir,
-         TIMEOUTS_S["iverilog"], f"iverilog of {bench.name}")
+    _run(
+        [_tool("iverilog"), "-g2012", "-o", binary.name, "-s", "tb", bench.name, *map(str, sources)],
+        run_dir,
+        TIMEOUTS_S["iverilog"],
+        f"iverilog of {bench.name}",
+    )
     proc = _run([_tool("vvp"), "-n", binary.name], run_dir, TIMEOUTS_S["vvp"], f"vvp of {bench.name}")
     if "not modelled" in proc.stdout:
         raise RuntimeError(f"{bench.name}: {proc.stdout.strip().splitlines()[-1]}")
 
 
-def simulate_pe_routed(spec: S.GaeSpec, routed_v: Path, rtl_v: Path, cells: Path, run_dir: Path, seed: int = 15,
-                       episodes: int = 24, gammas: tuple[tuple[int, int], ...] | None = None) -> dict:
+def simulate_pe_routed(
+    spec: S.GaeSpec,
+    routed_v: Path,
+    rtl_v: Path,
+    cells: Path,
+    run_dir: Path,
+    seed: int = 15,
+    episodes: int = 24,
+    gammas: tuple[tuple[int, int], ...] | None = None,
+) -> dict:
     """Simulate the routed ``pe+powers`` netlist and its converted RTL in Icarus on the same random episodes and
     compare both with :func:`gae_fixed`, output by output.
 
@@ -172,21 +193,37 @@ def simulate_pe_routed(spec: S.GaeSpec, routed_v: Path, rtl_v: Path, cells: Path
             name = f"pe_{tag}_{g_index}"
             (run_dir / f"{name}.hex").write_text("\n".join(rows) + "\n")
             bench = run_dir / f"{name}_tb.v"
-            bench.write_text(_PE_BENCH.format(top=top, dw=spec.data.width, cw=spec.coef.width, n=len(rows),
-                                              vectors=f"{name}.hex", out=f"{name}.out", gamma=gamma,
-                                              gamma_lambda=gamma_lambda, drain=4 * (spec.lookahead + 8)))
+            bench.write_text(
+                _PE_BENCH.format(
+                    top=top,
+                    dw=spec.data.width,
+                    cw=spec.coef.width,
+                    n=len(rows),
+                    vectors=f"{name}.hex",
+                    out=f"{name}.out",
+                    gamma=gamma,
+                    gamma_lambda=gamma_lambda,
+                    drain=4 * (spec.lookahead + 8),
+                )
+            )
             _icarus([s.resolve() for s in sources], bench, run_dir)
             got = [line.split() for line in (run_dir / f"{name}.out").read_text().splitlines() if line.strip()]
             if tag == "routed":
                 routed_bad += _pe_mismatches(got, want, first_routed)
             else:
                 rtl_bad += _pe_mismatches(got, want, first_rtl)
-    return {"what": f"`{top}` routed, {len(gammas)} x {episodes} random episodes (1-32 steps, bubbles, dones, "
-                    "saturating magnitudes), every A_t/R_t and per-episode saturation vs gae_fixed",
-            "outputs": outputs, "saturating_episodes": saturating, "routed_mismatches": routed_bad,
-            "rtl_mismatches": rtl_bad, "passed": routed_bad == 0 and outputs > 0,
-            "first_routed_mismatches": first_routed, "first_rtl_mismatches": first_rtl,
-            "runtime[s]": round(time.perf_counter() - t0, 1)}
+    return {
+        "what": f"`{top}` routed, {len(gammas)} x {episodes} random episodes (1-32 steps, bubbles, dones, "
+        "saturating magnitudes), every A_t/R_t and per-episode saturation vs gae_fixed",
+        "outputs": outputs,
+        "saturating_episodes": saturating,
+        "routed_mismatches": routed_bad,
+        "rtl_mismatches": rtl_bad,
+        "passed": routed_bad == 0 and outputs > 0,
+        "first_routed_mismatches": first_routed,
+        "first_rtl_mismatches": first_rtl,
+        "runtime[s]": round(time.perf_counter() - t0, 1),
+    }
 
 
 def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: Path, operations: int = 4) -> dict:
@@ -202,35 +239,46 @@ def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: 
     try:
         if str(REPO) not in sys.path:
             sys.path.insert(0, str(REPO))
-        from tests.common.cocotb_run import missing_tools as cocotb_missing, run_outside_pytest
+        from tests.common.cocotb_run import missing_tools as cocotb_missing
+        from tests.common.cocotb_run import run_outside_pytest
         from tests.gae import test_verilog as gae_bench
     except ImportError as exc:
-        return {"passed": False, "error": f"the cocotb bench is not importable ({exc}): run from a checkout "
-                                          "with the test extra installed"}
+        return {
+            "passed": False,
+            "error": f"the cocotb bench is not importable ({exc}): run from a checkout with the test extra installed",
+        }
     if cocotb_missing():
         return {"passed": False, "error": f"not installed: {', '.join(cocotb_missing())}"}
     combined = run_dir / f"{routed_v.stem}.sim.v"
     combined.write_text(routed_v.read_text() + "\n" + cells.read_text())
     cases = gae_bench.random_cases(spec, gae_bench.SEEDS[spec.lookahead])
-    cases = cases[:max(4, operations)]
+    cases = cases[: max(4, operations)]
     vectors = gae_bench.make_vectors(spec, cases)
     work = run_dir / "cocotb"
     if work.exists():
         shutil.rmtree(work)
     try:
         results = run_outside_pytest(gae_bench.run_cocotb, spec, combined, vectors, work)
-    except RuntimeError as exc:     # cocotb_tools raises when the simulator exits abnormally
-        return {"passed": False, "error": f"the simulation did not complete: {exc}",
-                "runtime[s]": round(time.perf_counter() - t0, 1)}
-    return {"what": f"`{module_name('gae', spec)}` routed, {len(cases)} operations through the cocotb bench of "
-                    "tests/gae/test_verilog.py x (idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES "
-                    "vs the model", "operations": len(cases) * gae_bench.COCOTB_TESTS_PER_RUN,
-            "passed": results is not None, **({} if results else {"error": "cocotb reported failures (see log)"}),
-            "runtime[s]": round(time.perf_counter() - t0, 1)}
+    except RuntimeError as exc:  # cocotb_tools raises when the simulator exits abnormally
+        return {
+            "passed": False,
+            "error": f"the simulation did not complete: {exc}",
+            "runtime[s]": round(time.perf_counter() - t0, 1),
+        }
+    return {
+        "what": f"`{module_name('gae', spec)}` routed, {len(cases)} operations through the cocotb bench of "
+        "tests/gae/test_verilog.py x (idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES "
+        "vs the model",
+        "operations": len(cases) * gae_bench.COCOTB_TESTS_PER_RUN,
+        "passed": results is not None,
+        **({} if results else {"error": "cocotb reported failures (see log)"}),
+        "runtime[s]": round(time.perf_counter() - t0, 1),
+    }
 
 
-def simulate_replay_routed(spec: S.ReplaySpec, routed_v: Path, cells: Path, run_dir: Path, seed: int = 15,
-                           operations: int = 12) -> dict:
+def simulate_replay_routed(
+    spec: S.ReplaySpec, routed_v: Path, cells: Path, run_dir: Path, seed: int = 15, operations: int = 12
+) -> dict:
     """Simulate the routed netlist of a whole replay core with the cocotb bench of ``tests/replay/test_verilog.py``
     (AXI-Lite registers, AXI-Stream in and out, with and without idle cycles and back-pressure): the output bytes,
     TLAST, STATUS, CYCLES, TOTAL, NONZERO and SEED after each operation must equal the model's.
@@ -244,11 +292,14 @@ def simulate_replay_routed(spec: S.ReplaySpec, routed_v: Path, cells: Path, run_
     try:
         if str(REPO) not in sys.path:
             sys.path.insert(0, str(REPO))
-        from tests.common.cocotb_run import missing_tools as cocotb_missing, run_outside_pytest
+        from tests.common.cocotb_run import missing_tools as cocotb_missing
+        from tests.common.cocotb_run import run_outside_pytest
         from tests.replay import test_verilog as replay_bench
     except ImportError as exc:
-        return {"passed": False, "error": f"the cocotb bench is not importable ({exc}): run from a checkout "
-                                          "with the test extra installed"}
+        return {
+            "passed": False,
+            "error": f"the cocotb bench is not importable ({exc}): run from a checkout with the test extra installed",
+        }
     if cocotb_missing():
         return {"passed": False, "error": f"not installed: {', '.join(cocotb_missing())}"}
     combined = run_dir / f"{routed_v.stem}.sim.v"
@@ -260,12 +311,19 @@ def simulate_replay_routed(spec: S.ReplaySpec, routed_v: Path, cells: Path, run_
         shutil.rmtree(work)
     try:
         results = run_outside_pytest(replay_bench.run_cocotb, spec, combined, vectors, work)
-    except RuntimeError as exc:     # cocotb_tools raises when the simulator exits abnormally
-        return {"passed": False, "error": f"the simulation did not complete: {exc}",
-                "runtime[s]": round(time.perf_counter() - t0, 1)}
-    return {"what": f"`{module_name('replay', spec)}` routed, {len(ops)} operations (SET, SAMPLE, SAMPLE_UNIFORM, "
-                    "DUMP, CLEAR, refused STARTs, SEED) through the cocotb bench of tests/replay/test_verilog.py x "
-                    "(idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES, TOTAL, NONZERO, SEED vs "
-                    "the model", "operations": len(ops) * replay_bench.COCOTB_TESTS_PER_RUN,
-            "passed": results is not None, **({} if results else {"error": "cocotb reported failures (see log)"}),
-            "runtime[s]": round(time.perf_counter() - t0, 1)}
+    except RuntimeError as exc:  # cocotb_tools raises when the simulator exits abnormally
+        return {
+            "passed": False,
+            "error": f"the simulation did not complete: {exc}",
+            "runtime[s]": round(time.perf_counter() - t0, 1),
+        }
+    return {
+        "what": f"`{module_name('replay', spec)}` routed, {len(ops)} operations (SET, SAMPLE, SAMPLE_UNIFORM, "
+        "DUMP, CLEAR, refused STARTs, SEED) through the cocotb bench of tests/replay/test_verilog.py x "
+        "(idle, back-pressure) on/off: output bytes, TLAST, STATUS, CYCLES, TOTAL, NONZERO, SEED vs "
+        "the model",
+        "operations": len(ops) * replay_bench.COCOTB_TESTS_PER_RUN,
+        "passed": results is not None,
+        **({} if results else {"error": "cocotb reported failures (see log)"}),
+        "runtime[s]": round(time.perf_counter() - t0, 1),
+    }

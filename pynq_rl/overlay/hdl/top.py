@@ -2,18 +2,27 @@
 AXI4-Stream ports for its DMA. Port names follow Vivado's conventions (``s_axi_control_*``, ``s_axis_*``,
 ``m_axis_*``, ``aclk``, ``aresetn``) so IP packaging infers the interfaces.
 """
-from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, block, intbv
 
 from .. import spec as S
 from .common.axi_lite import AxiLiteBus, axi_lite_regfile
 from .common.axis import AxiStream
 from .gae.core import CoreConfig, gae_core
-from .replay.core import replay_core, ReplayConfig
-from .parsa.core import parsa_core, ParsaConfig
+from .parsa.core import ParsaConfig, parsa_core
 from .parsa.mailbox import parsa_mailbox, window_registers
+from .replay.core import ReplayConfig, replay_core
 
-__all__ = ["gae_core_top", "replay_core_top", "parsa_core_top", "top_signals", "status_word", "register_wiring", "stream_ports",
-           "CORE_TOPS"]
+__all__ = [
+    "gae_core_top",
+    "replay_core_top",
+    "parsa_core_top",
+    "top_signals",
+    "status_word",
+    "register_wiring",
+    "stream_ports",
+    "CORE_TOPS",
+]
 
 
 def top_signals(spec):
@@ -41,7 +50,7 @@ def status_word(register, cfg) -> ConcatSignal:
             raise ValueError(f"STATUS.{name} needs a {fld['bit_width']}-bit signal cfg.{name.lower()}, not {source!r}")
         high = fld["bit_offset"] + fld["bit_width"]
         if top > high:
-            parts.append(intbv(0)[top - high:])
+            parts.append(intbv(0)[top - high :])
         parts.append(source)
         top = fld["bit_offset"]
     if top:
@@ -76,20 +85,35 @@ def register_wiring(table, cfg, spec, live=None, written=None, window=()):
     top instantiates the register file itself (MyHDL wants instances made in a block's own body) and binds
     ``status`` and the storage it reads to locals, so the Verilog keeps their names.
     """
-    storage = {name: Signal(intbv(reg["reset"])[32:]) for name, reg in table.items()
-               if reg["access"] != S.READ_ONLY and name not in window}
+    storage = {
+        name: Signal(intbv(reg["reset"])[32:])
+        for name, reg in table.items()
+        if reg["access"] != S.READ_ONLY and name not in window
+    }
     status = status_word(table["STATUS"], cfg)
-    wiring = {"live": {"STATUS": status, "CYCLES": cfg.cycles, **(live or {})},
-              "constants": spec.parameter_registers(), "pulses": _control_pulses(table["CTRL"], cfg),
-              "written": written, "written_busy": cfg.busy}
+    wiring = {
+        "live": {"STATUS": status, "CYCLES": cfg.cycles, **(live or {})},
+        "constants": spec.parameter_registers(),
+        "pulses": _control_pulses(table["CTRL"], cfg),
+        "written": written,
+        "written_busy": cfg.busy,
+    }
     return storage, status, wiring
 
 
 def stream_ports(s_axis, m_axis) -> tuple:
     """A core's stream ports in the order every core block takes them: outputs (m_tdata, m_tvalid, m_tlast,
     s_tready), then inputs (s_tdata, s_tvalid, s_tlast, m_tready)."""
-    return (m_axis.tdata, m_axis.tvalid, m_axis.tlast, s_axis.tready,
-            s_axis.tdata, s_axis.tvalid, s_axis.tlast, m_axis.tready)
+    return (
+        m_axis.tdata,
+        m_axis.tvalid,
+        m_axis.tlast,
+        s_axis.tready,
+        s_axis.tdata,
+        s_axis.tvalid,
+        s_axis.tlast,
+        m_axis.tready,
+    )
 
 
 @block
@@ -206,30 +230,72 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     cfg = ParsaConfig(spec)
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
     mbox_action, mbox_q, mbox_hold = Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(bool(0))
-    w_strobe, w_addr, w_data = Signal(bool(0)), Signal(intbv(0)[len(s_axi_control.awaddr) - 2:]), Signal(intbv(0)[32:])
-    live = {"CYCLES_ACT": cfg.cycles_act, "CYCLES_UPDATE": cfg.cycles_update, "EPSILON": cfg.epsilon_live,
-            "SEED": cfg.seed_live, "MBOX_ACTION": mbox_action, "MBOX_Q": mbox_q}
+    w_strobe, w_addr, w_data = Signal(bool(0)), Signal(intbv(0)[len(s_axi_control.awaddr) - 2 :]), Signal(intbv(0)[32:])
+    live = {
+        "CYCLES_ACT": cfg.cycles_act,
+        "CYCLES_UPDATE": cfg.cycles_update,
+        "EPSILON": cfg.epsilon_live,
+        "SEED": cfg.seed_live,
+        "MBOX_ACTION": mbox_action,
+        "MBOX_Q": mbox_q,
+    }
     written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
     window = window_registers()
     storage, status, wiring = register_wiring(table, cfg, spec, live, written, window)
-    regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn,
-                            window=(window, w_strobe, w_addr, w_data), hold={"MBOX_ACTION": mbox_hold},
-                            hold_cycles=spec.mailbox_wait, **wiring)
+    regs = axi_lite_regfile(
+        s_axi_control,
+        table,
+        storage,
+        clock=aclk,
+        reset=aresetn,
+        window=(window, w_strobe, w_addr, w_data),
+        hold={"MBOX_ACTION": mbox_hold},
+        hold_cycles=spec.mailbox_wait,
+        **wiring,
+    )
     regs.name = "regs"
     ctrl = storage["CTRL"]
     n_dims, n_actions, n_tilings = storage["N_DIMS"], storage["N_ACTIONS"], storage["N_TILINGS"]
     alpha, gamma, epsilon, decay = storage["ALPHA"], storage["GAMMA"], storage["EPSILON"], storage["EPSILON_DECAY"]
     options, seed, reward_key, reward = storage["OPTIONS"], storage["SEED"], storage["REWARD_KEY"], storage["REWARD"]
-    ctrl_mode = Signal(intbv(0)[mode_hi - mode_lo:])
+    ctrl_mode = Signal(intbv(0)[mode_hi - mode_lo :])
 
     core_s, core_m = AxiStream(len(s_axis.tdata)), AxiStream(len(m_axis.tdata))
     # MBOX_ACTION's STATUS flags, each read from the core's cfg.<name> as STATUS's (status_word)
     mbox_flags = ConcatSignal(*(getattr(cfg, name.lower()) for name in reversed(S.PARSA_MBOX_FLAGS)))
-    mailbox = parsa_mailbox(core_s.tdata, core_s.tvalid, core_s.tlast, s_axis.tready, core_m.tready, m_axis.tdata,
-                            m_axis.tvalid, m_axis.tlast, mbox_action, mbox_q, mbox_hold,
-                            s_axis.tdata, s_axis.tvalid, s_axis.tlast, core_s.tready, core_m.tdata, core_m.tvalid,
-                            core_m.tlast, m_axis.tready, w_strobe, w_addr, w_data, cfg.start, cfg.soft_reset,
-                            ctrl_mode, n_dims, cfg.busy, mbox_flags, aclk, aresetn, spec)
+    mailbox = parsa_mailbox(
+        core_s.tdata,
+        core_s.tvalid,
+        core_s.tlast,
+        s_axis.tready,
+        core_m.tready,
+        m_axis.tdata,
+        m_axis.tvalid,
+        m_axis.tlast,
+        mbox_action,
+        mbox_q,
+        mbox_hold,
+        s_axis.tdata,
+        s_axis.tvalid,
+        s_axis.tlast,
+        core_s.tready,
+        core_m.tdata,
+        core_m.tvalid,
+        core_m.tlast,
+        m_axis.tready,
+        w_strobe,
+        w_addr,
+        w_data,
+        cfg.start,
+        cfg.soft_reset,
+        ctrl_mode,
+        n_dims,
+        cfg.busy,
+        mbox_flags,
+        aclk,
+        aresetn,
+        spec,
+    )
     mailbox.name = "mailbox"
     core = parsa_core(*stream_ports(core_s, core_m), cfg, aclk, aresetn, spec)
     core.name = "core"
@@ -240,7 +306,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 
     @always_comb
     def configuration():
-        if ctrl_mode == MODE_MAILBOX:                    # the core acts on the mailbox's record
+        if ctrl_mode == MODE_MAILBOX:  # the core acts on the mailbox's record
             cfg.mode.next = MODE_ACT
         else:
             cfg.mode.next = ctrl_mode
@@ -262,5 +328,8 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 MODE_MAILBOX, MODE_ACT = int(S.ParsaMode.MAILBOX), int(S.ParsaMode.ACT)
 
 #: Per core name: (top block, port-signal factory), for code that instantiates a board's cores generically.
-CORE_TOPS = {"gae": (gae_core_top, top_signals), "replay": (replay_core_top, top_signals),
-             "parsa": (parsa_core_top, top_signals)}
+CORE_TOPS = {
+    "gae": (gae_core_top, top_signals),
+    "replay": (replay_core_top, top_signals),
+    "parsa": (parsa_core_top, top_signals),
+}

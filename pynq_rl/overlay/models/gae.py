@@ -31,6 +31,7 @@ an order of magnitude faster. Both are deterministic integer code, so they canno
 The q8 encoding (HEPPO's block standardization) lives here too, because its rounding is part of the contract:
 see :func:`encode_q8`.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,9 +47,24 @@ try:  # numba is optional: the numpy path gives identical bits where no wheel ex
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["GaeResult", "Q8Block", "gae_fixed", "encode_q8", "choose_unit", "advantage_bound", "gae_float64", "error_bound",
-           "input_record_dtype", "output_record_dtype", "batches", "pack_input", "unpack_input", "pack_output",
-           "unpack_output", "HAVE_NUMBA"]
+__all__ = [
+    "GaeResult",
+    "Q8Block",
+    "gae_fixed",
+    "encode_q8",
+    "choose_unit",
+    "advantage_bound",
+    "gae_float64",
+    "error_bound",
+    "input_record_dtype",
+    "output_record_dtype",
+    "batches",
+    "pack_input",
+    "unpack_input",
+    "pack_output",
+    "unpack_output",
+    "HAVE_NUMBA",
+]
 
 HAVE_NUMBA = _numba is not None
 
@@ -96,9 +112,9 @@ def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom
     bound = advantage_bound(absmax, gamma, lam)
     if not math.isfinite(bound):
         raise ValueError(f"absmax {absmax!r} bounds the advantages by {bound!r}: no float64 working unit holds them")
-    ratio = bound / (data.max_value / 2 ** headroom_bits)
+    ratio = bound / (data.max_value / 2**headroom_bits)
     # a subnormal absmax makes ratio underflow to 0: the smallest normal unit still codes every input (as ~0)
-    return 2.0 ** max(math.ceil(math.log2(ratio)), -1022) if ratio > 0.0 else 2.0 ** -1022
+    return 2.0 ** max(math.ceil(math.log2(ratio)), -1022) if ratio > 0.0 else 2.0**-1022
 
 
 def advantage_bound(absmax: float, gamma: float, lam: float) -> float:
@@ -128,8 +144,10 @@ def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
     spread = float(np.max(np.abs(centered))) if y.size else 0.0
     scale = int(math.ceil(spread / code.max_code / data.lsb)) if spread > 0 else 0
     if scale > spec.scale.max_code:
-        raise ValueError(f"block spread {spread:g} (working units) needs SCALE {scale}, above the register's "
-                         f"{spec.scale.max_code}: choose a larger unit")
+        raise ValueError(
+            f"block spread {spread:g} (working units) needs SCALE {scale}, above the register's "
+            f"{spec.scale.max_code}: choose a larger unit"
+        )
     if scale > 0:
         codes, _ = fixed.quantize(centered / (scale * data.lsb), code)
     else:
@@ -138,8 +156,9 @@ def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
     return Q8Block(codes=codes, scale=scale, offset=offset, error=error)
 
 
-def gae_float64(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float,
-                lam: float) -> tuple[np.ndarray, np.ndarray]:
+def gae_float64(
+    rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float, lam: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Float64 reference GAE (the equation in the module docstring, one step at a time)."""
     rewards = np.asarray(rewards, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
@@ -153,8 +172,16 @@ def gae_float64(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamm
     return advantages, advantages + values[:-1]
 
 
-def error_bound(spec: GaeSpec, gamma: float, lam: float, unit: float, r_error: float, v_error: float,
-                delta_absmax: float, adv_absmax: float) -> float:
+def error_bound(
+    spec: GaeSpec,
+    gamma: float,
+    lam: float,
+    unit: float,
+    r_error: float,
+    v_error: float,
+    delta_absmax: float,
+    adv_absmax: float,
+) -> float:
     """Worst-case |model - float64 reference| of advantages and returns, in input units.
 
     Per step the core injects at most ``e = r_error + (1 + gamma) v_error`` from its inputs, half an LSB per
@@ -172,9 +199,9 @@ def error_bound(spec: GaeSpec, gamma: float, lam: float, unit: float, r_error: f
     c = gamma * lam
     k = spec.lookahead
     e = r_error + (1.0 + gamma) * v_error + 0.5 * lsb + 0.5 * coef_lsb * adv_absmax
-    numerator = sum(c ** j for j in range(k)) * e + 0.5 * k * lsb
+    numerator = sum(c**j for j in range(k)) * e + 0.5 * k * lsb
     numerator += sum((j + 1) * coef_lsb * delta_absmax for j in range(1, k)) + (k + 1) * coef_lsb * adv_absmax
-    contraction = 1.0 - c ** k
+    contraction = 1.0 - c**k
     if contraction <= 0.0:  # gamma*lambda == 1: errors add up over the whole rollout
         return float("inf")
     return numerator / contraction + v_error + 0.5 * lsb
@@ -184,17 +211,27 @@ def input_record_dtype(spec: GaeSpec, mode: GaeMode) -> np.dtype:
     """numpy dtype of one input stream record (see :class:`GaeSpec`): ``reward``, ``value``, ``done`` fields."""
     word = np.dtype(np.int8) if GaeMode(mode) == GaeMode.Q8 else np.dtype("<i4")
     lanes = spec.lanes
-    return np.dtype({"names": ["reward", "value", "done"],
-                     "formats": [(word, (lanes,)), (word, (lanes,)), (np.uint8, (spec.done_bytes,))],
-                     "offsets": [0, lanes * word.itemsize, 2 * lanes * word.itemsize],
-                     "itemsize": spec.input_record_bytes(mode)})
+    return np.dtype(
+        {
+            "names": ["reward", "value", "done"],
+            "formats": [(word, (lanes,)), (word, (lanes,)), (np.uint8, (spec.done_bytes,))],
+            "offsets": [0, lanes * word.itemsize, 2 * lanes * word.itemsize],
+            "itemsize": spec.input_record_bytes(mode),
+        }
+    )
 
 
 def output_record_dtype(spec: GaeSpec) -> np.dtype:
     """numpy dtype of one output stream record: ``advantage`` then ``ret`` (A + V), int32 each."""
     lanes = spec.lanes
-    return np.dtype({"names": ["advantage", "ret"], "formats": [("<i4", (lanes,)), ("<i4", (lanes,))],
-                     "offsets": [0, 4 * lanes], "itemsize": spec.output_record_bytes})
+    return np.dtype(
+        {
+            "names": ["advantage", "ret"],
+            "formats": [("<i4", (lanes,)), ("<i4", (lanes,))],
+            "offsets": [0, 4 * lanes],
+            "itemsize": spec.output_record_bytes,
+        }
+    )
 
 
 def batches(spec: GaeSpec, n_envs: int) -> int:
@@ -217,8 +254,14 @@ def _from_batches(x: np.ndarray, n_envs: int) -> np.ndarray:
     return x.transpose(1, 0, 2).reshape(n_rows, n_batches * lanes)[:, :n_envs]
 
 
-def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray,
-               out: np.ndarray | None = None) -> np.ndarray:
+def pack_input(
+    spec: GaeSpec,
+    mode: GaeMode,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Pack codes (T, N), (T + 1, N), (T, N) into the input stream of one operation: ``B = ceil(N / LANES)``
     lane-batches of T + 1 records each, back to back (unused lanes of the last batch are 0), each lane-batch's
     records in :meth:`GaeSpec.stream_rows` order (T > T_MAX: its T_MAX chunks from the latest to the earliest).
@@ -233,8 +276,8 @@ def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.nda
         records.view(np.uint8)[:] = 0
     shaped = records.reshape(n_batches, n_steps + 1)
     order = spec.stream_rows(n_steps)
-    boot = int(np.flatnonzero(order == n_steps)[0])           # the bootstrap row's position: T of the first chunk
-    steps = np.delete(order, boot)                             # the time rows, in stream order
+    boot = int(np.flatnonzero(order == n_steps)[0])  # the bootstrap row's position: T of the first chunk
+    steps = np.delete(order, boot)  # the time rows, in stream order
     slots = np.delete(np.arange(n_steps + 1), boot)
     chunked = n_steps > spec.t_max
     shaped["value"][:] = _to_batches(spec, values[order] if chunked else values)
@@ -244,8 +287,9 @@ def pack_input(spec: GaeSpec, mode: GaeMode, rewards: np.ndarray, values: np.nda
     return records
 
 
-def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int,
-                 n_batches: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unpack_input(
+    spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int, n_batches: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`pack_input`: int64 codes (T, N), (T + 1, N) and 0/1 dones (T, N) of ``n_batches``
     lane-batches, the last one ``n_lanes`` wide (``N = (n_batches - 1) * LANES + n_lanes``)."""
     n_envs = (n_batches - 1) * spec.lanes + n_lanes
@@ -254,7 +298,7 @@ def unpack_input(spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int
     order = spec.stream_rows(n_steps)
     boot = int(np.flatnonzero(order == n_steps)[0])
     slots = np.delete(np.arange(n_steps + 1), boot)
-    back = np.argsort(order)                                   # stream position of each time row
+    back = np.argsort(order)  # stream position of each time row
     back_steps = np.argsort(np.delete(order, boot))
     values = _from_batches(shaped["value"][:, back].astype(np.int64), n_envs)
     rewards = _from_batches(shaped["reward"][:, slots][:, back_steps].astype(np.int64), n_envs)
@@ -274,14 +318,17 @@ def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> n
     return records
 
 
-def unpack_output(spec: GaeSpec, records: np.ndarray, n_lanes: int,
-                  n_batches: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def unpack_output(
+    spec: GaeSpec, records: np.ndarray, n_lanes: int, n_batches: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`pack_output`: int64 codes (T, N) of advantages and returns of ``n_batches`` lane-batches,
     the last one ``n_lanes`` wide, in time order (the stream carries them newest first)."""
     n_envs = (n_batches - 1) * spec.lanes + n_lanes
     shaped = records.reshape(n_batches, -1)[:, ::-1]
-    return (_from_batches(shaped["advantage"].astype(np.int64), n_envs),
-            _from_batches(shaped["ret"].astype(np.int64), n_envs))
+    return (
+        _from_batches(shaped["advantage"].astype(np.int64), n_envs),
+        _from_batches(shaped["ret"].astype(np.int64), n_envs),
+    )
 
 
 def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:
@@ -313,9 +360,20 @@ def _check_codes(name: str, codes: np.ndarray, fmt: QFormat) -> None:
         raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] ({fmt}), not [{lo}, {hi}]")
 
 
-def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma_code: int,
-              gamma_lambda_code: int, mode: GaeMode = GaeMode.RAW, r_scale: int = 0, r_offset: int = 0,
-              v_scale: int = 0, v_offset: int = 0, use_numba: bool | None = None) -> GaeResult:
+def gae_fixed(
+    spec: GaeSpec,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    dones: np.ndarray,
+    gamma_code: int,
+    gamma_lambda_code: int,
+    mode: GaeMode = GaeMode.RAW,
+    r_scale: int = 0,
+    r_offset: int = 0,
+    v_scale: int = 0,
+    v_offset: int = 0,
+    use_numba: bool | None = None,
+) -> GaeResult:
     """Run one GAE operation on integer codes exactly as the core does.
 
     Parameters
@@ -351,8 +409,10 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     values = np.asarray(values, dtype=np.int64)
     dones = np.asarray(dones, dtype=np.int64)
     if rewards.ndim != 2 or values.shape != (rewards.shape[0] + 1, rewards.shape[1]) or dones.shape != rewards.shape:
-        raise ValueError(f"expected rewards (T, N), values (T + 1, N), dones (T, N), not "
-                         f"{rewards.shape}, {values.shape}, {dones.shape}")
+        raise ValueError(
+            f"expected rewards (T, N), values (T + 1, N), dones (T, N), not "
+            f"{rewards.shape}, {values.shape}, {dones.shape}"
+        )
     _check_codes("done", dones, _DONE_FORMAT)
     for name, code in (("GAMMA", gamma_code), ("GAMMA_LAMBDA", gamma_lambda_code)):
         if not spec.coef.min_code <= code <= 1 << spec.coef.frac:
@@ -362,8 +422,12 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     if GaeMode(mode) == GaeMode.Q8:
         _check_codes("reward", rewards, spec.code)
         _check_codes("value", values, spec.code)
-        for name, reg, fmt in (("R_SCALE", r_scale, spec.scale), ("R_OFFSET", r_offset, data),
-                               ("V_SCALE", v_scale, spec.scale), ("V_OFFSET", v_offset, data)):
+        for name, reg, fmt in (
+            ("R_SCALE", r_scale, spec.scale),
+            ("R_OFFSET", r_offset, data),
+            ("V_SCALE", v_scale, spec.scale),
+            ("V_OFFSET", v_offset, data),
+        ):
             if not fmt.min_code <= reg <= fmt.max_code:
                 raise ValueError(f"{name} must be a code in [{fmt.min_code}, {fmt.max_code}], not {reg!r}")
         rewards, sat_r = fixed.saturate(rewards * r_scale + r_offset, data)
@@ -378,8 +442,9 @@ def gae_fixed(spec: GaeSpec, rewards: np.ndarray, values: np.ndarray, dones: np.
     if use_numba and not HAVE_NUMBA:
         raise RuntimeError("use_numba=True but numba is not installed (pip install 'pynq-rl[fast]')")
     kernel = _gae_numba if use_numba else _gae_numpy
-    advantages, returns, sat = kernel(rewards, values, dones, int(gamma_code), powers, spec.coef.frac,
-                                      data.min_code, data.max_code)
+    advantages, returns, sat = kernel(
+        rewards, values, dones, int(gamma_code), powers, spec.coef.frac, data.min_code, data.max_code
+    )
     cycles = spec.cycles(rewards.shape[0], batches(spec, rewards.shape[1]))
     return GaeResult(advantages=advantages, returns=returns, saturated=saturated or bool(sat), cycles=cycles)
 
@@ -402,14 +467,14 @@ def _gae_numpy(rewards, values, dones, gamma, powers, cf, lo, hi):
     partial = delta.copy()
     chain = np.ones((n_steps, n_lanes), dtype=np.int64)
     for j in range(1, k):
-        chain = chain * padded_alive[j - 1:j - 1 + n_steps]
-        partial += rnd(powers[j] * chain * padded_delta[j:j + n_steps], cf)
-    tail_coef = powers[k] * chain * padded_alive[k - 1:k - 1 + n_steps]
+        chain = chain * padded_alive[j - 1 : j - 1 + n_steps]
+        partial += rnd(powers[j] * chain * padded_delta[j : j + n_steps], cf)
+    tail_coef = powers[k] * chain * padded_alive[k - 1 : k - 1 + n_steps]
     # A_t = sat(partial_t + rnd(P_k(t) A_{t+k})): rows t..t+k-1 depend only on rows >= t+k, so go back k at a time.
     adv = np.zeros((n_steps + k, n_lanes), dtype=np.int64)
     for stop in range(n_steps, 0, -k):
         start = max(stop - k, 0)
-        raw_adv = partial[start:stop] + rnd(tail_coef[start:stop] * adv[start + k:stop + k], cf)
+        raw_adv = partial[start:stop] + rnd(tail_coef[start:stop] * adv[start + k : stop + k], cf)
         adv[start:stop] = clamp(raw_adv, lo, hi)
         sat = sat or bool(np.any(adv[start:stop] != raw_adv))
     adv = adv[:n_steps]

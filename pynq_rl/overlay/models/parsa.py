@@ -16,6 +16,7 @@ Where OPaL's firmware and thesis disagree, this follows the thesis equations: Sa
 at run time (its ``quant_div`` divided by the wrong operand). Step sizes are UQ1.16 coefficients rather than values
 in the policy's own Q format, so alpha keeps 16 bits of precision at any FRAC_BITS.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,23 +24,46 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..spec import PARSA_NO_ACTION, PARSA_REGISTERS, PRNG_ZERO_SEED, ParsaMode, ParsaSpec
-from .parsa_tiling import (SCALE_FRAC, Descriptor, TilingLayout, TilingSet, dimension_codes, float_tile_indices,
-                           schedule)
+from .parsa_tiling import SCALE_FRAC, Descriptor, TilingLayout, TilingSet, dimension_codes, float_tile_indices, schedule
 
 try:  # numba is optional: the numpy path gives identical bits where no wheel exists
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "ParsaModel", "ActResult",
-           "pack_descriptors", "unpack_descriptors", "pack_dimensions", "unpack_dimensions", "pack_states",
-           "unpack_states", "pack_actions", "unpack_actions", "pack_pairs", "unpack_pairs", "pack_policy",
-           "unpack_policy", "float_tile_indices", "HAVE_NUMBA", "SCALE_FRAC", "mailbox_window"]
+__all__ = [
+    "TilingSet",
+    "TilingLayout",
+    "Descriptor",
+    "schedule",
+    "dimension_codes",
+    "ParsaModel",
+    "ActResult",
+    "pack_descriptors",
+    "unpack_descriptors",
+    "pack_dimensions",
+    "unpack_dimensions",
+    "pack_states",
+    "unpack_states",
+    "pack_actions",
+    "unpack_actions",
+    "pack_pairs",
+    "unpack_pairs",
+    "pack_policy",
+    "unpack_policy",
+    "float_tile_indices",
+    "HAVE_NUMBA",
+    "SCALE_FRAC",
+    "mailbox_window",
+]
 
 HAVE_NUMBA = _numba is not None
 #: the action record header bits MBOX_ACTION keeps: its ACTION and EXPLORED fields sit where the record has them
-_MBOX_KEPT = sum(((1 << f["bit_width"]) - 1) << f["bit_offset"]
-                 for name, f in PARSA_REGISTERS["MBOX_ACTION"]["fields"].items() if name in ("ACTION", "EXPLORED"))
+_MBOX_KEPT = sum(
+    ((1 << f["bit_width"]) - 1) << f["bit_offset"]
+    for name, f in PARSA_REGISTERS["MBOX_ACTION"]["fields"].items()
+    if name in ("ACTION", "EXPLORED")
+)
 _U16 = (1 << 16) - 1
 _U32 = (1 << 32) - 1
 
@@ -47,6 +71,7 @@ _U32 = (1 << 32) - 1
 # ---------------------------------------------------------------------------------------------------------------
 # Stream records
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def pack_pairs(values: np.ndarray, count: int) -> np.ndarray:
     """``(n, count)`` int32 values packed two per uint64 word: ``(n, ceil(count/2))``."""
@@ -69,8 +94,9 @@ def unpack_pairs(words: np.ndarray, count: int) -> np.ndarray:
 
 def pack_dimensions(offsets: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """Dimension records: OFFSET in bits [31:0], SCALE in [63:32]."""
-    return ((np.asarray(offsets, dtype=np.int64).astype(np.uint64) & np.uint64(_U32))
-            | (np.asarray(scales, dtype=np.uint64) << np.uint64(32)))
+    return (np.asarray(offsets, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)) | (
+        np.asarray(scales, dtype=np.uint64) << np.uint64(32)
+    )
 
 
 def unpack_dimensions(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,8 +136,7 @@ def unpack_descriptors(words: np.ndarray) -> list[Descriptor]:
         ndims = (w0 >> 8) & 0xFF
         dims = tuple((w1 >> (8 * j)) & 0xFF for j in range(min(ndims, 4)))
         dims += (0,) * max(ndims - 4, 0)  # a count beyond 4 keeps its length, so the core's check refuses it
-        out.append(Descriptor(w0 & 0xFF, dims, (w0 >> 16) & 0xFF,
-                              (w0 >> 24) & 0xFF, (w1 >> 32) & _U16, w0 >> 32))
+        out.append(Descriptor(w0 & 0xFF, dims, (w0 >> 16) & 0xFF, (w0 >> 24) & 0xFF, (w1 >> 32) & _U16, w0 >> 32))
     return out
 
 
@@ -136,9 +161,11 @@ def unpack_states(words: np.ndarray, n_dims: int):
 
 def pack_actions(actions, explored, q_chosen, q_values=None, n_actions: int = 0) -> np.ndarray:
     """Action records: header (action, explored, q[a]) then, with ``q_values``, the q value pairs."""
-    header = (np.asarray(actions, dtype=np.uint64) & np.uint64(_U16)) \
-        | (np.asarray(explored, dtype=np.uint64) << np.uint64(16)) \
+    header = (
+        (np.asarray(actions, dtype=np.uint64) & np.uint64(_U16))
+        | (np.asarray(explored, dtype=np.uint64) << np.uint64(16))
         | ((np.asarray(q_chosen, dtype=np.int64).astype(np.uint64) & np.uint64(_U32)) << np.uint64(32))
+    )
     if q_values is None:
         return header[:, None]
     return np.concatenate([header[:, None], pack_pairs(np.asarray(q_values, dtype=np.int64), n_actions)], axis=1)
@@ -158,6 +185,7 @@ def unpack_actions(words: np.ndarray, n_actions: int = 0):
 # ---------------------------------------------------------------------------------------------------------------
 # The core's state and operations
 # ---------------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ActResult:
@@ -219,7 +247,7 @@ class ParsaModel:
         self.d_ndims = np.array([len(d.dims) for d in descriptors], dtype=np.int64)
         self.d_dims = np.zeros((n, 4), dtype=np.int64)
         for i, d in enumerate(descriptors):
-            self.d_dims[i, :len(d.dims)] = d.dims
+            self.d_dims[i, : len(d.dims)] = d.dims
         self.d_tiles = np.array([d.tiles for d in descriptors], dtype=np.int64)
         self.d_nt = np.array([d.n_t for d in descriptors], dtype=np.int64)
         self.d_shift = np.array([d.shift for d in descriptors], dtype=np.int64)
@@ -244,17 +272,23 @@ class ParsaModel:
             return False
         counts = [0] * spec.workers
         for d in descriptors:
-            if not (0 <= d.worker < spec.workers and len(d.dims) <= spec.max_set_dims
-                    and all(0 <= k < self.n_dims for k in d.dims) and 1 <= d.tiles and d.tiles <= d.n_t <= d.tiles + 1
-                    and 0 <= d.shift <= _U16 and d.base + d.rows <= spec.tiles_per_worker):
+            if not (
+                0 <= d.worker < spec.workers
+                and len(d.dims) <= spec.max_set_dims
+                and all(0 <= k < self.n_dims for k in d.dims)
+                and 1 <= d.tiles
+                and d.tiles <= d.n_t <= d.tiles + 1
+                and 0 <= d.shift <= _U16
+                and d.base + d.rows <= spec.tiles_per_worker
+            ):
                 return False
             counts[d.worker] += 1
             if counts[d.worker] > spec.max_tilings:
                 return False
         self.offsets[:] = 0
         self.scales[:] = 0
-        self.offsets[:self.n_dims] = offsets
-        self.scales[:self.n_dims] = scales
+        self.offsets[: self.n_dims] = offsets
+        self.scales[: self.n_dims] = scales
         self._set_descriptors(descriptors)
         self.configured_dims = self.n_dims
         self._forget_keys()
@@ -332,8 +366,8 @@ class ParsaModel:
     # -- act ------------------------------------------------------------------------------------------------------
     def positions(self, state: np.ndarray) -> np.ndarray:
         """UQ0.16 positions ``u_d`` of one or more states (int64 array ``(..., n_dims)``)."""
-        diff = np.clip(np.asarray(state, dtype=np.int64) - self.offsets[:self.n_dims], 0, (1 << 31) - 1)
-        return np.minimum((diff * self.scales[:self.n_dims]) >> SCALE_FRAC, _U16)
+        diff = np.clip(np.asarray(state, dtype=np.int64) - self.offsets[: self.n_dims], 0, (1 << 31) - 1)
+        return np.minimum((diff * self.scales[: self.n_dims]) >> SCALE_FRAC, _U16)
 
     def rows(self, u: np.ndarray) -> np.ndarray:
         """Row hit by each descriptor for positions ``u`` (one state)."""
@@ -356,23 +390,70 @@ class ParsaModel:
         q_values = np.zeros((n, self.n_actions), dtype=np.int64)
         q_chosen = np.zeros(n, dtype=np.int64)
         stats = np.zeros(5, dtype=np.int64)  # saturated, rejected, updates, cycles, last update cycles
-        params = np.array([self.n_dims, self.n_actions, self.alpha, self.gamma, self.epsilon, self.epsilon_decay,
-                           int(self.online), self.prng_state, self.spec.value_w, self.spec.coef.frac, self.busiest,
-                           self.spec.act_depth, self.spec.update_depth,
-                           self.spec.state_record_words(self.n_dims)], dtype=np.int64)
+        params = np.array(
+            [
+                self.n_dims,
+                self.n_actions,
+                self.alpha,
+                self.gamma,
+                self.epsilon,
+                self.epsilon_decay,
+                int(self.online),
+                self.prng_state,
+                self.spec.value_w,
+                self.spec.coef.frac,
+                self.busiest,
+                self.spec.act_depth,
+                self.spec.update_depth,
+                self.spec.state_record_words(self.n_dims),
+            ],
+            dtype=np.int64,
+        )
         if len(self.descriptors) == 0:
             stats[1] = n  # nothing configured: every record is rejected
         else:
             step = _act_loop_compiled() if self.use_numba else _act_loop
-            step(params, self.offsets, self.scales, self.d_worker, self.d_ndims, self.d_dims, self.d_tiles,
-                 self.d_nt, self.d_shift, self.d_base, self.banks, self.key_valid, self.key_action, self.key_q,
-                 self.key_rows, self.pending_valid, self.pending_reward, keys, flags, rewards, states, actions,
-                 explored, q_values, q_chosen, stats)
+            step(
+                params,
+                self.offsets,
+                self.scales,
+                self.d_worker,
+                self.d_ndims,
+                self.d_dims,
+                self.d_tiles,
+                self.d_nt,
+                self.d_shift,
+                self.d_base,
+                self.banks,
+                self.key_valid,
+                self.key_action,
+                self.key_q,
+                self.key_rows,
+                self.pending_valid,
+                self.pending_reward,
+                keys,
+                flags,
+                rewards,
+                states,
+                actions,
+                explored,
+                q_values,
+                q_chosen,
+                stats,
+            )
         self.epsilon, self.prng_state = int(params[4]), int(params[7])
-        return ActResult(actions, explored.astype(bool), q_values, q_chosen, bool(stats[0]), int(stats[1]),
-                         cycles_act=self.n_dims + self.busiest + self.spec.act_depth if n else 0,
-                         cycles_update=int(stats[4]), cycles=int(stats[3]), updates=int(stats[2]))
-
+        return ActResult(
+            actions,
+            explored.astype(bool),
+            q_values,
+            q_chosen,
+            bool(stats[0]),
+            int(stats[1]),
+            cycles_act=self.n_dims + self.busiest + self.spec.act_depth if n else 0,
+            cycles_update=int(stats[4]),
+            cycles=int(stats[3]),
+            updates=int(stats[2]),
+        )
 
     def mailbox(self, window: np.ndarray) -> tuple[ActResult, int, int]:
         """MAILBOX: ACT on the one state record in the mailbox window, its 32-bit words in stream order (MBOX_KEY,
@@ -381,18 +462,23 @@ class ParsaModel:
         Returns the one-record :class:`ActResult` (CYCLES as a one-record ACT stream) and MBOX_ACTION's kept bits
         (action, explored; STATUS is live, the caller adds it) and MBOX_Q (q[a] as an unsigned 32-bit word).
         """
-        words = [int(w) & _U32 for w in window[:2 + self.n_dims]]  # unpack_states of the record, one scalar each
-        result = self.act(np.array([words[0] & _U16]), np.array([words[0] >> 16 & 0xFF]),
-                          np.array([_signed32(words[1])]), np.array([[_signed32(w) for w in words[2:]]], np.int64))
-        header = ((int(result.actions[0]) & _U16) | int(result.explored[0]) << 16
-                  | (int(result.q_chosen[0]) & _U32) << 32)    # pack_actions' header word
+        words = [int(w) & _U32 for w in window[: 2 + self.n_dims]]  # unpack_states of the record, one scalar each
+        result = self.act(
+            np.array([words[0] & _U16]),
+            np.array([words[0] >> 16 & 0xFF]),
+            np.array([_signed32(words[1])]),
+            np.array([[_signed32(w) for w in words[2:]]], np.int64),
+        )
+        header = (
+            (int(result.actions[0]) & _U16) | int(result.explored[0]) << 16 | (int(result.q_chosen[0]) & _U32) << 32
+        )  # pack_actions' header word
         return result, header & _MBOX_KEPT, header >> 32
 
 
 def mailbox_window(key: int, flags: int, reward: int, state: np.ndarray) -> np.ndarray:
     """The mailbox window's words (uint32) of one state record: what the host writes in one burst from MBOX_KEY."""
     record = pack_states([key], [flags], [reward], np.asarray(state, dtype=np.int64)[None, :], len(state))
-    return record.view(np.uint32)[0, :2 + len(state)]
+    return record.view(np.uint32)[0, : 2 + len(state)]
 
 
 def _signed32(x: int) -> int:
@@ -400,9 +486,34 @@ def _signed32(x: int) -> int:
     return x - (1 << 32) if x >> 31 else x
 
 
-def _act_loop(params, offsets, scales, d_worker, d_ndims, d_dims, d_tiles, d_nt, d_shift, d_base, banks,
-              key_valid, key_action, key_q, key_rows, pending_valid, pending_reward, keys, flags, rewards, states,
-              actions, explored, q_values, q_chosen, stats):
+def _act_loop(
+    params,
+    offsets,
+    scales,
+    d_worker,
+    d_ndims,
+    d_dims,
+    d_tiles,
+    d_nt,
+    d_shift,
+    d_base,
+    banks,
+    key_valid,
+    key_action,
+    key_q,
+    key_rows,
+    pending_valid,
+    pending_reward,
+    keys,
+    flags,
+    rewards,
+    states,
+    actions,
+    explored,
+    q_values,
+    q_chosen,
+    stats,
+):
     """The record loop, records strictly in order (each may update the weights the next one reads).
 
     Plain integer code: numba compiles it unchanged (``use_numba``), and interpreted it is the reference path.

@@ -4,6 +4,7 @@ dimension codes (offset and UQ8.24 scale per dimension, so the core needs no div
 
 Part of the bit-exact model (:mod:`.parsa` re-exports every name); numpy and the spec only.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,13 +14,11 @@ import numpy as np
 
 from ..spec import ParsaSpec
 
-__all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "float_tile_indices",
-           "SCALE_FRAC"]
+__all__ = ["TilingSet", "TilingLayout", "Descriptor", "schedule", "dimension_codes", "float_tile_indices", "SCALE_FRAC"]
 
 SCALE_FRAC = 24
 """fractional bits of a dimension's SCALE (UQ8.24)"""
 _U32 = (1 << 32) - 1
-
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,9 @@ def schedule(layout: TilingLayout, spec: ParsaSpec) -> list[Descriptor]:
     tilings = []
     for set_index, s in enumerate(layout.sets):
         if len(s.dims) > spec.max_set_dims:
-            raise ValueError(f"tiling set {set_index} covers {len(s.dims)} dims; this build allows "
-                             f"{spec.max_set_dims} per set")
+            raise ValueError(
+                f"tiling set {set_index} covers {len(s.dims)} dims; this build allows {spec.max_set_dims} per set"
+            )
         for copy in range(s.tilings):
             tilings.append((s.tiles_per_tiling, set_index, copy, s))
     if len(tilings) > spec.workers * spec.max_tilings:
@@ -125,8 +125,10 @@ def schedule(layout: TilingLayout, spec: ParsaSpec) -> list[Descriptor]:
         owned = _assign(tilings, spec, balance)
         if owned is not None:
             return [d for per_worker in owned for d in per_worker]
-    raise ValueError(f"the layout needs {layout.n_tiles} policy rows; spread over {spec.workers} workers "
-                     f"a bank would need more than its {spec.tiles_per_worker} rows")
+    raise ValueError(
+        f"the layout needs {layout.n_tiles} policy rows; spread over {spec.workers} workers "
+        f"a bank would need more than its {spec.tiles_per_worker} rows"
+    )
 
 
 def _assign(tilings: list[tuple], spec: ParsaSpec, balance: str) -> list[list[Descriptor]] | None:
@@ -136,8 +138,11 @@ def _assign(tilings: list[tuple], spec: ParsaSpec, balance: str) -> list[list[De
     owned: list[list[Descriptor]] = [[] for _ in range(spec.workers)]
     for size, set_index, copy, s in tilings:
         if balance == "tilings":
-            candidates = [w for w in range(spec.workers)
-                          if len(owned[w]) < spec.max_tilings and rows[w] + size <= spec.tiles_per_worker]
+            candidates = [
+                w
+                for w in range(spec.workers)
+                if len(owned[w]) < spec.max_tilings and rows[w] + size <= spec.tiles_per_worker
+            ]
             worker = min(candidates, key=lambda w: (len(owned[w]), rows[w], w), default=None)
         else:
             candidates = [w for w in range(spec.workers) if len(owned[w]) < spec.max_tilings]
@@ -165,13 +170,13 @@ def dimension_codes(lows, highs) -> tuple[np.ndarray, np.ndarray]:
     if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
         raise ValueError("state bounds must be finite (clip infinite observation bounds to the range you expect)")
     span = highs - lows
-    if np.any(span < 2.0 ** -7) or np.any(span > 2.0 ** 15):
-        i = int(np.flatnonzero((span < 2.0 ** -7) | (span > 2.0 ** 15))[0])
+    if np.any(span < 2.0**-7) or np.any(span > 2.0**15):
+        i = int(np.flatnonzero((span < 2.0**-7) | (span > 2.0**15))[0])
         raise ValueError(f"dimension {i}: range high - low = {span[i]!r} must be in [2**-7, 2**15]")
-    if np.any(np.abs(lows) >= 2.0 ** 15):
+    if np.any(np.abs(lows) >= 2.0**15):
         raise ValueError("state lower bounds must be within the Q15.16 range (|low| < 32768)")
     offsets = np.floor(lows * 65536.0 + 0.5).astype(np.int64)
-    scales = np.floor(2.0 ** SCALE_FRAC / span + 0.5).astype(np.int64)
+    scales = np.floor(2.0**SCALE_FRAC / span + 0.5).astype(np.int64)
     return offsets, np.minimum(scales, _U32)
 
 
@@ -181,7 +186,7 @@ def float_tile_indices(layout: TilingLayout, lows, highs, state) -> list[int]:
     Global index = the tiling's offset in layout order + row within the tiling; the same rows as the model's up to
     the quantization of the state (positions within 2**-12 of a tile edge may differ).
     """
-    u = np.clip((np.asarray(state, float) - lows) / (np.asarray(highs, float) - lows), 0.0, 1.0 - 2.0 ** -16)
+    u = np.clip((np.asarray(state, float) - lows) / (np.asarray(highs, float) - lows), 0.0, 1.0 - 2.0**-16)
     out, offset = [], 0
     for s in layout.sets:
         for copy in range(s.tilings):

@@ -4,6 +4,7 @@ The replay core draws its stratified samples and the ParSa core its epsilon-gree
 the HDL (:mod:`pynq_rl.overlay.hdl.common.prng`) must produce the same sequence. A seed of 0 would lock the
 generator at 0, so seed 0 is mapped to the fixed non-zero ``ZERO_SEED_REPLACEMENT`` in both.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -26,6 +26,7 @@ to one LSB, the sampling probabilities differ by at most :func:`probability_erro
 Two implementations of every operation share these definitions and agree bit for bit (tested): vectorized numpy,
 and, where numba is installed, compiled loops that the emulated core and the benchmarks use.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -39,11 +40,27 @@ try:  # numba is optional: the numpy path gives identical bits where no wheel ex
 except ImportError:  # pragma: no cover - exercised on machines without numba
     _numba = None
 
-__all__ = ["SumTree", "SetResult", "check_priorities", "priority_powers", "encode_priorities", "encode_set_records",
-           "sample_fractions",
-           "sample_targets", "descend",
-           "xorshift32_stream", "sample_float64", "probability_error_bound", "pack_set", "pack_uniforms",
-           "record_words", "unpack_set", "unpack_results", "pack_results", "HAVE_NUMBA"]
+__all__ = [
+    "SumTree",
+    "SetResult",
+    "check_priorities",
+    "priority_powers",
+    "encode_priorities",
+    "encode_set_records",
+    "sample_fractions",
+    "sample_targets",
+    "descend",
+    "xorshift32_stream",
+    "sample_float64",
+    "probability_error_bound",
+    "pack_set",
+    "pack_uniforms",
+    "record_words",
+    "unpack_set",
+    "unpack_results",
+    "pack_results",
+    "HAVE_NUMBA",
+]
 
 HAVE_NUMBA = _numba is not None
 _U32 = (1 << 32) - 1
@@ -62,6 +79,7 @@ class SetResult(NamedTuple):
 # ---------------------------------------------------------------------------------------------------------------
 # Host-side encoding and stream records
 # ---------------------------------------------------------------------------------------------------------------
+
 
 def check_priorities(priorities) -> np.ndarray:
     """``priorities`` as float64; ``ValueError`` naming the first one that is negative, NaN or infinite."""
@@ -94,22 +112,21 @@ def encode_priorities(priorities: np.ndarray, leaf: QFormat) -> tuple[np.ndarray
     p = np.asarray(priorities, dtype=np.float64)
     if _numba is not None:  # one compiled pass: the same checks and the same float64 operations
         codes = np.empty(p.shape, dtype=np.int64)
-        first_bad, saturated = _kernels()["encode"](p.reshape(-1), 2.0 ** leaf.frac, leaf.max_code,
-                                                    codes.reshape(-1))
+        first_bad, saturated = _kernels()["encode"](p.reshape(-1), 2.0**leaf.frac, leaf.max_code, codes.reshape(-1))
         if first_bad >= 0:
-            raise ValueError(f"priorities must be finite and >= 0; priorities[{first_bad}] is "
-                             f"{p.ravel()[first_bad]!r}")
+            raise ValueError(f"priorities must be finite and >= 0; priorities[{first_bad}] is {p.ravel()[first_bad]!r}")
         return codes, bool(saturated)
     check_priorities(p)
-    scaled = np.floor(p * (2.0 ** leaf.frac) + 0.5)
+    scaled = np.floor(p * (2.0**leaf.frac) + 0.5)
     clipped = np.minimum(scaled, leaf.max_code)
     codes = clipped.astype(np.int64)
     codes[(codes == 0) & (p > 0)] = 1
     return codes, bool(np.any(scaled > leaf.max_code))
 
 
-def encode_set_records(indices: np.ndarray, priorities: np.ndarray, alpha: float,
-                       leaf: QFormat) -> tuple[np.ndarray, bool]:
+def encode_set_records(
+    indices: np.ndarray, priorities: np.ndarray, alpha: float, leaf: QFormat
+) -> tuple[np.ndarray, bool]:
     """The SET records that store ``priorities**alpha`` at ``indices``, and whether a code saturated.
 
     Bit for bit ``pack_set(indices, encode_priorities(priority_powers(priorities, alpha), leaf)[0])`` and the same
@@ -130,7 +147,7 @@ def encode_set_records(indices: np.ndarray, priorities: np.ndarray, alpha: float
     if first_bad < 0:
         powers = np.power(p, float(alpha))
         records = np.empty(p.shape, dtype=np.uint64)
-        first_bad, saturated = kernels["encode_records"](p, powers, index, 2.0 ** leaf.frac, leaf.max_code, records)
+        first_bad, saturated = kernels["encode_records"](p, powers, index, 2.0**leaf.frac, leaf.max_code, records)
         if first_bad < 0:
             return records, bool(saturated)
         p = powers  # a power that overflowed: refused as encode_priorities refuses it
@@ -182,6 +199,7 @@ def unpack_results(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # The sampling arithmetic
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def xorshift32_stream(state: int, count: int) -> tuple[np.ndarray, int]:
     """``count`` xorshift32 outputs from ``state`` (not a seed: 0 is mapped at reseed) and the final state."""
     if _numba is not None:
@@ -227,9 +245,9 @@ def descend(levels: list[np.ndarray], k: int, targets: np.ndarray) -> tuple[np.n
     target = np.asarray(targets, dtype=np.int64).copy()
     rows = np.arange(len(target))
     for level in levels[1:]:
-        children = level.reshape(-1, k)[node]                 # (n, k): the k children of each current node
+        children = level.reshape(-1, k)[node]  # (n, k): the k children of each current node
         running = np.cumsum(children, axis=1)
-        pick = np.sum(running <= target[:, None], axis=1)     # first child whose running sum exceeds the target
+        pick = np.sum(running <= target[:, None], axis=1)  # first child whose running sum exceeds the target
         target -= running[rows, pick] - children[rows, pick]  # subtract the sums of the children before it
         node = node * k + pick
     return node, levels[-1][node]
@@ -238,6 +256,7 @@ def descend(levels: list[np.ndarray], k: int, targets: np.ndarray) -> tuple[np.n
 # ---------------------------------------------------------------------------------------------------------------
 # The core's state
 # ---------------------------------------------------------------------------------------------------------------
+
 
 class SumTree:
     """The replay core's state (every level of the sum tree, the PRNG, the nonzero-leaf count) and operations.
@@ -253,7 +272,7 @@ class SumTree:
     def __init__(self, spec: ReplaySpec, use_numba: bool | None = None) -> None:
         self.spec = spec
         self.use_numba = HAVE_NUMBA if use_numba is None else bool(use_numba and HAVE_NUMBA)
-        self.levels = [np.zeros(spec.k ** level, dtype=np.int64) for level in range(spec.levels + 1)]
+        self.levels = [np.zeros(spec.k**level, dtype=np.int64) for level in range(spec.levels + 1)]
         self.prng_state = PRNG_ZERO_SEED
         self.nonzero = 0
 
@@ -300,8 +319,9 @@ class SumTree:
         if indices.shape != codes.shape:
             raise ValueError(f"indices and codes differ in length: {indices.shape} vs {codes.shape}")
         if self.use_numba:  # one compiled pass checks, saturates and applies the records in order
-            changed, rejected, saturated = _kernels()["set"](tuple(self.levels), indices, codes, self.spec.k_bits,
-                                                             self.spec.leaf.max_code)
+            changed, rejected, saturated = _kernels()["set"](
+                tuple(self.levels), indices, codes, self.spec.k_bits, self.spec.leaf.max_code
+            )
             self.nonzero += int(changed)
             return SetResult(bool(saturated), int(rejected))
         capacity, max_code = self.spec.capacity, self.spec.leaf.max_code
@@ -327,8 +347,9 @@ class SumTree:
             node = node >> self.spec.k_bits
             np.add.at(level, node, delta)
 
-    def sample(self, count: int, uniforms: np.ndarray | None = None,
-               stride: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def sample(
+        self, count: int, uniforms: np.ndarray | None = None, stride: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """SAMPLE (``uniforms`` None: draw them from the PRNG, advancing it) or SAMPLE_UNIFORM: ``(indices, codes)``.
 
         ``stride`` is the STRIDE register (default ``ReplaySpec.stride(count)``).
@@ -348,8 +369,11 @@ class SumTree:
             raise ValueError(f"stride {stride} is out of range for {count} samples (count * stride must be < 2**32)")
         if uniforms is None and self.use_numba:  # PRNG, targets and descent in one compiled pass
             indices, codes = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
-            self.prng_state = int(_kernels()["sample"](tuple(self.levels[1:]), self.spec.k, self.prng_state,
-                                                       stride, self.total, indices, codes))
+            self.prng_state = int(
+                _kernels()["sample"](
+                    tuple(self.levels[1:]), self.spec.k, self.prng_state, stride, self.total, indices, codes
+                )
+            )
             return indices, codes
         if uniforms is None:
             uniforms, self.prng_state = xorshift32_stream(self.prng_state, count)
@@ -375,12 +399,13 @@ class SumTree:
 # Float64 reference and error bound
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def sample_float64(priorities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Stratified proportional sampling in float64 with the same uniforms: ``x_j = (j + u_j / 2**32) / n``."""
     p = np.asarray(priorities, dtype=np.float64)
     cumulative = np.cumsum(p)
     n = len(uniforms)
-    x = (np.arange(n) + np.asarray(uniforms, dtype=np.float64) / 2.0 ** 32) / n
+    x = (np.arange(n) + np.asarray(uniforms, dtype=np.float64) / 2.0**32) / n
     return np.minimum(np.searchsorted(cumulative, x * cumulative[-1], side="right"), len(p) - 1)
 
 
@@ -543,5 +568,13 @@ def _kernels() -> dict:
                 node = base + child
             out[j] = node
 
-    _compiled.update(xorshift=xorshift, encode=encode, first_bad=first_bad, encode_records=encode_records, set=set_records, sample=sample_prng, descend=descend_loop)
+    _compiled.update(
+        xorshift=xorshift,
+        encode=encode,
+        first_bad=first_bad,
+        encode_records=encode_records,
+        set=set_records,
+        sample=sample_prng,
+        descend=descend_loop,
+    )
     return _compiled

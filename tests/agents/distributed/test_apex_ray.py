@@ -1,6 +1,7 @@
 """Ape-X on Ray: n-step transitions, the epsilon schedule, a run that survives a killed actor, replay server and
 learner, an external replay address, and (slow) learning CartPole-v1 on the emulated replay core.
 """
+
 import csv
 import json
 import math
@@ -14,17 +15,17 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from pynq_rl.host.agents.distributed import apex  # noqa: E402
-from pynq_rl.host.agents.distributed.client import ReplayClient  # noqa: E402
-from pynq_rl.host.agents.distributed.server import ReplayServer  # noqa: E402
-from pynq_rl.host.agents.distributed.service import serve  # noqa: E402
-from pynq_rl.cli import build_parser, main  # noqa: E402
+from pynq_rl.cli import build_parser, main
+from pynq_rl.host.agents.distributed import apex
+from pynq_rl.host.agents.distributed.client import ReplayClient
+from pynq_rl.host.agents.distributed.server import ReplayServer
+from pynq_rl.host.agents.distributed.service import serve
 
 
 def test_actor_epsilons_follow_apex_schedule():
     assert apex.actor_epsilon(0, 1) == pytest.approx(0.4)
     eps = [apex.actor_epsilon(i, 8) for i in range(8)]
-    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4**8)
     assert all(a > b for a, b in zip(eps, eps[1:]))
 
 
@@ -38,10 +39,10 @@ def test_nstep_builder_returns_discounts_and_episode_ends():
     assert len(out) == 4
     first = out[0]
     np.testing.assert_array_equal(first[0], obs[0])
-    assert first[2] == pytest.approx(1 + gamma * 2 + gamma ** 2 * 3) and first[4] == pytest.approx(gamma ** 3)
+    assert first[2] == pytest.approx(1 + gamma * 2 + gamma**2 * 3) and first[4] == pytest.approx(gamma**3)
     np.testing.assert_array_equal(first[3], obs[3])
     # the tail of a truncated episode bootstraps from the real last observation with gamma**k, k = steps left
-    assert [o[4] for o in out[1:]] == pytest.approx([gamma ** 3, gamma ** 2, gamma])
+    assert [o[4] for o in out[1:]] == pytest.approx([gamma**3, gamma**2, gamma])
     assert all(np.array_equal(o[3], obs[4]) for o in out[1:])
     assert out[3][2] == pytest.approx(4.0)
     # a terminated episode gives discount 0
@@ -60,11 +61,27 @@ def local_ray():
 
 def small_args(tmp_path, **overrides) -> apex.Args:
     """A run of a few hundred updates: no learning expected, only the machinery."""
-    base = dict(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", buffer_size=4096, learning_starts=100,
-                batch_size=32, learner_chunk_updates=50, actor_chunk_steps=100, actor_max_sps=300.0,
-                local_buffer_size=25, weight_sync_steps=50, checkpoint_every_s=1.0, max_updates=400,
-                max_seconds=120.0, target_return=math.inf, eval_episodes_per_chunk=1, hidden_sizes=(32, 32),
-                progress=False, actor_max_restarts=3)
+    base = dict(
+        out_dir=str(tmp_path),
+        num_actors=2,
+        replay_backend="emu",
+        buffer_size=4096,
+        learning_starts=100,
+        batch_size=32,
+        learner_chunk_updates=50,
+        actor_chunk_steps=100,
+        actor_max_sps=300.0,
+        local_buffer_size=25,
+        weight_sync_steps=50,
+        checkpoint_every_s=1.0,
+        max_updates=400,
+        max_seconds=120.0,
+        target_return=math.inf,
+        eval_episodes_per_chunk=1,
+        hidden_sizes=(32, 32),
+        progress=False,
+        actor_max_restarts=3,
+    )
     base.update(overrides)
     return apex.Args(**base)
 
@@ -123,8 +140,9 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
 def test_the_learner_keeps_to_its_updates_per_insert(local_ray, tmp_path):
     """A learner faster than its one throttled actor is held at 0.05 updates per inserted transition: its 150
     updates wait for 3,000 inserts (7.5 s of the actor at 400 steps/s; unlimited, they take about a second)."""
-    args = small_args(tmp_path, num_actors=1, updates_per_insert=0.05, rate_limit_tolerance=5.0, max_updates=150,
-                      actor_max_sps=400.0)
+    args = small_args(
+        tmp_path, num_actors=1, updates_per_insert=0.05, rate_limit_tolerance=5.0, max_updates=150, actor_max_sps=400.0
+    )
     summary = apex.train(args)
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 150
     inserted = summary["replay_stats"]["inserted_transitions"]
@@ -143,8 +161,24 @@ def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, cap
     replay = ReplayServer(50_000, (4,), "emu", seed=1)
     server, port = serve(replay, "127.0.0.1:0")
     try:
-        assert main(["train", "apex", "--replay-address", f"127.0.0.1:{port}", "--actors", "1", "--max-updates", "100",
-                     "--out", str(tmp_path), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "apex",
+                    "--replay-address",
+                    f"127.0.0.1:{port}",
+                    "--actors",
+                    "1",
+                    "--max-updates",
+                    "100",
+                    "--out",
+                    str(tmp_path),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         summary = json.loads(capsys.readouterr().out)
         assert summary["updates"] == 100 and summary["replay_backend"] == "external"
         assert summary["stop_reason"] == "max_updates" and not summary["solved"]
@@ -157,10 +191,29 @@ def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, cap
 
 
 def test_cli_parses_train_apex():
-    args = build_parser().parse_args(["train", "apex", "--env", "CartPole-v1", "--actors", "4", "--replay-backend",
-                                      "numpy", "--replay-address", "board:50051", "--sample-prefetch", "2"])
-    assert (args.agent, args.actors, args.replay_backend, args.replay_address, args.sample_prefetch) == \
-        ("apex", 4, "numpy", "board:50051", 2)
+    args = build_parser().parse_args(
+        [
+            "train",
+            "apex",
+            "--env",
+            "CartPole-v1",
+            "--actors",
+            "4",
+            "--replay-backend",
+            "numpy",
+            "--replay-address",
+            "board:50051",
+            "--sample-prefetch",
+            "2",
+        ]
+    )
+    assert (args.agent, args.actors, args.replay_backend, args.replay_address, args.sample_prefetch) == (
+        "apex",
+        4,
+        "numpy",
+        "board:50051",
+        2,
+    )
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
     assert build_parser().parse_args(["train", "apex"]).sample_prefetch == apex.Args().sample_prefetch == 1
@@ -185,6 +238,7 @@ def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch
     def fake_init(**kwargs):
         seen.append(kwargs.get("runtime_env"))
         raise Stop
+
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", fake_init)
     monkeypatch.setenv("PYNQ_RL_REPLAY_TOKEN", "tok")
@@ -212,8 +266,9 @@ def test_apex_learns_cartpole_on_emu(tmp_path):
     """
     if ray.is_initialized():
         ray.shutdown()
-    summary = apex.train(apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=600.0,
-                                   progress=False))
+    summary = apex.train(
+        apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=600.0, progress=False)
+    )
     print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
     assert summary["solved"] and summary["eval_mean_return"] >= 450.0
     assert not ray.is_initialized()  # train() shut down the Ray it started

@@ -1,4 +1,5 @@
 """The Redis baseline layout (Debian's redis-server started by the test) and the latency benchmark comparing both."""
+
 import shutil
 import socket
 import subprocess
@@ -11,18 +12,22 @@ import pytest
 from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher, RedisLearnerReplay, start_redis
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="needs Debian's redis-server (apt-get install redis-server)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="needs Debian's redis-server (apt-get install redis-server)"
+)
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def make_batch(start: int, n: int) -> dict:
     """n transitions whose reward is their global number (as in test_apex_server.py)."""
     ids = np.arange(start, start + n)
-    return {"observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
-            "actions": (ids % 2).astype(np.int64), "rewards": ids.astype(np.float32),
-            "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
-            "discounts": np.full(n, 0.97, dtype=np.float32)}
+    return {
+        "observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
+        "actions": (ids % 2).astype(np.int64),
+        "rewards": ids.astype(np.float32),
+        "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
+        "discounts": np.full(n, 0.97, dtype=np.float32),
+    }
 
 
 def check_rows(batch: dict) -> None:
@@ -57,8 +62,10 @@ def test_learner_replay_pulls_what_actors_pushed(redis_port):
         batch = learner.sample(64, 0.4)  # pulls the third batch first
         assert learner.replay.size() == 90 and learner.pulled_batches == 3
         check_rows(batch)
-        assert learner.update_priorities(batch["indices"], np.ones(64), batch["versions"]) == {"updated": 64,
-                                                                                             "stale": 0}
+        assert learner.update_priorities(batch["indices"], np.ones(64), batch["versions"]) == {
+            "updated": 64,
+            "stale": 0,
+        }
     finally:
         learner.close()
         for actor in actors:
@@ -84,9 +91,30 @@ def test_start_redis_without_the_binary_is_a_clear_error():
 
 @pytest.mark.slow
 def test_latency_benchmark_reports_every_layout(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "apex_latency.py"), "--actors", "1", "2", "--duration-s",
-                    "1", "--warmup-s", "0.3", "--repeats", "1", "--backend", "numpy", "--push-hz", "20", "--out",
-                    str(tmp_path)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "apex_latency.py"),
+            "--actors",
+            "1",
+            "2",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0.3",
+            "--repeats",
+            "1",
+            "--backend",
+            "numpy",
+            "--push-hz",
+            "20",
+            "--out",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     table = (tmp_path / "apex.md").read_text()
     for n in (1, 2):
         for layout in ("in-network", "in-network+prefetch", "redis"):

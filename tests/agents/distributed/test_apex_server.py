@@ -2,6 +2,7 @@
 
 No Ray here: the server is in-process (``serve``) or a ``python -m ...service`` subprocess that the tests SIGKILL.
 """
+
 import re
 import signal
 import struct
@@ -29,11 +30,13 @@ OBS = (4,)
 def make_batch(start: int, n: int) -> dict:
     """n transitions whose reward is their global number: rows can be identified after a round trip."""
     ids = np.arange(start, start + n)
-    return {"observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
-            "actions": (ids % 2).astype(np.int64),
-            "rewards": ids.astype(np.float32),
-            "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
-            "discounts": np.full(n, 0.97, dtype=np.float32)}
+    return {
+        "observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
+        "actions": (ids % 2).astype(np.int64),
+        "rewards": ids.astype(np.float32),
+        "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
+        "discounts": np.full(n, 0.97, dtype=np.float32),
+    }
 
 
 def check_rows(batch: dict) -> None:
@@ -71,8 +74,9 @@ def test_grpc_round_trip(served):
     check_rows(batch)
     np.testing.assert_array_equal(batch["rewards"].astype(np.int64), batch["indices"])  # slot i holds transition i
     # priorities steer sampling: only slot 7 keeps a nonzero priority
-    result = client.update_priorities(np.arange(200), np.where(np.arange(200) == 7, 2.0, 0.0),
-                                      np.ones(200, dtype=np.uint64))
+    result = client.update_priorities(
+        np.arange(200), np.where(np.arange(200) == 7, 2.0, 0.0), np.ones(200, dtype=np.uint64)
+    )
     assert result == {"updated": 200, "stale": 0}
     again = client.sample(16, 1.0)
     assert set(again["indices"].tolist()) == {7}
@@ -169,24 +173,39 @@ def _push_request(batch: dict, priorities) -> pb.PushRequest:
     return request
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda r: setattr(r.transitions.observations, "dtype", "object"),
-     r"^transitions\.observations: dtype must be one of .*, not 'object'$"),
-    (lambda r: setattr(r.transitions.rewards, "data", r.transitions.rewards.data[:-3]),
-     r"^transitions\.rewards: 37 bytes of data do not hold a float32 array of shape \(10,\) \(40 bytes\)$"),
-    (lambda r: r.transitions.ClearField("discounts"), r"^transitions\.discounts is missing$"),
-    (lambda r: r.ClearField("priorities"), r"^priorities is missing$"),
-    (lambda r: codec.to_tensor(np.zeros((10, 5), np.float32), r.transitions.observations),
-     r"^transitions\.observations must have shape \(n, 4\), not \(10, 5\)$"),
-    (lambda r: codec.to_tensor(np.zeros(9, np.int64), r.transitions.actions),
-     r"^transitions\.actions must have shape \(10,\), not \(9,\)$"),
-    (lambda r: codec.to_tensor(np.full(10, np.nan), r.priorities), r"^priorities must be finite and >= 0$"),
-    (lambda r: codec.to_tensor(-np.ones(10), r.priorities), r"^priorities must be finite and >= 0$"),
-    (lambda r: codec.to_tensor(np.full(10, 1.5, np.float32), r.transitions.discounts),
-     r"^transitions\.discounts must lie in \[0, 1\]"),
-    (lambda r: codec.to_tensor(np.zeros(10, np.float32), r.transitions.actions),
-     r"^transitions\.actions must be integers, not dtype float32$"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (
+            lambda r: setattr(r.transitions.observations, "dtype", "object"),
+            r"^transitions\.observations: dtype must be one of .*, not 'object'$",
+        ),
+        (
+            lambda r: setattr(r.transitions.rewards, "data", r.transitions.rewards.data[:-3]),
+            r"^transitions\.rewards: 37 bytes of data do not hold a float32 array of shape \(10,\) \(40 bytes\)$",
+        ),
+        (lambda r: r.transitions.ClearField("discounts"), r"^transitions\.discounts is missing$"),
+        (lambda r: r.ClearField("priorities"), r"^priorities is missing$"),
+        (
+            lambda r: codec.to_tensor(np.zeros((10, 5), np.float32), r.transitions.observations),
+            r"^transitions\.observations must have shape \(n, 4\), not \(10, 5\)$",
+        ),
+        (
+            lambda r: codec.to_tensor(np.zeros(9, np.int64), r.transitions.actions),
+            r"^transitions\.actions must have shape \(10,\), not \(9,\)$",
+        ),
+        (lambda r: codec.to_tensor(np.full(10, np.nan), r.priorities), r"^priorities must be finite and >= 0$"),
+        (lambda r: codec.to_tensor(-np.ones(10), r.priorities), r"^priorities must be finite and >= 0$"),
+        (
+            lambda r: codec.to_tensor(np.full(10, 1.5, np.float32), r.transitions.discounts),
+            r"^transitions\.discounts must lie in \[0, 1\]",
+        ),
+        (
+            lambda r: codec.to_tensor(np.zeros(10, np.float32), r.transitions.actions),
+            r"^transitions\.actions must be integers, not dtype float32$",
+        ),
+    ],
+)
 def test_malformed_push_is_rejected_with_a_clear_message(served, mutate, message):
     replay, _, port = served
     request = _push_request(make_batch(0, 10), np.ones(10))
@@ -208,8 +227,11 @@ def test_malformed_sample_and_update_are_rejected(served):
         client.sample(0, 0.4)
     with pytest.raises(ValueError, match=r"refused Sample: beta must be a number in \[0, 1\], not 2\.0$"):
         client.sample(4, 2.0)
-    with pytest.raises(ValueError, match=r"refused UpdatePriorities: indices\[1\] = 20 holds no transition "
-                                         r"\(stored: 20\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"refused UpdatePriorities: indices\[1\] = 20 holds no transition "
+        r"\(stored: 20\)$",
+    ):
         client.update_priorities(np.array([1, 20]), np.ones(2))
     with pytest.raises(ValueError, match=r"priorities must have the shape of indices \(2,\), not \(3,\)$"):
         client.update_priorities(np.array([1, 2]), np.ones(3))
@@ -228,9 +250,25 @@ def test_malformed_sample_and_update_are_rejected(served):
 # restart from checkpoint + log, in a separate process killed with SIGKILL
 # ---------------------------------------------------------------------------------------------------------------------
 def _start(port: int, directory, backend: str = "emu") -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
-                                f"127.0.0.1:{port}", "--capacity", "4096", "--backend", backend, "--checkpoint-dir",
-                                str(directory), "--seed", "5"], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pynq_rl.host.agents.distributed.service",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--capacity",
+            "4096",
+            "--backend",
+            backend,
+            "--checkpoint-dir",
+            str(directory),
+            "--seed",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = process.stdout.readline()
     assert line.startswith(f"listening on 127.0.0.1:{port}"), line
     return process
@@ -238,6 +276,7 @@ def _start(port: int, directory, backend: str = "emu") -> subprocess.Popen:
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -253,7 +292,7 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
         for k in range(6):
             acked += actor.push(make_batch(acked, 40), np.full(40, 1.0 + k))["accepted"]
         assert learner.checkpoint()["log_sequence"] == 6
-        for k in range(5):  # acknowledged after the checkpoint: only in the write-ahead log
+        for _ in range(5):  # acknowledged after the checkpoint: only in the write-ahead log
             acked += actor.push(make_batch(acked, 40), np.full(40, 2.0))["accepted"]
         before = learner.sample(32, 0.4)
         process.send_signal(signal.SIGKILL)
@@ -298,9 +337,12 @@ def test_torn_log_tail_is_set_aside_and_earlier_records_kept(tmp_path):
     torn = struct.pack("<4sIQ", b"PRWL", 9000, 3).ljust(4096 - size % 4096, b"\x07")  # 9000 bytes announced
     with open(log, "ab") as f:
         f.write(torn)
-    with pytest.warns(RuntimeWarning, match=rf"{len(torn)} bytes from offset {size} start with an incomplete record "
-                                            rf"\({len(torn)} of 9020 bytes\), ending on a page boundary: a write cut "
-                                            rf"by a crash, never acknowledged; moved to .*replay\.wal\.bad-"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=rf"{len(torn)} bytes from offset {size} start with an incomplete record "
+        rf"\({len(torn)} of 9020 bytes\), ending on a page boundary: a write cut "
+        rf"by a crash, never acknowledged; moved to .*replay\.wal\.bad-",
+    ):
         again = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
     try:
         assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2, "update_records": 0}
@@ -369,8 +411,11 @@ def test_checkpoint_for_another_layout_is_refused(tmp_path):
     replay.push(make_batch(0, 4), np.ones(4))
     replay.checkpoint()
     replay.close()
-    with pytest.raises(ValueError, match=r"\(capacity, obs_shape, obs_dtype\) = \(64, \(4,\), 'float32'\), this "
-                                         r"server is \(64, \(3,\), 'float32'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"\(capacity, obs_shape, obs_dtype\) = \(64, \(4,\), 'float32'\), this "
+        r"server is \(64, \(3,\), 'float32'\)",
+    ):
         ReplayServer(64, (3,), "numpy", checkpoint_dir=tmp_path)
 
 
@@ -406,7 +451,7 @@ def test_concurrent_pushes_and_samples_stay_consistent(served):
             for k in range(10):
                 c.push(make_batch(64 + offset * 10 * 8 + 8 * k, 8), np.ones(8))
             c.close()
-        except Exception as error:  # reported below
+        except Exception as error:  # noqa: BLE001 - a thread's failure is reported by the test below
             errors.append(error)
 
     threads = [threading.Thread(target=pusher, args=(i,)) for i in range(3)]
@@ -423,6 +468,7 @@ def test_concurrent_pushes_and_samples_stay_consistent(served):
 def test_prefetching_sampler_hands_out_batches_requested_one_call_earlier(served):
     replay, client, _ = served
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+
     sampler = PrefetchingSampler(client, 16, depth=2)
     with pytest.raises(NotReady):
         sampler.sample(0.4)  # nothing stored: the server's FAILED_PRECONDITION, not a hang
@@ -455,6 +501,7 @@ def test_prefetching_sampler_survives_its_client_reopening_the_channel():
     """A client that lost its server reopens its channel, cancelling the sampler's requests in flight: the sampler
     serves the next batch through the client instead of failing."""
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+
     replay = ReplayServer(64, OBS, SlowSampleTree(64))
     server, port = serve(replay, "127.0.0.1:0")
     client = ReplayClient(f"127.0.0.1:{port}", retry_s=5.0)
@@ -476,6 +523,7 @@ def test_prefetching_sampler_survives_its_client_reopening_the_channel():
 def test_prefetching_sampler_survives_a_server_restart(tmp_path):
     """A batch in flight when the server dies: the sampler falls back to the client's retrying sample."""
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler
+
     port = _free_port()
     process = _start(port, tmp_path)
     try:

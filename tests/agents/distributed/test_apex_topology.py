@@ -3,6 +3,7 @@
 
 The namespace tests need root and iproute2 and skip elsewhere; the Redis ones need ``redis-server``.
 """
+
 import json
 import os
 import shutil
@@ -24,8 +25,8 @@ from pynq_rl.host.agents.distributed.service import serve
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import _netns  # noqa: E402
-import apex_topology  # noqa: E402
+import _netns
+import apex_topology
 
 SCRIPT = ROOT / "benchmarks" / "apex_topology.py"
 needs_netns = pytest.mark.skipif(_netns.check_host() is not None, reason=str(_netns.check_host()))
@@ -36,8 +37,13 @@ def frame_batch(start: int, n: int) -> dict:
     """n Atari-shaped transitions; transition i's frames are filled with (i mod 251) and its reward is i."""
     ids = np.arange(start, start + n)
     frames = (ids % 251).astype(np.uint8)[:, None, None, None] * np.ones((1, 4, 84, 84), np.uint8)
-    return {"observations": frames, "next_observations": frames[:, ::-1] // 2, "actions": (ids % 4).astype(np.int64),
-            "rewards": ids.astype(np.float32), "discounts": np.full(n, 0.97, np.float32)}
+    return {
+        "observations": frames,
+        "next_observations": frames[:, ::-1] // 2,
+        "actions": (ids % 4).astype(np.int64),
+        "rewards": ids.astype(np.float32),
+        "discounts": np.full(n, 0.97, np.float32),
+    }
 
 
 def check_frames(batch: dict) -> None:
@@ -65,10 +71,15 @@ def test_uint8_frames_round_trip_over_grpc(compression):
         replay.flush()
         check_frames(client.sample(16))
         assert replay.observations.dtype == np.uint8 and replay.stats()["obs_dtype"] == "uint8"
-        with pytest.raises(ValueError, match=r"transitions\.observations must be uint8 frames on this server, "
-                                             r"not dtype float32$"):
-            client.push({**frame_batch(40, 2), "observations": frame_batch(40, 2)["observations"].astype(np.float32)},
-                        np.ones(2))
+        with pytest.raises(
+            ValueError,
+            match=r"transitions\.observations must be uint8 frames on this server, "
+            r"not dtype float32$",
+        ):
+            client.push(
+                {**frame_batch(40, 2), "observations": frame_batch(40, 2)["observations"].astype(np.float32)},
+                np.ones(2),
+            )
         client.close()
     finally:
         server.stop(0).wait()
@@ -93,8 +104,11 @@ def test_frame_checkpoint_restores_and_refuses_another_obs_dtype(tmp_path):
     assert restored.restored["checkpoint"] and restored.size() == 20
     check_frames(restored.sample(8))
     restored.close()
-    with pytest.raises(ValueError, match=r"obs_dtype\) = \(64, \(4, 84, 84\), 'uint8'\), this server is "
-                                         r"\(64, \(4, 84, 84\), 'float32'\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"obs_dtype\) = \(64, \(4, 84, 84\), 'uint8'\), this server is "
+        r"\(64, \(4, 84, 84\), 'float32'\)$",
+    ):
         ReplayServer(64, (4, 84, 84), "numpy", checkpoint_dir=tmp_path)
 
 
@@ -103,8 +117,9 @@ def test_redis_baseline_with_compressed_frames():
     port = _free_port()
     with start_redis(port):
         pusher = RedisActorPusher("127.0.0.1", port, compress=True)
-        learner = RedisLearnerReplay("127.0.0.1", port, 256, (4, 84, 84), "emu", seed=2, obs_dtype="uint8",
-                                     compressed=True)
+        learner = RedisLearnerReplay(
+            "127.0.0.1", port, 256, (4, 84, 84), "emu", seed=2, obs_dtype="uint8", compressed=True
+        )
         pusher.push(frame_batch(0, 30), np.ones(30))
         blob = learner.redis.lindex(learner.key, 0)
         assert len(blob) < 2 * 4 * 84 * 84 * 30 / 20  # packed rows shrink these frames more than 20x
@@ -145,10 +160,21 @@ def test_delay_relay_adds_the_delay_each_way_and_keeps_the_bytes():
         with conn:
             while data := conn.recv(1 << 16):
                 conn.sendall(data)
+
     threading.Thread(target=serve_echo, daemon=True).start()
     port = _free_port()
-    relay = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_netns.py"), "--relay", str(port),
-                              f"127.0.0.1:{echo.getsockname()[1]}", "0.03"], stdout=subprocess.PIPE, text=True)
+    relay = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "_netns.py"),
+            "--relay",
+            str(port),
+            f"127.0.0.1:{echo.getsockname()[1]}",
+            "0.03",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert relay.stdout.readline().strip() == "relaying"
         with socket.create_connection(("127.0.0.1", port)) as conn:
@@ -194,25 +220,36 @@ def test_topology_builds_links_and_cleans_up():
         assert stale not in names  # swept on entry
         assert {topology.replay, topology.learner, *topology.actors} <= names
         # the learner reaches the replay node over its link (a TCP echo), and its tbf qdisc is there
-        echo = subprocess.Popen(topology.command(topology.replay, sys.executable, "-c", ECHO_SERVER),
-                                stdout=subprocess.PIPE, text=True)
+        echo = subprocess.Popen(
+            topology.command(topology.replay, sys.executable, "-c", ECHO_SERVER), stdout=subprocess.PIPE, text=True
+        )
         try:
             assert echo.stdout.readline().strip() == "listening"
-            out = subprocess.run(topology.command(topology.learner, sys.executable, "-c", CONNECT,
-                                                  topology.learner_replay_address()),
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                topology.command(topology.learner, sys.executable, "-c", CONNECT, topology.learner_replay_address()),
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             assert out.returncode == 0 and out.stdout.strip() == "ping", out.stderr
         finally:
             echo.kill()
             echo.wait()
-        qdisc = subprocess.run(topology.command(topology.learner, "tc", "qdisc", "show", "dev",
-                                                topology.learner_ifname), capture_output=True, text=True).stdout
+        qdisc = subprocess.run(
+            topology.command(topology.learner, "tc", "qdisc", "show", "dev", topology.learner_ifname),
+            capture_output=True,
+            text=True,
+        ).stdout
         assert "tbf" in qdisc and "100Mbit" in qdisc
         counters = topology.interface_bytes(topology.learner, topology.learner_ifname)
         assert counters["rx_bytes"] > 0 and counters["tx_bytes"] > 0  # the echo crossed it
         # an actor is linked to the replay node only: the learner's address is unreachable from it
-        out = subprocess.run(topology.command(topology.actors[0], sys.executable, "-c", CONNECT, "10.77.2.2"),
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            topology.command(topology.actors[0], sys.executable, "-c", CONNECT, "10.77.2.2"),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert out.returncode != 0 and "unreachable" in out.stderr
     assert not {topology.replay, topology.learner, *topology.actors} & set(_netns._namespaces())
 
@@ -222,9 +259,29 @@ def test_topology_builds_links_and_cleans_up():
 def test_benchmark_smoke_cell_counts_the_learner_link_bytes(tmp_path):
     """One actor, WAN, raw Atari frames, in-network: the bytes on the learner's link per update are at least the
     sampled frames, and a sample takes at least their transfer time at 100 Mbit/s plus the 20 ms round trip."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--actors", "1", "--profiles", "WAN", "--payloads", "atari",
-                           "--layouts", "in-network", "--warmup-s", "0.5", "--duration-s", "1.5", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=150)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--actors",
+            "1",
+            "--profiles",
+            "WAN",
+            "--payloads",
+            "atari",
+            "--layouts",
+            "in-network",
+            "--warmup-s",
+            "0.5",
+            "--duration-s",
+            "1.5",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = json.loads((tmp_path / "apex_topology.json").read_text())["results"][0]
     frames_bytes = 32 * 2 * 4 * 84 * 84
@@ -232,32 +289,37 @@ def test_benchmark_smoke_cell_counts_the_learner_link_bytes(tmp_path):
     assert row["sample_p50[ms]"] >= 1e3 * (frames_bytes * 8 / 100e6 + 0.02) * 0.95
     assert row["updates"] >= 3 and row["pushes"] >= 1
     assert "| WAN | atari | 1 | in-network |" in (tmp_path / "apex_topology.md").read_text()
-    left = [n for n in _netns._namespaces() if n.startswith(_netns.PREFIX)
-            and not _netns._alive(int(n[len(_netns.PREFIX):].split("-")[0]))]
+    left = [
+        n
+        for n in _netns._namespaces()
+        if n.startswith(_netns.PREFIX) and not _netns._alive(int(n[len(_netns.PREFIX) :].split("-")[0]))
+    ]
     assert not left  # the finished run deleted its namespaces
 
 
 def test_benchmark_refuses_without_root_with_one_line(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert _netns.check_host() == ("emulated hosts need root (ip netns, tc): run as root or skip the topology "
-                                   "benchmark")
+    assert _netns.check_host() == (
+        "emulated hosts need root (ip netns, tc): run as root or skip the topology benchmark"
+    )
     with pytest.raises(PermissionError, match="need root"):
         _netns.Topology(1)
 
 
 def test_fixed_rate_sleeps_to_the_next_tick_and_rebases_when_late(monkeypatch):
     from pynq_rl.host.agents.distributed import pacing
+
     now, slept = [100.0], []
     monkeypatch.setattr(pacing.time, "monotonic", lambda: now[0])
     monkeypatch.setattr(pacing.time, "sleep", lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
-    pace = pacing.FixedRate(4.0)                 # ticks at 100.25, 100.5, ...
+    pace = pacing.FixedRate(4.0)  # ticks at 100.25, 100.5, ...
     now[0] += 0.05
     pace.wait()
     assert slept == [pytest.approx(0.2)]
-    now[0] += 1.0                                # an iteration 1 s late: no burst through the missed ticks
+    now[0] += 1.0  # an iteration 1 s late: no burst through the missed ticks
     pace.wait()
     assert len(slept) == 1
-    pace.wait()                                  # the schedule restarted at "now"
+    pace.wait()  # the schedule restarted at "now"
     assert slept[-1] == pytest.approx(0.25)
     unpaced = pacing.FixedRate(0.0)
     unpaced.wait()

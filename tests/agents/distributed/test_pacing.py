@@ -1,4 +1,5 @@
 """The replay-ratio limiter (``ReplayRatio``) on a fake clock and a fake replay server's counters."""
+
 import pytest
 
 from pynq_rl.host.agents.distributed import pacing
@@ -31,7 +32,7 @@ def learner_updates(limiter, server, n, timeout_s=1.0):
     for _ in range(n):
         if not limiter.wait_to_update(timeout_s):
             return False
-        server.update_calls += 1                # update_priorities reached the server
+        server.update_calls += 1  # update_priorities reached the server
         limiter.record_update()
     return True
 
@@ -44,7 +45,7 @@ def test_the_learner_waits_for_inserts_at_the_ratio(clock):
     assert learner_updates(limiter, server, 100)  # then 2 inserts per update: 100 updates wait for 200 inserts
     assert server.update_calls <= 0.5 * (limiter.server_inserted - 1000) + 100
     assert limiter.waited_s == pytest.approx(0.2, abs=0.011)
-    assert server.reads <= 45                   # ~2 per 10 ms poll while it waited (41), not 1 per update
+    assert server.reads <= 45  # ~2 per 10 ms poll while it waited (41), not 1 per update
 
 
 def test_actors_wait_for_a_slow_learner_and_go_on_when_it_catches_up(clock):
@@ -56,7 +57,7 @@ def test_actors_wait_for_a_slow_learner_and_go_on_when_it_catches_up(clock):
     server.base = 1200
     assert not actor.wait_to_insert(50, timeout_s=1.0)  # the learner has not started: wait, give up at the timeout
     assert clock[0] == pytest.approx(1.0, abs=0.011)
-    server.update_calls = 25                    # 25 updates buy 50 transitions
+    server.update_calls = 25  # 25 updates buy 50 transitions
     assert actor.wait_to_insert(50, timeout_s=1.0)
 
 
@@ -66,7 +67,7 @@ def test_stalled_actors_time_out_and_a_restarted_server_restarts_the_line(clock)
     assert learner_updates(limiter, server, 2)
     assert not limiter.wait_to_update(timeout_s=0.5)  # nothing inserted: gives up after the timeout
     assert clock[0] == pytest.approx(0.5, abs=0.011)
-    server.base, server.update_calls = 0, 0     # the server restarted: both counters begin again at 0
+    server.base, server.update_calls = 0, 0  # the server restarted: both counters begin again at 0
     assert not limiter.wait_to_update(timeout_s=0.1)  # 1 <= 1.0 * (0 - 100) + 2 fails: refill learning_starts
     server.base = 100
     assert limiter.wait_to_update(timeout_s=0.1)
@@ -75,6 +76,7 @@ def test_stalled_actors_time_out_and_a_restarted_server_restarts_the_line(clock)
 def test_ratio_zero_never_waits_nor_reads_and_bad_settings_are_refused():
     def read():
         raise AssertionError("an unlimited learner or actor does not ask the server")
+
     limiter = pacing.ReplayRatio(0.0, 1000, 0, read)
     for _ in range(1000):
         assert limiter.wait_to_update(timeout_s=0.0) and limiter.wait_to_insert(50, timeout_s=0.0)

@@ -2,6 +2,7 @@
 actor sequences (no dedup poisoning), request limits checked before any work, and clients that resume quickly after
 a restart.
 """
+
 import os
 import shutil
 import signal
@@ -66,6 +67,7 @@ def test_command_line_listens_on_loopback_unless_told(monkeypatch, capsys):
     def fake_serve(replay, address, workers, tls=None, compression=None):
         started.update(address=address, tls=tls)
         raise KeyboardInterrupt  # stop main() right after it chose the address
+
     monkeypatch.setattr("pynq_rl.host.agents.distributed.service.serve", fake_serve)
     with pytest.raises(KeyboardInterrupt):
         main(["--backend", "numpy", "--capacity", "8"])
@@ -93,9 +95,13 @@ def test_token_round_trip_and_refusals(token_served, monkeypatch):
         check_rows(client.sample(8, 0.4))
     for token in ("", "wrong", "s3cret-token "):
         with ReplayClient(f"127.0.0.1:{port}", actor_id="b", token=token, retry_s=2.0) as intruder:
-            for call in (lambda: intruder.push(make_batch(10, 5), np.ones(5)), lambda: intruder.sample(4),
-                         intruder.stats, intruder.checkpoint,
-                         lambda: intruder.update_priorities(np.array([0]), np.array([9.0]))):
+            for call in (
+                lambda: intruder.push(make_batch(10, 5), np.ones(5)),
+                lambda: intruder.sample(4),
+                intruder.stats,
+                intruder.checkpoint,
+                lambda: intruder.update_priorities(np.array([0]), np.array([9.0])),
+            ):
                 with pytest.raises(PermissionError, match=r"refused \w+: missing or wrong replay token"):
                     call()
     assert replay.stats()["log_sequence"] == 1 and replay.size() == 10  # the refused calls changed nothing
@@ -109,8 +115,10 @@ def test_token_from_the_environment_on_the_server(monkeypatch):
     replay = ReplayServer(16, OBS, "numpy")
     server, port = serve(replay, "127.0.0.1:0")
     try:
-        with ReplayClient(f"127.0.0.1:{port}", token="", retry_s=1.0) as client, \
-                pytest.raises(PermissionError, match="UNAUTHENTICATED|missing or wrong replay token"):
+        with (
+            ReplayClient(f"127.0.0.1:{port}", token="", retry_s=1.0) as client,
+            pytest.raises(PermissionError, match="UNAUTHENTICATED|missing or wrong replay token"),
+        ):
             client.stats()
         with ReplayClient(f"127.0.0.1:{port}", retry_s=1.0) as client:
             assert client.stats()["size"] == 0
@@ -123,9 +131,28 @@ def _self_signed(directory) -> tuple[str, str]:
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl command")
     cert, key = str(directory / "cert.pem"), str(directory / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            cert,
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return cert, key
 
 
@@ -144,11 +171,15 @@ def test_tls_and_token_round_trip(tmp_path, monkeypatch):
         monkeypatch.setenv(codec.TOKEN_ENV, "t")
         with ReplayClient(f"127.0.0.1:{port}", retry_s=5.0) as client:
             assert client.stats()["size"] == 20
-        with ReplayClient(f"127.0.0.1:{port}", token="t", tls_ca="", retry_s=0.5) as plaintext, \
-                pytest.raises(ReplayUnavailable, match="UNAVAILABLE"):
+        with (
+            ReplayClient(f"127.0.0.1:{port}", token="t", tls_ca="", retry_s=0.5) as plaintext,
+            pytest.raises(ReplayUnavailable, match="UNAVAILABLE"),
+        ):
             plaintext.stats()  # a plaintext client cannot talk to the TLS port
-        with ReplayClient(f"127.0.0.1:{port}", token="", tls_ca=cert, retry_s=1.0) as anonymous, \
-                pytest.raises(PermissionError):
+        with (
+            ReplayClient(f"127.0.0.1:{port}", token="", tls_ca=cert, retry_s=1.0) as anonymous,
+            pytest.raises(PermissionError),
+        ):
             anonymous.stats()  # TLS alone is not authentication
     finally:
         server.stop(0).wait()
@@ -163,8 +194,10 @@ def test_tls_client_refuses_a_server_with_another_certificate(tmp_path):
     replay = ReplayServer(16, OBS, "numpy")
     server, port = serve(replay, "127.0.0.1:0", tls=(cert, key), token="")
     try:
-        with ReplayClient(f"127.0.0.1:{port}", tls_ca=other_cert, retry_s=0.5) as client, \
-                pytest.raises(ReplayUnavailable, match="UNAVAILABLE"):
+        with (
+            ReplayClient(f"127.0.0.1:{port}", tls_ca=other_cert, retry_s=0.5) as client,
+            pytest.raises(ReplayUnavailable, match="UNAVAILABLE"),
+        ):
             client.stats()
     finally:
         server.stop(0).wait()
@@ -192,8 +225,10 @@ def test_a_sequence_far_ahead_cannot_poison_an_actor(plain_served):
         pb_grpc.ReplayStub(channel).Push(request, timeout=5)
     channel.close()
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == ("sequence 18446744073709551615 of actor 'victim' jumps more than "
-                                    "sequence_window = 16 past its last acknowledged sequence 0")
+    assert info.value.details() == (
+        "sequence 18446744073709551615 of actor 'victim' jumps more than "
+        "sequence_window = 16 past its last acknowledged sequence 0"
+    )
     with ReplayClient(f"127.0.0.1:{port}", actor_id="victim", retry_s=2.0) as victim:
         acks = [victim.push(make_batch(10 * k, 10), np.ones(10)) for k in range(3)]
     assert [(a["accepted"], a["duplicate"]) for a in acks] == [(10, False)] * 3
@@ -206,8 +241,11 @@ def test_sequence_window_edges():
     try:
         batch, ones = make_batch(0, 2), np.ones(2)
         assert replay.push(batch, ones, "x", 4)["duplicate"] is False  # 0 + 4: inside the window
-        with pytest.raises(ValueError, match=r"^sequence 9 of actor 'x' jumps more than sequence_window = 4 past "
-                                             r"its last acknowledged sequence 4$"):
+        with pytest.raises(
+            ValueError,
+            match=r"^sequence 9 of actor 'x' jumps more than sequence_window = 4 past "
+            r"its last acknowledged sequence 4$",
+        ):
             replay.push(batch, ones, "x", 9)
         assert replay.push(batch, ones, "x", 8)["duplicate"] is False  # a gap of 3 (pushes that gave up)
         assert replay.push(batch, ones, "x", 8)["duplicate"] is True
@@ -225,8 +263,11 @@ def test_oversized_sample_is_refused_before_any_work(plain_served, batch_size):
     replay.flush()
     with ReplayClient(f"127.0.0.1:{port}", retry_s=1.0) as client:
         start = time.perf_counter()
-        with pytest.raises(ValueError, match=rf"refused Sample: batch_size must be at most 256 \(max_sample: the "
-                                             rf"capacity, or the rows one reply holds\), not {batch_size}$"):
+        with pytest.raises(
+            ValueError,
+            match=rf"refused Sample: batch_size must be at most 256 \(max_sample: the "
+            rf"capacity, or the rows one reply holds\), not {batch_size}$",
+        ):
             client.sample(batch_size)
         assert time.perf_counter() - start < 1.0
         assert len(client.sample(256)["indices"]) == 256  # the limit itself is allowed
@@ -277,6 +318,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
         def push():
             client.push(make_batch(8, 8), np.ones(8))
             acked["at"] = time.monotonic()
+
         pusher = threading.Thread(target=push)
         pusher.start()
         time.sleep(3.0)  # long enough for uncapped back-off to reach seconds
@@ -298,15 +340,34 @@ def test_command_line_serves_tls_with_a_token_from_the_environment(tmp_path):
     cert, key = _self_signed(tmp_path)
     port = _free_port()
     env = {**os.environ, codec.TOKEN_ENV: "board-token"}
-    process = subprocess.Popen([sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address",
-                                f"127.0.0.1:{port}", "--backend", "numpy", "--capacity", "64", "--tls-cert", cert,
-                                "--tls-key", key], stdout=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pynq_rl.host.agents.distributed.service",
+            "--address",
+            f"127.0.0.1:{port}",
+            "--backend",
+            "numpy",
+            "--capacity",
+            "64",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert process.stdout.readline().startswith(f"listening on 127.0.0.1:{port}")
         with ReplayClient(f"127.0.0.1:{port}", token="board-token", tls_ca=cert, retry_s=5.0) as client:
             assert client.push(make_batch(0, 8), np.ones(8))["accepted"] == 8
-        with ReplayClient(f"127.0.0.1:{port}", token="guess", tls_ca=cert, retry_s=5.0) as intruder, \
-                pytest.raises(PermissionError, match="missing or wrong replay token"):
+        with (
+            ReplayClient(f"127.0.0.1:{port}", token="guess", tls_ca=cert, retry_s=5.0) as intruder,
+            pytest.raises(PermissionError, match="missing or wrong replay token"),
+        ):
             intruder.stats()
     finally:
         process.kill()

@@ -2,6 +2,7 @@
 refusal or a loud, counted loss, never a silent one; nothing in them is unpickled; acknowledgements are fsynced with
 ``sync_wal``.
 """
+
 import os
 import pickle
 import re
@@ -43,8 +44,13 @@ def _populated(directory: Path) -> list[tuple]:
         scan = log.scan()
     finally:
         log.close()
-    assert scan.base == (3, 0) and [(r[0], r[1]) for r in scan.records] == \
-        [(b"PRWL", 4), (b"PRWL", 5), (b"PRUP", 1), (b"PRWL", 6), (b"PRWL", 7)]
+    assert scan.base == (3, 0) and [(r[0], r[1]) for r in scan.records] == [
+        (b"PRWL", 4),
+        (b"PRWL", 5),
+        (b"PRUP", 1),
+        (b"PRWL", 6),
+        (b"PRWL", 7),
+    ]
     return scan.records
 
 
@@ -67,29 +73,42 @@ def _refused_then_accepted(directory: Path, refusal: str, warning: str) -> Repla
         return ReplayServer(256, OBS, "numpy", checkpoint_dir=directory, accept_loss=True)
 
 
-@pytest.mark.parametrize("which, rows_kept, after, pushes, transitions, updates", [
-    (0, 30, 4, 3, 30, 1),  # first record after the checkpoint
-    (2, 50, 2, 2, 20, 0),  # the priority update in the middle
-    (4, 60, 0, 0, 0, 0),  # the last record
-])
-def test_a_flipped_byte_in_a_log_record_refuses_or_loses_loudly(tmp_path, which, rows_kept, after, pushes,
-                                                               transitions, updates):
+@pytest.mark.parametrize(
+    "which, rows_kept, after, pushes, transitions, updates",
+    [
+        (0, 30, 4, 3, 30, 1),  # first record after the checkpoint
+        (2, 50, 2, 2, 20, 0),  # the priority update in the middle
+        (4, 60, 0, 0, 0, 0),  # the last record
+    ],
+)
+def test_a_flipped_byte_in_a_log_record_refuses_or_loses_loudly(
+    tmp_path, which, rows_kept, after, pushes, transitions, updates
+):
     records = _populated(tmp_path)
     log = tmp_path / "replay.wal"
     offset = records[which][3]
     damaged = _flip(log, offset + 20 + len(records[which][2]) // 2)  # a payload byte
-    counts = (rf"lost if dropped: that record and the {after} intact records after it \({pushes} pushes holding "
-              rf"{transitions} transitions, {updates} priority updates\), all acknowledged")
+    counts = (
+        rf"lost if dropped: that record and the {after} intact records after it \({pushes} pushes holding "
+        rf"{transitions} transitions, {updates} priority updates\), all acknowledged"
+    )
     replay = _refused_then_accepted(
-        tmp_path, rf"^refusing to start: replay log .*replay\.wal: \d+ bytes from offset {offset} start with a record "
-                  rf"whose CRC-32 does not match; {counts}\. Restart with accept_loss=True \(--accept-loss\)",
-        rf"^ACKNOWLEDGED DATA LOST: .*{counts}; moved to .*replay\.wal\.bad-")
+        tmp_path,
+        rf"^refusing to start: replay log .*replay\.wal: \d+ bytes from offset {offset} start with a record "
+        rf"whose CRC-32 does not match; {counts}\. Restart with accept_loss=True \(--accept-loss\)",
+        rf"^ACKNOWLEDGED DATA LOST: .*{counts}; moved to .*replay\.wal\.bad-",
+    )
     try:
         assert replay.size() == rows_kept
         check_rows(replay.sample(64, 0.4))
         lost = replay.recovery["lost"]
-        assert lost == {"damaged_records": 1, "intact_records_after": after, "pushes_after": pushes,
-                        "transitions_after": transitions, "updates_after": updates}
+        assert lost == {
+            "damaged_records": 1,
+            "intact_records_after": after,
+            "pushes_after": pushes,
+            "transitions_after": transitions,
+            "updates_after": updates,
+        }
         assert replay.stats()["recovery"]["lost"] == lost
         assert Path(replay.recovery["set_aside"]).read_bytes() == damaged[offset:]  # kept, not deleted
         assert log.read_bytes() == damaged[:offset]
@@ -100,8 +119,11 @@ def test_a_flipped_byte_in_a_log_record_refuses_or_loses_loudly(tmp_path, which,
 def test_a_damaged_record_length_still_finds_and_counts_the_records_after_it(tmp_path):
     records = _populated(tmp_path)
     _flip(tmp_path / "replay.wal", records[0][3] + 6)  # the length field of the first record: now far past the end
-    with pytest.raises(ValueError, match=r"start with an incomplete record .*the 4 intact records after it \(3 pushes "
-                                         r"holding 30 transitions, 1 priority updates\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"start with an incomplete record .*the 4 intact records after it \(3 pushes "
+        r"holding 30 transitions, 1 priority updates\)",
+    ):
         ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
 
 
@@ -112,10 +134,12 @@ def test_a_log_cut_in_half_is_refused(tmp_path):
     assert cut % wal_module.PAGE_BYTES
     os.truncate(log, cut)
     replay = _refused_then_accepted(
-        tmp_path, rf"^refusing to start: .* {cut - records[2][3]} bytes from offset {records[2][3]} start with an "
-                  rf"incomplete record .*; the file ends mid-record off a 4096-byte page boundary, so it was cut, not "
-                  rf"torn by a crash, and records that were after the cut cannot be counted\.",
-        "ACKNOWLEDGED DATA LOST")
+        tmp_path,
+        rf"^refusing to start: .* {cut - records[2][3]} bytes from offset {records[2][3]} start with an "
+        rf"incomplete record .*; the file ends mid-record off a 4096-byte page boundary, so it was cut, not "
+        rf"torn by a crash, and records that were after the cut cannot be counted\.",
+        "ACKNOWLEDGED DATA LOST",
+    )
     try:
         assert replay.size() == 50 and replay.recovery["lost"]["damaged_records"] == 1
     finally:
@@ -127,10 +151,13 @@ def test_a_sequence_gap_is_damage(tmp_path):
     records = _populated(tmp_path)
     log = tmp_path / "replay.wal"
     data = log.read_bytes()
-    log.write_bytes(data[:records[1][3]] + data[records[2][3]:])  # push 5 gone
-    with pytest.raises(ValueError, match=r"start with a sequence gap: push 6 follows 4; lost if dropped: that record "
-                                         r"and the 1 intact records after it \(1 pushes holding 10 transitions, 0 "
-                                         r"priority updates\)"):
+    log.write_bytes(data[: records[1][3]] + data[records[2][3] :])  # push 5 gone
+    with pytest.raises(
+        ValueError,
+        match=r"start with a sequence gap: push 6 follows 4; lost if dropped: that record "
+        r"and the 1 intact records after it \(1 pushes holding 10 transitions, 0 "
+        r"priority updates\)",
+    ):
         ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
 
 
@@ -138,8 +165,11 @@ def test_a_missing_checkpoint_is_refused(tmp_path):
     _populated(tmp_path)
     (tmp_path / "replay.ckpt").unlink()
     for accept_loss in (False, True):
-        with pytest.raises(ValueError, match=r"replay\.wal continues a checkpoint holding pushes up to 3 and priority "
-                                             r"updates up to 0, but .*replay\.ckpt is missing: refusing to start"):
+        with pytest.raises(
+            ValueError,
+            match=r"replay\.wal continues a checkpoint holding pushes up to 3 and priority "
+            r"updates up to 0, but .*replay\.ckpt is missing: refusing to start",
+        ):
             ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=accept_loss)
 
 
@@ -229,12 +259,24 @@ def test_sync_wal_fsyncs_before_the_acknowledgement(tmp_path, monkeypatch):
 def test_command_line_refuses_a_damaged_log_in_one_line_and_accepts_loss_when_told(tmp_path):
     records = _populated(tmp_path)
     _flip(tmp_path / "replay.wal", records[1][3] + 25)
-    base = [sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address", "127.0.0.1:0",
-            "--capacity", "256", "--backend", "numpy", "--checkpoint-dir", str(tmp_path)]
+    base = [
+        sys.executable,
+        "-m",
+        "pynq_rl.host.agents.distributed.service",
+        "--address",
+        "127.0.0.1:0",
+        "--capacity",
+        "256",
+        "--backend",
+        "numpy",
+        "--checkpoint-dir",
+        str(tmp_path),
+    ]
     refused = subprocess.run(base, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stdout == ""
-    assert re.match(r"^error: refusing to start: replay log .* 3 intact records after it .*--accept-loss",
-                    refused.stderr)
+    assert re.match(
+        r"^error: refusing to start: replay log .* 3 intact records after it .*--accept-loss", refused.stderr
+    )
     assert len(refused.stderr.strip().splitlines()) == 1
     process = subprocess.Popen(base + ["--accept-loss"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -252,9 +294,12 @@ def test_a_missing_log_beside_a_checkpoint_is_refused(tmp_path):
     _populated(tmp_path)
     (tmp_path / "replay.wal").unlink()
     replay = _refused_then_accepted(
-        tmp_path, r"^refusing to start: .*replay\.wal is missing but .*replay\.ckpt exists: the acknowledged pushes "
-                  r"and priority updates after that checkpoint \(an unknown number\) are lost\. Restart with "
-                  r"accept_loss=True", "ACKNOWLEDGED DATA LOST: .*replay.wal is missing")
+        tmp_path,
+        r"^refusing to start: .*replay\.wal is missing but .*replay\.ckpt exists: the acknowledged pushes "
+        r"and priority updates after that checkpoint \(an unknown number\) are lost\. Restart with "
+        r"accept_loss=True",
+        "ACKNOWLEDGED DATA LOST: .*replay.wal is missing",
+    )
     try:
         assert replay.size() == 30 and replay.recovery == {"lost": {"missing_log": True}}
     finally:
@@ -288,12 +333,26 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
     import random
     import signal
     import threading
+
     from pynq_rl.host.agents.distributed.client import ReplayClient
     from tests.agents.distributed.test_apex_server import _free_port
+
     port = _free_port()
-    command = [sys.executable, "-m", "pynq_rl.host.agents.distributed.service", "--address", f"127.0.0.1:{port}",
-               "--capacity", "100000", "--backend", "numpy", "--checkpoint-dir", str(tmp_path),
-               "--checkpoint-every-s", "0.05"]
+    command = [
+        sys.executable,
+        "-m",
+        "pynq_rl.host.agents.distributed.service",
+        "--address",
+        f"127.0.0.1:{port}",
+        "--capacity",
+        "100000",
+        "--backend",
+        "numpy",
+        "--checkpoint-dir",
+        str(tmp_path),
+        "--checkpoint-every-s",
+        "0.05",
+    ]
 
     def start() -> subprocess.Popen:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -331,7 +390,7 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
         process.wait()
     replay = ReplayServer(100000, OBS, "numpy", checkpoint_dir=tmp_path)
     try:
-        rows = replay.rewards[:replay.size()].astype(np.int64)
+        rows = replay.rewards[: replay.size()].astype(np.int64)
         assert replay.recovery == {} and not list(tmp_path.glob("replay.wal.bad-*")) and len(acked) > 100
         assert sorted(rows[::20].tolist()) == sorted(acked) and replay.size() == 20 * len(acked)
     finally:

@@ -15,4 +15,5 @@
 Nothing is imported here eagerly: the server side needs no torch or Ray (``from pynq_rl.host.agents.distributed
 import server``), the Ray side is imported only where it is used.
 """
+
 __all__ = ["codec", "server", "wal", "service", "client", "apex", "redis_baseline"]

@@ -35,6 +35,7 @@ arguments and the driver. Outputs go to ``out_dir/run_name/`` (:class:`~pynq_rl.
 evaluation episodes: the learning curve ``pynq-rl plot`` draws), ``actor_episodes.csv`` (every actor and evaluation
 episode with its actor, epsilon and time) and ``summary.json``.
 """
+
 from __future__ import annotations
 
 import collections
@@ -54,18 +55,49 @@ import torch
 from .. import run as R
 from ..priorities import PRIORITY_BACKENDS
 from . import codec
-from .apex_workers import (ApexActor, Evaluator, Learner, NStepBuilder, ParameterServer, ReplayServerActor,
-                           actor_epsilon, env_spaces)
+from .apex_workers import (
+    ApexActor,
+    Evaluator,
+    Learner,
+    NStepBuilder,
+    ParameterServer,
+    ReplayServerActor,
+    actor_epsilon,
+    env_spaces,
+)
 from .client import ReplayClient
 
-METRIC_KEYS = ("global_step", "updates", "chunk_updates", "time_s", "actor_steps", "eval/mean_return",
-               "losses/td_loss", "losses/q_values", "charts/updates_per_s", "latency/sample_ms", "latency/update_ms",
-               "replay/stale_priorities", "replay/client_retries", "replay/prefetch_fallbacks", "charts/rate_limited_s",
-               "resumed", "pid")
+METRIC_KEYS = (
+    "global_step",
+    "updates",
+    "chunk_updates",
+    "time_s",
+    "actor_steps",
+    "eval/mean_return",
+    "losses/td_loss",
+    "losses/q_values",
+    "charts/updates_per_s",
+    "latency/sample_ms",
+    "latency/update_ms",
+    "replay/stale_priorities",
+    "replay/client_retries",
+    "replay/prefetch_fallbacks",
+    "charts/rate_limited_s",
+    "resumed",
+    "pid",
+)
 """columns of ``metrics.csv``: one row per learner chunk (``global_step`` = actor environment steps so far)"""
 
-__all__ = ["Args", "ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
-           "train"]
+__all__ = [
+    "Args",
+    "ApexActor",
+    "Learner",
+    "ParameterServer",
+    "ReplayServerActor",
+    "actor_epsilon",
+    "NStepBuilder",
+    "train",
+]
 
 
 @dataclass
@@ -202,10 +234,14 @@ def _check_args(args: Args) -> None:
         raise ValueError("n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1")
     if not args.updates_per_insert >= 0:
         raise ValueError(f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}")
-    if args.updates_per_insert > 0 and 2 * args.rate_limit_tolerance < \
-            args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1:
-        raise ValueError(f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
-                         f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}")
+    if (
+        args.updates_per_insert > 0
+        and 2 * args.rate_limit_tolerance < args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1
+    ):
+        raise ValueError(
+            f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
+            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}"
+        )
 
 
 def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
@@ -246,8 +282,13 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         if args.ray_address:
             ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
         else:
-            ray.init(num_cpus=args.ray_num_cpus, include_dashboard=False, log_to_driver=False,
-                     object_store_memory=100 * 1024 * 1024, runtime_env=runtime_env)
+            ray.init(
+                num_cpus=args.ray_num_cpus,
+                include_dashboard=False,
+                log_to_driver=False,
+                object_store_memory=100 * 1024 * 1024,
+                runtime_env=runtime_env,
+            )
         started_ray = True
     handles: list[Any] = []
     start = time.perf_counter()
@@ -256,9 +297,18 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         if args.replay_address is None:
             checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
             replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
-                args.buffer_size, obs_shape, args.replay_backend, args.per_alpha, args.replay_bind,
-                free_port(args.replay_bind), checkpoint_dir, args.checkpoint_every_s, args.queue_batches, args.board,
-                args.seed)
+                args.buffer_size,
+                obs_shape,
+                args.replay_backend,
+                args.per_alpha,
+                args.replay_bind,
+                free_port(args.replay_bind),
+                checkpoint_dir,
+                args.checkpoint_every_s,
+                args.queue_batches,
+                args.board,
+                args.seed,
+            )
             handles.append(replay_actor)
             address = ray.get(replay_actor.address.remote(), timeout=120)
         else:
@@ -267,10 +317,15 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         parameter_server = ParameterServer.remote()
         handles.append(parameter_server)
         learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-            args, address, parameter_server)
+            args, address, parameter_server
+        )
         handles.append(learner)
-        actors = [ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-            i, args, address, parameter_server) for i in range(args.num_actors)]
+        actors = [
+            ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+                i, args, address, parameter_server
+            )
+            for i in range(args.num_actors)
+        ]
         handles.extend(actors)
         evaluator = Evaluator(args, parameter_server)
 
@@ -316,15 +371,24 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                     eval_returns.append(episode["return"])
                     actor_episodes.append(dict(episode, actor="eval", epsilon=0.0, time_s=elapsed))
                     run.episode(sum(actor_steps.values()), episode["return"], episode["length"])
-                window = eval_returns[-args.eval_window:]
-                result.update({"time_s": elapsed, "eval/mean_return": float(np.mean(window)),
-                               "actor_steps": sum(actor_steps.values())})
-                run.log({key: result.get(key, float("nan")) for key in METRIC_KEYS}
-                        | {"global_step": result["actor_steps"]})
+                window = eval_returns[-args.eval_window :]
+                result.update(
+                    {
+                        "time_s": elapsed,
+                        "eval/mean_return": float(np.mean(window)),
+                        "actor_steps": sum(actor_steps.values()),
+                    }
+                )
+                run.log(
+                    {key: result.get(key, float("nan")) for key in METRIC_KEYS} | {"global_step": result["actor_steps"]}
+                )
                 if args.progress:
-                    print(f"[apex {elapsed:6.1f} s] updates {updates} ({result['charts/updates_per_s']:.0f}/s), "
-                          f"actor steps {result['actor_steps']}, loss {result['losses/td_loss']:.3f}, "
-                          f"eval mean return {result['eval/mean_return']:.1f} over {len(window)}", file=sys.stderr)
+                    print(
+                        f"[apex {elapsed:6.1f} s] updates {updates} ({result['charts/updates_per_s']:.0f}/s), "
+                        f"actor steps {result['actor_steps']}, loss {result['losses/td_loss']:.3f}, "
+                        f"eval mean return {result['eval/mean_return']:.1f} over {len(window)}",
+                        file=sys.stderr,
+                    )
                 if len(window) >= args.eval_window and np.mean(window) >= args.target_return:
                     solved, stop_reason = True, "target_return"
                 elif updates >= args.max_updates:
@@ -334,9 +398,17 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                 else:
                     pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
             if on_progress is not None:
-                on_progress({"actors": actors, "actor_pids": dict(actor_pids), "replay_actor": replay_actor,
-                             "learner": learner, "learner_pid": learner_pid, "updates": updates,
-                             "elapsed_s": elapsed})
+                on_progress(
+                    {
+                        "actors": actors,
+                        "actor_pids": dict(actor_pids),
+                        "replay_actor": replay_actor,
+                        "learner": learner,
+                        "learner_pid": learner_pid,
+                        "updates": updates,
+                        "elapsed_s": elapsed,
+                    }
+                )
             if not any(kind == "learner" for kind, _ in pending.values()):
                 break
         wall_time = time.perf_counter() - start
@@ -348,19 +420,26 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         for handle in handles:
             try:
                 ray.kill(handle, no_restart=True)
-            except Exception:  # already gone
+            except Exception:  # noqa: BLE001 - already gone; Ray raises several types for that
                 pass
         if started_ray:
             ray.shutdown()
 
-    window = eval_returns[-args.eval_window:]
+    window = eval_returns[-args.eval_window :]
     _write_csv(run_dir / "actor_episodes.csv", actor_episodes)
     return run.finish(
-        solved=solved, stop_reason=stop_reason, updates=updates, actor_steps=int(sum(actor_steps.values())),
-        wall_time_s=wall_time, eval_mean_return=float(np.mean(window)) if window else float("nan"),
-        eval_episodes=len(eval_returns), eval_returns=eval_returns,
+        solved=solved,
+        stop_reason=stop_reason,
+        updates=updates,
+        actor_steps=int(sum(actor_steps.values())),
+        wall_time_s=wall_time,
+        eval_mean_return=float(np.mean(window)) if window else float("nan"),
+        eval_episodes=len(eval_returns),
+        eval_returns=eval_returns,
         actor_episodes=sum(1 for e in actor_episodes if e["actor"] != "eval"),
-        actor_restarts=lost_tasks, learner_restarts=lost_learner_chunks, actor_incarnations=len(actor_steps),
+        actor_restarts=lost_tasks,
+        learner_restarts=lost_learner_chunks,
+        actor_incarnations=len(actor_steps),
         actor_rate_limited_s=float(sum(actor_waits.values())),
         replay_address=address,
         replay_backend=args.replay_backend if args.replay_address is None else "external",

@@ -5,6 +5,7 @@ Every class takes the run's :class:`~.apex.Args`; the Ray-remote versions are :d
 :data:`ReplayServerActor`, :data:`ApexActor` and :data:`Learner` (the underscored classes are not constructed
 directly). Needs Ray and torch (``pip install 'pynq-rl[distributed]'``).
 """
+
 from __future__ import annotations
 
 import collections
@@ -32,8 +33,17 @@ from .service import serve
 if TYPE_CHECKING:
     from .apex import Args
 
-__all__ = ["ApexActor", "Learner", "ParameterServer", "ReplayServerActor", "actor_epsilon", "NStepBuilder",
-           "Evaluator", "env_spaces", "td_errors"]
+__all__ = [
+    "ApexActor",
+    "Learner",
+    "ParameterServer",
+    "ReplayServerActor",
+    "actor_epsilon",
+    "NStepBuilder",
+    "Evaluator",
+    "env_spaces",
+    "td_errors",
+]
 
 
 def actor_epsilon(index: int, num_actors: int, base: float = 0.4, alpha: float = 7.0) -> float:
@@ -56,8 +66,9 @@ class NStepBuilder:
         self.n, self.gamma = int(n), float(gamma)
         self._window: collections.deque = collections.deque()
 
-    def step(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray, terminated: bool,
-             truncated: bool) -> list[tuple]:
+    def step(
+        self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray, terminated: bool, truncated: bool
+    ) -> list[tuple]:
         """Record one step; return the transitions it completes (0 or 1 inside an episode, the rest at its end)."""
         self._window.append((obs, action, reward))
         out = []
@@ -73,18 +84,26 @@ class NStepBuilder:
     def _emit(self, next_obs: np.ndarray, bootstrap: bool) -> tuple:
         ret = 0.0
         for j, (_, _, r) in enumerate(self._window):
-            ret += (self.gamma ** j) * r
+            ret += (self.gamma**j) * r
         obs, action, _ = self._window[0]
         discount = self.gamma ** len(self._window) if bootstrap else 0.0
         return obs, action, ret, next_obs, discount
 
 
-def td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np.ndarray],
-              double_q: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def td_errors(
+    q_network: QNetwork, target_network: QNetwork, batch: dict[str, np.ndarray], double_q: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(delta, q(s, a))`` of a batch: Double DQN target with the batch's per-transition discounts."""
     observations, next_observations, actions, rewards, discounts = (
-        torch.tensor(np.asarray(batch[name])) for name in  # copies: arrays decoded from messages are read-only
-        ("observations", "next_observations", "actions", "rewards", "discounts"))
+        torch.tensor(np.asarray(batch[name]))
+        for name in (  # copies: arrays decoded from messages are read-only
+            "observations",
+            "next_observations",
+            "actions",
+            "rewards",
+            "discounts",
+        )
+    )
     with torch.no_grad():
         next_online = q_network(next_observations)
         next_actions = next_online.argmax(dim=1, keepdim=True)
@@ -96,8 +115,13 @@ def td_errors(q_network: QNetwork, target_network: QNetwork, batch: dict[str, np
 
 def replay_ratio(args: Args, client: ReplayClient) -> ReplayRatio:
     """The run's :class:`~.pacing.ReplayRatio` over ``client``'s view of the replay server's counters."""
-    return ReplayRatio(args.updates_per_insert, args.learning_starts, args.rate_limit_tolerance,
-                       lambda: client.stats(retry_s=30.0), max_push=args.local_buffer_size + args.n_step)
+    return ReplayRatio(
+        args.updates_per_insert,
+        args.learning_starts,
+        args.rate_limit_tolerance,
+        lambda: client.stats(retry_s=30.0),
+        max_push=args.local_buffer_size + args.n_step,
+    )
 
 
 def _weights_to_numpy(network: torch.nn.Module) -> dict[str, np.ndarray]:
@@ -153,11 +177,31 @@ class _ReplayServerActor:
     Ray restarts it with the same arguments, so it binds the same port and restores from ``checkpoint_dir``.
     """
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: str, alpha: float, bind: str, port: int,
-                 checkpoint_dir: str | None, checkpoint_every_s: float | None, queue_batches: int,
-                 board: Any = None, seed: int | None = None) -> None:
-        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, queue_batches, checkpoint_dir,
-                                   checkpoint_every_s if checkpoint_dir else None, board=board, seed=seed)
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        backend: str,
+        alpha: float,
+        bind: str,
+        port: int,
+        checkpoint_dir: str | None,
+        checkpoint_every_s: float | None,
+        queue_batches: int,
+        board: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        self.replay = ReplayServer(
+            capacity,
+            obs_shape,
+            backend,
+            alpha,
+            queue_batches,
+            checkpoint_dir,
+            checkpoint_every_s if checkpoint_dir else None,
+            board=board,
+            seed=seed,
+        )
         self.server, self.port = serve(self.replay, f"{bind}:{port}")
         host = bind if bind not in ("0.0.0.0", "[::]") else ray.util.get_node_ip_address()
         self._address = f"{host}:{self.port}"
@@ -219,9 +263,13 @@ class _ApexActor:
         if not self.local:
             return
         obs, actions, rewards, next_obs, discounts = (np.asarray(column) for column in zip(*self.local))
-        batch = {"observations": obs.astype(np.float32), "actions": actions.astype(np.int64),
-                 "rewards": rewards.astype(np.float32), "next_observations": next_obs.astype(np.float32),
-                 "discounts": discounts.astype(np.float32)}
+        batch = {
+            "observations": obs.astype(np.float32),
+            "actions": actions.astype(np.int64),
+            "rewards": rewards.astype(np.float32),
+            "next_observations": next_obs.astype(np.float32),
+            "discounts": discounts.astype(np.float32),
+        }
         with torch.no_grad():  # the actor's own copy is both networks: Ape-X's initial priorities
             delta, _ = td_errors(self.q_network, self.q_network, batch)
         if not self.limiter.wait_to_insert(len(self.local), timeout_s=30.0):
@@ -248,14 +296,29 @@ class _ApexActor:
                     q = self.q_network(torch.as_tensor(np.asarray(self.obs, dtype=np.float32)).unsqueeze(0))
                 action = int(q.argmax(dim=1).item())
             next_obs, reward, terminated, truncated, _ = self.env.step(action)
-            self.local.extend(self.builder.step(np.asarray(self.obs, dtype=np.float32), action, float(reward),
-                                                np.asarray(next_obs, dtype=np.float32), terminated, truncated))
+            self.local.extend(
+                self.builder.step(
+                    np.asarray(self.obs, dtype=np.float32),
+                    action,
+                    float(reward),
+                    np.asarray(next_obs, dtype=np.float32),
+                    terminated,
+                    truncated,
+                )
+            )
             self.episode_return += float(reward)
             self.episode_length += 1
             self.steps += 1
             if terminated or truncated:
-                episodes.append({"actor": self.index, "epsilon": self.epsilon, "return": self.episode_return,
-                                 "length": self.episode_length, "weight_version": self.weight_version})
+                episodes.append(
+                    {
+                        "actor": self.index,
+                        "epsilon": self.epsilon,
+                        "return": self.episode_return,
+                        "length": self.episode_length,
+                        "weight_version": self.weight_version,
+                    }
+                )
                 self.episode_return, self.episode_length = 0.0, 0
                 self.obs, _ = self.env.reset()
             else:
@@ -265,10 +328,18 @@ class _ApexActor:
             if self.steps % self.args.weight_sync_steps == 0:
                 self._pull_weights()
             pace.wait()
-        return {"actor": self.index, "incarnation": self.incarnation, "pid": os.getpid(), "episodes": episodes,
-                "steps": self.steps,
-                "pushes": self.pushes, "epsilon": self.epsilon, "retries": self.client.retries,
-                "rate_limited_s": self.limiter.waited_s, "rate_limit_timeouts": self.rate_limit_timeouts}
+        return {
+            "actor": self.index,
+            "incarnation": self.incarnation,
+            "pid": os.getpid(),
+            "episodes": episodes,
+            "steps": self.steps,
+            "pushes": self.pushes,
+            "epsilon": self.epsilon,
+            "retries": self.client.retries,
+            "rate_limited_s": self.limiter.waited_s,
+            "rate_limit_timeouts": self.rate_limit_timeouts,
+        }
 
     def pid(self) -> int:
         """The process id (tests kill it)."""
@@ -295,8 +366,9 @@ class _Learner:
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = optim.Adam(self.q_network.parameters(), lr=args.learning_rate)
         self.client = ReplayClient(address)
-        self.sampler = PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) \
-            if args.sample_prefetch else None
+        self.sampler = (
+            PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) if args.sample_prefetch else None
+        )
         self.parameter_server = parameter_server
         self.limiter = replay_ratio(args, self.client)
         self.updates = 0
@@ -309,8 +381,15 @@ class _Learner:
 
     def _save(self) -> None:
         buffer = io.BytesIO()
-        torch.save({"q_network": self.q_network.state_dict(), "target_network": self.target_network.state_dict(),
-                    "optimizer": self.optimizer.state_dict(), "updates": self.updates}, buffer)
+        torch.save(
+            {
+                "q_network": self.q_network.state_dict(),
+                "target_network": self.target_network.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "updates": self.updates,
+            },
+            buffer,
+        )
         ray.get(self.parameter_server.save_learner.remote(buffer.getvalue()))
 
     def _load(self, saved: bytes) -> None:
@@ -368,8 +447,9 @@ class _Learner:
             torch.nn.utils.clip_grad_norm_(self.q_network.parameters(), args.max_grad_norm)
             self.optimizer.step()
             t0 = time.perf_counter()
-            result = self.client.update_priorities(batch["indices"], np.abs(delta.detach().numpy()) + args.per_eps,
-                                                   batch["versions"])
+            result = self.client.update_priorities(
+                batch["indices"], np.abs(delta.detach().numpy()) + args.per_eps, batch["versions"]
+            )
             update_s += time.perf_counter() - t0
             stale += result["stale"]
             self.updates += 1
@@ -383,14 +463,21 @@ class _Learner:
                 self.publish()
         elapsed = time.perf_counter() - start
         self._save()
-        return {"updates": self.updates, "chunk_updates": done, "pid": os.getpid(), "resumed": self.resumed,
-                "losses/td_loss": float(np.mean(losses)) if losses else float("nan"),
-                "losses/q_values": float(np.mean(q_means)) if q_means else float("nan"),
-                "charts/updates_per_s": done / elapsed if elapsed > 0 else 0.0,
-                "latency/sample_ms": 1e3 * sample_s / max(1, done), "latency/update_ms": 1e3 * update_s / max(1, done),
-                "replay/stale_priorities": stale, "replay/client_retries": self.client.retries,
-                "replay/prefetch_fallbacks": self.sampler.fallbacks if self.sampler else 0,
-                "charts/rate_limited_s": self.limiter.waited_s - waited_before}
+        return {
+            "updates": self.updates,
+            "chunk_updates": done,
+            "pid": os.getpid(),
+            "resumed": self.resumed,
+            "losses/td_loss": float(np.mean(losses)) if losses else float("nan"),
+            "losses/q_values": float(np.mean(q_means)) if q_means else float("nan"),
+            "charts/updates_per_s": done / elapsed if elapsed > 0 else 0.0,
+            "latency/sample_ms": 1e3 * sample_s / max(1, done),
+            "latency/update_ms": 1e3 * update_s / max(1, done),
+            "replay/stale_priorities": stale,
+            "replay/client_retries": self.client.retries,
+            "replay/prefetch_fallbacks": self.sampler.fallbacks if self.sampler else 0,
+            "charts/rate_limited_s": self.limiter.waited_s - waited_before,
+        }
 
 
 ParameterServer = ray.remote(num_cpus=0)(_ParameterServer)

@@ -24,6 +24,7 @@ makes the channel TLS.
 A client is for one thread at a time (the learner's prefetched samples arrive on gRPC's threads, which is fine); give
 each pushing thread its own.
 """
+
 from __future__ import annotations
 
 import collections
@@ -31,7 +32,8 @@ import itertools
 import json
 import os
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -39,14 +41,15 @@ from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
 
-__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady", "MAX_BACKOFF_S",
-           "CHANNEL_OPTIONS"]
+__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady", "MAX_BACKOFF_S", "CHANNEL_OPTIONS"]
 
 MAX_BACKOFF_S = 0.25
 """longest wait between two attempts, of a call's retries and of the channel's reconnection"""
-CHANNEL_OPTIONS = codec.GRPC_OPTIONS + [("grpc.initial_reconnect_backoff_ms", 50),
-                                        ("grpc.min_reconnect_backoff_ms", 50),
-                                        ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000))]
+CHANNEL_OPTIONS = codec.GRPC_OPTIONS + [
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.min_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", int(MAX_BACKOFF_S * 1000)),
+]
 """the client channel's options: the shared ones plus reconnection back-off capped at :data:`MAX_BACKOFF_S`"""
 
 
@@ -93,11 +96,20 @@ class ReplayClient:
         Retries made so far (all calls).
     """
 
-    def __init__(self, address: str, actor_id: str = "", timeout_s: float = 10.0, retry_s: float = 60.0,
-                 token: str | None = None, tls_ca: str | os.PathLike | None = None,
-                 tls_server_name: str | None = None, compression: str | None = None,
-                 pack_frames: int | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        actor_id: str = "",
+        timeout_s: float = 10.0,
+        retry_s: float = 60.0,
+        token: str | None = None,
+        tls_ca: str | os.PathLike | None = None,
+        tls_server_name: str | None = None,
+        compression: str | None = None,
+        pack_frames: int | None = None,
+    ) -> None:
         import grpc
+
         self._grpc = grpc
         self.address = address
         self.actor_id = actor_id
@@ -127,10 +139,13 @@ class ReplayClient:
         """(Re)open the channel: a fresh one connects at its first call, without the old one's back-off state."""
         grpc = self._grpc
         old = self._channel
-        self._channel = grpc.insecure_channel(self.address, options=self._options,
-                                              compression=self._compression) if self._credentials is None \
-            else grpc.secure_channel(self.address, self._credentials, options=self._options,
-                                     compression=self._compression)
+        self._channel = (
+            grpc.insecure_channel(self.address, options=self._options, compression=self._compression)
+            if self._credentials is None
+            else grpc.secure_channel(
+                self.address, self._credentials, options=self._options, compression=self._compression
+            )
+        )
         self._stub = pb_grpc.ReplayStub(self._channel)
         if old is not None:
             old.close()
@@ -139,7 +154,7 @@ class ReplayClient:
         """Close the channel."""
         self._channel.close()
 
-    def __enter__(self) -> "ReplayClient":
+    def __enter__(self) -> ReplayClient:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -151,16 +166,18 @@ class ReplayClient:
         delay = 0.01
         while True:
             try:
-                return getattr(self._stub, method)(request, timeout=self.timeout_s, wait_for_ready=False,
-                                                   metadata=self._metadata)
+                return getattr(self._stub, method)(
+                    request, timeout=self.timeout_s, wait_for_ready=False, metadata=self._metadata
+                )
             except grpc.RpcError as error:
                 code, details = error.code(), error.details()
                 refusal = self._refusal(method, error)
                 if refusal is not None:
                     raise refusal from None
                 if code not in retry_codes or time.monotonic() + delay > deadline:
-                    raise ReplayUnavailable(f"replay server {self.address} {method} failed: {code.name}: "
-                                            f"{details}") from None
+                    raise ReplayUnavailable(
+                        f"replay server {self.address} {method} failed: {code.name}: {details}"
+                    ) from None
                 self.retries += 1
                 if code == grpc.StatusCode.UNAVAILABLE:
                     # a channel that lost its server waits out its own reconnection back-off, measured at 0.6-1.2 s
@@ -205,8 +222,12 @@ class ReplayClient:
         codec.encode_transitions(transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
         reply = self._invoke("Push", request, (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED))
-        return {"accepted": reply.accepted, "duplicate": reply.duplicate, "log_sequence": reply.log_sequence,
-                "queued": reply.queued}
+        return {
+            "accepted": reply.accepted,
+            "duplicate": reply.duplicate,
+            "log_sequence": reply.log_sequence,
+            "queued": reply.queued,
+        }
 
     def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
         """A prioritized batch: transition fields, ``indices``, ``weights``, ``versions`` (numpy arrays).
@@ -219,18 +240,23 @@ class ReplayClient:
             As for :meth:`push`.
         """
         codes = self._grpc.StatusCode
-        reply = self._invoke("Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
-                             (codes.UNAVAILABLE,))
+        reply = self._invoke(
+            "Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)), (codes.UNAVAILABLE,)
+        )
         return _decode_sample(reply)
 
     def sample_future(self, batch_size: int, beta: float = 0.4) -> Any:
         """Request a batch without waiting: a gRPC future whose ``result()`` is the raw reply (for
         :class:`PrefetchingSampler`; no retries)."""
-        return self._stub.Sample.future(pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
-                                        timeout=self.timeout_s, metadata=self._metadata)
+        return self._stub.Sample.future(
+            pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)),
+            timeout=self.timeout_s,
+            metadata=self._metadata,
+        )
 
-    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
-                          versions: np.ndarray | None = None) -> dict[str, int]:
+    def update_priorities(
+        self, indices: np.ndarray, priorities: np.ndarray, versions: np.ndarray | None = None
+    ) -> dict[str, int]:
         """Send new priorities for sampled slots; returns ``updated`` and ``stale`` counts."""
         codes = self._grpc.StatusCode
         request = pb.UpdateRequest()
@@ -269,8 +295,10 @@ class ReplayClient:
             except ReplayUnavailable:
                 pass
             time.sleep(poll_s)
-        raise TimeoutError(f"replay server {self.address} not ready within {timeout_s} s "
-                           f"(size {stats.get('size', 'unknown')}, wanted {min_size})")
+        raise TimeoutError(
+            f"replay server {self.address} not ready within {timeout_s} s "
+            f"(size {stats.get('size', 'unknown')}, wanted {min_size})"
+        )
 
 
 def _decode_sample(reply: pb.SampleReply) -> dict[str, np.ndarray]:
@@ -294,7 +322,8 @@ class PrefetchingSampler:
     updates for slots overwritten since they were sampled.
 
     Errors: a request that fails with ``UNAVAILABLE`` (server restarting) or ``CANCELLED`` (the client reopened its
-    channel meanwhile) falls back to :meth:`ReplayClient.sample` and its retries; ``FAILED_PRECONDITION`` raises :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
+    channel meanwhile) falls back to :meth:`ReplayClient.sample` and its retries; ``FAILED_PRECONDITION`` raises
+    :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
 
     Parameters
     ----------

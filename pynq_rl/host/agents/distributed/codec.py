@@ -16,21 +16,41 @@ the batch carries ``frames`` (a list of those rows) and ``frames_shape`` (the ob
 instead of ``observations`` and ``next_observations``. The server stores and forwards the rows as opaque bytes (the
 replay core needs only priorities and slots); the learner decompresses the sampled rows (:func:`unpack_batch`).
 """
+
 from __future__ import annotations
 
 import os
 import zlib
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from . import replay_pb2 as pb
 
-__all__ = ["TRANSITION_FIELDS", "ALLOWED_DTYPES", "OBS_DTYPES", "check_obs_dtype", "COMPRESSIONS",
-           "grpc_compression", "GRPC_OPTIONS", "MAX_MESSAGE_BYTES", "TOKEN_ENV", "TLS_CA_ENV",
-           "ACCESS_ENV", "max_sample_rows",
-           "resolve_token", "to_tensor", "from_tensor", "encode_transitions", "decode_transitions", "check_batch",
-           "FRAME_LEVEL", "stored_fields", "pack_batch", "unpack_batch"]
+__all__ = [
+    "TRANSITION_FIELDS",
+    "ALLOWED_DTYPES",
+    "OBS_DTYPES",
+    "check_obs_dtype",
+    "COMPRESSIONS",
+    "grpc_compression",
+    "GRPC_OPTIONS",
+    "MAX_MESSAGE_BYTES",
+    "TOKEN_ENV",
+    "TLS_CA_ENV",
+    "ACCESS_ENV",
+    "max_sample_rows",
+    "resolve_token",
+    "to_tensor",
+    "from_tensor",
+    "encode_transitions",
+    "decode_transitions",
+    "check_batch",
+    "FRAME_LEVEL",
+    "stored_fields",
+    "pack_batch",
+    "unpack_batch",
+]
 
 MAX_MESSAGE_BYTES = 64 << 20
 """the largest message either end sends or accepts (gRPC refuses a larger one with ``RESOURCE_EXHAUSTED`` before
@@ -61,9 +81,11 @@ def max_sample_rows(obs_shape: tuple[int, ...], obs_itemsize: int = 4) -> int:
     return max(1, (MAX_MESSAGE_BYTES - _MESSAGE_OVERHEAD_BYTES) // row_bytes)
 
 
-GRPC_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0)]
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.so_reuseport", 0),
+]
 """channel and server options both ends use: message size limits (64 MiB: a sample of 4096 Atari frames) and no
 port sharing (a second server on a port must fail)"""
 
@@ -80,6 +102,7 @@ def grpc_compression(name: str | None):
         Any other name.
     """
     import grpc
+
     if name is None:
         return None
     if name not in COMPRESSIONS:
@@ -150,8 +173,10 @@ def from_tensor(message: pb.Tensor, field: str) -> np.ndarray:
     dtype = np.dtype(message.dtype).newbyteorder("<")
     expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(message.data) != expected:
-        raise ValueError(f"{field}: {len(message.data)} bytes of data do not hold a {message.dtype} array of shape "
-                         f"{shape} ({expected} bytes)")
+        raise ValueError(
+            f"{field}: {len(message.data)} bytes of data do not hold a {message.dtype} array of shape "
+            f"{shape} ({expected} bytes)"
+        )
     return np.frombuffer(message.data, dtype=dtype).reshape(shape)
 
 
@@ -217,7 +242,7 @@ def _stack_shift(observation: np.ndarray, next_observation: np.ndarray) -> int:
     ``k`` screens: 1 for a 1-step transition, n for an n-step one); ``S`` when they share nothing."""
     stack = len(observation)
     for k in range(stack):
-        if np.array_equal(next_observation[:stack - k], observation[k:]):
+        if np.array_equal(next_observation[: stack - k], observation[k:]):
             return k
     return stack
 
@@ -246,17 +271,21 @@ def pack_batch(batch: Mapping[str, np.ndarray], level: int = FRAME_LEVEL) -> dic
     observations, next_observations = np.asarray(batch["observations"]), np.asarray(batch["next_observations"])
     for name, array in (("observations", observations), ("next_observations", next_observations)):
         if array.dtype != np.uint8 or array.ndim < 2:
-            raise ValueError(f"{name} must be uint8 frames shaped (n, *obs_shape) to pack, not {array.dtype} of "
-                             f"shape {array.shape}")
+            raise ValueError(
+                f"{name} must be uint8 frames shaped (n, *obs_shape) to pack, not {array.dtype} of shape {array.shape}"
+            )
     if observations.shape != next_observations.shape or len(observations) < 1:
-        raise ValueError(f"observations {observations.shape} and next_observations {next_observations.shape} must "
-                         f"have one shape and at least one row")
+        raise ValueError(
+            f"observations {observations.shape} and next_observations {next_observations.shape} must "
+            f"have one shape and at least one row"
+        )
     stack = observations.shape[1]
     rows = []
     for observation, next_observation in zip(observations, next_observations):
         k = _stack_shift(observation, next_observation)
-        rows.append(zlib.compress(bytes([k]) + observation.tobytes() + next_observation[stack - k:].tobytes(),
-                                  int(level)))
+        rows.append(
+            zlib.compress(bytes([k]) + observation.tobytes() + next_observation[stack - k :].tobytes(), int(level))
+        )
     out = {name: value for name, value in batch.items() if name not in ("observations", "next_observations")}
     out["frames"] = rows
     out["frames_shape"] = observations.shape[1:]
@@ -286,8 +315,9 @@ def unpack_batch(batch: Mapping[str, np.ndarray]) -> dict:
             raise ValueError(f"frames row {i} is not a zlib stream ({error})") from None
         k = data[0] if data else stack + 1
         if k > stack or len(data) != 1 + (stack + k) * screen or not stream.eof or stream.unused_data:
-            raise ValueError(f"frames row {i} does not hold a shift and the screens of two uint8 observations of "
-                             f"shape {shape}")
+            raise ValueError(
+                f"frames row {i} does not hold a shift and the screens of two uint8 observations of shape {shape}"
+            )
         screens = np.frombuffer(data, dtype=np.uint8, offset=1).reshape((stack + k,) + shape[1:])
         observations[i] = screens[:stack]
         next_observations[i] = screens[k:]
@@ -310,8 +340,12 @@ def check_obs_dtype(obs_dtype: str) -> str:
     return obs_dtype
 
 
-def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
-                priorities: np.ndarray | None = None, obs_dtype: str = "float32") -> dict[str, np.ndarray]:
+def check_batch(
+    batch: Mapping[str, np.ndarray],
+    obs_shape: tuple[int, ...],
+    priorities: np.ndarray | None = None,
+    obs_dtype: str = "float32",
+) -> dict[str, np.ndarray]:
     """Check a transition batch against the server's layout; return it converted to the storage dtypes.
 
     Parameters
@@ -346,8 +380,9 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if not isinstance(batch, Mapping):
         raise TypeError(f"transitions must be a mapping of {fields}, not {type(batch).__name__}")
     if obs_dtype == "zlib" and "frames" not in batch and "observations" in batch:
-        raise ValueError("this server stores packed frames (obs_dtype zlib): push frames (codec.pack_batch), not "
-                         "observations")
+        raise ValueError(
+            "this server stores packed frames (obs_dtype zlib): push frames (codec.pack_batch), not observations"
+        )
     if obs_dtype != "zlib" and "frames" in batch:
         raise ValueError(f"this server stores {obs_dtype} observations: push observations, not packed frames")
     missing = [name for name in fields if name not in batch]
@@ -357,8 +392,9 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
         return _check_packed(batch, obs_shape, priorities)
     observations = np.asarray(batch["observations"])
     if observations.ndim != 1 + len(obs_shape) or observations.shape[1:] != tuple(obs_shape):
-        raise ValueError(f"transitions.observations must have shape (n, {', '.join(map(str, obs_shape))}), "
-                         f"not {observations.shape}")
+        raise ValueError(
+            f"transitions.observations must have shape (n, {', '.join(map(str, obs_shape))}), not {observations.shape}"
+        )
     n = observations.shape[0]
     if obs_dtype == "uint8":
         for name in ("observations", "next_observations"):
@@ -368,10 +404,14 @@ def check_batch(batch: Mapping[str, np.ndarray], obs_shape: tuple[int, ...],
     if n < 1:
         raise ValueError("a transition batch must hold at least one transition, not 0")
     if np.shape(batch["next_observations"]) != observations.shape:
-        raise ValueError(f"transitions.next_observations must have shape {observations.shape}, not "
-                         f"{np.shape(batch['next_observations'])}")
-    out = {"observations": observations.astype(obs_dtype),
-           "next_observations": np.asarray(batch["next_observations"]).astype(obs_dtype)}
+        raise ValueError(
+            f"transitions.next_observations must have shape {observations.shape}, not "
+            f"{np.shape(batch['next_observations'])}"
+        )
+    out = {
+        "observations": observations.astype(obs_dtype),
+        "next_observations": np.asarray(batch["next_observations"]).astype(obs_dtype),
+    }
     for name in ("observations", "next_observations"):
         if out[name].dtype.kind == "f" and not np.all(np.isfinite(out[name])):
             raise ValueError(f"transitions.{name} holds NaN or infinite values")
@@ -389,13 +429,16 @@ def _check_packed(batch: Mapping, obs_shape: tuple[int, ...], priorities: np.nda
         raise ValueError("a transition batch must hold at least one transition, not 0")
     shape = tuple(int(d) for d in batch.get("frames_shape", ()))
     if shape != tuple(obs_shape):
-        raise ValueError(f"transitions.frames hold observations of shape {shape}, this server stores "
-                         f"{tuple(obs_shape)}")
+        raise ValueError(
+            f"transitions.frames hold observations of shape {shape}, this server stores {tuple(obs_shape)}"
+        )
     limit = 2 * int(np.prod(obs_shape, dtype=np.int64)) + _ZLIB_SLACK
     bad = [i for i, row in enumerate(frames) if not 0 < len(row) <= limit]
     if bad:
-        raise ValueError(f"transitions.frames row {bad[0]} has {len(frames[bad[0]])} bytes: a packed row of two "
-                         f"observations has 1 to {limit}")
+        raise ValueError(
+            f"transitions.frames row {bad[0]} has {len(frames[bad[0]])} bytes: a packed row of two "
+            f"observations has 1 to {limit}"
+        )
     return _check_rows(batch, n, {"frames": list(frames)}, priorities)
 
 
@@ -407,8 +450,11 @@ def _check_rows(batch: Mapping, n: int, out: dict, priorities: np.ndarray | None
     actions = np.asarray(batch["actions"])
     if not (np.issubdtype(actions.dtype, np.integer) or actions.dtype == np.bool_):
         raise ValueError(f"transitions.actions must be integers, not dtype {actions.dtype}")
-    out.update(actions=actions.astype(np.int64), rewards=np.asarray(batch["rewards"]).astype(np.float32),
-               discounts=np.asarray(batch["discounts"]).astype(np.float32))
+    out.update(
+        actions=actions.astype(np.int64),
+        rewards=np.asarray(batch["rewards"]).astype(np.float32),
+        discounts=np.asarray(batch["discounts"]).astype(np.float32),
+    )
     if np.any(out["actions"] < 0):
         raise ValueError(f"transitions.actions must be >= 0, not {int(out['actions'].min())}")
     for name in ("rewards", "discounts"):

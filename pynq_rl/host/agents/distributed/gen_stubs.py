@@ -8,6 +8,7 @@ replay server must start on the board without a code generator. Run this after e
 The generated ``replay_pb2_grpc.py`` imports ``replay_pb2`` as a top-level module; it is rewritten to a relative
 import so the stubs work inside the package.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,15 @@ def main() -> int:
     """Run protoc (from grpcio-tools) on ``replay.proto`` next to this file; returns protoc's exit code."""
     from grpc_tools import protoc  # imported here: only this script needs grpcio-tools
 
-    code = protoc.main(["grpc_tools.protoc", f"-I{HERE}", f"--python_out={HERE}", f"--grpc_python_out={HERE}",
-                        str(HERE / "replay.proto")])
+    code = protoc.main(
+        [
+            "grpc_tools.protoc",
+            f"-I{HERE}",
+            f"--python_out={HERE}",
+            f"--grpc_python_out={HERE}",
+            str(HERE / "replay.proto"),
+        ]
+    )
     if code:
         return code
     stub = HERE / "replay_pb2_grpc.py"

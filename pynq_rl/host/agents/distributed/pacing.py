@@ -12,10 +12,11 @@ on a loaded one it ran 0.4-0.5 and solved; with other jobs on the cores it fell 
 learner back when it runs ahead of the actors and the actors when they run ahead of the learner, so the same
 arguments learn the same way on a laptop, in CI and on a board.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["FixedRate", "ReplayRatio"]
 
@@ -66,14 +67,24 @@ class ReplayRatio:
         Sleep between reads while waiting.
     """
 
-    def __init__(self, ratio: float, min_inserted: int, tolerance: float, read_stats: Callable[[], dict],
-                 max_push: int = 1, poll_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        ratio: float,
+        min_inserted: int,
+        tolerance: float,
+        read_stats: Callable[[], dict],
+        max_push: int = 1,
+        poll_s: float = 0.01,
+    ) -> None:
         if not (ratio >= 0 and tolerance >= 0 and poll_s > 0):
-            raise ValueError(f"ratio and tolerance must be >= 0 and poll_s > 0, not {ratio!r}, {tolerance!r}, "
-                             f"{poll_s!r}")
+            raise ValueError(
+                f"ratio and tolerance must be >= 0 and poll_s > 0, not {ratio!r}, {tolerance!r}, {poll_s!r}"
+            )
         if ratio > 0 and 2 * tolerance < ratio * max_push + 1:
-            raise ValueError(f"tolerance {tolerance!r} is too small for pushes of {max_push} at ratio {ratio!r}: "
-                             f"learner and actors could both wait (need 2 * tolerance >= ratio * push + 1)")
+            raise ValueError(
+                f"tolerance {tolerance!r} is too small for pushes of {max_push} at ratio {ratio!r}: "
+                f"learner and actors could both wait (need 2 * tolerance >= ratio * push + 1)"
+            )
         self.ratio, self.min_inserted, self.tolerance = float(ratio), int(min_inserted), float(tolerance)
         self.poll_s = float(poll_s)
         self._read = read_stats

@@ -9,12 +9,14 @@ and the learner pays for moving it into the replay on its critical path: that is
 
 :func:`start_redis` runs Debian's ``redis-server`` (no persistence, loopback only) for tests and benchmarks.
 """
+
 from __future__ import annotations
 
 import shutil
 import subprocess
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,15 +52,16 @@ class RedisServer:
                 self.process.kill()
                 self.process.wait(timeout=timeout_s)
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def start_redis(port: int, host: str = "127.0.0.1", timeout_s: float = 10.0,
-                executable: str = "redis-server") -> RedisServer:
+def start_redis(
+    port: int, host: str = "127.0.0.1", timeout_s: float = 10.0, executable: str = "redis-server"
+) -> RedisServer:
     """Start ``redis-server`` on ``host:port`` without persistence and wait until it answers PING.
 
     Raises
@@ -69,12 +72,31 @@ def start_redis(port: int, host: str = "127.0.0.1", timeout_s: float = 10.0,
         It did not answer within ``timeout_s`` (the message carries its output).
     """
     import redis
+
     path = shutil.which(executable)
     if path is None:
         raise FileNotFoundError(f"{executable} not found on PATH (Debian: apt-get install redis-server)")
-    process = subprocess.Popen([path, "--port", str(port), "--bind", host, "--save", "", "--appendonly", "no",
-                                "--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [
+            path,
+            "--port",
+            str(port),
+            "--bind",
+            host,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     server = RedisServer(process, host, port)
     deadline = time.monotonic() + timeout_s
     client = redis.Redis(host=host, port=port)
@@ -107,6 +129,7 @@ class RedisActorPusher:
 
     def __init__(self, host: str, port: int, key: str = DEFAULT_KEY, compress: bool = False) -> None:
         import redis
+
         self.redis = redis.Redis(host=host, port=port)
         self.key = key
         self.compress = bool(compress)
@@ -149,15 +172,34 @@ class RedisLearnerReplay:
         Batches moved from Redis so far.
     """
 
-    def __init__(self, host: str, port: int, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu",
-                 alpha: float = 0.6, key: str = DEFAULT_KEY, board: Any = None, seed: int | None = None,
-                 obs_dtype: str = "float32", compressed: bool = False) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        backend: Any = "emu",
+        alpha: float = 0.6,
+        key: str = DEFAULT_KEY,
+        board: Any = None,
+        seed: int | None = None,
+        obs_dtype: str = "float32",
+        compressed: bool = False,
+    ) -> None:
         import redis
+
         self.redis = redis.Redis(host=host, port=port)
         self.key = key
         self.compressed = bool(compressed)
-        self.replay = ReplayServer(capacity, obs_shape, backend, alpha, board=board, seed=seed,
-                                   obs_dtype="zlib" if self.compressed else obs_dtype)
+        self.replay = ReplayServer(
+            capacity,
+            obs_shape,
+            backend,
+            alpha,
+            board=board,
+            seed=seed,
+            obs_dtype="zlib" if self.compressed else obs_dtype,
+        )
         self.pulled_batches = 0
 
     def pull(self) -> int:
@@ -169,8 +211,9 @@ class RedisLearnerReplay:
         moved = 0
         for blob in blobs:
             request = pb.PushRequest.FromString(blob)
-            moved += self.replay.insert(codec.decode_transitions(request.transitions),
-                                        codec.from_tensor(request.priorities, "priorities"))
+            moved += self.replay.insert(
+                codec.decode_transitions(request.transitions), codec.from_tensor(request.priorities, "priorities")
+            )
         self.pulled_batches += len(blobs)
         return moved
 
@@ -180,8 +223,9 @@ class RedisLearnerReplay:
         batch = self.replay.sample(batch_size, beta)
         return codec.unpack_batch(batch) if self.compressed else batch
 
-    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
-                          versions: np.ndarray | None = None) -> dict[str, int]:
+    def update_priorities(
+        self, indices: np.ndarray, priorities: np.ndarray, versions: np.ndarray | None = None
+    ) -> dict[str, int]:
         """Local priority update (see :meth:`ReplayServer.update_priorities`)."""
         return self.replay.update_priorities(indices, priorities, versions)
 

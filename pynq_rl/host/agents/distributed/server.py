@@ -53,6 +53,7 @@ tree's leaves): restore it with the same backend kind and build. Storage is a ri
 core's ``K**LEVELS``); once full, the oldest transitions are
 overwritten, Ape-X's FIFO eviction.
 """
+
 from __future__ import annotations
 
 import collections
@@ -60,8 +61,9 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -144,11 +146,23 @@ class ReplayServer:
         if the log was intact.
     """
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, ...], backend: Any = "emu", alpha: float = 0.6,
-                 queue_batches: int = 64, checkpoint_dir: str | os.PathLike | None = None,
-                 checkpoint_every_s: float | None = None, sync_wal: bool = False, board: Any = None,
-                 seed: int | None = None, sequence_window: int = 1024, max_sample: int | None = None,
-                 accept_loss: bool = False, obs_dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        backend: Any = "emu",
+        alpha: float = 0.6,
+        queue_batches: int = 64,
+        checkpoint_dir: str | os.PathLike | None = None,
+        checkpoint_every_s: float | None = None,
+        sync_wal: bool = False,
+        board: Any = None,
+        seed: int | None = None,
+        sequence_window: int = 1024,
+        max_sample: int | None = None,
+        accept_loss: bool = False,
+        obs_dtype: str = "float32",
+    ) -> None:
         self.obs_dtype = codec.check_obs_dtype(obs_dtype)
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
@@ -193,14 +207,14 @@ class ReplayServer:
         self.pos = 0
         self.full = False
 
-        self._store_lock = threading.Lock()   # storage + priority backend (the driver is not thread-safe)
-        self._push_lock = threading.Lock()    # log order, sequence numbers, dedup table
-        self._cv = threading.Condition()      # the insertion queue
+        self._store_lock = threading.Lock()  # storage + priority backend (the driver is not thread-safe)
+        self._push_lock = threading.Lock()  # log order, sequence numbers, dedup table
+        self._cv = threading.Condition()  # the insertion queue
         self._pending: collections.deque = collections.deque()
-        self._wal_lock = threading.Lock()     # one writer at a time in the log (pushes and priority updates)
-        self._log_sequence = 0                # last batch acknowledged (logged)
-        self._update_sequence = 0             # last priority update logged
-        self._applied_sequence = 0            # last batch inserted into the storage
+        self._wal_lock = threading.Lock()  # one writer at a time in the log (pushes and priority updates)
+        self._log_sequence = 0  # last batch acknowledged (logged)
+        self._update_sequence = 0  # last priority update logged
+        self._applied_sequence = 0  # last batch inserted into the storage
         self._last_actor_sequence: dict[str, int] = {}
         self._counters = collections.Counter()
         self._latency_s = collections.defaultdict(float)
@@ -229,8 +243,12 @@ class ReplayServer:
         self._adder.start()
         self._checkpointer = None
         if checkpoint_every_s is not None:
-            self._checkpointer = threading.Thread(target=self._checkpoint_thread, args=(float(checkpoint_every_s),),
-                                                  name="replay-checkpointer", daemon=True)
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint_thread,
+                args=(float(checkpoint_every_s),),
+                name="replay-checkpointer",
+                daemon=True,
+            )
             self._checkpointer.start()
 
     # -- read-outs ----------------------------------------------------------------------------------------------------
@@ -243,20 +261,38 @@ class ReplayServer:
         with self._cv:
             queued = len(self._pending)
         counters = dict(self._counters)
-        means = {f"{name[:-2]}_mean_ms": 1e3 * total / max(1, counters.get(f"{name[:-2]}_calls", 0))
-                 for name, total in self._latency_s.items()}
-        return {"backend": self.backend_name, "capacity": self.capacity, "obs_shape": list(self.obs_shape),
-                "obs_dtype": self.obs_dtype,
-                "size": self.size(), "queued_batches": queued, "queue_batches": self.queue_batches,
-                "log_sequence": self._log_sequence, "applied_sequence": self._applied_sequence,
-                "uptime_s": time.monotonic() - self._started, "restored": dict(self.restored),
-                "recovery": dict(self.recovery),
-                "adder_error": None if self._adder_error is None else repr(self._adder_error),
-                **counters, **means}
+        means = {
+            f"{name[:-2]}_mean_ms": 1e3 * total / max(1, counters.get(f"{name[:-2]}_calls", 0))
+            for name, total in self._latency_s.items()
+        }
+        return {
+            "backend": self.backend_name,
+            "capacity": self.capacity,
+            "obs_shape": list(self.obs_shape),
+            "obs_dtype": self.obs_dtype,
+            "size": self.size(),
+            "queued_batches": queued,
+            "queue_batches": self.queue_batches,
+            "log_sequence": self._log_sequence,
+            "applied_sequence": self._applied_sequence,
+            "uptime_s": time.monotonic() - self._started,
+            "restored": dict(self.restored),
+            "recovery": dict(self.recovery),
+            "adder_error": None if self._adder_error is None else repr(self._adder_error),
+            **counters,
+            **means,
+        }
 
     # -- insertion path -----------------------------------------------------------------------------------------------
-    def push(self, transitions: Mapping[str, np.ndarray], priorities: np.ndarray, actor_id: str = "",
-             sequence: int = 0, timeout_s: float = 1.0, payload: bytes | None = None) -> dict[str, int | bool]:
+    def push(
+        self,
+        transitions: Mapping[str, np.ndarray],
+        priorities: np.ndarray,
+        actor_id: str = "",
+        sequence: int = 0,
+        timeout_s: float = 1.0,
+        payload: bytes | None = None,
+    ) -> dict[str, int | bool]:
         """Log and queue a batch of transitions with their initial priorities; return the acknowledgement.
 
         Parameters
@@ -298,22 +334,31 @@ class ReplayServer:
         deadline = time.monotonic() + max(0.0, float(timeout_s))
         if not self._push_lock.acquire(timeout=max(0.0, float(timeout_s))):
             self._counters["push_rejected"] += 1
-            raise Backpressure(f"replay server busy (checkpointing or {self.queue_batches} batches queued) for "
-                               f"{timeout_s} s")
+            raise Backpressure(
+                f"replay server busy (checkpointing or {self.queue_batches} batches queued) for {timeout_s} s"
+            )
         try:
             self._check_open()
             last = self._last_actor_sequence.get(actor_id, 0)
             if actor_id and sequence > last + self.sequence_window:
                 self._counters["push_rejected"] += 1
-                raise ValueError(f"sequence {sequence} of actor {actor_id!r} jumps more than sequence_window = "
-                                 f"{self.sequence_window} past its last acknowledged sequence {last}")
+                raise ValueError(
+                    f"sequence {sequence} of actor {actor_id!r} jumps more than sequence_window = "
+                    f"{self.sequence_window} past its last acknowledged sequence {last}"
+                )
             if actor_id and sequence and sequence <= last:
                 self._counters["push_duplicates"] += 1
-                return {"accepted": 0, "duplicate": True, "log_sequence": self._log_sequence,
-                        "queued": len(self._pending)}
+                return {
+                    "accepted": 0,
+                    "duplicate": True,
+                    "log_sequence": self._log_sequence,
+                    "queued": len(self._pending),
+                }
             with self._cv:
-                room = self._cv.wait_for(lambda: len(self._pending) < self.queue_batches or self._closed,
-                                         timeout=max(0.0, deadline - time.monotonic()))
+                room = self._cv.wait_for(
+                    lambda: len(self._pending) < self.queue_batches or self._closed,
+                    timeout=max(0.0, deadline - time.monotonic()),
+                )
             if not room:
                 self._counters["push_rejected"] += 1
                 raise Backpressure(f"replay insertion queue full ({self.queue_batches} batches) for {timeout_s} s")
@@ -346,8 +391,9 @@ class ReplayServer:
         """
         with self._cv:
             if not self._cv.wait_for(lambda: not self._pending or self._adder_error is not None, timeout=timeout_s):
-                raise TimeoutError(f"replay insertion queue still holds {len(self._pending)} batches after "
-                                   f"{timeout_s} s")
+                raise TimeoutError(
+                    f"replay insertion queue still holds {len(self._pending)} batches after {timeout_s} s"
+                )
         self._check_open(closed_ok=True)
 
     def _adding_thread(self) -> None:
@@ -358,12 +404,19 @@ class ReplayServer:
                 if not self._pending:
                     return
                 items = list(self._pending)  # popped after insertion, so flush() sees them until then
-            batch = items[0][1] if len(items) == 1 else \
-                {name: [row for _, b in items for row in b[name]] if name == "frames" else
-                 np.concatenate([b[name] for _, b in items]) for name in items[0][1]}
+            batch = (
+                items[0][1]
+                if len(items) == 1
+                else {
+                    name: [row for _, b in items for row in b[name]]
+                    if name == "frames"
+                    else np.concatenate([b[name] for _, b in items])
+                    for name in items[0][1]
+                }
+            )
             try:
                 self._insert(batch)
-            except BaseException as error:  # record it: every later push and flush reports it
+            except BaseException as error:  # noqa: BLE001 - recorded: every later push and flush re-raises it
                 self._adder_error = error
                 with self._cv:
                     self._cv.notify_all()
@@ -427,22 +480,27 @@ class ReplayServer:
         if not isinstance(batch_size, (int, np.integer)) or int(batch_size) < 1:
             raise ValueError(f"batch_size must be an integer >= 1, not {batch_size!r}")
         if int(batch_size) > self.max_sample:
-            raise ValueError(f"batch_size must be at most {self.max_sample} (max_sample: the capacity, or the rows "
-                             f"one reply holds), not {batch_size!r}")
+            raise ValueError(
+                f"batch_size must be at most {self.max_sample} (max_sample: the capacity, or the rows "
+                f"one reply holds), not {batch_size!r}"
+            )
         if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= float(beta) <= 1.0):
             raise ValueError(f"beta must be a number in [0, 1], not {beta!r}")
         self._check_open()
         with self._store_lock:
             size = self.size()
             if size == 0 or self.priorities.nonzero == 0:
-                raise EmptyReplayError(f"nothing to sample: {size} transitions stored, "
-                                       f"{self.priorities.nonzero} with a nonzero priority")
+                raise EmptyReplayError(
+                    f"nothing to sample: {size} transitions stored, {self.priorities.nonzero} with a nonzero priority"
+                )
             indices, _, weights = self.priorities.sample(int(batch_size), float(beta))
             indices = np.asarray(indices, dtype=np.int64)
             if np.any(indices < 0) or np.any(indices >= size):
                 raise RuntimeError(f"the priority backend sampled slots outside the {size} stored transitions")
-            out = {name: [self.frames[i] for i in indices.tolist()] if name == "frames" else
-                   getattr(self, name)[indices] for name in self._fields}
+            out = {
+                name: [self.frames[i] for i in indices.tolist()] if name == "frames" else getattr(self, name)[indices]
+                for name in self._fields
+            }
             out["versions"] = self.versions[indices]
         if self.obs_dtype == "zlib":
             out["frames_shape"] = self.obs_shape
@@ -452,8 +510,9 @@ class ReplayServer:
         self._latency_s["sample_s"] += time.perf_counter() - start
         return out
 
-    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray,
-                          versions: np.ndarray | None = None) -> dict[str, int]:
+    def update_priorities(
+        self, indices: np.ndarray, priorities: np.ndarray, versions: np.ndarray | None = None
+    ) -> dict[str, int]:
         """Set new priorities for sampled slots; with ``versions``, skip slots overwritten since they were sampled.
 
         Returns
@@ -487,8 +546,11 @@ class ReplayServer:
             if np.any(bad):
                 i = int(np.flatnonzero(bad)[0])
                 raise ValueError(f"indices[{i}] = {indices[i]} holds no transition (stored: {size})")
-            keep = np.ones(indices.shape, dtype=bool) if versions is None else \
-                self.versions[indices] == versions.astype(np.uint64)
+            keep = (
+                np.ones(indices.shape, dtype=bool)
+                if versions is None
+                else self.versions[indices] == versions.astype(np.uint64)
+            )
             if np.any(keep):
                 if self._wal is not None:  # write-ahead: logged with the versions it was applied to
                     self._log_update(indices[keep], priorities[keep], self.versions[indices[keep]])
@@ -525,13 +587,21 @@ class ReplayServer:
             with self._store_lock, self._wal_lock:
                 n = self.size()
                 actors = sorted(self._last_actor_sequence)
-                state = {"replay_format": CHECKPOINT_VERSION, "capacity": self.capacity,
-                         "obs_shape": list(self.obs_shape), "obs_dtype": self.obs_dtype,
-                         "pos": self.pos, "full": self.full, "log_sequence": self._applied_sequence,
-                         "update_sequence": self._update_sequence,
-                         "actor_ids": actors, "actor_sequences": [self._last_actor_sequence[a] for a in actors],
-                         "priorities": self.priorities.state_dict(), "versions": self.versions.copy(),
-                         **self._storage_state(n)}
+                state = {
+                    "replay_format": CHECKPOINT_VERSION,
+                    "capacity": self.capacity,
+                    "obs_shape": list(self.obs_shape),
+                    "obs_dtype": self.obs_dtype,
+                    "pos": self.pos,
+                    "full": self.full,
+                    "log_sequence": self._applied_sequence,
+                    "update_sequence": self._update_sequence,
+                    "actor_ids": actors,
+                    "actor_sequences": [self._last_actor_sequence[a] for a in actors],
+                    "priorities": self.priorities.state_dict(),
+                    "versions": self.versions.copy(),
+                    **self._storage_state(n),
+                }
                 covered = self._wal.tell()  # the log up to here is in the checkpoint
                 base = (self._applied_sequence, self._update_sequence)
             path = self.checkpoint_dir / "replay.ckpt"
@@ -558,15 +628,22 @@ class ReplayServer:
                     return
             try:
                 self.checkpoint()
-            except Exception as error:  # keep serving; the next period tries again
-                warnings.warn(f"replay checkpoint failed: {error!r}", RuntimeWarning)
+            except Exception as error:  # noqa: BLE001 - keep serving; the next period tries again
+                warnings.warn(f"replay checkpoint failed: {error!r}", RuntimeWarning, stacklevel=2)
 
-    def _log(self, log_sequence: int, actor_id: str, sequence: int, batch: Mapping[str, np.ndarray],
-             payload: bytes | None = None) -> None:
+    def _log(
+        self,
+        log_sequence: int,
+        actor_id: str,
+        sequence: int,
+        batch: Mapping[str, np.ndarray],
+        payload: bytes | None = None,
+    ) -> None:
         if payload is None:
             request = pb.PushRequest(actor_id=actor_id, sequence=sequence)
-            codec.encode_transitions({**batch, "frames_shape": self.obs_shape} if "frames" in batch else batch,
-                                     request.transitions)
+            codec.encode_transitions(
+                {**batch, "frames_shape": self.obs_shape} if "frames" in batch else batch, request.transitions
+            )
             codec.to_tensor(batch["priorities"], request.priorities)
             payload = request.SerializeToString()
         self._append(PUSH, log_sequence, payload)
@@ -597,21 +674,24 @@ class ReplayServer:
         if path.exists():
             self._load_checkpoint(path)
         elif scan.base != (0, 0):
-            raise ValueError(f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and priority "
-                             f"updates up to {scan.base[1]}, but {path} is missing: refusing to start with those "
-                             f"transitions gone or in other slots (restore the checkpoint, or move both files away "
-                             f"to start empty)")
+            raise ValueError(
+                f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and priority "
+                f"updates up to {scan.base[1]}, but {path} is missing: refusing to start with those "
+                f"transitions gone or in other slots (restore the checkpoint, or move both files away "
+                f"to start empty)"
+            )
         if scan.base[0] > self._applied_sequence or scan.base[1] > self._update_sequence:
-            raise ValueError(f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and updates up "
-                             f"to {scan.base[1]}, but {path} holds only {self._applied_sequence} and "
-                             f"{self._update_sequence}: it is an older checkpoint")
-        for index, (kind, sequence, payload, offset) in enumerate(scan.records):
+            raise ValueError(
+                f"{wal.path} continues a checkpoint holding pushes up to {scan.base[0]} and updates up "
+                f"to {scan.base[1]}, but {path} holds only {self._applied_sequence} and "
+                f"{self._update_sequence}: it is an older checkpoint"
+            )
+        for index, (kind, sequence, payload, _offset) in enumerate(scan.records):
             applied = self._update_sequence if kind == UPDATE else self._applied_sequence
             if sequence <= applied:
                 continue  # already in the checkpoint
             if sequence != applied + 1:
-                scan.reason = (f"a sequence gap: {'update' if kind == UPDATE else 'push'} {sequence} follows "
-                               f"{applied}")
+                scan.reason = f"a sequence gap: {'update' if kind == UPDATE else 'push'} {sequence} follows {applied}"
                 scan.truncate_records(index)
                 break
             self._apply_record(kind, sequence, payload)
@@ -620,13 +700,17 @@ class ReplayServer:
 
     def _missing_log(self, log_path: Path) -> None:
         """A checkpoint without its log (every checkpoint leaves one behind): refuse, or warn with ``accept_loss``."""
-        summary = (f"{log_path} is missing but {log_path.with_name('replay.ckpt')} exists: the acknowledged pushes "
-                   f"and priority updates after that checkpoint (an unknown number) are lost")
+        summary = (
+            f"{log_path} is missing but {log_path.with_name('replay.ckpt')} exists: the acknowledged pushes "
+            f"and priority updates after that checkpoint (an unknown number) are lost"
+        )
         if not self.accept_loss:
-            raise ValueError(f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
-                             f"from the checkpoint alone")
+            raise ValueError(
+                f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
+                f"from the checkpoint alone"
+            )
         self.recovery["lost"] = {"missing_log": True}
-        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary} (accept_loss)", RuntimeWarning)
+        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary} (accept_loss)", RuntimeWarning, stacklevel=2)
 
     def _load_checkpoint(self, path: Path) -> None:
         """Restore storage, priorities and sequences from ``replay.ckpt``.
@@ -639,13 +723,16 @@ class ReplayServer:
         """
         state = R.load_checkpoint(path, CHECKPOINT_AGENT)  # a damaged file fails its zip CRC-32s: ValueError
         if state.get("replay_format") != CHECKPOINT_VERSION:
-            raise ValueError(f"checkpoint {path} has replay_format {state.get('replay_format')!r}, this server reads "
-                             f"{CHECKPOINT_VERSION}")
+            raise ValueError(
+                f"checkpoint {path} has replay_format {state.get('replay_format')!r}, this server reads "
+                f"{CHECKPOINT_VERSION}"
+            )
         expected = (self.capacity, self.obs_shape, self.obs_dtype)
         found = (state.get("capacity"), tuple(state.get("obs_shape", ())), state.get("obs_dtype", "float32"))
         if found != expected:
-            raise ValueError(f"checkpoint {path} is (capacity, obs_shape, obs_dtype) = {found}, this server is "
-                             f"{expected}")
+            raise ValueError(
+                f"checkpoint {path} is (capacity, obs_shape, obs_dtype) = {found}, this server is {expected}"
+            )
         n = self.capacity if state["full"] else state["pos"]
         for name in self._fields:
             if name == "frames":  # the rows, concatenated, and where each one ends
@@ -665,15 +752,21 @@ class ReplayServer:
         """Re-apply one logged push or priority update (the next in its sequence)."""
         if kind == UPDATE:
             update = pb.UpdateRequest.FromString(payload)
-            self.update_priorities(codec.from_tensor(update.indices, "indices"),
-                                   codec.from_tensor(update.priorities, "priorities"),
-                                   codec.from_tensor(update.versions, "versions"))
+            self.update_priorities(
+                codec.from_tensor(update.indices, "indices"),
+                codec.from_tensor(update.priorities, "priorities"),
+                codec.from_tensor(update.versions, "versions"),
+            )
             self._update_sequence = sequence
             self.restored["update_records"] += 1
             return
         request = pb.PushRequest.FromString(payload)
-        batch = codec.check_batch(codec.decode_transitions(request.transitions), self.obs_shape,
-                                  codec.from_tensor(request.priorities, "priorities"), self.obs_dtype)
+        batch = codec.check_batch(
+            codec.decode_transitions(request.transitions),
+            self.obs_shape,
+            codec.from_tensor(request.priorities, "priorities"),
+            self.obs_dtype,
+        )
         self._insert(batch)
         self._log_sequence = self._applied_sequence = sequence
         if request.actor_id and request.sequence:
@@ -682,30 +775,45 @@ class ReplayServer:
 
     def _handle_bad_tail(self, wal: WriteAheadLog, scan: LogScan) -> None:
         """Set a bad log tail aside (torn: with a warning; damaged: only with ``accept_loss``, else refuse)."""
-        where = f"replay log {wal.path}: {scan.tail_bytes} bytes from offset {scan.valid_bytes} start with " \
-                f"{scan.reason}"
+        where = (
+            f"replay log {wal.path}: {scan.tail_bytes} bytes from offset {scan.valid_bytes} start with {scan.reason}"
+        )
         if scan.torn:
             side = wal.set_aside(scan.valid_bytes)
             self.recovery.update(set_aside=str(side), torn_bytes=scan.tail_bytes)
-            warnings.warn(f"{where}, ending on a page boundary: a write cut by a crash, never acknowledged; moved "
-                          f"to {side}", RuntimeWarning)
+            warnings.warn(
+                f"{where}, ending on a page boundary: a write cut by a crash, never acknowledged; moved to {side}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return
         pushes = [payload for kind, _, payload, _ in scan.intact_after if kind == PUSH]
         transitions = sum(int((pb.PushRequest.FromString(p).transitions.actions.shape or [0])[0]) for p in pushes)
-        lost = {"damaged_records": 1, "intact_records_after": len(scan.intact_after), "pushes_after": len(pushes),
-                "transitions_after": transitions, "updates_after": len(scan.intact_after) - len(pushes)}
-        summary = (f"{where}; lost if dropped: that record and the {lost['intact_records_after']} intact records "
-                   f"after it ({lost['pushes_after']} pushes holding {transitions} transitions, "
-                   f"{lost['updates_after']} priority updates), all acknowledged")
+        lost = {
+            "damaged_records": 1,
+            "intact_records_after": len(scan.intact_after),
+            "pushes_after": len(pushes),
+            "transitions_after": transitions,
+            "updates_after": len(scan.intact_after) - len(pushes),
+        }
+        summary = (
+            f"{where}; lost if dropped: that record and the {lost['intact_records_after']} intact records "
+            f"after it ({lost['pushes_after']} pushes holding {transitions} transitions, "
+            f"{lost['updates_after']} priority updates), all acknowledged"
+        )
         if scan.reason.startswith("an incomplete"):
-            summary += (f"; the file ends mid-record off a {PAGE_BYTES}-byte page boundary, so it was cut, not torn "
-                        f"by a crash, and records that were after the cut cannot be counted")
+            summary += (
+                f"; the file ends mid-record off a {PAGE_BYTES}-byte page boundary, so it was cut, not torn "
+                f"by a crash, and records that were after the cut cannot be counted"
+            )
         if not self.accept_loss:
-            raise ValueError(f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
-                             f"without them (the tail is then moved to a side file)")
+            raise ValueError(
+                f"refusing to start: {summary}. Restart with accept_loss=True (--accept-loss) to go on "
+                f"without them (the tail is then moved to a side file)"
+            )
         side = wal.set_aside(scan.valid_bytes)
         self.recovery.update(set_aside=str(side), lost=lost)
-        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary}; moved to {side} (accept_loss)", RuntimeWarning)
+        warnings.warn(f"ACKNOWLEDGED DATA LOST: {summary}; moved to {side} (accept_loss)", RuntimeWarning, stacklevel=2)
 
     # -- life cycle ---------------------------------------------------------------------------------------------------
     def _check_open(self, closed_ok: bool = False) -> None:

@@ -13,6 +13,7 @@ Errors map to status codes with the server's message: bad requests (``ValueError
 ``INVALID_ARGUMENT``, :class:`~.server.Backpressure` to ``RESOURCE_EXHAUSTED``, :class:`~.server.EmptyReplayError`
 to ``FAILED_PRECONDITION``, a closed server to ``UNAVAILABLE`` (the clients retry that one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from concurrent import futures
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 
@@ -58,10 +60,14 @@ class TokenInterceptor(grpc.ServerInterceptor):
 
         def refuse(request, context):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong replay token (authorization metadata)")
+
         self._refusal = grpc.unary_unary_rpc_method_handler(refuse)
 
-    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
-                          handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
         """Continue to the method's handler if the call carries the token, else to a handler that refuses it."""
         for key, value in handler_call_details.invocation_metadata or ():
             if key == "authorization":
@@ -97,6 +103,7 @@ class ReplayServicer(pb_grpc.ReplayServicer):
 
     def Push(self, request, context):  # noqa: N802 (gRPC method names)
         """Decode, check and queue one batch; reply with the acknowledgement."""
+
         def push():
             if not request.HasField("transitions"):
                 raise ValueError("transitions is missing")
@@ -104,13 +111,16 @@ class ReplayServicer(pb_grpc.ReplayServicer):
                 raise ValueError("priorities is missing")
             batch = codec.decode_transitions(request.transitions)
             priorities = codec.from_tensor(request.priorities, "priorities")
-            return self.replay.push(batch, priorities, request.actor_id, request.sequence, self.push_timeout_s,
-                                    request.SerializeToString())
-        ack = self._call(context, push)
-        return pb.PushReply(accepted=ack["accepted"], duplicate=ack["duplicate"], log_sequence=ack["log_sequence"],
-                            queued=ack["queued"])
+            return self.replay.push(
+                batch, priorities, request.actor_id, request.sequence, self.push_timeout_s, request.SerializeToString()
+            )
 
-    def Sample(self, request, context):  # noqa: N802
+        ack = self._call(context, push)
+        return pb.PushReply(
+            accepted=ack["accepted"], duplicate=ack["duplicate"], log_sequence=ack["log_sequence"], queued=ack["queued"]
+        )
+
+    def Sample(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
         """Sample on the core and send the batch with indices, weights and slot versions."""
         batch = self._call(context, self.replay.sample, request.batch_size, request.beta)
         reply = pb.SampleReply()
@@ -120,32 +130,42 @@ class ReplayServicer(pb_grpc.ReplayServicer):
         codec.to_tensor(batch["versions"], reply.versions)
         return reply
 
-    def UpdatePriorities(self, request, context):  # noqa: N802
+    def UpdatePriorities(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
         """Write the learner's new priorities."""
+
         def update():
             for name in ("indices", "priorities"):
                 if not request.HasField(name):
                     raise ValueError(f"{name} is missing")
             versions = codec.from_tensor(request.versions, "versions") if request.HasField("versions") else None
-            return self.replay.update_priorities(codec.from_tensor(request.indices, "indices"),
-                                                 codec.from_tensor(request.priorities, "priorities"), versions)
+            return self.replay.update_priorities(
+                codec.from_tensor(request.indices, "indices"),
+                codec.from_tensor(request.priorities, "priorities"),
+                versions,
+            )
+
         result = self._call(context, update)
         return pb.UpdateReply(updated=result["updated"], stale=result["stale"])
 
-    def Stats(self, request, context):  # noqa: N802
+    def Stats(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
         """The server's :meth:`ReplayServer.stats` as JSON."""
         return pb.StatsReply(json=json.dumps(self._call(context, self.replay.stats), default=str))
 
-    def Checkpoint(self, request, context):  # noqa: N802
+    def Checkpoint(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
         """Checkpoint now."""
         result = self._call(context, self.replay.checkpoint)
         return pb.CheckpointReply(path=result["path"], log_sequence=result["log_sequence"])
 
 
-def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int = 8,
-          push_timeout_s: float = 0.5, token: str | None = None,
-          tls: tuple[str | os.PathLike, str | os.PathLike] | None = None,
-          compression: str | None = None) -> tuple[Any, int]:
+def serve(
+    replay: ReplayServer,
+    address: str = DEFAULT_ADDRESS,
+    max_workers: int = 8,
+    push_timeout_s: float = 0.5,
+    token: str | None = None,
+    tls: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+    compression: str | None = None,
+) -> tuple[Any, int]:
     """Start a gRPC server for ``replay`` on ``address`` (port 0 picks a free one).
 
     Parameters
@@ -191,13 +211,17 @@ def serve(replay: ReplayServer, address: str = DEFAULT_ADDRESS, max_workers: int
             key = f.read()
         credentials = grpc.ssl_server_credentials([(key, cert)])
     interceptors = [TokenInterceptor(token)] if token else []
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
-                         options=codec.GRPC_OPTIONS, interceptors=interceptors,
-                         compression=codec.grpc_compression(compression))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="replay-rpc"),
+        options=codec.GRPC_OPTIONS,
+        interceptors=interceptors,
+        compression=codec.grpc_compression(compression),
+    )
     pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
     try:
-        port = server.add_insecure_port(address) if credentials is None else \
-            server.add_secure_port(address, credentials)
+        port = (
+            server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
+        )
     except RuntimeError as error:
         raise RuntimeError(f"cannot bind the replay server to {address}: {error}") from error
     if port == 0:
@@ -213,18 +237,29 @@ def main(argv: list[str] | None = None) -> int:
     Returns 1 with ``error: ...`` on stderr if the server refuses to start (a damaged checkpoint or log).
     """
     parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
-    parser.add_argument("--address", default=DEFAULT_ADDRESS,
-                        help="host:port to listen on (port 0: any free port); the default is loopback only, "
-                             "0.0.0.0:PORT exposes the server to the network (set a token: $" + codec.TOKEN_ENV + ")")
+    parser.add_argument(
+        "--address",
+        default=DEFAULT_ADDRESS,
+        help="host:port to listen on (port 0: any free port); the default is loopback only, "
+        "0.0.0.0:PORT exposes the server to the network (set a token: $" + codec.TOKEN_ENV + ")",
+    )
     parser.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS (with --tls-key)")
     parser.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
     parser.add_argument("--capacity", type=int, default=50_000, help="transition slots")
     parser.add_argument("--obs-shape", type=int, nargs="+", default=[4], help="observation shape (CartPole: 4)")
-    parser.add_argument("--obs-dtype", choices=codec.OBS_DTYPES, default="float32",
-                        help="stored observations: float32 vectors, uint8 frames (Atari: --obs-shape 4 84 84), or "
-                             "zlib: uint8 frames the actors packed (ReplayClient pack_frames), kept packed")
-    parser.add_argument("--compression", choices=codec.COMPRESSIONS, default=None,
-                        help="gRPC compression of the replies (sampled batches); default: none")
+    parser.add_argument(
+        "--obs-dtype",
+        choices=codec.OBS_DTYPES,
+        default="float32",
+        help="stored observations: float32 vectors, uint8 frames (Atari: --obs-shape 4 84 84), or "
+        "zlib: uint8 frames the actors packed (ReplayClient pack_frames), kept packed",
+    )
+    parser.add_argument(
+        "--compression",
+        choices=codec.COMPRESSIONS,
+        default=None,
+        help="gRPC compression of the replies (sampled batches); default: none",
+    )
     parser.add_argument("--backend", choices=PRIORITY_BACKENDS, default="emu", help="where the priorities live")
     parser.add_argument("--board", default=None, help="the overlay's board (Pynq-Z2, ZCU106)")
     parser.add_argument("--alpha", type=float, default=0.6, help="priority exponent")
@@ -232,18 +267,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-dir", default=None, help="write-ahead log and checkpoints here; restore on start")
     parser.add_argument("--checkpoint-every-s", type=float, default=None, help="background checkpoint period")
     parser.add_argument("--sync-wal", action="store_true", help="fsync the log before each acknowledgement")
-    parser.add_argument("--accept-loss", action="store_true",
-                        help="start even if the log is damaged so that acknowledged records are lost (counted, and "
-                             "the bad tail kept in a side file); default: refuse to start")
+    parser.add_argument(
+        "--accept-loss",
+        action="store_true",
+        help="start even if the log is damaged so that acknowledged records are lost (counted, and "
+        "the bad tail kept in a side file); default: refuse to start",
+    )
     parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
     parser.add_argument("--seed", type=int, default=None, help="sampler seed")
     args = parser.parse_args(argv)
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
     try:
-        replay = ReplayServer(args.capacity, tuple(args.obs_shape), args.backend, args.alpha, args.queue_batches,
-                              args.checkpoint_dir, args.checkpoint_every_s, args.sync_wal, args.board, args.seed,
-                              accept_loss=args.accept_loss, obs_dtype=args.obs_dtype)
+        replay = ReplayServer(
+            args.capacity,
+            tuple(args.obs_shape),
+            args.backend,
+            args.alpha,
+            args.queue_batches,
+            args.checkpoint_dir,
+            args.checkpoint_every_s,
+            args.sync_wal,
+            args.board,
+            args.seed,
+            accept_loss=args.accept_loss,
+            obs_dtype=args.obs_dtype,
+        )
     except ValueError as error:  # a refused recovery or a bad argument: one line, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 1

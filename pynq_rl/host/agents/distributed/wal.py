@@ -21,6 +21,7 @@ ending on a page boundary (:data:`PAGE_BYTES`) is what a crash during a write le
 by page and stops between pages when the process is killed), and that record was never acknowledged; anything else
 (a checksum mismatch, an unknown kind, a file that ends mid-page inside a record) is damage.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -88,7 +89,7 @@ class LogScan:
     def truncate_records(self, count: int) -> None:
         """Treat the intact records from index ``count`` on as part of the bad tail, for ``reason`` (a caller that
         found them inconsistent, e.g. a sequence gap, sets it)."""
-        self.intact_after = self.records[count + 1:] + self.intact_after
+        self.intact_after = self.records[count + 1 :] + self.intact_after
         self.valid_bytes = self.records[count][3]
         del self.records[count:]
         self.torn = False
@@ -104,8 +105,8 @@ def _record_at(data: bytes, offset: int) -> tuple[bytes, int, bytes, int] | str:
     end = offset + _HEADER.size + length
     if end > len(data):
         return f"an incomplete record ({len(data) - offset} of {_HEADER.size + length} bytes)"
-    payload = data[offset + _HEADER.size:end]
-    if zlib.crc32(payload, zlib.crc32(data[offset:offset + 16])) != crc:
+    payload = data[offset + _HEADER.size : end]
+    if zlib.crc32(payload, zlib.crc32(data[offset : offset + 16])) != crc:
         return "a record whose CRC-32 does not match"
     return kind, sequence, payload, offset
 
@@ -168,8 +169,9 @@ class WriteAheadLog:
         if kind not in _KINDS:
             raise ValueError(f"kind must be one of {_KINDS}, not {kind!r}")
         if len(payload) >= 1 << 32 or not 0 <= sequence < 1 << 64:
-            raise ValueError(f"a record holds < 4 GiB and a sequence in [0, 2**64), not {len(payload)} bytes, "
-                             f"sequence {sequence}")
+            raise ValueError(
+                f"a record holds < 4 GiB and a sequence in [0, 2**64), not {len(payload)} bytes, sequence {sequence}"
+            )
         head = _HEADER.pack(kind, len(payload), sequence, 0)[:16]
         self._file.write(head + struct.pack("<I", zlib.crc32(payload, zlib.crc32(head))) + payload)
         self._file.flush()
@@ -194,9 +196,11 @@ class WriteAheadLog:
         if len(data) < _FILE_HEADER.size:
             raise LogFormatError(f"{self.path}: {len(data)} bytes, shorter than the {_FILE_HEADER.size}-byte header")
         magic, version, base_push, base_update, crc = _FILE_HEADER.unpack_from(data)
-        if magic != _MAGIC or zlib.crc32(data[:_FILE_HEADER.size - 4]) != crc:
-            raise LogFormatError(f"{self.path}: the file header is damaged or this is not a replay log of format "
-                                 f"{FORMAT} (an older server wrote logs without a header)")
+        if magic != _MAGIC or zlib.crc32(data[: _FILE_HEADER.size - 4]) != crc:
+            raise LogFormatError(
+                f"{self.path}: the file header is damaged or this is not a replay log of format "
+                f"{FORMAT} (an older server wrote logs without a header)"
+            )
         if version != FORMAT:
             raise LogFormatError(f"{self.path}: log format {version}, this server reads format {FORMAT}")
         scan = LogScan((base_push, base_update), [], _FILE_HEADER.size, len(data))
@@ -206,8 +210,7 @@ class WriteAheadLog:
             if isinstance(record, str):
                 scan.reason = record
                 scan.intact_after = _intact_records_after(data, offset + 1)
-                scan.torn = record.startswith("an incomplete") and not scan.intact_after and \
-                    len(data) % PAGE_BYTES == 0
+                scan.torn = record.startswith("an incomplete") and not scan.intact_after and len(data) % PAGE_BYTES == 0
                 break
             scan.records.append(record)
             offset += _HEADER.size + len(record[2])

@@ -3,7 +3,8 @@
 Each block is a few lines of RTL with constant widths, so that generated structures (delay lines, lookahead taps,
 adder cascades) are built from instances with plain Signals and convert to clean Verilog.
 """
-from myhdl import always, always_comb, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, block, intbv
 
 __all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2", "mux2"]
 
@@ -67,7 +68,7 @@ def mul_round(product_rounded, a, b, mask, shift: int):
     corners = [x * y for x in (a.min, a.max - 1) for y in (b.min, b.max - 1)] + [0]
     product = Signal(intbv(0, min=min(corners), max=max(corners) + 1))
     half = 1 << (shift - 1)
-    b_bits = len(b) + (0 if b.min < 0 else 1)          # as a signed multiply operand
+    b_bits = len(b) + (0 if b.min < 0 else 1)  # as a signed multiply operand
     insts = []
 
     if len(a) > 18 and b_bits <= _DSP_A_BITS:
@@ -86,11 +87,13 @@ def mul_round(product_rounded, a, b, mask, shift: int):
         p_hi = Signal(intbv(0, min=min(hi_corners), max=max(hi_corners) + 1))
 
         if a_signed:
+
             @always_comb
             def split():
                 a_lo.next = a[_SPLIT_BIT:]
                 a_hi.next = a[width:_SPLIT_BIT].signed()
         else:
+
             @always_comb
             def split():
                 a_lo.next = a[_SPLIT_BIT:]
@@ -102,10 +105,12 @@ def mul_round(product_rounded, a, b, mask, shift: int):
             p_hi.next = a_hi * b
 
         if mask is None:
+
             @always_comb
             def multiply():
                 product.next = (p_hi << _SPLIT_BIT) + p_lo
         else:
+
             @always_comb
             def multiply():
                 if mask:
@@ -115,12 +120,14 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 
         insts += [split, partial_products, multiply]
     elif mask is None:
+
         @always_comb
         def multiply():
             product.next = a * b
 
         insts.append(multiply)
     else:
+
         @always_comb
         def multiply():
             if mask:
@@ -152,14 +159,17 @@ def saturate(y, flag, x, lo: int, hi: int):
     """
     n, width = len(y), len(x)
     if (lo, hi) != (-(1 << (n - 1)), (1 << (n - 1)) - 1) or width <= n:
-        raise ValueError(f"saturate: [lo, hi] must be the full signed range of y and x wider than y; got "
-                         f"[{lo}, {hi}] for {n} bits from {width} bits")
+        raise ValueError(
+            f"saturate: [lo, hi] must be the full signed range of y and x wider than y; got "
+            f"[{lo}, {hi}] for {n} bits from {width} bits"
+        )
     ones = (1 << (width - n + 1)) - 1
 
     if flag is None:
+
         @always_comb
         def clamp_only():
-            if x[width:n - 1] == 0 or x[width:n - 1] == ones:
+            if x[width : n - 1] == 0 or x[width : n - 1] == ones:
                 y.next = x[n:].signed()
             elif x[width - 1]:
                 y.next = lo
@@ -170,7 +180,7 @@ def saturate(y, flag, x, lo: int, hi: int):
 
     @always_comb
     def clamp():
-        if x[width:n - 1] == 0 or x[width:n - 1] == ones:
+        if x[width : n - 1] == 0 or x[width : n - 1] == ones:
             y.next = x[n:].signed()
             flag.next = 0
         elif x[width - 1]:

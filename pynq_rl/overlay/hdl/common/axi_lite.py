@@ -19,7 +19,8 @@ then RVALID waits (AXI wait states) until the signal drops or ``hold_cycles`` cy
     hold    ^^^^^^^^^^^^^^^^^\\_______     (register in ``hold``)
     rvalid  _____________________/^^^     the cycle after hold drops (or after hold_cycles wait states)
 """
-from myhdl import always_comb, always_seq, block, concat, intbv, Signal
+
+from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
 from ...spec import READ_ONLY
 
@@ -42,8 +43,21 @@ class AxiLiteBus:
 
 
 @block
-def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset, written=None, window=None,
-                     hold=None, hold_cycles: int = 0, written_busy=None):
+def axi_lite_regfile(
+    bus,
+    table,
+    storage,
+    live,
+    constants,
+    pulses,
+    clock,
+    reset,
+    written=None,
+    window=None,
+    hold=None,
+    hold_cycles: int = 0,
+    written_busy=None,
+):
     """AXI-Lite register file for ``table``.
 
     bus       : AxiLiteBus
@@ -76,18 +90,27 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
     write_strobe = Signal(bool(0))
     write_addr = Signal(intbv(0)[addr_width:])
     write_data = Signal(intbv(0)[32:])
-    write_mask = Signal(intbv(0)[32:])          # WSTRB expanded to bits: byte lanes to write
+    write_mask = Signal(intbv(0)[32:])  # WSTRB expanded to bits: byte lanes to write
     read_addr = Signal(intbv(0)[addr_width:])
     insts = []
 
     for name, reg in table.items():
         if name in storage:
             keep = 0xFFFF_FFFF
-            for fld_name, fld in reg["fields"].items():
+            for fld in reg["fields"].values():
                 if fld["pulse"]:
                     keep &= ~(((1 << fld["bit_width"]) - 1) << fld["bit_offset"])
-            inst = _register_write(storage[name], write_strobe, write_addr, write_data, write_mask,
-                                   reg["address_offset"], keep, clock, reset)
+            inst = _register_write(
+                storage[name],
+                write_strobe,
+                write_addr,
+                write_data,
+                write_mask,
+                reg["address_offset"],
+                keep,
+                clock,
+                reset,
+            )
             inst.name = f"reg_{name.lower()}"
             insts.append(inst)
         elif reg["access"] != READ_ONLY and name not in window_names:
@@ -96,8 +119,18 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
         insts.append(_write_window(*window[1:], write_strobe, write_addr, write_data))
     for (name, fld_name), pulse in pulses.items():
         fld = table[name]["fields"][fld_name]
-        insts.append(_pulse(pulse, write_strobe, write_addr, write_data, table[name]["address_offset"],
-                            fld["bit_offset"], clock, reset))
+        insts.append(
+            _pulse(
+                pulse,
+                write_strobe,
+                write_addr,
+                write_data,
+                table[name]["address_offset"],
+                fld["bit_offset"],
+                clock,
+                reset,
+            )
+        )
 
     for name, pulse in written.items():
         if name not in storage:
@@ -107,8 +140,10 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
             insts.append(_write_pulse(pulse, write_strobe, write_addr, offset, clock, reset))
         else:
             raw = Signal(bool(0))
-            insts += [_write_pulse(raw, write_strobe, write_addr, offset, clock, reset),
-                      held_while_busy(pulse, raw, written_busy, clock, reset)]
+            insts += [
+                _write_pulse(raw, write_strobe, write_addr, offset, clock, reset),
+                held_while_busy(pulse, raw, written_busy, clock, reset),
+            ]
 
     # read multiplexer: a cascade of comparators, one per register
     previous = Signal(intbv(0)[32:])
@@ -123,7 +158,7 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
         elif name in constants:
             insts.append(_read_constant(current, previous, read_addr, offset, constants[name]))
         elif name in window_names:
-            continue                                    # write-only window register: reads 0
+            continue  # write-only window register: reads 0
         else:
             raise ValueError(f"register {name} has no source")
         previous = current
@@ -157,14 +192,40 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
             write_strobe.next = True
             write_addr.next = bus.awaddr
             write_data.next = bus.wdata
-            write_mask.next = concat(bus.wstrb[3], bus.wstrb[3], bus.wstrb[3], bus.wstrb[3],
-                                     bus.wstrb[3], bus.wstrb[3], bus.wstrb[3], bus.wstrb[3],
-                                     bus.wstrb[2], bus.wstrb[2], bus.wstrb[2], bus.wstrb[2],
-                                     bus.wstrb[2], bus.wstrb[2], bus.wstrb[2], bus.wstrb[2],
-                                     bus.wstrb[1], bus.wstrb[1], bus.wstrb[1], bus.wstrb[1],
-                                     bus.wstrb[1], bus.wstrb[1], bus.wstrb[1], bus.wstrb[1],
-                                     bus.wstrb[0], bus.wstrb[0], bus.wstrb[0], bus.wstrb[0],
-                                     bus.wstrb[0], bus.wstrb[0], bus.wstrb[0], bus.wstrb[0])
+            write_mask.next = concat(
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[3],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[2],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[1],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+                bus.wstrb[0],
+            )
         if bus.awready:  # the AW/W handshakes complete on this edge: respond
             bus.bvalid.next = True
             bus.bresp.next = 0
@@ -172,7 +233,7 @@ def axi_lite_regfile(bus, table, storage, live, constants, pulses, clock, reset,
             bus.arready.next = True
             read_addr.next = bus.araddr
         if bus.arready or read_pending:
-            if read_hold:                               # wait state: the register's value is not ready yet
+            if read_hold:  # wait state: the register's value is not ready yet
                 read_pending.next = True
                 waited.next = waited + 1
             else:
@@ -253,7 +314,7 @@ def _write_window(strobe, addr, data, write_strobe, write_addr, write_data):
     @always_comb
     def forward():
         strobe.next = write_strobe
-        addr.next = write_addr[len(write_addr):2]
+        addr.next = write_addr[len(write_addr) : 2]
         data.next = write_data
 
     return forward

@@ -1,5 +1,6 @@
 """AXI4-Stream port signals, named by the AXI spec so cocotbext-axi's ``from_prefix`` binds them."""
-from myhdl import intbv, Signal
+
+from myhdl import Signal, intbv
 
 __all__ = ["AxiStream"]
 

@@ -3,7 +3,8 @@
 The pattern DESIGN.md section 5 found to infer RAMB18/RAMB36: a list of Signals written in a clocked process with no
 reset, read into a registered output in a separate clocked process.
 """
-from myhdl import always, block, intbv, Signal
+
+from myhdl import Signal, always, block, intbv
 
 __all__ = ["ram_sdp_rf"]
 
@@ -23,7 +24,7 @@ def ram_sdp_rf(rd_data, wr_data, wr_addr, wr_en, rd_addr, rd_en, clock, depth: i
     """
     if depth < 1:
         raise ValueError(f"ram_sdp_rf depth must be >= 1, not {depth!r}")
-    memory = [Signal(intbv(0)[len(wr_data):]) for _ in range(depth)]
+    memory = [Signal(intbv(0)[len(wr_data) :]) for _ in range(depth)]
 
     # # #
 

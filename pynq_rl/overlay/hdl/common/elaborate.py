@@ -10,10 +10,12 @@ design alone wherever the caller is. ``Block.convert`` elaborates the design a s
 the block function again), so conversions run through :func:`elaborate` as well: converting the Pynq-Z2 cores took
 740 s in a pytest-xdist worker without that, 88 s in a plain script.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

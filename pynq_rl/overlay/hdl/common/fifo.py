@@ -8,7 +8,8 @@ through after the BRAM's one-cycle read latency).
     out_valid _________/^^^^^^^^\\_     the first word appears two edges after it was written
     out_ready ^^^^^^^^^^^^^^^^^^^^^
 """
-from myhdl import always_comb, always_seq, block, intbv, modbv, Signal
+
+from myhdl import Signal, always_comb, always_seq, block, intbv, modbv
 
 from .bram import ram_sdp_rf
 
@@ -16,8 +17,7 @@ __all__ = ["fifo_sync"]
 
 
 @block
-def fifo_sync(out_data, out_valid, in_ready, count,
-              in_data, in_valid, out_ready, clock, reset, depth: int):
+def fifo_sync(out_data, out_valid, in_ready, count, in_data, in_valid, out_ready, clock, reset, depth: int):
     """FIFO of ``depth`` words (a power of two >= 2).
 
     out_data  : Signal(w), out
@@ -34,13 +34,13 @@ def fifo_sync(out_data, out_valid, in_ready, count,
     if depth < 2 or depth & (depth - 1):
         raise ValueError(f"fifo_sync depth must be a power of two >= 2, not {depth!r}")
     addr_bits = depth.bit_length() - 1
-    wr_ptr = Signal(modbv(0)[addr_bits + 1:])   # one extra bit tells full from empty
-    rd_ptr = Signal(modbv(0)[addr_bits + 1:])
+    wr_ptr = Signal(modbv(0)[addr_bits + 1 :])  # one extra bit tells full from empty
+    rd_ptr = Signal(modbv(0)[addr_bits + 1 :])
     wr_addr = Signal(intbv(0)[addr_bits:])
     rd_addr = Signal(intbv(0)[addr_bits:])
     write, read = Signal(bool(0)), Signal(bool(0))
-    full, stored = Signal(bool(0)), Signal(bool(0))   # stored: a word waits in the BRAM
-    in_bram = Signal(modbv(0)[addr_bits + 1:])
+    full, stored = Signal(bool(0)), Signal(bool(0))  # stored: a word waits in the BRAM
+    in_bram = Signal(modbv(0)[addr_bits + 1 :])
     ram = ram_sdp_rf(out_data, in_data, wr_addr, write, rd_addr, read, clock, depth)
     ram.name = "ram"
 

@@ -6,7 +6,8 @@ also driven as ordinary signals (ports of generated sub-blocks), and a variable 
 barrel shifter far larger than a multiplexer. :func:`mux_tree` builds the multiplexer itself: one 2:1 level per
 select bit, so it stays ``ceil(log2 n)`` LUT levels for any width.
 """
-from myhdl import always_comb, block, Signal, intbv
+
+from myhdl import Signal, always_comb, block, intbv
 
 __all__ = ["mux_tree", "field_signed", "field_unsigned"]
 

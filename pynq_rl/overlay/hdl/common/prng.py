@@ -1,4 +1,5 @@
 """On-chip PRNG: xorshift32, one 32-bit output per enabled cycle (model: :mod:`pynq_rl.overlay.models.prng`)."""
+
 from myhdl import always_comb, always_seq, block, intbv
 
 from ...spec import PRNG_SHIFTS

@@ -38,11 +38,12 @@ Stream handshakes are AXI4-Stream (a beat moves on ``tvalid and tready``)::
     tready   ^^^^^^^^\\___/^^^^^^^^^
     beat         0   1   .   2
 """
-from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, enum, intbv, modbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, enum, intbv, modbv
 
 from ...spec import GaeMode, GaeSpec
-from ..common.bram import ram_sdp_rf
 from ..common.arith import and2, assign, mux2, saturate
+from ..common.bram import ram_sdp_rf
 from .pe import coef_powers, gae_pe
 
 __all__ = ["gae_core", "CoreConfig", "DEQUANT_LATENCY"]
@@ -60,8 +61,8 @@ t_load = enum("IDLE", "LOAD", "DISCARD", "FULL", "FAIL")
 class CoreConfig:
     """Configuration and status signals between the register file and the core (one instance per core).
 
-    Inputs (from registers): ``t_count``, ``lanes_used``, ``batches``, ``chunks``, ``gamma``, ``gamma_lambda``, ``mode``, ``r_scale``,
-    ``r_offset``, ``v_scale``, ``v_offset``, ``start`` and ``soft_reset`` (one-cycle pulses).
+    Inputs (from registers): ``t_count``, ``lanes_used``, ``batches``, ``chunks``, ``gamma``, ``gamma_lambda``,
+    ``mode``, ``r_scale``, ``r_offset``, ``v_scale``, ``v_offset``, ``start`` and ``soft_reset`` (one-cycle pulses).
     Outputs (to STATUS / CYCLES): ``busy``, ``done``, ``err_config``, ``err_stream``, ``saturated``, ``cycles``.
     """
 
@@ -96,12 +97,12 @@ def _lane_unpack(word, row, q8, lane: int, spec: GaeSpec, raw_width: int, q8_wid
     @always_comb
     def pick():
         if q8:
-            reward.next = row[r_q8 + 8:r_q8].signed()
-            value.next = row[v_q8 + 8:v_q8].signed()
+            reward.next = row[r_q8 + 8 : r_q8].signed()
+            value.next = row[v_q8 + 8 : v_q8].signed()
             done.next = row[d_q8]
         else:
-            reward.next = row[r_raw + 32:r_raw].signed()
-            value.next = row[v_raw + 32:v_raw].signed()
+            reward.next = row[r_raw + 32 : r_raw].signed()
+            value.next = row[v_raw + 32 : v_raw].signed()
             done.next = row[d_raw]
 
     pack = _word_pack(word, done, value, reward)
@@ -120,8 +121,9 @@ def _word_pack(word, done, value, reward):
 
 
 @block
-def _dequant(reward, value, done, valid, boot, saturated,
-             word, in_valid, in_boot, q8, lane_active, cfg, clock, spec: GaeSpec):
+def _dequant(
+    reward, value, done, valid, boot, saturated, word, in_valid, in_boot, q8, lane_active, cfg, clock, spec: GaeSpec
+):
     """Stack word -> PE inputs in :data:`DEQUANT_LATENCY` register stages: raw words pass; q8 codes become
     sat(code * SCALE + OFFSET).
 
@@ -138,7 +140,7 @@ def _dequant(reward, value, done, valid, boot, saturated,
     """
     lo, hi = spec.data.min_code, spec.data.max_code
     scale_bits = spec.scale.width
-    code_bits = 8    # q8 words hold sign-extended codes in their low byte
+    code_bits = 8  # q8 words hold sign-extended codes in their low byte
     # code x scale fits 8 + 25 bits (-128 x -2**24 = 2**31 is the one product needing the 33rd); + OFFSET: 34
     prod_range = dict(min=-(1 << (code_bits + scale_bits - 2)), max=(1 << (code_bits + scale_bits - 2)) + 1)
     sum_range = dict(min=-(1 << (code_bits + scale_bits - 1)), max=1 << (code_bits + scale_bits - 1))
@@ -163,8 +165,8 @@ def _dequant(reward, value, done, valid, boot, saturated,
     @always_comb
     def split():
         r_code.next = word0[code_bits:0].signed()
-        v_code.next = word0[32 + code_bits:32].signed()
-        r_scale.next = cfg.r_scale[scale_bits:].signed()   # START refused scales outside this range
+        v_code.next = word0[32 + code_bits : 32].signed()
+        r_scale.next = cfg.r_scale[scale_bits:].signed()  # START refused scales outside this range
         v_scale.next = cfg.v_scale[scale_bits:].signed()
         r_word.next = word2[32:0].signed()
         v_word.next = word2[64:32].signed()
@@ -216,9 +218,9 @@ def _dequant(reward, value, done, valid, boot, saturated,
 
 
 @block
-def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
-             s_tdata, s_tvalid, s_tlast, m_tready,
-             cfg, clock, reset, spec: GaeSpec):
+def gae_core(
+    m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast, m_tready, cfg, clock, reset, spec: GaeSpec
+):
     """The GAE core (streams + FILO stacks + PEs + FSM); registers arrive through ``cfg`` (:class:`CoreConfig`).
 
     m_tdata  : Signal(8 * stream_bytes), out -- output stream (AXI4-Stream master)
@@ -240,27 +242,29 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     out_width = 8 * spec.output_record_bytes
     beats_raw, beats_q8, beats_out = raw_width // beat, q8_width // beat, out_width // beat
     if beats_raw < 2:
-        raise ValueError(f"a raw input record must span at least two stream beats; {spec.lanes} lane(s) at "
-                         f"{spec.stream_bytes} bytes per beat give {beats_raw}: use a narrower stream")
+        raise ValueError(
+            f"a raw input record must span at least two stream beats; {spec.lanes} lane(s) at "
+            f"{spec.stream_bytes} bytes per beat give {beats_raw}: use a narrower stream"
+        )
     one = 1 << spec.coef.frac
 
     state = Signal(t_state.IDLE)
     q8 = Signal(bool(0))
     # -- loader: beats -> records -> stack rows; it owns the operation's position (lane-batch, chunk)
     load_state = Signal(t_load.IDLE)
-    record = Signal(intbv(0)[raw_width - beat:])   # the beats before the current one (the oldest at the bottom)
+    record = Signal(intbv(0)[raw_width - beat :])  # the beats before the current one (the oldest at the bottom)
     row = Signal(intbv(0)[raw_width:])
-    row_valid = Signal(bool(0))                    # ``row`` is assembled and not yet written (a write-back may hold it)
-    load_write = Signal(bool(0))                   # ``row`` takes the write port this cycle
+    row_valid = Signal(bool(0))  # ``row`` is assembled and not yet written (a write-back may hold it)
+    load_write = Signal(bool(0))  # ``row`` takes the write port this cycle
     beat_count = Signal(intbv(0, min=0, max=beats_raw + 1))
-    asm_row = Signal(intbv(0, min=0, max=depth + 2))   # time index of the record being assembled
+    asm_row = Signal(intbv(0, min=0, max=depth + 2))  # time index of the record being assembled
     asm_addr = Signal(intbv(0, min=-1, max=depth + 2))  # its stack row, and the row after it in the chunk's direction
     asm_step = Signal(intbv(0, min=-2, max=depth + 3))
-    row_addr = Signal(intbv(0, min=0, max=depth))      # the stack row of ``row``
+    row_addr = Signal(intbv(0, min=0, max=depth))  # the stack row of ``row``
     load_len = Signal(intbv(0, min=0, max=depth + 1))  # the chunk's length L (its top slot is time L)
     load_end = Signal(intbv(0, min=0, max=depth + 1))  # its last input row: L (first chunk) or L - 1 (continuation)
     load_up, load_first, load_cont = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    record_done = Signal(bool(0))                  # the last beat of a record moves this cycle
+    record_done = Signal(bool(0))  # the last beat of a record moves this cycle
     check_addr = Signal(intbv(0, min=-2, max=depth + 3))  # the row being assembled from the next cycle on
     row_free_next, row_free = Signal(bool(0)), Signal(bool(0))  # it is free (registered: no carry chain to TREADY)
     # lane-batches of this operation still to load, the current one included; chunks of the current lane-batch
@@ -282,10 +286,10 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     issue_row = Signal(intbv(0, min=-1, max=depth + 1))  # time index of the next pop, and its stack row
     issue_addr = Signal(intbv(0, min=-1, max=depth + 1))
     issuing = Signal(bool(0))
-    issue_wait = Signal(intbv(0, min=0, max=4))   # cycles until row T is in its BRAM (read-first: no bypass)
-    issue_valid, issue_boot = Signal(bool(0)), Signal(bool(0))   # a pop issued (BRAM reads on the next edge)
-    rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0))         # its data is on the BRAM output
-    wb_row = Signal(intbv(0, min=-1, max=depth + 1))   # time index of the next write-back, and its stack row
+    issue_wait = Signal(intbv(0, min=0, max=4))  # cycles until row T is in its BRAM (read-first: no bypass)
+    issue_valid, issue_boot = Signal(bool(0)), Signal(bool(0))  # a pop issued (BRAM reads on the next edge)
+    rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0))  # its data is on the BRAM output
+    wb_row = Signal(intbv(0, min=-1, max=depth + 1))  # time index of the next write-back, and its stack row
     wb_addr = Signal(intbv(0, min=-1, max=depth + 1))
     wb_count = Signal(intbv(0, min=0, max=depth + 1))  # write-backs of this chunk issued
     pe_valid = [Signal(bool(0)) for _ in range(lanes)]
@@ -301,17 +305,17 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
     dr_len = Signal(intbv(0, min=0, max=depth + 1))
     dr_count = Signal(intbv(0, min=0, max=depth + 1))  # rows of the draining chunk read
     dr_addr = Signal(intbv(0, min=-1, max=depth + 2))  # the stack row it reads next
-    dr_started = Signal(bool(0))                       # it has read a row
+    dr_started = Signal(bool(0))  # it has read a row
     dr_up, dr_last = Signal(bool(0)), Signal(bool(0))
     pend_valid, pend_up, pend_last = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     pend_len = Signal(intbv(0, min=0, max=depth + 1))
-    dr_read, dr_read_last = Signal(bool(0)), Signal(bool(0))    # the read port's read this cycle is the drain's
+    dr_read, dr_read_last = Signal(bool(0)), Signal(bool(0))  # the read port's read this cycle is the drain's
     prefetched, prefetched_last = Signal(bool(0)), Signal(bool(0))  # the drain's row is on the BRAM output
     dr_want = Signal(bool(0))
     # -- sender: one output record shifting out
     out_sr = Signal(intbv(0)[out_width:])
     out_beats = Signal(intbv(0, min=0, max=beats_out + 1))
-    out_last = Signal(bool(0))                     # the record in ``out_sr`` is the operation's last
+    out_last = Signal(bool(0))  # the record in ``out_sr`` is the operation's last
     out_free = Signal(bool(0))
     in_ready = Signal(bool(0))
 
@@ -325,19 +329,40 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         lane_active = Signal(bool(0))
         dq = [Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1)) for _ in range(2)]
         dq_done, dq_valid, dq_boot = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-        deq = _dequant(dq[0], dq[1], dq_done, dq_valid, dq_boot, dq_sat[n], rd_words[n], rd_valid, rd_boot, q8,
-                       lane_active, cfg, clock, spec)
+        deq = _dequant(
+            dq[0],
+            dq[1],
+            dq_done,
+            dq_valid,
+            dq_boot,
+            dq_sat[n],
+            rd_words[n],
+            rd_valid,
+            rd_boot,
+            q8,
+            lane_active,
+            cfg,
+            clock,
+            spec,
+        )
         deq.name = f"dequant{n}"
         adv = Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))
         ret = Signal(intbv(0, min=spec.data.min_code, max=spec.data.max_code + 1))
         raw_sat = Signal(bool(0))
-        pe = gae_pe(adv, ret, pe_valid[n], raw_sat, dq[0], dq[1], dq_done, dq_valid, dq_boot, gamma_c, powers,
-                    clock, spec)
+        pe = gae_pe(
+            adv, ret, pe_valid[n], raw_sat, dq[0], dq[1], dq_done, dq_valid, dq_boot, gamma_c, powers, clock, spec
+        )
         pe.name = f"pe{n}"
-        insts += [unpack, ram, deq, pe, _lane_active(lane_active, cfg.lanes_used, comp_last_batch, n),
-                  and2(pe_sat[n], raw_sat, lane_active),
-                  _result_word(wb_words[n], ret, adv, lane_active),
-                  _word_register(wr_words[n], load_words[n], wb_words[n], load_write, clock)]
+        insts += [
+            unpack,
+            ram,
+            deq,
+            pe,
+            _lane_active(lane_active, cfg.lanes_used, comp_last_batch, n),
+            and2(pe_sat[n], raw_sat, lane_active),
+            _result_word(wb_words[n], ret, adv, lane_active),
+            _word_register(wr_words[n], load_words[n], wb_words[n], load_write, clock),
+        ]
         pieces.append((rd_words[n](32, 0), rd_words[n](64, 32)))
     out_fields = [p[0] for p in pieces] + [p[1] for p in pieces]
     pad = out_width - 64 * lanes
@@ -354,11 +379,11 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result;
         # the lookahead powers behind gamma_lambda_c settle with 11 or more cycles to spare (coef_powers).
         if cfg.gamma <= one:
-            gamma_c.next = cfg.gamma[len(gamma_c):]
+            gamma_c.next = cfg.gamma[len(gamma_c) :]
         else:
             gamma_c.next = one
         if cfg.gamma_lambda <= one:
-            gamma_lambda_c.next = cfg.gamma_lambda[len(gamma_c):]
+            gamma_lambda_c.next = cfg.gamma_lambda[len(gamma_c) :]
         else:
             gamma_lambda_c.next = one
 
@@ -368,9 +393,9 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
 
     @always_comb
     def stream_ports():
-        in_ready.next = (load_state == t_load.DISCARD
-                         or (load_state == t_load.LOAD
-                             and (not last_beat_of_record or (row_free and not (row_valid and out_valid)))))
+        in_ready.next = load_state == t_load.DISCARD or (
+            load_state == t_load.LOAD and (not last_beat_of_record or (row_free and not (row_valid and out_valid)))
+        )
         m_tdata.next = out_sr[beat:0]
         m_tvalid.next = out_beats != 0
         m_tlast.next = out_beats == 1 and out_last
@@ -385,14 +410,18 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
         last_chunk.next = chunks_left == 1
         last_record.next = batches_left == 1 and chunks_left == 1
 
-    insts += [batch_end, assign(s_tready, in_ready),
-              mux2(check_addr, asm_step, asm_addr, record_done),
-              _row_free(row_free_next, check_addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_up),
-              _drain_wants(dr_want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up,
-                           wb_count, beats_out)]
+    insts += [
+        batch_end,
+        assign(s_tready, in_ready),
+        mux2(check_addr, asm_step, asm_addr, record_done),
+        _row_free(row_free_next, check_addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_up),
+        _drain_wants(
+            dr_want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up, wb_count, beats_out
+        ),
+    ]
     scales_ok = Signal(bool(0))
     insts.append(_scales_fit(scales_ok, cfg.r_scale, cfg.v_scale, spec.scale.width))
-    record_shifted = Signal(intbv(0)[raw_width - beat:])
+    record_shifted = Signal(intbv(0)[raw_width - beat :])
     if raw_width - beat > beat:
         insts.append(_shift_in(record_shifted, s_tdata, record, beat))
     else:
@@ -439,11 +468,20 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 cfg.saturated.next = False
                 cfg.cycles.next = 0
                 cycles.next = 0
-                if (cfg.t_count >= 1 and cfg.t_count <= spec.t_max and cfg.lanes_used >= 1
-                        and cfg.lanes_used <= lanes and cfg.batches >= 1 and cfg.batches <= spec.batches_max
-                        and cfg.chunks >= 1 and cfg.chunks <= spec.chunks_max
-                        and cfg.gamma <= one and cfg.gamma_lambda <= one
-                        and cfg.mode <= 1 and (cfg.mode == 0 or scales_ok)):
+                if (
+                    cfg.t_count >= 1
+                    and cfg.t_count <= spec.t_max
+                    and cfg.lanes_used >= 1
+                    and cfg.lanes_used <= lanes
+                    and cfg.batches >= 1
+                    and cfg.batches <= spec.batches_max
+                    and cfg.chunks >= 1
+                    and cfg.chunks <= spec.chunks_max
+                    and cfg.gamma <= one
+                    and cfg.gamma_lambda <= one
+                    and cfg.mode <= 1
+                    and (cfg.mode == 0 or scales_ok)
+                ):
                     state.next = t_state.BUSY
                     cfg.busy.next = True
                     q8.next = cfg.mode == 1
@@ -454,14 +492,14 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     asm_row.next = 0
                     asm_addr.next = 0
                     asm_step.next = 1
-                    row_free.next = True   # the operation's first chunk has every row to itself
+                    row_free.next = True  # the operation's first chunk has every row to itself
                     load_first.next = True
                     load_up.next = True
                     load_cont.next = False
-                    load_len.next = cfg.t_count[len(load_len):]
-                    load_end.next = cfg.t_count[len(load_end):]
-                    batches_left.next = cfg.batches[len(batches_left):]
-                    chunks_left.next = cfg.chunks[len(chunks_left):]
+                    load_len.next = cfg.t_count[len(load_len) :]
+                    load_end.next = cfg.t_count[len(load_end) :]
+                    batches_left.next = cfg.batches[len(batches_left) :]
+                    chunks_left.next = cfg.chunks[len(chunks_left) :]
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True
@@ -473,7 +511,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             if out_beats != 0 and m_tready:
                 out_sr.next = out_sr >> beat
                 out_beats.next = out_beats - 1
-                if out_beats == 1 and out_last:   # the operation's last beat: everything else finished before
+                if out_beats == 1 and out_last:  # the operation's last beat: everything else finished before
                     state.next = t_state.IDLE
                     load_state.next = t_load.IDLE
                     cfg.busy.next = False
@@ -489,7 +527,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
             # ---- drain: read the draining chunk's rows, newest first, each once its write-back is in
             if dr_want:
                 rd_en.next = True
-                rd_addr.next = dr_addr[len(rd_addr):]
+                rd_addr.next = dr_addr[len(rd_addr) :]
                 if dr_up:
                     dr_addr.next = dr_addr - 1
                 else:
@@ -504,7 +542,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 dr_last.next = pend_last
                 dr_count.next = 0
                 dr_started.next = False
-                if pend_up:               # newest first: row L - 1 down to 0, or row 1 up to L
+                if pend_up:  # newest first: row L - 1 down to 0, or row 1 up to L
                     dr_addr.next = pend_len - 1
                 else:
                     dr_addr.next = 1
@@ -521,7 +559,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     beat_count.next = 0
                     row.next = concat(s_tdata, record)
                     row_valid.next = True
-                    row_addr.next = asm_addr[len(row_addr):]
+                    row_addr.next = asm_addr[len(row_addr) :]
                     asm_row.next = asm_row + 1
                     asm_addr.next = asm_step
                     if load_up:
@@ -554,7 +592,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                 issuing.next = True
                 issue_wait.next = 2
                 wb_row.next = load_len - 1
-                if load_up:               # pops from row L down, write-backs from L - 1; or from rows 0 and 1 up
+                if load_up:  # pops from row L down, write-backs from L - 1; or from rows 0 and 1 up
                     issue_addr.next = load_len
                     wb_addr.next = load_len - 1
                 else:
@@ -572,24 +610,24 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     load_first.next = False
                     load_up.next = not load_up
                     asm_row.next = 0
-                    row_free.next = False   # checked again next cycle, against the new chunk
-                    if last_chunk:       # the next lane-batch, from its first chunk
+                    row_free.next = False  # checked again next cycle, against the new chunk
+                    if last_chunk:  # the next lane-batch, from its first chunk
                         batches_left.next = batches_left - 1
-                        chunks_left.next = cfg.chunks[len(chunks_left):]
+                        chunks_left.next = cfg.chunks[len(chunks_left) :]
                         load_cont.next = False
-                        load_len.next = cfg.t_count[len(load_len):]
-                        load_end.next = cfg.t_count[len(load_end):]
-                    else:                # the next (earlier) chunk of this lane-batch
+                        load_len.next = cfg.t_count[len(load_len) :]
+                        load_end.next = cfg.t_count[len(load_end) :]
+                    else:  # the next (earlier) chunk of this lane-batch
                         chunks_left.next = chunks_left - 1
                         load_cont.next = True
                         load_len.next = spec.t_max
                         load_end.next = spec.t_max - 1
-                    if not load_up:      # the next chunk runs up: time 0 at row 0
+                    if not load_up:  # the next chunk runs up: time 0 at row 0
                         asm_addr.next = 0
                         asm_step.next = 1
-                    elif last_chunk:     # it runs down: time 0 at row L
-                        asm_addr.next = cfg.t_count[len(load_len):]
-                        asm_step.next = cfg.t_count[len(load_len):] - 1
+                    elif last_chunk:  # it runs down: time 0 at row L
+                        asm_addr.next = cfg.t_count[len(load_len) :]
+                        asm_step.next = cfg.t_count[len(load_len) :] - 1
                     else:
                         asm_addr.next = spec.t_max
                         asm_step.next = spec.t_max - 1
@@ -602,7 +640,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     issue_wait.next = issue_wait - 1
                 elif issuing and not yielding:
                     rd_en.next = True
-                    rd_addr.next = issue_addr[len(rd_addr):]
+                    rd_addr.next = issue_addr[len(rd_addr) :]
                     if comp_up:
                         issue_addr.next = issue_addr - 1
                     else:
@@ -615,7 +653,7 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     issue_row.next = issue_row - 1
                 if out_valid:
                     wr_en.next = True
-                    wr_addr.next = wb_addr[len(wr_addr):]
+                    wr_addr.next = wb_addr[len(wr_addr) :]
                     if comp_up:
                         wb_addr.next = wb_addr - 1
                     else:
@@ -626,8 +664,15 @@ def gae_core(m_tdata, m_tvalid, m_tlast, s_tready,
                         comp_busy.next = False
                         cfg.cycles.next = cycles + 1
             # ---- a stream error ends the operation once the chunks before it are out
-            if (load_state == t_load.FAIL and not comp_busy and not pend_valid and dr_count == dr_len
-                    and not dr_read and not prefetched and out_beats == 0):
+            if (
+                load_state == t_load.FAIL
+                and not comp_busy
+                and not pend_valid
+                and dr_count == dr_len
+                and not dr_read
+                and not prefetched
+                and out_beats == 0
+            ):
                 state.next = t_state.IDLE
                 load_state.next = t_load.IDLE
                 cfg.busy.next = False
@@ -666,24 +711,26 @@ def _row_free(free, addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_u
 
 
 @block
-def _drain_wants(want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up, wb_count,
-                 beats_out: int):
+def _drain_wants(
+    want, dr_count, dr_len, dr_up, dr_read, prefetched, out_beats, comp_busy, comp_up, wb_count, beats_out: int
+):
     """The drain reads its next row this cycle: one is left, its result is written back (the chunk's compute has
     moved on, or its write-backs passed this row), nothing of the drain's is in flight, and the sender will be ready
     for the row when it arrives two cycles later (:data:`DRAIN_LEAD` beats or fewer left), so the row waits on the
     BRAM output, where it holds up the compute's pops, only under back-pressure."""
 
-    if beats_out <= DRAIN_LEAD:   # records of DRAIN_LEAD beats or fewer: any count is near enough
+    if beats_out <= DRAIN_LEAD:  # records of DRAIN_LEAD beats or fewer: any count is near enough
+
         @always_comb
         def check():
             written = dr_count < wb_count or not (comp_busy and comp_up == dr_up)
             want.next = dr_count < dr_len and written and not dr_read and not prefetched
     else:
+
         @always_comb
         def check():
             written = dr_count < wb_count or not (comp_busy and comp_up == dr_up)
-            want.next = (dr_count < dr_len and written and not dr_read and not prefetched
-                         and out_beats <= DRAIN_LEAD)
+            want.next = dr_count < dr_len and written and not dr_read and not prefetched and out_beats <= DRAIN_LEAD
 
     return check
 
@@ -735,8 +782,9 @@ def _scales_fit(ok, r_scale, v_scale, bits: int):
 
     @always_comb
     def check():
-        ok.next = ((r_scale[32:bits - 1] == 0 or r_scale[32:bits - 1] == ones)
-                   and (v_scale[32:bits - 1] == 0 or v_scale[32:bits - 1] == ones))
+        ok.next = (r_scale[32 : bits - 1] == 0 or r_scale[32 : bits - 1] == ones) and (
+            v_scale[32 : bits - 1] == 0 or v_scale[32 : bits - 1] == ones
+        )
 
     return check
 

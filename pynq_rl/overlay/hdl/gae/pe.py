@@ -62,7 +62,8 @@ the DSPs'.
 Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.23); see :mod:`pynq_rl.overlay.models.gae`,
 which this block must match bit for bit.
 """
-from myhdl import always, always_comb, block, ConcatSignal, intbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, block, intbv
 
 from ...spec import GaeSpec
 from ..common.arith import add2, and2, assign, delay_line, dff_en, mux2, or2, saturate
@@ -116,7 +117,7 @@ def coef_powers(powers, gamma_lambda, clock, spec: GaeSpec):
 
     insts.append(first)
     for j in range(2, len(powers)):
-        operand = _ranged(-1, powers[j - 1].max - 1)         # signed, as :func:`_mac` takes its data operand
+        operand = _ranged(-1, powers[j - 1].max - 1)  # signed, as :func:`_mac` takes its data operand
         rounded = Signal(intbv(0, min=0, max=(1 << cf) + 2))  # C**j in [0, 1]: never negative
         mul = _mac(rounded, operand, gamma_lambda, None, clock, cf, port_bits=spec.multiplier_port_bits)
         mul.name = f"pow{j}_mul"
@@ -139,6 +140,7 @@ def _stage(q, d, clock, registered: bool, load=None, clear=None):
     if registered and load is not None:
         return dff_en(q, d, load, clear, clock)
     if registered:
+
         @always(clock.posedge)
         def seq():
             q.next = d
@@ -161,8 +163,9 @@ def mac_range(a, b, x, shift: int) -> tuple[int, int]:
 
 
 @block
-def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, port_bits: int = 25,
-         load=None, clear=None):
+def _mac(
+    y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, port_bits: int = 25, load=None, clear=None
+):
     """``y = rnd(a * b / 2**shift) + x``, exact (one rounding), as two DSP48s with M and P registers.
 
     ``a`` (signed, wider than 18 bits) is split at bit 17; ``b`` (unsigned, at most 24 bits) enters both products
@@ -193,20 +196,25 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
     if load is not None and not m_reg:
         raise ValueError("_mac: load / clear gate the M registers, so they need m_reg")
     if shift <= _SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
-        raise ValueError(f"_mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
-                         f"got {len(a)} bits, min {a.min}, shift {shift}")
+        raise ValueError(
+            f"_mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
+            f"got {len(a)} bits, min {a.min}, shift {shift}"
+        )
     down = shift - _SPLIT_BIT
     insts = []
-    b_signed = _ranged(-1, b.max - 1)                  # a signed copy: a signed product with it stays signed
+    b_signed = _ranged(-1, b.max - 1)  # a signed copy: a signed product with it stays signed
     a_lo, a_hi = _halves(a)
     insts += [assign(b_signed, b), _split(a_lo, a_hi, a)]
 
     if m_reg and len(b_signed) > port_bits:
         b_lo, b_hi = _halves(b_signed)
-        q_ll, q_lh, q_hl, q_hh = (_product_signal(u, v) for u, v in
-                                  ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)))
-        insts += [_split(b_lo, b_hi, b_signed), _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi,
-                                                                  clock, load, clear)]
+        q_ll, q_lh, q_hl, q_hh = (
+            _product_signal(u, v) for u, v in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi))
+        )
+        insts += [
+            _split(b_lo, b_hi, b_signed),
+            _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock, load, clear),
+        ]
         ll_top = (q_ll.max - 1) >> _SPLIT_BIT
         wired = _ranged(q_hh.min << _SPLIT_BIT, ((q_hh.max - 1) << _SPLIT_BIT) + ll_top)  # q_hh * 2**17 + q_ll >> 17
         lo_term = _ranged(q_lh.min + wired.min, q_lh.max - 1 + wired.max - 1)
@@ -216,7 +224,7 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         lo_max = _product_range(a_lo, b)[1]
         m_lo, hi_term = _ranged(0, lo_max), _ranged(*_product_range(a_hi, b))
         prod_lo, prod_hi = _like(m_lo), _like(hi_term)
-        lo_term = _ranged(-1, lo_max >> _SPLIT_BIT)    # declared signed: the final sum stays a signed expression
+        lo_term = _ranged(-1, lo_max >> _SPLIT_BIT)  # declared signed: the final sum stays a signed expression
 
         @always_comb
         def multiply():
@@ -227,8 +235,12 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         def low_part():
             lo_term.next = m_lo >> _SPLIT_BIT
 
-        insts += [multiply, _stage(m_lo, prod_lo, clock, m_reg, load, clear),
-                  _stage(hi_term, prod_hi, clock, m_reg, load, clear), low_part]
+        insts += [
+            multiply,
+            _stage(m_lo, prod_lo, clock, m_reg, load, clear),
+            _stage(hi_term, prod_hi, clock, m_reg, load, clear),
+            low_part,
+        ]
 
     if x is None:
         cq = None
@@ -257,6 +269,7 @@ def _mac(y, a, b, x, clock, shift: int, m_reg: bool = True, p_reg: bool = True, 
         def post_add():
             sum_hi.next = hi_term + bias
     else:
+
         @always_comb
         def post_add():
             sum_hi.next = hi_term + cq
@@ -380,9 +393,9 @@ def _carry(valid_q, clear_q, v_q, sat_q, dead_q, valid_d, clear_d, v_d, sat_d, d
 
 
 @block
-def gae_pe(adv, ret, out_valid, saturated,
-           reward, value, done, in_valid, in_bootstrap,
-           gamma, powers, clock, spec: GaeSpec):
+def gae_pe(
+    adv, ret, out_valid, saturated, reward, value, done, in_valid, in_bootstrap, gamma, powers, clock, spec: GaeSpec
+):
     """One GAE processing element.
 
     adv, ret     : Signal(DATA), out  -- A_t and R_t, valid with ``out_valid``
@@ -404,9 +417,9 @@ def gae_pe(adv, ret, out_valid, saturated,
     insts = []
 
     # stage 1: operands ------------------------------------------------------------------------------------------
-    v_next = _data(spec)                                       # V of the last valid input: V_{t+1}
-    gv_operand = _data(spec)                                   # V_{t+1}, or 0 when d_t
-    rv1 = _ranged(lo - hi, hi - lo)                            # r_t - V_t
+    v_next = _data(spec)  # V of the last valid input: V_{t+1}
+    gv_operand = _data(spec)  # V_{t+1}, or 0 when d_t
+    rv1 = _ranged(lo - hi, hi - lo)  # r_t - V_t
     v1 = _data(spec)
     dead1, valid1, clear1 = [Signal(bool(0)) for _ in range(3)]
 
@@ -436,7 +449,7 @@ def gae_pe(adv, ret, out_valid, saturated,
     v1_live, dead1_live = _data(spec), Signal(bool(0))
 
     @always_comb
-    def bootstrap_passes():   # the bootstrap row only loads v_next (V_T, stage 1): its own V and done pass as 0
+    def bootstrap_passes():  # the bootstrap row only loads v_next (V_T, stage 1): its own V and done pass as 0
         if clear1:
             v1_live.next = 0
             dead1_live.next = 0
@@ -444,18 +457,22 @@ def gae_pe(adv, ret, out_valid, saturated,
             v1_live.next = v1
             dead1_live.next = dead1
 
-    insts += [bootstrap_passes,
-              _carry(valid2, clear2, v2, None, dead2, valid1, clear1, v1_live, None, dead1_live, clock),
-              _carry(valid3, clear3, v3, None, dead3, valid2, clear2, v2, None, dead2, clock)]
+    insts += [
+        bootstrap_passes,
+        _carry(valid2, clear2, v2, None, dead2, valid1, clear1, v1_live, None, dead1_live, clock),
+        _carry(valid3, clear3, v3, None, dead3, valid2, clear2, v2, None, dead2, clock),
+    ]
     delta_c, delta_sat = _data(spec), Signal(bool(0))
     insts.append(saturate(delta_c, delta_sat, raw_delta, lo, hi))
     delta4 = _data(spec)
     dead4, valid4, clear4, sat4 = [Signal(bool(0)) for _ in range(4)]
     sat3_live = Signal(bool(0))
-    insts += [and2(sat3_live, delta_sat, valid3),
-              _register(delta4, delta_c, clock),
-              _carry(valid4, clear4, v4, sat4, dead4, valid3, clear3, v3, sat3_live, dead3, clock)]
-    coefs = [None]                                             # C**j, 0 when d_t (chain_1 of every tap)
+    insts += [
+        and2(sat3_live, delta_sat, valid3),
+        _register(delta4, delta_c, clock),
+        _carry(valid4, clear4, v4, sat4, dead4, valid3, clear3, v3, sat3_live, dead3, clock),
+    ]
+    coefs = [None]  # C**j, 0 when d_t (chain_1 of every tap)
     for j in range(1, k):
         coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))
         inst = _masked_register(coef, powers[j], dead3, clock)
@@ -464,8 +481,8 @@ def gae_pe(adv, ret, out_valid, saturated,
         coefs.append(coef)
 
     # stages 5-7: partial_t = delta_t + sum_j [chain_j] rnd(C**j * delta_{t+j}) ------------------------------------
-    delta_hist = [_data(spec) for _ in range(k - 1)]          # delta_{t+1} .. delta_{t+k-1}
-    alive_hist = [Signal(bool(0)) for _ in range(k - 1)]      # alive_{t+1} .. alive_{t+k-1}
+    delta_hist = [_data(spec) for _ in range(k - 1)]  # delta_{t+1} .. delta_{t+k-1}
+    alive_hist = [Signal(bool(0)) for _ in range(k - 1)]  # alive_{t+1} .. alive_{t+k-1}
     alive4 = Signal(bool(0))
 
     @always_comb
@@ -479,14 +496,14 @@ def gae_pe(adv, ret, out_valid, saturated,
         al = delay_line(alive_hist, alive4, valid4, clear4, clock)
         al.name = "alive_hist"
         insts += [dl, al]
-    chains = [alive4]                                          # chain_1 = alive_t
+    chains = [alive4]  # chain_1 = alive_t
     for j in range(2, k + 1):
         chain = Signal(bool(0))
         insts.append(and2(chain, chains[-1], alive_hist[j - 2]))
         chains.append(chain)
     v5, v6, v7 = _data(spec), _data(spec), _data(spec)
     valid5, clear5, sat5, valid6, clear6, sat6, valid7, clear7, sat7 = [Signal(bool(0)) for _ in range(9)]
-    cut5, cut6 = Signal(bool(0)), Signal(bool(0))             # not chain_k: the tail term is 0
+    cut5, cut6 = Signal(bool(0)), Signal(bool(0))  # not chain_k: the tail term is 0
     cut4 = Signal(bool(0))
     tail_chain = chains[k - 1]
 
@@ -494,24 +511,33 @@ def gae_pe(adv, ret, out_valid, saturated,
     def tail_cut_of_stage4():
         cut4.next = not tail_chain
 
-    insts += [tail_cut_of_stage4, _register(cut5, cut4, clock), _register(cut6, cut5, clock),
-              _carry(valid5, clear5, v5, sat5, None, valid4, clear4, v4, sat4, None, clock),
-              _carry(valid6, clear6, v6, sat6, None, valid5, clear5, v5, sat5, None, clock),
-              _carry(valid7, clear7, v7, sat7, None, valid6, clear6, v6, sat6, None, clock)]
+    insts += [
+        tail_cut_of_stage4,
+        _register(cut5, cut4, clock),
+        _register(cut6, cut5, clock),
+        _carry(valid5, clear5, v5, sat5, None, valid4, clear4, v4, sat4, None, clock),
+        _carry(valid6, clear6, v6, sat6, None, valid5, clear5, v5, sat5, None, clock),
+        _carry(valid7, clear7, v7, sat7, None, valid6, clear6, v6, sat6, None, clock),
+    ]
     if k > 1:
         part = _ranged(*mac_range(delta_hist[0], coefs[1], delta4, cf))
         tap = _mac(part, delta_hist[0], coefs[1], delta4, clock, cf, port_bits=ports)
         tap.name = "tap1"
         insts.append(tap)
-        for j in range(2, k):                                  # k >= 3: the other taps, masked by chain_j
+        for j in range(2, k):  # k >= 3: the other taps, masked by chain_j
             term = _ranged(*mac_range(delta_hist[j - 1], coefs[j], None, cf))
             mul = _mac(term, delta_hist[j - 1], coefs[j], None, clock, cf, port_bits=ports)
             mul.name = f"tap{j}"
             kill4, kill5, kill6 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
             chain_j = chains[j - 1]
             masked = _like(term)
-            insts += [mul, _not(kill4, chain_j), _register(kill5, kill4, clock), _register(kill6, kill5, clock),
-                      _mask(masked, term, kill6)]
+            insts += [
+                mul,
+                _not(kill4, chain_j),
+                _register(kill5, kill4, clock),
+                _register(kill6, kill5, clock),
+                _mask(masked, term, kill6),
+            ]
             acc = _ranged(part.min + masked.min, part.max - 1 + masked.max - 1)
             insts.append(add2(acc, part, masked))
             part = acc
@@ -519,21 +545,21 @@ def gae_pe(adv, ret, out_valid, saturated,
         delta5, delta6 = _data(spec), _data(spec)
         insts += [_register(delta5, delta4, clock), _register(delta6, delta5, clock)]
         part = delta6
-    part7 = _like(part)                   # its exact range: the loop's sum is 34 bits for k = 2, its clamp a LUT4
+    part7 = _like(part)  # its exact range: the loop's sum is 34 bits for k = 2, its clamp a LUT4
     insts.append(_register(part7, part, clock))
 
     # stages 8-9: the A loop: A_t = sat(partial_t + [chain_k] rnd(C**k * A_{t+k})) ----------------------------------
     # The mask is the tail coefficient's synchronous reset. adv3, adv_hist and adv_tail keep their names: the
     # synthesis report finds the loop registers by them (DESIGN.md section 5).
-    adv_hist = [_data(spec) for _ in range(k - 2)]            # A_{t+2} .. A_{t+k-1}, shifted as A_t is written
+    adv_hist = [_data(spec) for _ in range(k - 2)]  # A_{t+2} .. A_{t+k-1}, shifted as A_t is written
     v8, v9 = _data(spec), _data(spec)
     valid8, clear8, sat8, valid9, clear9, sat9 = [Signal(bool(0)) for _ in range(6)]
     insts.append(_carry(valid8, clear8, v8, sat8, None, valid7, clear7, v7, sat7, None, clock))
-    tail_coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))    # C**k, or 0 when chain_k is 0
+    tail_coef = Signal(intbv(0, min=0, max=(1 << cf) + 1))  # C**k, or 0 when chain_k is 0
     raw_adv = _ranged(*mac_range(_data(spec), tail_coef, part7, cf))
-    adv_c = _data(spec)                                       # A_t = sat(raw_adv) (k <= 2 read it)
-    a_clamped = Signal(bool(0))                               # A_t clamped: stage 9 (k = 1) or 10 (k >= 2)
-    sat9_next = Signal(bool(0))                               # the element's flag so far, into stage 9's register
+    adv_c = _data(spec)  # A_t = sat(raw_adv) (k <= 2 read it)
+    a_clamped = Signal(bool(0))  # A_t clamped: stage 9 (k = 1) or 10 (k >= 2)
+    sat9_next = Signal(bool(0))  # the element's flag so far, into stage 9's register
     if k > 1:
         # adv3 keeps the raw sum of the element last written, clamped where it is read: the clamp's LUTs then
         # feed adv_tail alone, and the sum's carry chain feeds adv3 (each flip-flop beside its driver)
@@ -543,33 +569,47 @@ def gae_pe(adv, ret, out_valid, saturated,
             insts.append(saturate(adv_c, None, raw_adv, lo, hi))
         adv3_next = raw_adv
     else:
-        adv3 = adv_a = _data(spec)                            # k = 1: adv3 is the multiplier's operand
+        adv3 = adv_a = _data(spec)  # k = 1: adv3 is the multiplier's operand
         adv3_next = adv_c
         clamped8 = Signal(bool(0))
-        insts += [saturate(adv_c, a_clamped, raw_adv, lo, hi), and2(clamped8, a_clamped, valid8),
-                  or2(sat9_next, sat8, clamped8)]
+        insts += [
+            saturate(adv_c, a_clamped, raw_adv, lo, hi),
+            and2(clamped8, a_clamped, valid8),
+            or2(sat9_next, sat8, clamped8),
+        ]
     if k > 1:
-        tail_coef_inst = _masked_register(tail_coef, powers[k], cut6, clock)    # aligned with stage 7
+        tail_coef_inst = _masked_register(tail_coef, powers[k], cut6, clock)  # aligned with stage 7
         # adv_tail is A_{t+k} for the element in stage 8, a register: no select in front of the multipliers.
         # The tail's M registers load only with an element in stage 8 (or the bootstrap row, as zeros), so with
         # no element in stage 9 the loop's sum recomputes the last one: adv_c == adv3 then.
         adv_tail = _data(spec)
-        ahead7 = Signal(bool(0))                              # an element (or the bootstrap row) in stage 8
+        ahead7 = Signal(bool(0))  # an element (or the bootstrap row) in stage 8
         insts.append(or2(ahead7, valid7, clear7))
         if k == 2:
-            tail_next = adv_c                                 # the element in stage 9's A, or (none) adv3's == adv_c
+            tail_next = adv_c  # the element in stage 9's A, or (none) adv3's == adv_c
         else:
-            history = [adv_a] + adv_hist                      # A of the last, second last ... element written
+            history = [adv_a] + adv_hist  # A of the last, second last ... element written
             tail_next = _data(spec)
             insts.append(mux2(tail_next, history[k - 3], history[k - 2], valid8))
         at = dff_en(adv_tail, tail_next, ahead7, clear8, clock)
         at.name = "adv_tail"
         insts.append(at)
-        tail_mac = _mac(raw_adv, adv_tail, tail_coef, part7, clock, cf, m_reg=True, p_reg=False, port_bits=ports,
-                        load=ahead7, clear=clear7)
+        tail_mac = _mac(
+            raw_adv,
+            adv_tail,
+            tail_coef,
+            part7,
+            clock,
+            cf,
+            m_reg=True,
+            p_reg=False,
+            port_bits=ports,
+            load=ahead7,
+            clear=clear7,
+        )
     else:
         cut7, part8 = Signal(bool(0)), _like(part7)
-        tail_coef_inst = _masked_register(tail_coef, powers[k], cut7, clock)    # aligned with stage 8
+        tail_coef_inst = _masked_register(tail_coef, powers[k], cut7, clock)  # aligned with stage 8
         insts += [_register(cut7, cut6, clock), _register(part8, part7, clock)]
         tail_mac = _mac(raw_adv, adv3, tail_coef, part8, clock, cf, m_reg=False, p_reg=False)
     tail_coef_inst.name = "tail_coef"
@@ -597,9 +637,12 @@ def gae_pe(adv, ret, out_valid, saturated,
     ret_c, ret_sat = _data(spec), Signal(bool(0))
     adv10, ret10 = _data(spec), _data(spec)
     valid10, sat10 = Signal(bool(0)), Signal(bool(0))
-    flag10 = Signal(bool(0))                                   # R_t clamped, or (k >= 2) A_t
-    insts += [add2(raw_ret, adv_a, v9), saturate(ret_c, ret_sat, raw_ret, lo, hi),
-              or2(flag10, ret_sat, a_clamped) if k > 1 else assign(flag10, ret_sat)]
+    flag10 = Signal(bool(0))  # R_t clamped, or (k >= 2) A_t
+    insts += [
+        add2(raw_ret, adv_a, v9),
+        saturate(ret_c, ret_sat, raw_ret, lo, hi),
+        or2(flag10, ret_sat, a_clamped) if k > 1 else assign(flag10, ret_sat),
+    ]
 
     @always(clock.posedge)
     def stage10():
@@ -640,4 +683,3 @@ def _not(y, a):
         y.next = not a
 
     return logic
-

@@ -27,7 +27,8 @@ choice cycle: between two choices they change only by a register write. A SEED o
 those cycles of a running decision's choice is a race between the host and the core (as one in the choice cycle
 itself already was): the draw uses the values from before the write.
 """
-from myhdl import always, always_comb, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, block, intbv
 
 from ...spec import PRNG_ZERO_SEED, xorshift32_step
 from ..common.mux import mux_tree
@@ -38,8 +39,26 @@ __all__ = ["action_choice"]
 
 
 @block
-def action_choice(explore, chosen, eps_next, chosen_q, prng, best, qs, chosen_r, eps, decay, n_actions, choosing,
-                  terminal, seed, seed_written, clock, reset, wd: ParsaWidths):
+def action_choice(
+    explore,
+    chosen,
+    eps_next,
+    chosen_q,
+    prng,
+    best,
+    qs,
+    chosen_r,
+    eps,
+    decay,
+    n_actions,
+    choosing,
+    terminal,
+    seed,
+    seed_written,
+    clock,
+    reset,
+    wd: ParsaWidths,
+):
     """Epsilon-greedy choice, EPSILON decay, the PRNG and q of the registered action.
 
     explore      : Signal(bool), out -- x[15:0] < EPSILON (registered ahead, see above)
@@ -66,26 +85,29 @@ def action_choice(explore, chosen, eps_next, chosen_q, prng, best, qs, chosen_r,
     prng_next = Signal(intbv(first_draw)[32:])
     draw = Signal(intbv(first_draw)[32:])
     prng_step = Signal(bool(0))
-    rand_prod = Signal(intbv(0)[len(n_actions) + 16:])        # the full product (DESIGN.md section 5)
-    eps_prod = Signal(intbv(0)[2 * cf + 2:])
+    rand_prod = Signal(intbv(0)[len(n_actions) + 16 :])  # the full product (DESIGN.md section 5)
+    eps_prod = Signal(intbv(0)[2 * cf + 2 :])
 
     # # #
-    insts = [xorshift32(prng, seed, seed_written, prng_step, clock, reset), xorshift32_next(prng_next, prng),
-             mux_tree(chosen_q, qs, chosen_r)]
+    insts = [
+        xorshift32(prng, seed, seed_written, prng_step, clock, reset),
+        xorshift32_next(prng_next, prng),
+        mux_tree(chosen_q, qs, chosen_r),
+    ]
 
     @always(clock.posedge)
     def ahead():
         draw.next = prng_next
         rand_prod.next = draw[32:16] * n_actions
         explore.next = draw[16:] < eps
-        eps_prod.next = eps[cf + 1:] * decay
+        eps_prod.next = eps[cf + 1 :] * decay
 
     @always_comb
     def chosen_action():
         prng_step.next = choosing and not terminal
         eps_next.next = eps_prod >> cf
         if explore:
-            chosen.next = rand_prod[ab + 16:16]
+            chosen.next = rand_prod[ab + 16 : 16]
         else:
             chosen.next = best
 

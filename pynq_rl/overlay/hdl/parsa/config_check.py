@@ -14,7 +14,8 @@ as its own input register (yosys ``xilinx_dsp``), which left the square's multip
 ``bad`` includes a descriptor :data:`LATENCY` cycles after its strobe. (The per-worker tiling count is checked by
 each worker: ``overflow``.)
 """
-from myhdl import always, always_comb, always_seq, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, always_seq, block, intbv
 
 from .params import ParsaWidths
 
@@ -94,7 +95,7 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
         c3_ndims.next = c2_ndims
         c3_nt.next = c2_nt
         c3_n2.next = c2_n2
-        high_n2 = intbv(0)[16:]     # the square where C4 may select a higher power (operand isolation)
+        high_n2 = intbv(0)[16:]  # the square where C4 may select a higher power (operand isolation)
         if c2_ndims >= 3:
             high_n2[:] = c2_n2
         c3_n3.next = high_n2 * c2_nt

@@ -45,7 +45,8 @@ CYCLES counts the cycles the core works on the batch: one per input beat of each
 cycles and the update cycles; cycles spent waiting for the output stream (a held emitter) are not counted, so
 CYCLES is the ParsaSpec formula whatever the DMA does.
 """
-from myhdl import always_comb, always_seq, block, enum, intbv, Signal
+
+from myhdl import Signal, always_comb, always_seq, block, enum, intbv
 
 from ...spec import PRNG_ZERO_SEED, ParsaMode, ParsaSpec
 from . import config_check as _cc
@@ -66,8 +67,22 @@ from .worker import parsa_worker
 
 __all__ = ["parsa_core", "ParsaConfig", "ACT_DEPTH", "UPDATE_DEPTH", "act_go_cycle"]
 
-t_state = enum("IDLE", "CFG", "CFG_CHECK", "LOAD", "DUMP_READ", "DUMP_WAIT", "DUMP_LOAD", "CLEAR", "RECV", "RUN",
-               "HOLD", "UPD", "REJECT", "FINISH")
+t_state = enum(
+    "IDLE",
+    "CFG",
+    "CFG_CHECK",
+    "LOAD",
+    "DUMP_READ",
+    "DUMP_WAIT",
+    "DUMP_LOAD",
+    "CLEAR",
+    "RECV",
+    "RUN",
+    "HOLD",
+    "UPD",
+    "REJECT",
+    "FINISH",
+)
 
 #: RUN cycle (after the n_dims positions) at which the workers start: u_0 is readable positions.LATENCY cycles after
 #: the positions start and a worker reads positions in its S1, two cycles after act_go
@@ -87,8 +102,20 @@ def act_go_cycle(n_dims: int) -> int:
 
 
 @block
-def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast, m_tready, cfg: ParsaConfig,
-               clock, reset, spec: ParsaSpec):
+def parsa_core(
+    m_tdata,
+    m_tvalid,
+    m_tlast,
+    s_tready,
+    s_tdata,
+    s_tvalid,
+    s_tlast,
+    m_tready,
+    cfg: ParsaConfig,
+    clock,
+    reset,
+    spec: ParsaSpec,
+):
     """ParSa core.
 
     m_tdata, m_tvalid, m_tlast : Signal, out -- output stream (action records, policy rows)
@@ -101,12 +128,21 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     spec                       : ParsaSpec
     """
     if spec.act_depth != ACT_DEPTH or spec.update_depth != UPDATE_DEPTH:
-        raise ValueError(f"this HDL has act_depth {ACT_DEPTH} and update_depth {UPDATE_DEPTH}; the spec says "
-                         f"{spec.act_depth} and {spec.update_depth}")
+        raise ValueError(
+            f"this HDL has act_depth {ACT_DEPTH} and update_depth {UPDATE_DEPTH}; the spec says "
+            f"{spec.act_depth} and {spec.update_depth}"
+        )
     wd = ParsaWidths(spec)
-    W, MA, MD, MT, TPW, K, VW = (spec.workers, spec.max_actions, spec.max_dims, spec.max_tilings,
-                                 spec.tiles_per_worker, spec.keys, spec.value_w)
-    RWW = (MA + 1) // 2                        # stream words per policy row
+    W, MA, MD, MT, TPW, K, VW = (
+        spec.workers,
+        spec.max_actions,
+        spec.max_dims,
+        spec.max_tilings,
+        spec.tiles_per_worker,
+        spec.keys,
+        spec.value_w,
+    )
+    RWW = (MA + 1) // 2  # stream words per policy row
     KB, AB = wd.key_bits, wd.action_bits
     one = 1 << spec.coef.frac
     cf = spec.coef.frac
@@ -120,7 +156,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     n_dims, configured_dims = [Signal(intbv(0, min=0, max=MD + 1)) for _ in range(2)]
     n_actions = Signal(intbv(0, min=0, max=MA + 1))
     alpha, gamma = [Signal(intbv(0, min=-(one << 1), max=one << 1)) for _ in range(2)]  # signed: signed multiplies
-    decay = Signal(intbv(0)[cf + 1:])
+    decay = Signal(intbv(0)[cf + 1 :])
     online, configured, dim_bank = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     rec_words = Signal(intbv(0, min=0, max=MD + 2))
     out_words = Signal(intbv(0, min=0, max=RWW + 2))
@@ -131,7 +167,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     # stream bookkeeping and the act timing
     word_count = Signal(intbv(0)[33:])
     expected = Signal(intbv(0)[34:])
-    tilings_bad = Signal(bool(0))              # N_TILINGS at START is 0 or more than the workers hold
+    tilings_bad = Signal(bool(0))  # N_TILINGS at START is 0 or more than the workers hold
     timer = Signal(intbv(0)[32:])
     t_run, t_last, t_choose = [Signal(intbv(0, min=0, max=MD + MT + ACT_DEPTH + 2)) for _ in range(3)]
     t_go = Signal(intbv(0, min=0, max=MD + ACT_GO_AFTER_DIMS + 2))
@@ -154,19 +190,20 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     hdr_reward = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     hdr_key_lo = Signal(intbv(0)[KB:])
     terminal, batch_last = Signal(bool(0)), Signal(bool(0))
-    key_valid, pend_valid = Signal(intbv(0)[1 << KB:]), Signal(intbv(0)[1 << KB:])
+    key_valid, pend_valid = Signal(intbv(0)[1 << KB :]), Signal(intbv(0)[1 << KB :])
     key_ren, pend_we, reward_flag = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     has_reward, prev_valid = Signal(bool(0)), Signal(bool(0))
     any_record, any_accepted = Signal(bool(0)), Signal(bool(0))
     prev_action = Signal(intbv(0)[AB:])
     reward_sat, prev_q_mem, pend_q_value, reward, prev_q = [Signal(intbv(0, **value)) for _ in range(5)]
 
-    accs = [[Signal(intbv(0, min=-(1 << (wd.acc_w - 1)), max=1 << (wd.acc_w - 1))) for _ in range(MA)]
-            for _ in range(W)]
+    accs = [
+        [Signal(intbv(0, min=-(1 << (wd.acc_w - 1)), max=1 << (wd.acc_w - 1))) for _ in range(MA)] for _ in range(W)
+    ]
     counts = [Signal(intbv(0, min=0, max=MT + 1)) for _ in range(W)]
     overflows = [Signal(bool(0)) for _ in range(W)]
     upd_sats = [Signal(bool(0)) for _ in range(W)]
-    rows = [Signal(intbv(0)[wd.row_w:]) for _ in range(W)]
+    rows = [Signal(intbv(0)[wd.row_w :]) for _ in range(W)]
     overflow_any, upd_sat_any, q_any_sat = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     qs = [Signal(intbv(0, **value)) for _ in range(MA)]
     in_use = [Signal(bool(0)) for _ in range(MA)]
@@ -178,7 +215,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     # combinational signals start at the value their logic gives at power-up: a Verilog simulator evaluates a block
     # whose inputs are registers only when one of them changes (MyHDL evaluates every block at time 0)
     em_release, em_release_last, em_idle = Signal(bool(0)), Signal(bool(0)), Signal(bool(1))
-    held = Signal(bool(0))                         # an emitted record's final word waits for release
+    held = Signal(bool(0))  # an emitted record's final word waits for release
     dump_worker = Signal(intbv(0, min=0, max=max(2, W)))
 
     # LOAD_POLICY, CLEAR, DUMP_POLICY
@@ -199,50 +236,174 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
     insts = []
 
     # -- sub-blocks -------------------------------------------------------------------------------------------------
-    insts.append(parsa_positions(u_mem, pos_go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
-                                 state_we, state_waddr, state_wdata, clock, reset, wd))
+    insts.append(
+        parsa_positions(
+            u_mem,
+            pos_go,
+            n_dims,
+            dim_we,
+            dim_waddr,
+            dim_wdata,
+            dim_bank,
+            state_we,
+            state_waddr,
+            state_wdata,
+            clock,
+            reset,
+            wd,
+        )
+    )
     insts[-1].name = "positions"
     for w in range(W):
-        worker = parsa_worker(accs[w], counts[w], overflows[w], upd_sats[w], rows[w], bus, u_mem, clock, reset,
-                              w, wd)
+        worker = parsa_worker(accs[w], counts[w], overflows[w], upd_sats[w], rows[w], bus, u_mem, clock, reset, w, wd)
         worker.name = f"worker{w}"
         insts.append(worker)
     insts += [max_chain(busiest_now, counts), or_chain(overflow_any, overflows), or_chain(upd_sat_any, upd_sats)]
     reduce = q_reduce(qs, in_use, best, q_any_sat, accs, n_actions, clock, wd)
     reduce.name = "reduce"
-    choice = action_choice(explore, chosen, eps_next, chosen_q, prng, best, qs, chosen_r, eps, decay, n_actions,
-                           choosing, terminal, cfg.seed, cfg.seed_written, clock, reset, wd)
+    choice = action_choice(
+        explore,
+        chosen,
+        eps_next,
+        chosen_q,
+        prng,
+        best,
+        qs,
+        chosen_r,
+        eps,
+        decay,
+        n_actions,
+        choosing,
+        terminal,
+        cfg.seed,
+        cfg.seed_written,
+        clock,
+        reset,
+        wd,
+    )
     choice.name = "choice"
-    keys = key_memory(hdr_key_lo, prev_action, prev_q_mem, pend_we, pend_q_value, reward_sat, reward_flag,
-                      hdr_key, hdr_reward, key_ren, s_tdata, deciding, em_idle, terminal, chosen_r, chosen_q, cfg,
-                      clock, wd)
+    keys = key_memory(
+        hdr_key_lo,
+        prev_action,
+        prev_q_mem,
+        pend_we,
+        pend_q_value,
+        reward_sat,
+        reward_flag,
+        hdr_key,
+        hdr_reward,
+        key_ren,
+        s_tdata,
+        deciding,
+        em_idle,
+        terminal,
+        chosen_r,
+        chosen_q,
+        cfg,
+        clock,
+        wd,
+    )
     keys.name = "keys"
-    out = record_out(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, qs, in_use, rows, dump_worker, dump_r, use_dump,
-                     rejecting, deciding, terminal, batch_last, out_words, chosen_r, explored_r, chosen_q, em_release,
-                     em_release_last, cfg.soft_reset, clock, reset, wd)
+    out = record_out(
+        m_tdata,
+        m_tvalid,
+        m_tlast,
+        em_idle,
+        m_tready,
+        qs,
+        in_use,
+        rows,
+        dump_worker,
+        dump_r,
+        use_dump,
+        rejecting,
+        deciding,
+        terminal,
+        batch_last,
+        out_words,
+        chosen_r,
+        explored_r,
+        chosen_q,
+        em_release,
+        em_release_last,
+        cfg.soft_reset,
+        clock,
+        reset,
+        wd,
+    )
     out.name = "record_out"
     insts += [reduce, choice, keys, out]
     insts.append(parsa_config_check(cfg_bad, desc_strobe, desc_w0, desc_w1, n_dims, check_clear, clock, reset, wd))
 
-    loader = config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, desc_phase, bus,
-                           in_cfg, s_tvalid, s_tdata, word_count, n_dims, dim_bank, clock, reset, wd)
+    loader = config_loader(
+        dim_we,
+        dim_waddr,
+        dim_wdata,
+        desc_w0,
+        desc_w1,
+        desc_strobe,
+        desc_phase,
+        bus,
+        in_cfg,
+        s_tvalid,
+        s_tdata,
+        word_count,
+        n_dims,
+        dim_bank,
+        clock,
+        reset,
+        wd,
+    )
     loader.name = "config_loader"
-    receiver = record_receiver(hdr_key, hdr_flags, hdr_reward, state_we, state_waddr, state_wdata,
-                               in_recv, s_tvalid, s_tdata, word_count, clock, reset)
+    receiver = record_receiver(
+        hdr_key,
+        hdr_flags,
+        hdr_reward,
+        state_we,
+        state_waddr,
+        state_wdata,
+        in_recv,
+        s_tvalid,
+        s_tdata,
+        word_count,
+        clock,
+        reset,
+    )
     receiver.name = "record_receiver"
-    port = policy_port(bus, bus_pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r, dump_worker,
-                       idle, in_load, in_clear, in_dump_read, in_dump_load, s_tvalid, load_sat_now, em_idle,
-                       clock, reset, wd)
+    port = policy_port(
+        bus,
+        bus_pol_zero,
+        load_k,
+        load_r,
+        load_w,
+        load_sat,
+        clear_r,
+        dump_r,
+        dump_worker,
+        idle,
+        in_load,
+        in_clear,
+        in_dump_read,
+        in_dump_load,
+        s_tvalid,
+        load_sat_now,
+        em_idle,
+        clock,
+        reset,
+        wd,
+    )
     port.name = "policy_port"
     assembler = row_assembler(bus, load_sat_now, bus_pol_zero, s_tdata, load_strobe, load_k, clock, wd)
     assembler.name = "row_assembler"
-    update = sarsa_update(delta_flag, bus, in_upd, t_upd, gamma, chosen_q_r, reward, prev_q, terminal, alpha,
-                          clock, reset, spec)
+    update = sarsa_update(
+        delta_flag, bus, in_upd, t_upd, gamma, chosen_q_r, reward, prev_q, terminal, alpha, clock, reset, spec
+    )
     update.name = "sarsa_update"
     checker = start_check(refuse, cfg, eps, configured, configured_dims, spec)
     checker.name = "start_check"
-    latch = run_parameters(n_dims, rec_words, n_actions, out_words, alpha, gamma, decay, online,
-                           starting, cfg, clock, reset, spec)
+    latch = run_parameters(
+        n_dims, rec_words, n_actions, out_words, alpha, gamma, decay, online, starting, cfg, clock, reset, spec
+    )
     latch.name = "run_parameters"
     insts += [loader, receiver, port, assembler, update, checker, latch]
 
@@ -297,8 +458,8 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                 cfg.err_stream.next = 0
                 cfg.saturated.next = 0
                 cfg.cycles.next = 0
-                word_count.next = 0                     # run-time registers: run_parameters
-                if refuse:                              # start_check
+                word_count.next = 0  # run-time registers: run_parameters
+                if refuse:  # start_check
                     cfg.done.next = 1
                     cfg.err_config.next = 1
                 else:
@@ -323,12 +484,12 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                         any_record.next = 0
                         any_accepted.next = 0
                         held.next = 0
-                        t_last.next = cfg.n_dims[len(n_dims):] + busiest + (ACT_DEPTH - 1)
-                        t_choose.next = cfg.n_dims[len(n_dims):] + busiest + (ACT_DEPTH - 2)
-                        t_go.next = cfg.n_dims[len(n_dims):] + (ACT_GO_AFTER_DIMS - 1)
+                        t_last.next = cfg.n_dims[len(n_dims) :] + busiest + (ACT_DEPTH - 1)
+                        t_choose.next = cfg.n_dims[len(n_dims) :] + busiest + (ACT_DEPTH - 2)
+                        t_go.next = cfg.n_dims[len(n_dims) :] + (ACT_GO_AFTER_DIMS - 1)
                         state.next = t_state.RECV
 
-        elif state == t_state.CFG:                      # the words: config_loader
+        elif state == t_state.CFG:  # the words: config_loader
             if s_tvalid:
                 word_count.next = word_count + 1
                 if s_tlast:
@@ -358,7 +519,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                     key_valid.next = 0
                     pend_valid.next = 0
 
-        elif state == t_state.LOAD:                     # the rows: policy_port
+        elif state == t_state.LOAD:  # the rows: policy_port
             if s_tvalid:
                 word_count.next = word_count + 1
                 if s_tlast:
@@ -371,26 +532,26 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                     else:
                         cfg.err_stream.next = 1
 
-        elif state == t_state.CLEAR:                    # the writes: policy_port
+        elif state == t_state.CLEAR:  # the writes: policy_port
             if clear_r == TPW - 1:
                 cfg.cycles.next = TPW
                 cfg.done.next = 1
                 cfg.busy.next = 0
                 state.next = t_state.IDLE
 
-        elif state == t_state.DUMP_READ:                # the read: policy_port
+        elif state == t_state.DUMP_READ:  # the read: policy_port
             state.next = t_state.DUMP_WAIT
         elif state == t_state.DUMP_WAIT:
             state.next = t_state.DUMP_LOAD
         elif state == t_state.DUMP_LOAD:
-            if em_idle:                                 # the row counters: policy_port
+            if em_idle:  # the row counters: policy_port
                 cfg.cycles.next = cfg.cycles + RWW
                 if dump_r == TPW - 1 and dump_worker == W - 1:
                     state.next = t_state.FINISH
                 else:
                     state.next = t_state.DUMP_READ
 
-        elif state == t_state.RECV:                     # the words: record_receiver
+        elif state == t_state.RECV:  # the words: record_receiver
             if s_tvalid:
                 if word_count + 1 == rec_words:
                     word_count.next = 0
@@ -475,7 +636,7 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
                         else:
                             state.next = t_state.RECV
 
-        elif state == t_state.UPD:                      # the arithmetic: sarsa_update
+        elif state == t_state.UPD:  # the arithmetic: sarsa_update
             t_upd.next = t_upd + 1
             cfg.cycles.next = cfg.cycles + 1
             if t_upd == 2 and delta_flag:
@@ -512,4 +673,3 @@ def parsa_core(m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast,
 
     insts += [state_decode, stream_decode, control, live_registers]
     return insts
-

@@ -11,7 +11,8 @@ at load time (the input record carried TLAST), else a later ``release`` pulse gi
     release   _____________________/^^^\\___     (release_last=1: TLAST on the final word)
     idle      ^^^^^\\___________________/^^^^
 """
-from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, intbv
 
 from ..common.mux import mux_tree
 
@@ -45,8 +46,25 @@ def _sign_extend32(y, a):
 
 
 @block
-def parsa_emitter(tdata, tvalid, tlast, idle, tready, load, load_header, load_skip_header, load_words,
-                  load_release, load_last, release, release_last, values, flush, clock, reset):
+def parsa_emitter(
+    tdata,
+    tvalid,
+    tlast,
+    idle,
+    tready,
+    load,
+    load_header,
+    load_skip_header,
+    load_words,
+    load_release,
+    load_last,
+    release,
+    release_last,
+    values,
+    flush,
+    clock,
+    reset,
+):
     """Record emitter.
 
     tdata, tvalid, tlast : m_axis signals, out
@@ -74,7 +92,7 @@ def parsa_emitter(tdata, tvalid, tlast, idle, tready, load, load_header, load_sk
     count = Signal(intbv(0, min=0, max=pairs + 2))
     k = Signal(intbv(0, min=0, max=pairs + 2))
     busy, released, last_flag = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    pair_sel = Signal(intbv(0)[max(1, (pairs - 1).bit_length()):])
+    pair_sel = Signal(intbv(0)[max(1, (pairs - 1).bit_length()) :])
     pair_data = Signal(intbv(0)[64:])
     active = int(reset.active)
 

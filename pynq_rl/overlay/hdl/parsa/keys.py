@@ -16,7 +16,8 @@ VALUE_W bits: the header's with a flag (STATUS.SATURATED), the REWARD register's
     RUN cycle 0                the FSM takes prev_action, prev_q, pend_reward (or the header's reward)
     RUN t_last / HOLD          key_we (emitter idle, not terminal): word [key] <- (chosen_r, chosen_q)
 """
-from myhdl import always_comb, block, concat, intbv, Signal
+
+from myhdl import Signal, always_comb, block, concat, intbv
 
 from ..common.arith import saturate
 from ..common.bram import ram_sdp_rf
@@ -26,9 +27,27 @@ __all__ = ["key_memory"]
 
 
 @block
-def key_memory(hdr_key_lo, prev_action, prev_q, pend_we, pend_reward, reward_sat, reward_flag,
-               hdr_key, hdr_reward, key_ren, s_tdata, deciding, em_idle, terminal, chosen_r, chosen_q, cfg,
-               clock, wd: ParsaWidths):
+def key_memory(
+    hdr_key_lo,
+    prev_action,
+    prev_q,
+    pend_we,
+    pend_reward,
+    reward_sat,
+    reward_flag,
+    hdr_key,
+    hdr_reward,
+    key_ren,
+    s_tdata,
+    deciding,
+    em_idle,
+    terminal,
+    chosen_r,
+    chosen_q,
+    cfg,
+    clock,
+    wd: ParsaWidths,
+):
     """Key memory and pending-reward memory (one word per key each), and the reward saturation.
 
     hdr_key_lo  : Signal(intbv[KEY_BITS]), out -- the record's key as a memory address
@@ -55,7 +74,7 @@ def key_memory(hdr_key_lo, prev_action, prev_q, pend_we, pend_reward, reward_sat
     vlo, vhi = -(1 << (vw - 1)), (1 << (vw - 1)) - 1
     key_raddr = Signal(intbv(0)[kb:])
     key_we = Signal(bool(0))
-    key_wdata, key_q = Signal(intbv(0)[ab + vw:]), Signal(intbv(0)[ab + vw:])
+    key_wdata, key_q = Signal(intbv(0)[ab + vw :]), Signal(intbv(0)[ab + vw :])
     pend_waddr = Signal(intbv(0)[kb:])
     pend_wdata, pend_q = Signal(intbv(0)[vw:]), Signal(intbv(0)[vw:])
     pend_raw = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
@@ -70,11 +89,13 @@ def key_memory(hdr_key_lo, prev_action, prev_q, pend_we, pend_reward, reward_sat
     if vw < 32:
         insts += [saturate(reward_sat, reward_flag, hdr_reward, vlo, vhi), saturate(pend_sat, None, pend_raw, vlo, vhi)]
     else:
+
         @always_comb
         def no_saturation():
             reward_sat.next = hdr_reward
             pend_sat.next = pend_raw
             reward_flag.next = 0
+
         insts.append(no_saturation)
 
     @always_comb
@@ -85,7 +106,7 @@ def key_memory(hdr_key_lo, prev_action, prev_q, pend_we, pend_reward, reward_sat
         key_raddr.next = s_tdata[kb:]
         hdr_key_lo.next = hdr_key[kb:]
         key_wdata.next = concat(chosen_r, chosen_q[vw:])
-        prev_action.next = key_q[ab + vw:vw]
+        prev_action.next = key_q[ab + vw : vw]
         prev_q.next = key_q[vw:].signed()
         pend_reward.next = pend_q.signed()
         pend_we.next = cfg.reward_written and cfg.reward_key < keys

@@ -16,7 +16,8 @@ between the core's stream ports and the DMA's:
 
 While no MAILBOX decision runs, ``s_axis`` and ``m_axis`` pass straight through.
 """
-from myhdl import always, always_comb, always_seq, block, concat, intbv, Signal
+
+from myhdl import Signal, always, always_comb, always_seq, block, concat, intbv
 
 from ...spec import PARSA_MBOX_FLAGS, PARSA_MBOX_WINDOW, PARSA_REGISTERS, ParsaMode, ParsaSpec
 
@@ -80,11 +81,39 @@ def _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, rd_in
 
 
 @block
-def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tready, m_tdata, m_tvalid, m_tlast,
-                  mbox_action, mbox_q, hold,
-                  s_tdata, s_tvalid, s_tlast, core_s_tready, core_m_tdata, core_m_tvalid, core_m_tlast, m_tready,
-                  w_strobe, w_addr, w_data, start, soft_reset, mode, n_dims, busy, flags, clock, reset,
-                  spec: ParsaSpec):
+def parsa_mailbox(
+    core_s_tdata,
+    core_s_tvalid,
+    core_s_tlast,
+    s_tready,
+    core_m_tready,
+    m_tdata,
+    m_tvalid,
+    m_tlast,
+    mbox_action,
+    mbox_q,
+    hold,
+    s_tdata,
+    s_tvalid,
+    s_tlast,
+    core_s_tready,
+    core_m_tdata,
+    core_m_tvalid,
+    core_m_tlast,
+    m_tready,
+    w_strobe,
+    w_addr,
+    w_data,
+    start,
+    soft_reset,
+    mode,
+    n_dims,
+    busy,
+    flags,
+    clock,
+    reset,
+    spec: ParsaSpec,
+):
     """The mailbox source and sink around the core's streams, and the mailbox result registers.
 
     core_s_tdata, core_s_tvalid, core_s_tlast : Signal, out -- the core's input stream (the mailbox record while
@@ -117,17 +146,17 @@ def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tr
         hold           ___/^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\\__   until BUSY falls
     """
     md = spec.max_dims
-    depth = 1 + (md + 1) // 2                       # record words of the largest record
+    depth = 1 + (md + 1) // 2  # record words of the largest record
     if LOW_WORD % 2:
         raise ValueError("the mailbox window must start on a 64-bit boundary (MBOX_KEY's offset)")
     flags_lo = PARSA_REGISTERS["MBOX_ACTION"]["fields"][PARSA_MBOX_FLAGS[0]]["bit_offset"]
-    keep_w = PARSA_REGISTERS["MBOX_ACTION"]["fields"]["EXPLORED"]["bit_offset"] + 1   # action and explored bits
+    keep_w = PARSA_REGISTERS["MBOX_ACTION"]["fields"]["EXPLORED"]["bit_offset"] + 1  # action and explored bits
 
     lo_mem = [Signal(intbv(0)[32:]) for _ in range(depth)]
     hi_mem = [Signal(intbv(0)[32:]) for _ in range(depth)]
     rd_lo, rd_hi = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
     index = Signal(intbv(0, min=0, max=depth))
-    next_index = Signal(intbv(0, min=0, max=depth))   # ``index`` after this edge: the word the window reads
+    next_index = Signal(intbv(0, min=0, max=depth))  # ``index`` after this edge: the word the window reads
     last_index = Signal(intbv(0, min=0, max=depth))
     armed, sinking, first, running, fresh = [Signal(bool(0)) for _ in range(5)]
     kept = Signal(intbv(0)[keep_w:])
@@ -181,22 +210,22 @@ def parsa_mailbox(core_s_tdata, core_s_tvalid, core_s_tlast, s_tready, core_m_tr
             armed.next = 0
             sinking.next = 0
             running.next = 0
-        elif start and not busy:                    # the core leaves IDLE (or refuses) on this edge
+        elif start and not busy:  # the core leaves IDLE (or refuses) on this edge
             armed.next = mode == MODE_MAILBOX
             sinking.next = mode == MODE_MAILBOX
             running.next = mode == MODE_MAILBOX
             fresh.next = 1
             first.next = 1
             index.next = 0
-            if n_dims <= md:                        # else the START is refused: nothing is sent
+            if n_dims <= md:  # else the START is refused: nothing is sent
                 last_index.next = (n_dims[dim_bits:] + 1) >> 1
         else:
-            if armed and core_s_tready:             # the core took word ``index``
+            if armed and core_s_tready:  # the core took word ``index``
                 if index == last_index:
                     armed.next = 0
                 else:
                     index.next = index + 1
-            if sinking and core_m_tvalid:           # the sink takes every word of the action record
+            if sinking and core_m_tvalid:  # the sink takes every word of the action record
                 if first:
                     kept.next = core_m_tdata[keep_w:]
                     kept_q.next = core_m_tdata[64:32]

@@ -1,11 +1,12 @@
 """Widths derived from a :class:`~pynq_rl.overlay.spec.ParsaSpec`, the signal bundle the controller broadcasts to
 the workers, and the core's register-side signals. Defined once here so the controller, its sub-blocks, the workers
 and the reduction agree on every field."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from myhdl import intbv, Signal
+from myhdl import Signal, intbv
 
 from ...spec import PRNG_ZERO_SEED, ParsaSpec
 
@@ -113,16 +114,16 @@ class WorkerBus:
         lo, hi = -(1 << (widths.vw - 1)), (1 << (widths.vw - 1))
         self.cfg_begin, self.desc_we, self.cfg_commit = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
         self.desc_worker = Signal(intbv(0)[8:])
-        self.desc_word = Signal(intbv(0)[widths.desc_w:])
+        self.desc_word = Signal(intbv(0)[widths.desc_w :])
         self.act_go, self.upd_go = Signal(bool(0)), Signal(bool(0))
         self.key_base = Signal(intbv(0, min=0, max=spec.keys * spec.max_tilings))
-        self.a_prev = Signal(intbv(0)[widths.action_bits:])
+        self.a_prev = Signal(intbv(0)[widths.action_bits :])
         self.increment = Signal(intbv(0, min=lo, max=hi))
         self.pol_we, self.pol_all, self.pol_ren = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
         self.pol_worker = Signal(intbv(0, min=0, max=max(2, spec.workers)))
-        self.pol_addr = Signal(intbv(0)[widths.row_bits:])
-        self.pol_raddr = Signal(intbv(0)[widths.row_bits:])
-        self.pol_wdata = Signal(intbv(0)[widths.row_w:])
+        self.pol_addr = Signal(intbv(0)[widths.row_bits :])
+        self.pol_raddr = Signal(intbv(0)[widths.row_bits :])
+        self.pol_wdata = Signal(intbv(0)[widths.row_w :])
 
 
 class ParsaConfig:
@@ -141,12 +142,15 @@ class ParsaConfig:
         self.start, self.soft_reset = Signal(bool(0)), Signal(bool(0))
         self.n_dims, self.n_actions, self.n_tilings = r32(), r32(), r32()
         self.alpha, self.gamma, self.epsilon = r32(), r32(), r32()
-        self.epsilon_decay = Signal(intbv(1 << spec.coef.frac)[32:])   # the register's reset value
+        self.epsilon_decay = Signal(intbv(1 << spec.coef.frac)[32:])  # the register's reset value
         self.options = Signal(intbv(0)[2:])
         self.seed = Signal(intbv(PRNG_ZERO_SEED)[32:])
         self.reward_key, self.reward = r32(), r32()
-        self.epsilon_written, self.seed_written, self.reward_written = (Signal(bool(0)), Signal(bool(0)),
-                                                                        Signal(bool(0)))
+        self.epsilon_written, self.seed_written, self.reward_written = (
+            Signal(bool(0)),
+            Signal(bool(0)),
+            Signal(bool(0)),
+        )
         self.busy, self.done = Signal(bool(0)), Signal(bool(0))
         self.err_config, self.err_stream, self.saturated = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
         self.cycles, self.cycles_act, self.cycles_update = r32(), r32(), r32()

@@ -14,11 +14,12 @@ so u_d is readable :data:`LATENCY` cycles after ``go`` + d. The partial products
 cycle later (issue 15): as one 31 x 32 multiply, yosys built it from four multipliers whose outputs ran through
 the partial-product adders in the same cycle, no multiplier used its output register (xc7), and on the ECP5 that
 multiplier and its 44-stage carry chain was the test build's critical path after the mailbox read was registered
-(107 MHz). The positions are registers, not a memory: every
-worker reads four of them at once (a 4 x WORKERS-port memory makes yosys 0.23 abort in memory_libmap). The dimension records are double-banked like the
-descriptors: CONFIG writes the shadow bank, a successful CONFIG makes it the active one.
+(107 MHz). The positions are registers, not a memory: every worker reads four of them at once (a 4 x WORKERS-port
+memory makes yosys 0.23 abort in memory_libmap). The dimension records are double-banked like the descriptors:
+CONFIG writes the shadow bank, a successful CONFIG makes it the active one.
 """
-from myhdl import always, always_comb, always_seq, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, always_seq, block, intbv
 
 from ..common.bram import ram_sdp_rf
 from .params import ParsaWidths
@@ -30,8 +31,21 @@ LATENCY = 6
 
 
 @block
-def parsa_positions(u_mem, go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
-                    state_we, state_waddr, state_wdata, clock, reset, widths: ParsaWidths):
+def parsa_positions(
+    u_mem,
+    go,
+    n_dims,
+    dim_we,
+    dim_waddr,
+    dim_wdata,
+    dim_bank,
+    state_we,
+    state_waddr,
+    state_wdata,
+    clock,
+    reset,
+    widths: ParsaWidths,
+):
     """Positions unit.
 
     u_mem       : list of max_dims Signal(16), out -- u_d (registers: the workers read them through muxes)
@@ -54,15 +68,15 @@ def parsa_positions(u_mem, go, n_dims, dim_we, dim_waddr, dim_wdata, dim_bank,
     dim_q, pair_q = Signal(intbv(0)[64:]), Signal(intbv(0)[64:])
     p0_valid, p1_valid, p2_valid, p3_valid, p4_valid = [Signal(bool(0)) for _ in range(5)]
     p0_d = Signal(intbv(0, min=0, max=md))
-    p1_d, p2_d, p3_d, p4_d = [Signal(intbv(0)[widths.dim_bits:]) for _ in range(4)]
+    p1_d, p2_d, p3_d, p4_d = [Signal(intbv(0)[widths.dim_bits :]) for _ in range(4)]
     p1_odd = Signal(bool(0))
     state = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     offset = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     diff = Signal(intbv(0, min=-(1 << 32), max=1 << 32))
     p2_diff = Signal(intbv(0)[31:])
     p2_scale = Signal(intbv(0)[32:])
-    p3_ll, p3_lh = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])     # diff[15:0] * scale[15:0], * scale[31:16]
-    p3_hl, p3_hh = Signal(intbv(0)[31:]), Signal(intbv(0)[31:])     # diff[30:16] * scale[15:0], * scale[31:16]
+    p3_ll, p3_lh = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])  # diff[15:0] * scale[15:0], * scale[31:16]
+    p3_hl, p3_hh = Signal(intbv(0)[31:]), Signal(intbv(0)[31:])  # diff[30:16] * scale[15:0], * scale[31:16]
     p4_prod = Signal(intbv(0)[63:])
     u_new = Signal(intbv(0)[16:])
 

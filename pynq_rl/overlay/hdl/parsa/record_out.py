@@ -11,7 +11,8 @@ The FSM only says which record is ready (``deciding``: an action record, ``rejec
 
 The emitter snapshots the record when it loads it (when idle), so the FSM goes on with the next one.
 """
-from myhdl import always_comb, block, intbv, Signal
+
+from myhdl import Signal, always_comb, block, intbv
 
 from ...spec import PARSA_NO_ACTION
 from ..common.mux import field_signed, mux_tree
@@ -49,9 +50,33 @@ def _value_source(v, q, dump_col, use_dump, keep):
 
 
 @block
-def record_out(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, qs, in_use, rows, dump_worker, dump_r, use_dump,
-               rejecting, deciding, terminal, batch_last, out_words, chosen_r, explored_r, chosen_q, release,
-               release_last, flush, clock, reset, wd: ParsaWidths):
+def record_out(
+    m_tdata,
+    m_tvalid,
+    m_tlast,
+    em_idle,
+    m_tready,
+    qs,
+    in_use,
+    rows,
+    dump_worker,
+    dump_r,
+    use_dump,
+    rejecting,
+    deciding,
+    terminal,
+    batch_last,
+    out_words,
+    chosen_r,
+    explored_r,
+    chosen_q,
+    release,
+    release_last,
+    flush,
+    clock,
+    reset,
+    wd: ParsaWidths,
+):
     """The record emitter and its load inputs.
 
     m_tdata, m_tvalid, m_tlast : Signal, out -- the output stream
@@ -80,7 +105,7 @@ def record_out(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, qs, in_use, rows, 
     """
     spec = wd.spec
     w, tpw, ma, vw = spec.workers, spec.tiles_per_worker, spec.max_actions, spec.value_w
-    rww = (ma + 1) // 2                            # stream words per policy row
+    rww = (ma + 1) // 2  # stream words per policy row
     value = dict(min=-(1 << (vw - 1)), max=1 << (vw - 1))
     em_load, em_skip, em_release_now, em_last = Signal(bool(0)), Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     em_words = Signal(intbv(0, min=0, max=rww + 2))
@@ -88,7 +113,7 @@ def record_out(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, qs, in_use, rows, 
     cq32 = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
     em_values = [Signal(intbv(0, **value)) for _ in range(ma)]
     keep = [Signal(bool(0)) for _ in range(ma)]
-    dump_row = Signal(intbv(0)[wd.row_w:])
+    dump_row = Signal(intbv(0)[wd.row_w :])
     dump_cols = [Signal(intbv(0, **value)) for _ in range(ma)]
 
     # # #
@@ -97,8 +122,25 @@ def record_out(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, qs, in_use, rows, 
         insts.append(field_signed(dump_cols[a], dump_row, a * vw))
         insts.append(_keep(keep[a], in_use[a], rejecting))
         insts.append(_value_source(em_values[a], qs[a], dump_cols[a], use_dump, keep[a]))
-    emitter = parsa_emitter(m_tdata, m_tvalid, m_tlast, em_idle, m_tready, em_load, em_header, em_skip, em_words,
-                            em_release_now, em_last, release, release_last, em_values, flush, clock, reset)
+    emitter = parsa_emitter(
+        m_tdata,
+        m_tvalid,
+        m_tlast,
+        em_idle,
+        m_tready,
+        em_load,
+        em_header,
+        em_skip,
+        em_words,
+        em_release_now,
+        em_last,
+        release,
+        release_last,
+        em_values,
+        flush,
+        clock,
+        reset,
+    )
     emitter.name = "emitter"
     insts.append(emitter)
 

@@ -6,13 +6,13 @@ Both trees have a fixed number of register stages (:data:`SUM_STAGES`, :data:`AR
 and action counts: the registers are spread over the tree's levels (at most 6, for 64 inputs), and a small tree is
 padded with registers. So the ACT pipeline depth is one number for every build (``ParsaSpec.act_depth``).
 """
-from myhdl import always, always_comb, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, block, intbv
 
 from ..common.arith import assign, or2, saturate
 from .params import ParsaWidths
 
-__all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max_chain", "SUM_STAGES",
-           "ARGMAX_STAGES"]
+__all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max_chain", "SUM_STAGES", "ARGMAX_STAGES"]
 
 #: register stages of the worker-sum tree
 SUM_STAGES = 3
@@ -31,13 +31,16 @@ def _registered_levels(levels: int, stages: int) -> set[int]:
 @block
 def _add(y, a, b, clock, registered: bool):
     if registered:
+
         @always(clock.posedge)
         def logic():
             y.next = a + b
     else:
+
         @always_comb
         def logic():
             y.next = a + b
+
     return logic
 
 
@@ -120,6 +123,7 @@ def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
     """The better of two (valid, q, index) candidates; ``a`` holds the lower indices, so it wins ties.
     ``v`` and ``q`` None: only the index is produced (the root)."""
     if v is None:
+
         @always(clock.posedge)
         def logic():
             if va and (not vb or qa >= qb):
@@ -127,6 +131,7 @@ def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
             else:
                 i.next = ib
     elif registered:
+
         @always(clock.posedge)
         def logic():
             if va and (not vb or qa >= qb):
@@ -138,6 +143,7 @@ def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
                 q.next = qb
                 i.next = ib
     else:
+
         @always_comb
         def logic():
             if va and (not vb or qa >= qb):
@@ -148,6 +154,7 @@ def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
                 v.next = vb
                 q.next = qb
                 i.next = ib
+
     return logic
 
 
@@ -188,11 +195,11 @@ def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
     insts = []
     level = []
     for a in range(n):
-        level.append((in_use[a], qs[a], a))          # leaf indices are constants
+        level.append((in_use[a], qs[a], a))  # leaf indices are constants
     pads = stages - len(registered)
     for depth in range(levels):
         nxt = []
-        root = depth == levels - 1                   # the root's valid and q are not needed
+        root = depth == levels - 1  # the root's valid and q are not needed
         for j in range(0, len(level), 2):
             if j + 1 < len(level):
                 if root:

@@ -8,6 +8,7 @@ with the values of its own operation whatever the host writes meanwhile.
 Registers compare as the unsigned 32-bit values they are (a signed compare against a Python-int bound converts to an
 unsigned Verilog compare, DESIGN.md section 5).
 """
+
 from myhdl import always_comb, always_seq, block
 
 from ...spec import ParsaMode, ParsaSpec
@@ -49,8 +50,9 @@ def start_check(refuse, cfg, eps, configured, configured_dims, spec: ParsaSpec):
 
 
 @block
-def run_parameters(n_dims, rec_words, n_actions, out_words, alpha, gamma, decay, online,
-                   starting, cfg, clock, reset, spec: ParsaSpec):
+def run_parameters(
+    n_dims, rec_words, n_actions, out_words, alpha, gamma, decay, online, starting, cfg, clock, reset, spec: ParsaSpec
+):
     """The run-time registers of one operation, latched at START.
 
     n_dims, n_actions      : Signal, out -- N_DIMS, N_ACTIONS (kept when out of range: the START is refused)
@@ -70,20 +72,20 @@ def run_parameters(n_dims, rec_words, n_actions, out_words, alpha, gamma, decay,
     def latch():
         if starting:
             if cfg.n_dims <= md:
-                n_dims.next = cfg.n_dims[len(n_dims):]
-                rec_words.next = 1 + ((cfg.n_dims[len(n_dims):] + 1) >> 1)
+                n_dims.next = cfg.n_dims[len(n_dims) :]
+                rec_words.next = 1 + ((cfg.n_dims[len(n_dims) :] + 1) >> 1)
             if cfg.n_actions <= ma:
-                n_actions.next = cfg.n_actions[len(n_actions):]
+                n_actions.next = cfg.n_actions[len(n_actions) :]
                 if cfg.options[1]:
-                    out_words.next = 1 + ((cfg.n_actions[len(n_actions):] + 1) >> 1)
+                    out_words.next = 1 + ((cfg.n_actions[len(n_actions) :] + 1) >> 1)
                 else:
                     out_words.next = 1
             if cfg.alpha <= one:
-                alpha.next = cfg.alpha[cf + 1:]
+                alpha.next = cfg.alpha[cf + 1 :]
             if cfg.gamma <= one:
-                gamma.next = cfg.gamma[cf + 1:]
+                gamma.next = cfg.gamma[cf + 1 :]
             if cfg.epsilon_decay <= one:
-                decay.next = cfg.epsilon_decay[cf + 1:]
+                decay.next = cfg.epsilon_decay[cf + 1 :]
             online.next = cfg.options[0]
 
     return latch

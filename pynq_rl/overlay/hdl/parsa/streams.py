@@ -16,7 +16,8 @@ FSM would:
 
 ``active`` inputs are the FSM's state decoded with SOFT_RESET taken out (a soft reset wins over any state's work).
 """
-from myhdl import always_comb, always_seq, block, concat, ConcatSignal, intbv, Signal
+
+from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
 from ..common.arith import saturate
 from ..common.mux import field_signed
@@ -27,8 +28,25 @@ __all__ = ["config_loader", "record_receiver", "policy_port", "row_assembler"]
 
 
 @block
-def config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, desc_phase, bus,
-                  active, s_tvalid, s_tdata, word_count, n_dims, dim_bank, clock, reset, wd: ParsaWidths):
+def config_loader(
+    dim_we,
+    dim_waddr,
+    dim_wdata,
+    desc_w0,
+    desc_w1,
+    desc_strobe,
+    desc_phase,
+    bus,
+    active,
+    s_tvalid,
+    s_tdata,
+    word_count,
+    n_dims,
+    dim_bank,
+    clock,
+    reset,
+    wd: ParsaWidths,
+):
     """CONFIG words: dimension records, then tiling descriptors.
 
     dim_we, dim_waddr, dim_wdata : Signal, out -- write of dimension record ``word_count`` into the positions unit's
@@ -58,9 +76,9 @@ def config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, d
             if word_count < n_dims:
                 dim_we.next = 1
                 if dim_bank:
-                    dim_waddr.next = word_count[len(n_dims):]
+                    dim_waddr.next = word_count[len(n_dims) :]
                 else:
-                    dim_waddr.next = md + word_count[len(n_dims):]
+                    dim_waddr.next = md + word_count[len(n_dims) :]
                 dim_wdata.next = s_tdata
             else:
                 desc_phase.next = not desc_phase
@@ -71,16 +89,36 @@ def config_loader(dim_we, dim_waddr, dim_wdata, desc_w0, desc_w1, desc_strobe, d
                     desc_strobe.next = 1
                     bus.desc_we.next = 1
                     bus.desc_worker.next = desc_w0[8:]
-                    bus.desc_word.next = concat(s_tdata[24 + db:24], s_tdata[16 + db:16], s_tdata[8 + db:8],
-                                                s_tdata[db:0], desc_w0[11:8], desc_w0[24:16],
-                                                desc_w0[32:24], s_tdata[48:32], desc_w0[32 + rb:32])
+                    bus.desc_word.next = concat(
+                        s_tdata[24 + db : 24],
+                        s_tdata[16 + db : 16],
+                        s_tdata[8 + db : 8],
+                        s_tdata[db:0],
+                        desc_w0[11:8],
+                        desc_w0[24:16],
+                        desc_w0[32:24],
+                        s_tdata[48:32],
+                        desc_w0[32 + rb : 32],
+                    )
 
     return load
 
 
 @block
-def record_receiver(hdr_key, hdr_flags, hdr_reward, state_we, state_waddr, state_wdata,
-                    active, s_tvalid, s_tdata, word_count, clock, reset):
+def record_receiver(
+    hdr_key,
+    hdr_flags,
+    hdr_reward,
+    state_we,
+    state_waddr,
+    state_wdata,
+    active,
+    s_tvalid,
+    s_tdata,
+    word_count,
+    clock,
+    reset,
+):
     """ACT words: a state record's header, then its state words.
 
     hdr_key, hdr_flags, hdr_reward        : Signal, out -- header word 0: bits [15:0], [17:16], [63:32] (signed)
@@ -109,9 +147,28 @@ def record_receiver(hdr_key, hdr_flags, hdr_reward, state_we, state_waddr, state
 
 
 @block
-def policy_port(bus, pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r, dump_worker,
-                idle, loading, clearing, dump_reading, dump_loading, s_tvalid, load_sat_now, em_idle,
-                clock, reset, wd: ParsaWidths):
+def policy_port(
+    bus,
+    pol_zero,
+    load_k,
+    load_r,
+    load_w,
+    load_sat,
+    clear_r,
+    dump_r,
+    dump_worker,
+    idle,
+    loading,
+    clearing,
+    dump_reading,
+    dump_loading,
+    s_tvalid,
+    load_sat_now,
+    em_idle,
+    clock,
+    reset,
+    wd: ParsaWidths,
+):
     """The policy banks' write and read port, and the row counters of LOAD_POLICY, CLEAR and DUMP_POLICY.
 
     bus          : WorkerBus, out -- ``pol_we``, ``pol_all``, ``pol_addr``, ``pol_worker``, ``pol_ren``, ``pol_raddr``
@@ -159,7 +216,7 @@ def policy_port(bus, pol_zero, load_k, load_r, load_w, load_sat, clear_r, dump_r
                     pol_zero.next = 0
                     bus.pol_all.next = 0
                     bus.pol_addr.next = load_r[rb:]
-                    bus.pol_worker.next = load_w[len(bus.pol_worker):]
+                    bus.pol_worker.next = load_w[len(bus.pol_worker) :]
                     if load_r == tpw - 1:
                         load_r.next = 0
                         load_w.next = load_w + 1
@@ -204,9 +261,11 @@ def _load_column(col, flag, tdata, strobe, word_index, clock, column: int, vw: i
     if vw < 32:
         insts.append(saturate(clamped, sat, raw, lo, hi))
     else:
+
         @always_comb
         def passthrough():
             clamped.next = raw
+
         insts.append(passthrough)
 
     @always_comb

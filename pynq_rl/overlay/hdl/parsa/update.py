@@ -9,7 +9,8 @@ increment every hit tile of the previous state gets (OPaL's update; the model is
 Each product is held at full width before its shift (DESIGN.md section 5: a shifted product expression converts to
 Verilog that truncates it first).
 """
-from myhdl import always_seq, block, intbv, Signal
+
+from myhdl import Signal, always_seq, block, intbv
 
 from ...spec import ParsaSpec
 from ..common.arith import saturate
@@ -18,8 +19,9 @@ __all__ = ["sarsa_update"]
 
 
 @block
-def sarsa_update(delta_flag, bus, active, t_upd, gamma, chosen_q, reward, prev_q, terminal, alpha, clock, reset,
-                 spec: ParsaSpec):
+def sarsa_update(
+    delta_flag, bus, active, t_upd, gamma, chosen_q, reward, prev_q, terminal, alpha, clock, reset, spec: ParsaSpec
+):
     """Steps 0-3 of the Sarsa update pass (the FSM's UPD state, ``t_upd`` cycles in).
 
     delta_flag : Signal(bool), out     -- the TD error saturated (valid at ``t_upd`` 2)
@@ -40,7 +42,7 @@ def sarsa_update(delta_flag, bus, active, t_upd, gamma, chosen_q, reward, prev_q
     half = 1 << (cf - 1)
     vlo, vhi = -(1 << (vw - 1)), (1 << (vw - 1)) - 1
     g_prod = Signal(intbv(0, min=-(1 << (vw + cf + 3)), max=1 << (vw + cf + 3)))  # GAMMA * q(s', a') + half an LSB
-    raw_delta = Signal(intbv(0, min=-(1 << (vw + 2)), max=1 << (vw + 2)))         # the TD error before saturation
+    raw_delta = Signal(intbv(0, min=-(1 << (vw + 2)), max=1 << (vw + 2)))  # the TD error before saturation
     delta = Signal(intbv(0, min=vlo, max=vhi + 1))
     m_prod = Signal(intbv(0, min=-(1 << (vw + cf + 3)), max=1 << (vw + cf + 3)))  # ALPHA * delta + half an LSB
 

@@ -40,7 +40,8 @@ j - 1 (U3 one cycle later) and j - 2 (U3 on the same edge, read-first) reach the
 of them writes (only overlapping descriptors do this) U2 takes that row instead: j - 1's ``new_row`` as U3 computes
 it, else j - 2's as written (``last_row``); the hits are compared in U1. The result is the model's sequential one.
 """
-from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, intbv, modbv
 
 from ..common.arith import saturate
 from ..common.bram import ram_sdp_rf
@@ -125,8 +126,9 @@ def _horner_operands(a, b, c, h, has_dim, n_t, t):
 
 
 @block
-def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_mem, clock, reset, index: int,
-                 widths: ParsaWidths):
+def parsa_worker(
+    accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_mem, clock, reset, index: int, widths: ParsaWidths
+):
     """Worker ``index``: descriptor banks, policy bank, key-row memory, ACT and UPDATE passes.
 
     accs      : list of Signal(signed acc_w), out -- the preference vector (one per action), valid ACT_LATENCY
@@ -146,14 +148,14 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     mt, tpw, keys, ma, vw = spec.max_tilings, spec.tiles_per_worker, spec.keys, spec.max_actions, widths.vw
     rb = widths.row_bits
 
-    bank = Signal(bool(0))                                   # active descriptor bank
-    shadow = Signal(intbv(0, min=0, max=mt + 1))             # tilings written to the shadow bank
+    bank = Signal(bool(0))  # active descriptor bank
+    shadow = Signal(intbv(0, min=0, max=mt + 1))  # tilings written to the shadow bank
     desc_we = Signal(bool(0))
-    desc_waddr = Signal(intbv(mt, min=0, max=2 * mt))       # initial: bank 0 active, shadow 0 (see positions)
+    desc_waddr = Signal(intbv(mt, min=0, max=2 * mt))  # initial: bank 0 active, shadow 0 (see positions)
     desc_raddr = Signal(intbv(0, min=0, max=2 * mt))
     desc_re = Signal(bool(0))
-    desc_q = Signal(intbv(0)[widths.desc_w:])               # the descriptor S0 issues
-    desc_s1 = Signal(intbv(0)[widths.desc_w:])              # the descriptor in S1
+    desc_q = Signal(intbv(0)[widths.desc_w :])  # the descriptor S0 issues
+    desc_s1 = Signal(intbv(0)[widths.desc_w :])  # the descriptor in S1
 
     s0_valid, s0_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
     s1_valid, s1_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
@@ -166,9 +168,14 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
 
     fields = {name: Signal(intbv(0)[width:]) for name, width in widths.desc_fields()}
     f_dim0, f_dim1, f_dim2, f_dim3 = fields["dim0"], fields["dim1"], fields["dim2"], fields["dim3"]
-    f_ndims, f_tiles, f_nt, f_shift, f_base = (fields["ndims"], fields["tiles"], fields["n_t"], fields["shift"],
-                                               fields["base"])
-    v2, v3, v4, v5, v6, v7, v8, v9 = [Signal(bool(0)) for _ in range(8)]   # stage Sk holds a tiling
+    f_ndims, f_tiles, f_nt, f_shift, f_base = (
+        fields["ndims"],
+        fields["tiles"],
+        fields["n_t"],
+        fields["shift"],
+        fields["base"],
+    )
+    v2, v3, v4, v5, v6, v7, v8, v9 = [Signal(bool(0)) for _ in range(8)]  # stage Sk holds a tiling
     u_sel0, u_sel1, u_sel2, u_sel3 = [Signal(intbv(0)[16:]) for _ in range(4)]
     s2_u0, s2_u1, s2_u2, s2_u3 = [Signal(intbv(0)[16:]) for _ in range(4)]
     s2_ndims, s2_tiles, s2_nt = Signal(intbv(0)[3:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
@@ -180,11 +187,11 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     s3_i = Signal(intbv(0, min=0, max=mt))
     s4_h, s5_h, s6_h = Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:]), Signal(modbv(0)[rb:])
     # Horner operands: h_next = a * b + c, with a = 0 and c = h for a dim past ndims
-    h_first = Signal(intbv(0)[8:])                                        # dim 0's coordinate, or 0
+    h_first = Signal(intbv(0)[8:])  # dim 0's coordinate, or 0
     h4_a, h4_b, h4_c = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     h5_a, h6_a = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
     h5_b, h6_b = Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
-    h5_c, h6_c = Signal(intbv(0)[max(rb, 8):]), Signal(intbv(0)[max(rb, 8):])
+    h5_c, h6_c = Signal(intbv(0)[max(rb, 8) :]), Signal(intbv(0)[max(rb, 8) :])
     s4_t2, s4_t3, s5_t3 = Signal(intbv(0)[8:]), Signal(intbv(0)[8:]), Signal(intbv(0)[8:])
     s4_ndims = Signal(intbv(0)[3:])
     # the tiling has dim j, for the stage that adds it (registered a stage ahead: no compare before a multiplier)
@@ -196,14 +203,14 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
 
     bank_we, bank_re = Signal(bool(0)), Signal(bool(0))
     bank_waddr, bank_raddr = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
-    bank_wdata, bank_q = Signal(intbv(0)[widths.row_w:]), Signal(intbv(0)[widths.row_w:])
+    bank_wdata, bank_q = Signal(intbv(0)[widths.row_w :]), Signal(intbv(0)[widths.row_w :])
 
     u0_valid, u0_i = Signal(bool(0)), Signal(intbv(0, min=0, max=mt))
     u1_valid, u2_valid, u3_valid = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
     u2_addr, u3_addr = Signal(intbv(0)[rb:]), Signal(intbv(0)[rb:])
-    hit_prev, hit_prev2 = Signal(bool(0)), Signal(bool(0))     # U2's row is the one U3 writes / wrote last
-    last_row = Signal(intbv(0)[widths.row_w:])                 # the row U3 wrote on the previous edge
-    src = Signal(intbv(0)[widths.row_w:])                      # U3: the row being updated (registered in U2)
+    hit_prev, hit_prev2 = Signal(bool(0)), Signal(bool(0))  # U2's row is the one U3 writes / wrote last
+    last_row = Signal(intbv(0)[widths.row_w :])  # the row U3 wrote on the previous edge
+    src = Signal(intbv(0)[widths.row_w :])  # U3: the row being updated (registered in U2)
     src_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
     new_cols = [Signal(intbv(0)[vw:]) for _ in range(ma)]
     col_flags = [Signal(bool(0)) for _ in range(ma)]
@@ -212,7 +219,7 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     bank_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
     # S8: the row registered before the adds (issue 15: a block RAM's clock-to-out, then the accumulators' carry
     # chains in one cycle was the Pynq-Z2 build's slowest path, 95.6 MHz on the ECP5)
-    row8 = Signal(intbv(0)[widths.row_w:])
+    row8 = Signal(intbv(0)[widths.row_w :])
 
     # # #
     insts = []
@@ -242,7 +249,7 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     insts.append(ram_sdp_rf(desc_q, bus.desc_word, desc_waddr, desc_we, desc_raddr, desc_re, clock, 2 * mt))
     for u_sel, dim in ((u_sel0, f_dim0), (u_sel1, f_dim1), (u_sel2, f_dim2), (u_sel3, f_dim3)):
         insts.append(mux_tree(u_sel, u_mem, dim))
-    for name, width in widths.desc_fields():
+    for name, _width in widths.desc_fields():
         insts.append(field_unsigned(fields[name], desc_s1, widths.desc_offset(name)))
 
     @always_seq(clock.posedge, reset=reset)
@@ -291,9 +298,11 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     def first_coordinate():
         h_first.next = t0 if s3_has0 else 0
 
-    insts += [_horner_operands(h4_a, h4_b, h4_c, h_first, s3_has1, s3_nt, t1),
-              _horner_operands(h5_a, h5_b, h5_c, s4_h, s4_has2, s4_nt, s4_t2),
-              _horner_operands(h6_a, h6_b, h6_c, s5_h, s5_has3, s5_nt, s5_t3)]
+    insts += [
+        _horner_operands(h4_a, h4_b, h4_c, h_first, s3_has1, s3_nt, t1),
+        _horner_operands(h5_a, h5_b, h5_c, s4_h, s4_has2, s4_nt, s4_t2),
+        _horner_operands(h6_a, h6_b, h6_c, s5_h, s5_has3, s5_nt, s5_t3),
+    ]
 
     @always_comb
     def key_addresses():
@@ -442,6 +451,20 @@ def parsa_worker(accs, count, overflow, upd_sat, pol_rdata, bus: WorkerBus, u_me
     def dump_port():
         pol_rdata.next = bank_q
 
-    insts += [desc_write_port, desc_read_port, configuration, act_issue, coordinates, first_coordinate, key_addresses,
-              horner_select, act_pipeline, update_issue, update_pipeline, flags_or, bank_ports, dump_port]
+    insts += [
+        desc_write_port,
+        desc_read_port,
+        configuration,
+        act_issue,
+        coordinates,
+        first_coordinate,
+        key_addresses,
+        horner_select,
+        act_pipeline,
+        update_issue,
+        update_pipeline,
+        flags_or,
+        bank_ports,
+        dump_port,
+    ]
     return insts

@@ -33,11 +33,12 @@ when the streams move one beat per cycle (SAMPLE_UNIFORM takes the 3 CHECK cycle
 The root (TOTAL) and the nonzero-leaf count have no reset, like the memories, so a reset never makes them disagree
 with the stored tree; everything powers up 0.
 """
-from myhdl import always, always_comb, always_seq, block, enum, intbv, modbv, Signal
+
+from myhdl import Signal, always, always_comb, always_seq, block, enum, intbv, modbv
 
 from ...spec import ReplayMode, ReplaySpec, xorshift32_step
 from ..common.arith import assign
-from ..common.prng import xorshift32, xorshift32_next, ZERO_SEED_REPLACEMENT
+from ..common.prng import ZERO_SEED_REPLACEMENT, xorshift32, xorshift32_next
 from .multiply import mul_latency
 from .sampler import descend_level, descend_stages, front_stages, sample_front
 from .select import select
@@ -90,9 +91,9 @@ class ReplayConfig:
 
 
 @block
-def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
-                s_tdata, s_tvalid, s_tlast, m_tready,
-                cfg, clock, reset, spec: ReplaySpec):
+def replay_core(
+    m_tdata, m_tvalid, m_tlast, s_tready, s_tdata, s_tvalid, s_tlast, m_tready, cfg, clock, reset, spec: ReplaySpec
+):
     """The replay core (tree memories + updater + sampler + dump/clear + FSM); registers arrive through ``cfg``.
 
     m_tdata  : Signal(64), out -- result records / dump words (AXI4-Stream master)
@@ -119,7 +120,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     drain_cycles = set_depth(spec)
 
     state = Signal(t_state.IDLE)
-    root = Signal(intbv(0)[w[0]:])
+    root = Signal(intbv(0)[w[0] :])
     nonzero = Signal(intbv(0, min=0, max=spec.capacity + 1))
     mode_set, mode_dump, clearing = (Signal(bool(0)) for _ in range(3))
     advance = Signal(bool(1))
@@ -130,7 +131,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     s0_index = Signal(intbv(0)[ib:])
     s0_code = Signal(intbv(0)[lw:])
     drain = Signal(intbv(0, min=0, max=drain_cycles + 1))
-    silent = Signal(bool(0))    # a SOFT_RESET interrupted the SET: drain without raising DONE
+    silent = Signal(bool(0))  # a SOFT_RESET interrupted the SET: drain without raising DONE
     # sampling control
     uniform = Signal(bool(0))
     count_q, stride_q = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
@@ -152,8 +153,8 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     # dump and clear
     dump_pos = Signal(intbv(0, min=0, max=beats + 1))
     dump_issuing, dump_issue = Signal(bool(0)), Signal(bool(0))
-    dump_v1, dump_last1 = Signal(bool(0)), Signal(bool(0))      # the leaf word read
-    dump_v2, dump_last2 = Signal(bool(0)), Signal(bool(0))      # the leaf word registered
+    dump_v1, dump_last1 = Signal(bool(0)), Signal(bool(0))  # the leaf word read
+    dump_v2, dump_last2 = Signal(bool(0)), Signal(bool(0))  # the leaf word registered
     dump_addr = Signal(intbv(0, min=0, max=level_depth(K, L)))
     clear_addr = Signal(intbv(0, min=0, max=clear_words))
     # output register
@@ -178,9 +179,23 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         else:  # one word: a register, no address
             set_rd[level] = sample_rd[level] = wr_addr[level] = None
         wr_en[level], wr_row[level] = Signal(bool(0)), level_row(K, w[level])
-        inst = tree_level(rows[level], sample_rd[level], set_rd[level], dump_addr if level == L else None,
-                          mode_set, mode_dump, advance, wr_en[level], wr_addr[level], wr_row[level], clearing,
-                          clear_addr, clock, K, level)
+        inst = tree_level(
+            rows[level],
+            sample_rd[level],
+            set_rd[level],
+            dump_addr if level == L else None,
+            mode_set,
+            mode_dump,
+            advance,
+            wr_en[level],
+            wr_addr[level],
+            wr_row[level],
+            clearing,
+            clear_addr,
+            clock,
+            K,
+            level,
+        )
         inst.name = f"level{level}"
         insts.append(inst)
 
@@ -189,29 +204,78 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     u_valid, u_index, u_delta = s0_valid, s0_index, s0_code
     for level in range(L, 0, -1):
         o_valid, o_delta = Signal(bool(0)), delta_signal(spec)
-        o_index = Signal(intbv(0)[kb * (level - 1):]) if level > 1 else None   # the root needs no node number
-        inst = update_level(o_valid, o_index, o_delta, nz_up if level == L else None,
-                            nz_down if level == L else None, set_rd[level], wr_en[level], wr_addr[level],
-                            wr_row[level], rows[level], u_valid, u_index, u_delta, clock, reset, spec, level)
+        o_index = Signal(intbv(0)[kb * (level - 1) :]) if level > 1 else None  # the root needs no node number
+        inst = update_level(
+            o_valid,
+            o_index,
+            o_delta,
+            nz_up if level == L else None,
+            nz_down if level == L else None,
+            set_rd[level],
+            wr_en[level],
+            wr_addr[level],
+            wr_row[level],
+            rows[level],
+            u_valid,
+            u_index,
+            u_delta,
+            clock,
+            reset,
+            spec,
+            level,
+        )
         inst.name = f"update{level}"
         insts.append(inst)
         u_valid, u_index, u_delta = o_valid, o_index, o_delta
     root_valid, root_delta = u_valid, u_delta
 
     # -- sampler ---------------------------------------------------------------------------------------------------
-    f_valid, f_last, f_target = Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[w[0]:])
-    front = sample_front(f_valid, f_last, f_target, p1_high, issue, last_issue, u_in, js, check_load, cfg.count,
-                         cfg.stride, stride_q, root, advance, cfg.soft_reset, clock, reset)
+    f_valid, f_last, f_target = Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[w[0] :])
+    front = sample_front(
+        f_valid,
+        f_last,
+        f_target,
+        p1_high,
+        issue,
+        last_issue,
+        u_in,
+        js,
+        check_load,
+        cfg.count,
+        cfg.stride,
+        stride_q,
+        root,
+        advance,
+        cfg.soft_reset,
+        clock,
+        reset,
+    )
     front.name = "front"
     insts.append(front)
     d_valid, d_last, d_node, d_target = f_valid, f_last, None, f_target
     leaf_code = Signal(intbv(0)[lw:])
     for level in range(1, L + 1):
-        o_valid, o_last, o_node = Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[kb * level:])
-        o_target = Signal(intbv(0)[w[level]:]) if level < L else None
-        inst = descend_level(o_valid, o_last, o_node, o_target, leaf_code if level == L else None,
-                             sample_rd[level], children[level], d_valid, d_last, d_node, d_target, advance,
-                             cfg.soft_reset, clock, reset, spec, level)
+        o_valid, o_last, o_node = Signal(bool(0)), Signal(bool(0)), Signal(intbv(0)[kb * level :])
+        o_target = Signal(intbv(0)[w[level] :]) if level < L else None
+        inst = descend_level(
+            o_valid,
+            o_last,
+            o_node,
+            o_target,
+            leaf_code if level == L else None,
+            sample_rd[level],
+            children[level],
+            d_valid,
+            d_last,
+            d_node,
+            d_target,
+            advance,
+            cfg.soft_reset,
+            clock,
+            reset,
+            spec,
+            level,
+        )
         inst.name = f"descend{level}"
         insts.append(inst)
         d_valid, d_last, d_node, d_target = o_valid, o_last, o_node, o_target
@@ -231,7 +295,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
     if K == 2:
         insts += [assign(dump_lo, leaves[0]), assign(dump_hi, leaves[1])]
     else:
-        dump_pair1, dump_pair2 = Signal(intbv(0)[kb - 1:]), Signal(intbv(0)[kb - 1:])
+        dump_pair1, dump_pair2 = Signal(intbv(0)[kb - 1 :]), Signal(intbv(0)[kb - 1 :])
         lo_mux, hi_mux = select(dump_lo, dump_pair2, leaves[0::2]), select(dump_hi, dump_pair2, leaves[1::2])
         lo_mux.name, hi_mux.name = "dump_lo", "dump_hi"
         insts += [lo_mux, hi_mux]
@@ -239,7 +303,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         @always(clock.posedge)
         def dump_pair():
             if advance:
-                dump_pair1.next = dump_pos[kb - 1:]
+                dump_pair1.next = dump_pos[kb - 1 :]
                 dump_pair2.next = dump_pair1
 
         insts.append(dump_pair)
@@ -293,9 +357,10 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         code_big.next = s_tdata[64:32] > max_code
 
     if L >= 2:
+
         @always_comb
         def dump_address():
-            dump_addr.next = dump_pos[ib - 1:kb - 1]
+            dump_addr.next = dump_pos[ib - 1 : kb - 1]
 
         insts.append(dump_address)
 
@@ -353,7 +418,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         if code_big:
             s0_code.next = max_code
         else:
-            s0_code.next = s_tdata[32 + lw:32]
+            s0_code.next = s_tdata[32 + lw : 32]
 
     @always_seq(clock.posedge, reset=reset)
     def cycle_counter():
@@ -372,7 +437,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
         s0_valid.next = False
         if cfg.soft_reset:
             if state == t_state.SET or state == t_state.SET_DRAIN:
-                state.next = t_state.SET_DRAIN   # the records accepted so far complete: the tree stays consistent
+                state.next = t_state.SET_DRAIN  # the records accepted so far complete: the tree stays consistent
                 drain.next = drain_cycles
                 silent.next = True
             else:
@@ -433,7 +498,7 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     drain.next = drain - 1
             elif state == t_state.CHECK:
                 if chk == CHECK_CYCLES - 1:
-                    if (count_q >= 1 and count_q <= spec.max_count and p1_high == 0 and root != 0):
+                    if count_q >= 1 and count_q <= spec.max_count and p1_high == 0 and root != 0:
                         state.next = t_state.SAMPLE
                         issuing.next = True
                         issued.next = 0
@@ -491,6 +556,17 @@ def replay_core(m_tdata, m_tvalid, m_tlast, s_tready,
                     cfg.done.next = True
                     cfg.cycles.next = cc + 1
 
-    insts += [modes, handshakes, sample_inputs, set_inputs, read_outs, tree_root, output_register, output_data,
-              set_input, cycle_counter, control]
+    insts += [
+        modes,
+        handshakes,
+        sample_inputs,
+        set_inputs,
+        read_outs,
+        tree_root,
+        output_register,
+        output_data,
+        set_input,
+        cycle_counter,
+        control,
+    ]
     return insts

@@ -10,7 +10,8 @@ between the DSPs and that register (issue 15: no DSP used its M or P register).
 
 Every partial sum is at most the full product, so each fits ``len(a) + len(b)`` bits less its shift.
 """
-from myhdl import always, block, intbv, Signal
+
+from myhdl import Signal, always, block, intbv
 
 __all__ = ["mul_latency", "pipelined_mul", "TILE"]
 
@@ -45,7 +46,7 @@ def pipelined_mul(p, a, b, enable, clock):
     for a_lo, a_w in _chunks(len(a)):
         for b_lo, b_w in _chunks(len(b)):
             shift = a_lo + b_lo
-            tile = p if len(_chunks(len(a))) * len(_chunks(len(b))) == 1 else Signal(intbv(0)[a_w + b_w:])
+            tile = p if len(_chunks(len(a))) * len(_chunks(len(b))) == 1 else Signal(intbv(0)[a_w + b_w :])
             inst = _tile(tile, a, b, a_lo, a_w, b_lo, b_w, enable, clock)
             inst.name = f"tile_{a_lo}_{b_lo}"
             insts.append(inst)
@@ -65,7 +66,7 @@ def pipelined_mul(p, a, b, enable, clock):
             merged.append((s, base))
         if len(terms) % 2:
             x, xs = terms[-1]
-            s = Signal(intbv(0)[len(x):])
+            s = Signal(intbv(0)[len(x) :])
             inst = _add_shifted(s, x, 0, None, 0, enable, clock)
             inst.name = f"sum{level}_pass"
             insts.append(inst)
@@ -82,7 +83,7 @@ def _tile(q, a, b, a_lo: int, a_w: int, b_lo: int, b_w: int, enable, clock):
     @always(clock.posedge)
     def product():
         if enable:
-            q.next = a[a_lo + a_w:a_lo] * b[b_lo + b_w:b_lo]
+            q.next = a[a_lo + a_w : a_lo] * b[b_lo + b_w : b_lo]
 
     return product
 
@@ -91,6 +92,7 @@ def _tile(q, a, b, a_lo: int, a_w: int, b_lo: int, b_w: int, enable, clock):
 def _add_shifted(q, x, x_shift: int, y, y_shift: int, enable, clock):
     """``q = (x << x_shift) + (y << y_shift)`` registered (``y`` None: ``q = x << x_shift``)."""
     if y is None:
+
         @always(clock.posedge)
         def hold():
             if enable:

@@ -29,7 +29,8 @@ Descent stage of level l (node number and target in, from the level above), :fun
                   last child when none does), new target = target - s_(pick-1) (target for pick 0), node * K + pick
                   (and the leaf code at the leaf level) registered
 """
-from myhdl import always, always_comb, always_seq, block, concat, ConcatSignal, intbv, modbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, concat, intbv, modbv
 
 from ...spec import ReplaySpec
 from .multiply import mul_latency, pipelined_mul
@@ -40,9 +41,25 @@ __all__ = ["sample_front", "descend_level", "front_stages", "descend_stages", "p
 
 
 @block
-def sample_front(out_valid, out_last, out_target, p1_high,
-                 in_valid, in_last, in_u, in_js, check_load, count, check_stride, stride, total, advance, flush,
-                 clock, reset):
+def sample_front(
+    out_valid,
+    out_last,
+    out_target,
+    p1_high,
+    in_valid,
+    in_last,
+    in_u,
+    in_js,
+    check_load,
+    count,
+    check_stride,
+    stride,
+    total,
+    advance,
+    flush,
+    clock,
+    reset,
+):
     """Fractions and targets of stratified samples: :func:`front_stages` registered stages (module docstring).
 
     out_valid  : Signal(bool), out -- a target for the first descent stage
@@ -66,7 +83,7 @@ def sample_front(out_valid, out_last, out_target, p1_high,
     reset      : ResetSignal, in   -- valid bits only
     """
     w0 = len(total)
-    lat1, lat2 = mul_latency(32, 32), mul_latency(32, w0)
+    lat1 = mul_latency(32, 32)
     depth = front_stages(w0)
     valid = [Signal(bool(0)) for _ in range(depth - 1)]
     last = [Signal(bool(0)) for _ in range(depth - 1)]
@@ -74,8 +91,8 @@ def sample_front(out_valid, out_last, out_target, p1_high,
     m_a, m_b = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
     js = [Signal(intbv(0)[32:]) for _ in range(lat1)]
     b_p1 = Signal(intbv(0)[64:])
-    c_x = Signal(modbv(0)[32:])      # wraps only in cycles that carry no sample (START bounds real fractions)
-    d_p2 = Signal(intbv(0)[32 + w0:])
+    c_x = Signal(modbv(0)[32:])  # wraps only in cycles that carry no sample (START bounds real fractions)
+    d_p2 = Signal(intbv(0)[32 + w0 :])
     mul1 = pipelined_mul(b_p1, m_a, m_b, advance, clock)
     mul1.name = "mul_us"
     mul2 = pipelined_mul(d_p2, c_x, total, advance, clock)
@@ -92,8 +109,16 @@ def sample_front(out_valid, out_last, out_target, p1_high,
             m_b.next = stride
 
     for i in range(depth - 1):
-        inst = _valid_stage(valid[i], last[i], valid[i - 1] if i else in_valid, last[i - 1] if i else in_last,
-                            advance, flush, clock, reset)
+        inst = _valid_stage(
+            valid[i],
+            last[i],
+            valid[i - 1] if i else in_valid,
+            last[i - 1] if i else in_last,
+            advance,
+            flush,
+            clock,
+            reset,
+        )
         inst.name = f"valid{i}"
         insts.append(inst)
     inst = _valid_stage(out_valid, out_last, valid[-1], last[-1], advance, flush, clock, reset)
@@ -168,9 +193,25 @@ def prefix_stages(k: int) -> int:
 
 
 @block
-def descend_level(out_valid, out_last, out_node, out_target, out_code,
-                  rd_addr, children, in_valid, in_last, in_node, in_target, advance, flush, clock, reset,
-                  spec: ReplaySpec, level: int):
+def descend_level(
+    out_valid,
+    out_last,
+    out_node,
+    out_target,
+    out_code,
+    rd_addr,
+    children,
+    in_valid,
+    in_last,
+    in_node,
+    in_target,
+    advance,
+    flush,
+    clock,
+    reset,
+    spec: ReplaySpec,
+    level: int,
+):
     """One descent stage: from a node of level ``level - 1`` and a target below its value to the child of level
     ``level`` whose prefix interval holds the target, in :func:`descend_stages` registered stages.
 
@@ -204,16 +245,25 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
     targets = [Signal(intbv(0)[w_parent:]) for _ in range(depth - 2)]
     if out_target is not None:
         targets.append(Signal(intbv(0)[w_child:]))
-    nodes = [Signal(intbv(0)[len(in_node):]) for _ in range(depth - 1)] if level >= 2 else None
+    nodes = [Signal(intbv(0)[len(in_node) :]) for _ in range(depth - 1)] if level >= 2 else None
     for i in range(depth - 1):
-        inst = _valid_stage(valid[i], last[i], valid[i - 1] if i else in_valid, last[i - 1] if i else in_last,
-                            advance, flush, clock, reset)
+        inst = _valid_stage(
+            valid[i],
+            last[i],
+            valid[i - 1] if i else in_valid,
+            last[i - 1] if i else in_last,
+            advance,
+            flush,
+            clock,
+            reset,
+        )
         inst.name = f"valid{i}"
         insts.append(inst)
         if i < len(targets):
             source = targets[i - 1] if i else in_target
-            inst = _word_stage(targets[i], source(w_child, 0) if len(targets[i]) < len(source) else source,
-                               advance, clock)
+            inst = _word_stage(
+                targets[i], source(w_child, 0) if len(targets[i]) < len(source) else source, advance, clock
+            )
             inst.name = f"target{i}"
             insts.append(inst)
         if nodes is not None:
@@ -221,6 +271,7 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
             inst.name = f"node{i}"
             insts.append(inst)
     if level >= 2:
+
         @always_comb
         def address():
             rd_addr.next = in_node
@@ -230,9 +281,8 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
     # stage 1: the read word registered
     # (above the leaves the last child is never summed: the pick is the last child when no sum exceeds the target)
     kept = k if out_code is not None else k - 1
-    row_q = Signal(intbv(0)[kept * w_child:])
-    inst = _word_stage(row_q, ConcatSignal(*reversed(children[:kept])) if kept > 1 else children[0], advance,
-                       clock)
+    row_q = Signal(intbv(0)[kept * w_child :])
+    inst = _word_stage(row_q, ConcatSignal(*reversed(children[:kept])) if kept > 1 else children[0], advance, clock)
     inst.name = "row_q"
     insts.append(inst)
     sums = [row_q((i + 1) * w_child, i * w_child) for i in range(k - 1)]
@@ -248,14 +298,14 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
     # the leaf row travels to the pick stage for the code
     codes = None
     if out_code is not None:
-        rows = [row_q] + [Signal(intbv(0)[k * w_child:]) for _ in range(n_prefix + 1)]
+        rows = [row_q] + [Signal(intbv(0)[k * w_child :]) for _ in range(n_prefix + 1)]
         for j in range(1, n_prefix + 2):
             inst = _word_stage(rows[j], rows[j - 1], advance, clock)
             inst.name = f"row{j}"
             insts.append(inst)
         codes = row_columns(rows[-1], k)
     # subtract stage: s_i > target, and target - s_i in the child's width (the new target if the pick is i + 1)
-    tgt = targets[1 + n_prefix]       # beside the sums
+    tgt = targets[1 + n_prefix]  # beside the sums
     above = [Signal(bool(0)) for _ in range(k - 1)]
     diffs = [Signal(modbv(0)[w_child:]) for _ in range(k - 1)] if out_target is not None else [None] * (k - 1)
     for i in range(k - 1):
@@ -306,10 +356,12 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
             if advance:
                 out_node.next = concat(node2, pick)
     else:
+
         @always(clock.posedge)
         def pick_stage():
             if advance:
                 out_node.next = pick
+
     insts.append(pick_stage)
     return insts
 
@@ -318,6 +370,7 @@ def descend_level(out_valid, out_last, out_node, out_target, out_code,
 def _prefix_add(q, x, y, advance, clock):
     """``q = x + y`` registered (``y`` None: ``q = x``); ``q`` is a modbv of the parent's width."""
     if y is None:
+
         @always(clock.posedge)
         def hold():
             if advance:
@@ -371,12 +424,14 @@ def _one_hot(sel, above):
 def _one_hot_bit(sel, prev_above, above):
     """``sel = above and not prev_above`` (None: ``above`` 1, ``prev_above`` 0)."""
     if prev_above is None:
+
         @always_comb
         def first():
             sel.next = above
 
         return first
     if above is None:
+
         @always_comb
         def final():
             sel.next = not prev_above

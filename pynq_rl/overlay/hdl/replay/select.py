@@ -4,7 +4,8 @@ Both are chains of one small block per child with constant widths and indices, s
 build parameter) converts to plain Verilog: no list of Signals is ever indexed by a variable (that would make it a
 memory) and no slice bound is a loop variable (DESIGN.md section 5).
 """
-from myhdl import always_comb, block, intbv, Signal
+
+from myhdl import Signal, always_comb, block, intbv
 
 from ..common.arith import assign
 
@@ -23,7 +24,7 @@ def select(y, sel, items):
     for i, item in enumerate(items):
         if item is None:
             continue
-        term = Signal(intbv(0)[len(y):])
+        term = Signal(intbv(0)[len(y) :])
         inst = _select_term(term, previous, sel, item, i)
         inst.name = f"term{i}"
         insts.append(inst)
@@ -38,6 +39,7 @@ def select(y, sel, items):
 def _select_term(term, previous, sel, item, i: int):
     """``term = previous | (item if sel == i else 0)`` (no ``previous`` for the first term)."""
     if previous is None:
+
         @always_comb
         def first():
             if sel == i:
@@ -70,7 +72,7 @@ def onehot_select(y, sel, items):
         raise ValueError("onehot_select needs one select bit per item")
     insts, previous = [], None
     for i, (bit, item) in enumerate(zip(sel, items)):
-        term = Signal(intbv(0)[len(y):])
+        term = Signal(intbv(0)[len(y) :])
         inst = _onehot_term(term, previous, bit, item)
         inst.name = f"term{i}"
         insts.append(inst)
@@ -83,6 +85,7 @@ def onehot_select(y, sel, items):
 def _onehot_term(term, previous, bit, item):
     """``term = previous | (item if bit else 0)`` (no ``previous`` for the first term)."""
     if previous is None:
+
         @always_comb
         def first():
             if bit:
@@ -114,8 +117,8 @@ def onehot_encode(y, sel):
     insts, previous = [], None
     for i, bit in enumerate(sel):
         if i == 0:
-            continue     # contributes 0
-        term = Signal(intbv(0)[len(y):])
+            continue  # contributes 0
+        term = Signal(intbv(0)[len(y) :])
         inst = _encode_term(term, previous, bit, i)
         inst.name = f"term{i}"
         insts.append(inst)
@@ -130,6 +133,7 @@ def onehot_encode(y, sel):
 def _encode_term(term, previous, bit, i: int):
     """``term = previous | (i if bit else 0)`` (no ``previous`` for the first term)."""
     if previous is None:
+
         @always_comb
         def first():
             if bit:

@@ -13,7 +13,8 @@ URAM288. A write replaces a whole word, so the updater merges its new node value
 One read port per level, shared by the updater (SET), the sampler and the dump, and one write port, shared by the
 updater and CLEAR: one kind of operation runs at a time.
 """
-from myhdl import always, always_comb, block, intbv, Signal
+
+from myhdl import Signal, always, always_comb, block, intbv
 
 from ..common.bram import ram_sdp_rf
 
@@ -27,7 +28,7 @@ def level_depth(k: int, level: int) -> int:
 
 def level_row(k: int, width: int) -> Signal:
     """A Signal for one word of a level: K columns of ``width`` bits."""
-    return Signal(intbv(0)[k * width:])
+    return Signal(intbv(0)[k * width :])
 
 
 def row_columns(row: Signal, k: int) -> list:
@@ -37,8 +38,23 @@ def row_columns(row: Signal, k: int) -> list:
 
 
 @block
-def tree_level(row, sample_addr, set_addr, dump_addr, mode_set, mode_dump, rd_en,
-               set_wr_en, set_wr_addr, set_wr_row, clear, clear_addr, clock, k: int, level: int):
+def tree_level(
+    row,
+    sample_addr,
+    set_addr,
+    dump_addr,
+    mode_set,
+    mode_dump,
+    rd_en,
+    set_wr_en,
+    set_wr_addr,
+    set_wr_row,
+    clear,
+    clear_addr,
+    clock,
+    k: int,
+    level: int,
+):
     """The memory of ``level`` and its port multiplexers.
 
     row         : Signal(K * w_level), out -- the word at the read address of the previous enabled cycle
@@ -56,7 +72,7 @@ def tree_level(row, sample_addr, set_addr, dump_addr, mode_set, mode_dump, rd_en
     clock       : Signal(bool), in
     """
     depth = level_depth(k, level)
-    wr_data = Signal(intbv(0)[len(row):])
+    wr_data = Signal(intbv(0)[len(row) :])
     wr_en = Signal(bool(0))
 
     @always_comb
@@ -92,6 +108,7 @@ def tree_level(row, sample_addr, set_addr, dump_addr, mode_set, mode_dump, rd_en
             wr_data.next = set_wr_row
 
     if dump_addr is None:
+
         @always_comb
         def read_port():
             if mode_set:
@@ -99,6 +116,7 @@ def tree_level(row, sample_addr, set_addr, dump_addr, mode_set, mode_dump, rd_en
             else:
                 rd_addr.next = sample_addr
     else:
+
         @always_comb
         def read_port():
             if mode_set:
@@ -114,7 +132,7 @@ def tree_level(row, sample_addr, set_addr, dump_addr, mode_set, mode_dump, rd_en
 @block
 def _word_register(rd_data, wr_data, wr_en, rd_en, clock):
     """A one-word memory (level 1): a register with the timing of a read-first ``ram_sdp_rf``, no address."""
-    word = Signal(intbv(0)[len(wr_data):])
+    word = Signal(intbv(0)[len(wr_data) :])
 
     @always(clock.posedge)
     def write():

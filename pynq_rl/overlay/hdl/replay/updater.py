@@ -31,7 +31,8 @@ same word address (one back), else the two-back word if that one hit, else the m
 records, back to back, to the same leaf, to siblings, or to leaves sharing ancestors, gives exactly the model's
 result (tested).
 """
-from myhdl import always, always_comb, always_seq, block, ConcatSignal, intbv, modbv, Signal
+
+from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, intbv, modbv
 
 from ...spec import ReplaySpec
 from ..common.arith import assign
@@ -47,9 +48,25 @@ def delta_signal(spec: ReplaySpec) -> Signal:
 
 
 @block
-def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
-                 rd_addr, wr_en, wr_addr, wr_row,
-                 row, in_valid, in_node, in_value, clock, reset, spec: ReplaySpec, level: int):
+def update_level(
+    out_valid,
+    out_node,
+    out_delta,
+    nz_up,
+    nz_down,
+    rd_addr,
+    wr_en,
+    wr_addr,
+    wr_row,
+    row,
+    in_valid,
+    in_node,
+    in_value,
+    clock,
+    reset,
+    spec: ReplaySpec,
+    level: int,
+):
     """One read-modify-write stage of the updater (``level`` = LEVELS: the leaf stage).
 
     out_valid : Signal(bool), out     -- a record for the stage above (registered)
@@ -76,18 +93,18 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
     value1 = Signal(intbv(0, min=in_value.min, max=in_value.max))
     value2 = Signal(intbv(0, min=in_value.min, max=in_value.max))
     node1 = Signal(intbv(0)[node_bits:])
-    row_q = Signal(intbv(0)[len(row):])             # the word read (edge 2)
-    two_back = Signal(intbv(0)[len(row):])          # the word the record two ahead wrote (edge 2)
-    base = Signal(intbv(0)[len(row):])
-    hit1, hit2 = Signal(bool(0)), Signal(bool(0))   # the record one / two ahead wrote the same word
-    hit2_q = Signal(bool(0))                        # hit2, registered with the word (edge 2)
+    row_q = Signal(intbv(0)[len(row) :])  # the word read (edge 2)
+    two_back = Signal(intbv(0)[len(row) :])  # the word the record two ahead wrote (edge 2)
+    base = Signal(intbv(0)[len(row) :])
+    hit1, hit2 = Signal(bool(0)), Signal(bool(0))  # the record one / two ahead wrote the same word
+    hit2_q = Signal(bool(0))  # hit2, registered with the word (edge 2)
     last_valid = Signal(bool(0))
-    last_row = Signal(intbv(0)[len(row):])
+    last_row = Signal(intbv(0)[len(row) :])
     columns = [Signal(modbv(0)[width:]) for _ in range(k)]
     merged = ConcatSignal(*reversed(columns))
     base_columns = row_columns(base, k)
     insts = [assign(wr_row, merged)]
-    if leaf:   # one-hot, registered with the read data: column b of the word is the node
+    if leaf:  # one-hot, registered with the read data: column b of the word is the node
         is_node2 = [Signal(bool(0)) for _ in range(k)]
         for b in range(k):
             flag = _column_flag(is_node2[b], node1, kb, b, clock)
@@ -102,8 +119,8 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
             insts.append(inst)
 
     if level >= 2:
-        addr1, addr2 = Signal(intbv(0)[node_bits - kb:]), Signal(intbv(0)[node_bits - kb:])
-        last_addr = Signal(intbv(0)[node_bits - kb:])
+        addr1, addr2 = Signal(intbv(0)[node_bits - kb :]), Signal(intbv(0)[node_bits - kb :])
+        last_addr = Signal(intbv(0)[node_bits - kb :])
 
         @always_comb
         def address():
@@ -117,12 +134,13 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
 
         @always(clock.posedge)
         def last_address():
-            addr2.next = addr1      # the word address, and the parent node handed up
+            addr2.next = addr1  # the word address, and the parent node handed up
             last_addr.next = addr2
             hit1.next = v2 and addr2 == addr1
 
         insts += [last_address, hits]
     else:  # level 1: one word, no address: every record hits the one before
+
         @always_comb
         def address():
             hit2.next = last_valid
@@ -175,11 +193,13 @@ def update_level(out_valid, out_node, out_delta, nz_up, nz_down,
             nz_up.next = v2 and value2 != 0 and old == 0
             nz_down.next = v2 and value2 == 0 and old != 0
     elif out_node is None:
+
         @always(clock.posedge)
         def write_stage():
             last_row.next = merged
             out_delta.next = value2
     else:
+
         @always(clock.posedge)
         def write_stage():
             last_row.next = merged

@@ -166,7 +166,7 @@ def _package_with_spec(tmp_path: Path, edit) -> Path:
 
 def _move_status_fields(text: str, layout: dict, width: int = 1) -> str:
     start = text.index("STATUS_REGISTER = ")
-    end = text.index("}))", start)
+    end = text.index("\n)\n", start)  # the end of the MappingProxyType(...) call
     block = text[start:end]
     for name, bit in layout.items():
         block, count = re.subn(rf'"{name}": \(\d+, 1,', f'"{name}": ({bit}, {width},', block)

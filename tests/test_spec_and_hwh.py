@@ -1,5 +1,8 @@
 """The spec's tables are checked at import, and the generated .hwh says exactly what the spec says."""
 
+import dataclasses
+import pathlib
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -38,6 +41,43 @@ def test_python_keyword_field_is_rejected():
 def test_gae_spec_rejects_out_of_range_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):
         S.GaeSpec(**kwargs)
+
+
+def test_the_id_register_packs_and_unpacks_through_its_field_table():
+    word = S.GAE_REGISTERS["ID"]["reset"]
+    fields = S.unpack_fields(S.ID_REGISTER, word)
+    assert fields == {
+        "MAGIC": S.CORE_MAGICS["gae"],
+        "VERSION_MAJOR": S.SPEC_VERSION_MAJOR,
+        "VERSION_MINOR": S.SPEC_VERSION_MINOR,
+    }
+    assert S.pack_fields(S.ID_REGISTER, **fields) == word
+    with pytest.raises(ValueError, match=r"MAGIC = 65536 does not fit its 16 bits"):
+        S.pack_fields(S.ID_REGISTER, MAGIC=1 << 16)
+    with pytest.raises(ValueError, match=r"no field 'MAJOR'"):
+        S.pack_fields(S.ID_REGISTER, MAJOR=1)
+
+
+def test_the_type_checkers_flags_are_the_tables():
+    """mypy reads spec.py's TYPE_CHECKING classes; at run time Status and Ctrl come from the field tables."""
+    text = pathlib.Path(S.__file__).read_text(encoding="utf-8")
+    block = text[text.index("if TYPE_CHECKING:") : text.index("\nelse:", text.index("if TYPE_CHECKING:"))]
+    declared = {
+        cls: re.findall(r"^        ([A-Z_]+) = enum\.auto\(\)$", part, re.M)
+        for cls, part in zip(("Status", "Ctrl"), block.split("class Ctrl"))
+    }
+    assert declared == {"Status": [f.name for f in S.Status], "Ctrl": [f.name for f in S.Ctrl]}
+    assert int((S.Status.ERR_CONFIG | S.Status.DONE | S.Status.ERR_STREAM).errors) == S.STATUS_ERROR_MASK
+
+
+def test_pipeline_depths_follow_the_parameters_and_cannot_be_set():
+    """The depths are the HDL's, derived from the build parameters: a replaced spec gets its own, and passing one
+    (which the HDL would not follow) is refused."""
+    small = dataclasses.replace(S.ReplaySpec(), levels=2)
+    assert (small.sample_depth, small.set_depth) == (12 + 8 * 2, 3 * 2 + 1)
+    for cls, name in ((S.GaeSpec, "pipeline_depth"), (S.ReplaySpec, "sample_depth"), (S.ReplaySpec, "set_depth")):
+        with pytest.raises(TypeError, match=name):
+            cls(**{name: 5})
 
 
 def test_unknown_board_is_rejected():

@@ -10,7 +10,7 @@ The elementwise primitives (:func:`rshift_round`, :func:`clamp`) use only operat
 ``np.maximum``, so they work on Python ints, numpy scalars and arrays alike and compile unchanged under numba;
 a model may jit them without importing anything but numpy here.
 
-This module imports only numpy (it runs on the board too).
+This module imports only numpy and the spec's :class:`QFormat` (it runs on the board too).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ bits, ``description``, ``fields`` with ``bit_offset``/``bit_width``/``access``),
 ``register_map`` straight from them and the ``.hwh`` generator declares the same registers. Every table is
 checked when this module is imported: overlapping registers or fields raise ``ValueError``.
 
-This module imports only the standard library; it runs on the board as well as on a laptop.
+This module imports only the standard library and numpy (which every board image has); it runs on the board as
+well as on a laptop.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -127,21 +129,57 @@ STATUS_REGISTER = MappingProxyType(
     )
 )
 
+#: The error bits of STATUS (fields named ``ERR_*``), as one mask: :attr:`Status.errors`, and the drivers' check.
+STATUS_ERROR_MASK = sum(
+    1 << f["bit_offset"] for name, f in STATUS_REGISTER["fields"].items() if name.startswith("ERR_")
+)
+
+
+#: ID of every core: the core's magic number and the spec version it implements. Each core's copy carries its
+#: own value as ``reset`` (:func:`pack_fields`); drivers decode what they read with :func:`unpack_fields`.
+ID_REGISTER = MappingProxyType(
+    _register(
+        0x00,
+        READ_ONLY,
+        "Core identity: magic number and spec version",
+        {
+            "VERSION_MINOR": (0, 8, "spec minor version"),
+            "VERSION_MAJOR": (8, 8, "spec major version"),
+            "MAGIC": (16, 16, "core magic number"),
+        },
+    )
+)
+
+
+def pack_fields(register: Mapping, **values: int) -> int:
+    """The register word holding ``values`` (field name -> value) at their fields' places; other bits 0.
+
+    Raises ``ValueError`` for a field the register does not have or a value its field cannot hold (a packed word
+    never loses bits).
+    """
+    word = 0
+    for name, value in values.items():
+        if name not in register["fields"]:
+            raise ValueError(f"no field {name!r} (fields: {sorted(register['fields'])})")
+        fld = register["fields"][name]
+        if not 0 <= value < 1 << fld["bit_width"]:
+            raise ValueError(f"{name} = {value!r} does not fit its {fld['bit_width']} bits")
+        word |= value << fld["bit_offset"]
+    return word
+
+
+def unpack_fields(register: Mapping, word: int) -> dict[str, int]:
+    """Every field of ``register`` read from ``word``, by name (the inverse of :func:`pack_fields`)."""
+    return {
+        name: (word >> fld["bit_offset"]) & ((1 << fld["bit_width"]) - 1) for name, fld in register["fields"].items()
+    }
+
 
 def _common_registers(magic: int) -> dict:
-    """The registers every core has, at the same offsets (DESIGN.md section 3)."""
+    """The registers every core has, at the same offsets (ID, CTRL, STATUS, CYCLES)."""
+    identity = pack_fields(ID_REGISTER, MAGIC=magic, VERSION_MAJOR=SPEC_VERSION_MAJOR, VERSION_MINOR=SPEC_VERSION_MINOR)
     return {
-        "ID": _register(
-            0x00,
-            READ_ONLY,
-            "Core identity: magic number and spec version",
-            {
-                "VERSION_MINOR": (0, 8, "spec minor version"),
-                "VERSION_MAJOR": (8, 8, "spec major version"),
-                "MAGIC": (16, 16, "core magic number"),
-            },
-            reset=(magic << 16) | (SPEC_VERSION_MAJOR << 8) | SPEC_VERSION_MINOR,
-        ),
+        "ID": {**ID_REGISTER, "reset": identity},
         "CTRL": dict(CTRL_REGISTER),
         "STATUS": dict(STATUS_REGISTER),
         "CYCLES": _register(0x0C, READ_ONLY, "Clock cycles of the compute phase of the last operation"),
@@ -176,27 +214,39 @@ class _StatusFlags:
     """Behaviour of :class:`Status` beyond its flags (a mixin: the members come from the field table)."""
 
     @property
-    def errors(self):
+    def errors(self) -> Status:
         """The error bits (fields named ``ERR_*``) among these flags."""
-        flags = type(self)
-        mask = 0
-        for member in flags:
-            if member.name.startswith("ERR_"):
-                mask |= member
-        return self & flags(mask)
+        return Status(int(self) & STATUS_ERROR_MASK)  # type: ignore[call-overload]  # the mixin is only ever a Status
 
 
-Status = enum.IntFlag(
-    "Status",
-    _flag_members("STATUS", STATUS_REGISTER, one_bit_only=False),
-    type=_StatusFlags,
-    module=__name__,
-    qualname="Status",
-)
+if TYPE_CHECKING:
+    # What a type checker sees: the members below. At run time the classes are generated from the field tables
+    # (the ``else`` branch), so moving or adding a field needs no edit here beyond the name; tests/test_registers.py
+    # holds these names equal to the tables'.
+    class Status(_StatusFlags, enum.IntFlag):
+        BUSY = enum.auto()
+        DONE = enum.auto()
+        ERR_CONFIG = enum.auto()
+        ERR_STREAM = enum.auto()
+        SATURATED = enum.auto()
+
+    class Ctrl(enum.IntFlag):
+        START = enum.auto()
+        SOFT_RESET = enum.auto()
+
+else:
+    Status = enum.IntFlag(
+        "Status",
+        _flag_members("STATUS", STATUS_REGISTER, one_bit_only=False),
+        type=_StatusFlags,
+        module=__name__,
+        qualname="Status",
+    )
+    Ctrl = enum.IntFlag(
+        "Ctrl", _flag_members("CTRL", CTRL_REGISTER, one_bit_only=True), module=__name__, qualname="Ctrl"
+    )
 Status.__doc__ = """Bits of every core's STATUS register, one member per field of :data:`STATUS_REGISTER` (generated:
 move or add a field there and the drivers, the emulated cores, the HDL and the docs follow)."""
-
-Ctrl = enum.IntFlag("Ctrl", _flag_members("CTRL", CTRL_REGISTER, one_bit_only=True), module=__name__, qualname="Ctrl")
 Ctrl.__doc__ = """The one-bit fields of every core's CTRL register (START, SOFT_RESET: pulses), generated from
 :data:`CTRL_REGISTER`; CTRL.MODE is a value, written at :func:`field_bits` ``(CTRL_REGISTER, "MODE")``."""
 
@@ -380,16 +430,25 @@ class GaeSpec:
     MULT18X18D, the place-and-route stand-in (the coefficient is split at bit 17 too: 4 primitives per product, each
     output registered, since yosys and nextpnr-ecp5 put no register inside a MULT18X18D). The arithmetic, the
     latency and every result are the same either way; only the HDL's partial products differ."""
-    pipeline_depth: int = 19
-    """cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk (the
-    HDL's: 2 for the last loaded row to reach its BRAM, 1 pop of the bootstrap row (a bubble in a continuation
-    chunk), 1 BRAM read, 4 dequantization stages (read register, multiply, add, clamp: ``DEQUANT_LATENCY``), 10 PE
-    stages (``PE_LATENCY``), 1 write-back)"""
+    dequant_latency: ClassVar[int] = 4
+    """register stages of the HDL's dequantization (read register, multiply, add the offset, clamp)"""
+    pe_latency: ClassVar[int] = 10
+    """register stages of the HDL's processing element, from its inputs to A_t"""
 
     batches_max = 0xFFFF
     """largest BATCHES of one operation (the core's batch counter is 16 bits)"""
     chunks_max = 0xFFFF
     """largest CHUNKS of one lane-batch (the core's chunk counter is 16 bits)"""
+
+    @property
+    def pipeline_depth(self) -> int:
+        """Cycles a chunk's compute phase takes beyond one per timestep: CYCLES = T + pipeline_depth for one chunk.
+
+        The HDL's, fixed by its structure (so not a parameter): 2 for the last loaded row to reach its BRAM, 1 pop of
+        the bootstrap row (a bubble in a continuation chunk), 1 BRAM read, :attr:`dequant_latency`,
+        :attr:`pe_latency`, 1 write-back. The GAE tests hold the HDL's stage counts equal to these.
+        """
+        return 2 + 1 + 1 + self.dequant_latency + self.pe_latency + 1
 
     def __post_init__(self) -> None:
         limits = {"lanes": (1, 256), "t_max": (1, 1 << 16), "lookahead": (1, 8), "code_bits": (2, 8)}
@@ -614,30 +673,35 @@ class ReplaySpec:
     """AXI-Stream TDATA width in bytes: one record per beat"""
     max_count: int = 1 << 20
     """largest sample batch (COUNT)"""
-    sample_depth: int | None = None
-    """pipeline depth of a SAMPLE batch: CYCLES = COUNT + sample_depth when the output stream takes a beat per
-    cycle (None: the HDL's, ``3 + front + levels * (4 + ceil(log2(k - 1))) + 1``: 3 cycles of START checks, the
-    target stages ``front`` (u, the u * S multiplier, x, the x * TOTAL multiplier: a multiplier takes one edge
-    for its 17 x 17 tiles and one per level of its adder tree), per level the read, the read-data register, the
-    running-sum stages, the subtract and the pick, the output register; 12 + 8 * levels for k = 16 and a root of
-    at most 34 bits; SAMPLE_UNIFORM counts from its first input beat, after the checks: 3 cycles less)"""
-    set_depth: int | None = None
-    """pipeline depth of a set batch: CYCLES = records + set_depth when the input stream delivers a beat per
-    cycle (None: the HDL's, ``3 * levels + 1``: the input register, a read, a read-data and a write edge per
-    level)"""
+
+    @property
+    def sample_depth(self) -> int:
+        """Pipeline depth of a SAMPLE batch: CYCLES = COUNT + sample_depth when the output stream takes a beat per
+        cycle.
+
+        The HDL's, derived from ``k``, ``levels`` and the root's width (so ``dataclasses.replace`` of any of them
+        follows): ``3 + front + levels * (4 + ceil(log2(k - 1))) + 1``: 3 cycles of START checks, the target stages
+        ``front`` (u, the u * S multiplier, x, the x * TOTAL multiplier: a multiplier takes one edge for its 17 x 17
+        tiles and one per level of its adder tree), per level the read, the read-data register, the running-sum
+        stages, the subtract and the pick, the output register; 12 + 8 * levels for k = 16 and a root of at most 34
+        bits. SAMPLE_UNIFORM counts from its first input beat, after the checks: 3 cycles less.
+        """
+
+        def mul_latency(a_bits: int, b_bits: int) -> int:
+            terms = -(-a_bits // 17) * -(-b_bits // 17)
+            return 1 + (terms - 1).bit_length()
+
+        front = 1 + mul_latency(32, 32) + 1 + mul_latency(32, self.level_width(0))
+        descend = 4 + (self.k - 2).bit_length()
+        return 3 + front + self.levels * descend + 1
+
+    @property
+    def set_depth(self) -> int:
+        """Pipeline depth of a set batch: CYCLES = records + set_depth when the input stream delivers a beat per
+        cycle (the HDL's ``3 * levels + 1``: the input register, a read, a read-data and a write edge per level)."""
+        return 3 * self.levels + 1
 
     def __post_init__(self) -> None:
-        if self.sample_depth is None:
-
-            def mul_latency(a_bits: int, b_bits: int) -> int:
-                terms = -(-a_bits // 17) * -(-b_bits // 17)
-                return 1 + (terms - 1).bit_length()
-
-            front = 1 + mul_latency(32, 32) + 1 + mul_latency(32, self.level_width(0))
-            descend = 4 + (self.k - 2).bit_length()
-            object.__setattr__(self, "sample_depth", 3 + front + self.levels * descend + 1)
-        if self.set_depth is None:
-            object.__setattr__(self, "set_depth", 3 * self.levels + 1)
         if self.k < 2 or self.k & (self.k - 1) or self.k > 64:
             raise ValueError(f"ReplaySpec.k must be a power of two in [2, 64], not {self.k!r}")
         if not 1 <= self.levels <= 16:

@@ -186,10 +186,13 @@ def test_saturation_clips_and_flags_instead_of_wrapping():
     assert adv.max() == pytest.approx(spec.data.max_value) and adv.min() > 0
 
 
-def test_cycles_are_t_plus_pipeline_depth():
-    spec = GaeSpec()
-    result, _, _ = run_raw(spec, *rollout(np.random.default_rng(0), 77, 2), 0.99, 0.95)
-    assert result.cycles == 77 + spec.pipeline_depth
+def test_cycles_are_the_counts_the_rtl_measures():
+    """The model's CYCLES, pinned to numbers: 19 cycles of pipeline per chunk is what the MyHDL core measures
+    (tests/gae/test_rtl.py), so a change to the model's formula or to ``pipeline_depth`` alone fails here."""
+    one_chunk, _, _ = run_raw(GaeSpec(), *rollout(np.random.default_rng(0), 77, 2), 0.99, 0.95)
+    assert one_chunk.cycles == 77 + 19
+    chunked, _, _ = run_raw(GaeSpec(t_max=16, lanes=2), *rollout(np.random.default_rng(1), 50, 3), 0.99, 0.95)
+    assert chunked.cycles == 2 * (50 + 4 * 19)  # 2 lane-batches of 4 chunks each
 
 
 def test_out_of_range_codes_and_registers_raise():

@@ -82,10 +82,6 @@ class StreamCoreIP(RegisterFile):
             self.on_register(name, value)
 
     # -- status -----------------------------------------------------------------------------------------------------
-    def set_status(self, flags: S.Status | int) -> None:
-        """Replace STATUS."""
-        self.values["STATUS"] = int(flags)
-
     def finish(self, flags: S.Status | int = 0) -> None:
         """End the operation: back to IDLE with DONE and ``flags``; writes held during it act now."""
         self.state = StreamState.IDLE

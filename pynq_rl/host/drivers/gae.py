@@ -60,7 +60,7 @@ class GaeCore(StreamCore):
     dma : pynq.lib.dma.DMA
         The AXI DMA that streams this core's input and output.
     timeout_s : float
-        Default deadline of each wait (DONE, each DMA channel).
+        Default deadline of one operation (one deadline covers its DMA transfers and the wait for DONE).
     """
 
     bindto = [S.GAE_VLNV]
@@ -238,8 +238,8 @@ class GaeCore(StreamCore):
         self._write_parameter("CHUNKS", n_chunks)
         self._write_parameter("LANES_USED", n_lanes)
         self._write_parameter("BATCHES", n_batches)
-        self._write_parameter("GAMMA", fixed.quantize(gamma, spec.coef)[0])
-        self._write_parameter("GAMMA_LAMBDA", fixed.quantize(gamma * lam, spec.coef)[0])
+        self._write_parameter("GAMMA", int(fixed.quantize(gamma, spec.coef)[0]))
+        self._write_parameter("GAMMA_LAMBDA", int(fixed.quantize(gamma * lam, spec.coef)[0]))
         if mode == S.GaeMode.Q8:  # raw mode never reads them (START checks them only in q8)
             self._write_scales([regs[name] for name in _SCALE_REGISTERS])
         out_bytes = n_batches * n_steps * spec.output_record_bytes

@@ -30,7 +30,8 @@ def check_identity(core: str, id_value: int) -> tuple[int, int]:
     BitstreamMismatchError
         Wrong magic number (not this core, or no core at all) or a different major spec version.
     """
-    magic, major, minor = id_value >> 16, (id_value >> 8) & 0xFF, id_value & 0xFF
+    fields = S.unpack_fields(S.ID_REGISTER, id_value)
+    magic, major, minor = fields["MAGIC"], fields["VERSION_MAJOR"], fields["VERSION_MINOR"]
     expected = S.CORE_MAGICS[core]
     if magic != expected:
         raise BitstreamMismatchError(

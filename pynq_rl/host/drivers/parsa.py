@@ -17,16 +17,18 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ...overlay import spec as S
 from ...overlay.models import parsa as model
 from .arguments import float_array, number, state_mapping
+from .parsa_config import ConfigurationPlan, ParsaConfig, coefficient_code, plan_configuration
 from .polling import wait_until
 from .stream_core import StreamCore
-from .tiling_config import load_tiling, tiling_to_dict
+from .tiling_config import tiling_to_dict
 
 __all__ = ["ParsaCore", "ParsaSaturationWarning", "ParsaConfig"]
 
@@ -35,27 +37,6 @@ _WORD = 8
 
 class ParsaSaturationWarning(UserWarning):
     """A state, reward, q value or policy weight left its fixed-point range and was clipped."""
-
-
-@dataclass(frozen=True)
-class ParsaConfig:
-    """The run-time configuration a ParSa core was given (kept by the driver, saved in ``state_dict``)."""
-
-    layout: model.TilingLayout
-    n_actions: int
-    lows: tuple[float, ...]
-    highs: tuple[float, ...]
-    alpha: float
-    gamma: float
-    epsilon: float
-    epsilon_decay: float
-    frac_bits: int
-    online: bool
-    descriptors: tuple[model.Descriptor, ...]
-
-
-def _coef(name: str, x: float, fmt: S.QFormat) -> int:
-    return int(np.floor(number(name, x, 0.0, 1.0) * (1 << fmt.frac) + 0.5))
 
 
 class ParsaCore(StreamCore):
@@ -103,7 +84,7 @@ class ParsaCore(StreamCore):
         self._mailbox_done = 1 << fields["DONE"]["bit_offset"]
         self._mailbox_action = fields["ACTION"]["bit_offset"], (1 << fields["ACTION"]["bit_width"]) - 1
         self._mailbox_cycles: tuple = (None, 0)  # (config, cycles of one decision) for the rtl deadline
-        self._error_flags = S.Status(sum(int(flag) for flag in S.Status if flag.name.startswith("ERR_")))
+        self._error_flags = S.Status(S.STATUS_ERROR_MASK)
         self._flag_reward, self._flag_terminal = int(S.ParsaFlag.REWARD), int(S.ParsaFlag.TERMINAL)
 
     def _build_parameters(self) -> dict:
@@ -160,68 +141,22 @@ class ParsaCore(StreamCore):
             Anything the build cannot hold (dims, actions, tilings per worker, policy rows), bad bounds or
             coefficients — before the core is touched.
         """
-        plan = self._plan_configuration(
-            tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online, seed
+        plan = plan_configuration(
+            self.spec, tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online, seed
         )
         return self._apply_configuration(plan, clear, timeout_s)
 
-    def _plan_configuration(
-        self, tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, frac_bits, online, seed
-    ) -> dict:
-        """Every check and every code of :meth:`configure`, without touching the core."""
-        spec = self.spec
-        layout = load_tiling(tiling)
-        if not 1 <= layout.n_dims <= spec.max_dims:
-            raise ValueError(f"the layout has {layout.n_dims} state dims; this build allows 1..{spec.max_dims}")
-        if not isinstance(n_actions, (int, np.integer)) or not 1 <= n_actions <= spec.max_actions:
-            raise ValueError(f"n_actions must be in [1, {spec.max_actions}], not {n_actions!r}")
-        if not isinstance(frac_bits, (int, np.integer)) or not 0 <= frac_bits <= spec.value_w - 2:
-            raise ValueError(f"frac_bits must be in [0, {spec.value_w - 2}], not {frac_bits!r}")
-        if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
-            raise ValueError(f"bounds must be (lows, highs), two sequences of {layout.n_dims} values")
-        lows, highs = (float_array(f"bounds[{i}]", b, 1, f"({layout.n_dims},)") for i, b in enumerate(bounds))
-        if lows.shape != (layout.n_dims,) or highs.shape != (layout.n_dims,):
-            raise ValueError(f"bounds must be two sequences of {layout.n_dims} values")
-        offsets, scales = model.dimension_codes(lows, highs)
-        descriptors = model.schedule(layout, spec)
-        coefs = {
-            name.upper(): _coef(name, value, spec.coef)
-            for name, value in (
-                ("alpha", alpha),
-                ("gamma", gamma),
-                ("epsilon", epsilon),
-                ("epsilon_decay", epsilon_decay),
-            )
-        }
-        if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) <= 0xFFFF_FFFF):
-            raise ValueError(f"seed must be an integer in [0, 2**32), not {seed!r}")
-        config = ParsaConfig(
-            layout,
-            int(n_actions),
-            tuple(lows),
-            tuple(highs),
-            float(alpha),
-            float(gamma),
-            float(epsilon),
-            float(epsilon_decay),
-            int(frac_bits),
-            bool(online),
-            tuple(descriptors),
-        )
-        words = np.concatenate([model.pack_dimensions(offsets, scales), model.pack_descriptors(descriptors)])
-        return {"config": config, "coefs": coefs, "words": words, "seed": seed}
-
-    def _apply_configuration(self, plan: dict, clear: bool, timeout_s: float | None) -> ParsaConfig:
-        """Write a :meth:`_plan_configuration` to the core (CONFIG, then CLEAR if ``clear``)."""
-        spec, config, seed = self.spec, plan["config"], plan["seed"]
-        layout, words = config.layout, plan["words"]
+    def _apply_configuration(self, plan: ConfigurationPlan, clear: bool, timeout_s: float | None) -> ParsaConfig:
+        """Write a :func:`plan_configuration` to the core (CONFIG, then CLEAR if ``clear``)."""
+        spec, config, seed = self.spec, plan.config, plan.seed
+        layout, words = config.layout, plan.words
         if seed is not None:
             self.seed = seed
         self._write("N_DIMS", layout.n_dims)
         self._write("N_ACTIONS", config.n_actions)
         self._write("N_TILINGS", len(config.descriptors))
         self._write("FRAC_BITS", config.frac_bits)
-        for name, code in plan["coefs"].items():
+        for name, code in plan.coefs.items():
             self._write(name, code)
         self._write_options(config.online, False)
         self._run(S.ParsaMode.CONFIG, words, 0, timeout_s, "configure", cycles=len(words))  # + checks, a word each
@@ -267,7 +202,7 @@ class ParsaCore(StreamCore):
 
     @epsilon.setter
     def epsilon(self, value: float) -> None:
-        self._write("EPSILON", _coef("epsilon", value, self.spec.coef))
+        self._write("EPSILON", coefficient_code("epsilon", value, self.spec.coef))
 
     @property
     def cycles_act(self) -> int:
@@ -542,7 +477,7 @@ class ParsaCore(StreamCore):
             "tiles_per_worker": self.spec.tiles_per_worker,
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict` (same build). Every field, the banks included, is checked before the core is
         touched, so a refused state leaves the configuration and the policy as they were."""
         fields = (
@@ -566,7 +501,8 @@ class ParsaCore(StreamCore):
                 f"state_dict is for {state['workers']} workers x {state['tiles_per_worker']} rows;"
                 f" this core has {self.spec.workers} x {self.spec.tiles_per_worker}"
             )
-        plan = self._plan_configuration(
+        plan = plan_configuration(
+            self.spec,
             state["tiling"],
             state["n_actions"],
             tuple(state["bounds"]),

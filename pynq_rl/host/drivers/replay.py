@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -247,7 +249,7 @@ class ReplayCore(StreamCore):
             "seed": self.seed,
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict`; the build parameters must match (checked before the core is touched)."""
         expected = {
             "k": self.spec.k,

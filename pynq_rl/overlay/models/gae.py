@@ -45,7 +45,7 @@ from ..spec import GaeMode, GaeSpec, QFormat
 try:  # numba is optional: the numpy path gives identical bits where no wheel exists
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised on machines without numba
-    _numba = None
+    _numba = None  # type: ignore[assignment]  # the numpy path checks for None
 
 __all__ = [
     "GaeResult",

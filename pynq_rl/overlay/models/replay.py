@@ -38,7 +38,7 @@ from ..spec import PRNG_ZERO_SEED, QFormat, ReplaySpec
 try:  # numba is optional: the numpy path gives identical bits where no wheel exists
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised on machines without numba
-    _numba = None
+    _numba = None  # type: ignore[assignment]  # the numpy path checks for None
 
 __all__ = [
     "SumTree",
@@ -451,7 +451,7 @@ def _kernels() -> dict:
             scaled = ceiling
         code = np.int64(scaled)
         if code == 0 and value > 0.0:
-            code = 1
+            code = np.int64(1)
         return code, saturated
 
     @njit

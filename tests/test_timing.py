@@ -297,18 +297,18 @@ def test_a_core_that_does_not_route_in_time_is_reduced_and_says_why():
 
 def test_xc7_sta_falls_back_to_abc_when_abc9_aborts(monkeypatch, tmp_path):
     """yosys 0.23's ABC9_OPS aborts on the replay Pynq-Z2 build: that row is timed after the classic mapping."""
-    from pynq_rl.overlay.build import timing_tools
+    from pynq_rl.overlay.build import timing_xc7
 
     def run(verilog, top, run_dir, keep, timeout_s, abc9):
         if abc9:
             raise RuntimeError("synth_xilinx -abc9 + sta of top failed (exit -6) in here:\nstd::out_of_range")
-        return {"arrival[ns]": 4.9, "flow": timing_tools.XC7_FALLBACK}
+        return {"arrival[ns]": 4.9, "flow": timing_xc7.XC7_FALLBACK}
 
-    monkeypatch.setattr(timing_tools, "_xc7_sta_run", run)
+    monkeypatch.setattr(timing_xc7, "_xc7_sta_run", run)
     got = T.xc7_sta(tmp_path / "top.v", "top", tmp_path)
     assert got["flow"] == T.XC7_FALLBACK and got["arrival[ns]"] == 4.9
     assert got["abc9_error"] == "synth_xilinx -abc9 + sta of top failed (exit -6) in here:"
-    monkeypatch.setattr(timing_tools, "_xc7_sta_run", lambda *args, abc9: {"flow": "synth_xilinx -abc9"})
+    monkeypatch.setattr(timing_xc7, "_xc7_sta_run", lambda *args, abc9: {"flow": "synth_xilinx -abc9"})
     assert "abc9_error" not in T.xc7_sta(tmp_path / "top.v", "top", tmp_path)
 
 

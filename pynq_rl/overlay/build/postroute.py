@@ -1,6 +1,6 @@
 """Post-route simulation: the ECP5-routed netlist of the GAE PE (a Verilog bench against the model, the converted
 RTL on the same bench) and of whole small GAE and replay cores (the cocotb benches of ``tests/gae`` and
-``tests/replay``), in Icarus with the cell models of :mod:`.timing_tools`.
+``tests/replay``), in Icarus with the cell models of :mod:`.timing_ecp5`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from .. import spec as S
 from ..models.gae import gae_fixed
 from .gae_report import pe_module_name
-from .timing_tools import TIMEOUTS_S, _run, _tool
+from .timing_tools import TIMEOUTS_S, run_tool, tool_path
 from .verilog import module_name
 from .yosys import REPO
 
@@ -126,13 +126,13 @@ def _pe_mismatches(got: list[list[str]], want: list[tuple[np.ndarray, np.ndarray
 
 def _icarus(sources: list[Path], bench: Path, run_dir: Path) -> None:
     binary = bench.with_suffix(".vvp")
-    _run(
-        [_tool("iverilog"), "-g2012", "-o", binary.name, "-s", "tb", bench.name, *map(str, sources)],
+    run_tool(
+        [tool_path("iverilog"), "-g2012", "-o", binary.name, "-s", "tb", bench.name, *map(str, sources)],
         run_dir,
         TIMEOUTS_S["iverilog"],
         f"iverilog of {bench.name}",
     )
-    proc = _run([_tool("vvp"), "-n", binary.name], run_dir, TIMEOUTS_S["vvp"], f"vvp of {bench.name}")
+    proc = run_tool([tool_path("vvp"), "-n", binary.name], run_dir, TIMEOUTS_S["vvp"], f"vvp of {bench.name}")
     if "not modelled" in proc.stdout:
         raise RuntimeError(f"{bench.name}: {proc.stdout.strip().splitlines()[-1]}")
 

@@ -365,7 +365,7 @@ def check_script(path: str | Path, board: S.BoardSpec | None = None) -> TclRun |
     TclCheckError
         On any failure, with the reason.
     """
-    from .vivado import PROCS_TCL
+    from .layout import PROCS_TCL
 
     path = Path(path)
     text = path.read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ Steps (``python -m pynq_rl.overlay.build <step> --board pynq-z2``, or
 
 Every address, VLNV, register, width and clock in the Tcl comes from ``spec.py``, which also generates the emulated
 ``.hwh`` (:mod:`.hwh`), so the test suite compares the two without Vivado (:mod:`.tclcheck` runs the Tcl in
-``tclsh`` with recording stubs).
+``tclsh`` with recording stubs). Where each step reads and writes its files is :mod:`.layout`.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import spec as S
 from .hwh import OVERLAY_STEM
 from .hwh_check import HwhMismatch, check_hwh, dma_config, ps_names
+from .layout import BD_NAME, BITSTREAM_DIR, BUILD_DIR, DEFAULT_OUT, PROCS_TCL, BoardPaths, board_dir_name, paths
 
 __all__ = [
     "SUPPORTED_VIVADO",
@@ -80,74 +80,8 @@ __all__ = [
 #: Vivado releases the flow supports, with the PYNQ image built with each (PYNQ-Z2's last image is v3.1).
 SUPPORTED_VIVADO: Mapping[str, str] = {"2022.1": "PYNQ v3.0", "2024.1": "PYNQ v3.1"}
 
-BUILD_DIR = Path(__file__).resolve().parent
-DEFAULT_OUT = BUILD_DIR / "out"
-BITSTREAM_DIR = BUILD_DIR.parent / "bitstreams"
-PROCS_TCL = BUILD_DIR / "tcl" / "procs.tcl"
-#: Name of the block design: Vivado names the hardware handoff after it (``pynq_rl.hwh``), as PYNQ needs the
-#: ``.hwh`` to share the ``.bit``'s stem.
-BD_NAME = OVERLAY_STEM
-
 #: The build steps in order.
 STEPS = ("verilog", "tcl", "ip", "bd", "bitstream", "install")
-
-
-def board_dir_name(board: S.BoardSpec) -> str:
-    """Directory name of a board's build and bitstreams: its name in lower case (``pynq-z2``, ``zcu106``)."""
-    return board.name.lower()
-
-
-@dataclass(frozen=True)
-class BoardPaths:
-    """Where one board's build puts its files (all under ``out/<board>/``)."""
-
-    root: Path
-    """``out/<board>/``"""
-
-    @property
-    def verilog(self) -> Path:
-        """converted Verilog of the cores"""
-        return self.root / "verilog"
-
-    @property
-    def tcl(self) -> Path:
-        """generated Vivado scripts"""
-        return self.root / "tcl"
-
-    @property
-    def ip(self) -> Path:
-        """packaged IP, one directory per core (the block design's IP repositories)"""
-        return self.root / "ip"
-
-    @property
-    def project(self) -> Path:
-        """the Vivado projects (IP packaging and the overlay)"""
-        return self.root / "project"
-
-    @property
-    def reports(self) -> Path:
-        """timing and utilization reports"""
-        return self.root / "reports"
-
-    @property
-    def logs(self) -> Path:
-        """Vivado logs, one per step"""
-        return self.root / "logs"
-
-    @property
-    def bit(self) -> Path:
-        """the bitstream"""
-        return self.root / f"{OVERLAY_STEM}.bit"
-
-    @property
-    def hwh(self) -> Path:
-        """the hardware handoff copied out of the Vivado project"""
-        return self.root / f"{OVERLAY_STEM}.hwh"
-
-
-def paths(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT) -> BoardPaths:
-    """The build directories of ``board`` under ``out``."""
-    return BoardPaths(Path(out).resolve() / board_dir_name(board))
 
 
 # ---------------------------------------------------------------------------------------------------------------

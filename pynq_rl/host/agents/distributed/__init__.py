@@ -2,6 +2,8 @@
 
 * :mod:`.server` — :class:`ReplayServer`: transition storage + the replay core (any backend), an insertion thread,
   back-pressure and checkpoints (numpy only: it runs on a PYNQ board);
+* :mod:`.recovery` — what a checkpoint and the log hold, and the server's recovery from them on start (restore,
+  replay the log, set aside a torn tail, ``accept_loss``);
 * :mod:`.wal` — the server's write-ahead log (versioned, checksummed records; bad tails set aside, losses counted);
 * :mod:`.service` — the gRPC service over a server, :func:`serve` and the command line
   (``python -m pynq_rl.host.agents.distributed.service``; grpcio + protobuf);
@@ -16,4 +18,4 @@ Nothing is imported here eagerly: the server side needs no torch or Ray (``from 
 import server``), the Ray side is imported only where it is used.
 """
 
-__all__ = ["codec", "server", "wal", "service", "client", "apex", "redis_baseline"]
+__all__ = ["codec", "server", "recovery", "wal", "service", "client", "apex", "redis_baseline"]

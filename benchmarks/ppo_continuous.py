@@ -1,4 +1,4 @@
-"""HEPPO's own experiment: continuous-control PPO with GAE on the q8 core against float GAE (issue 18).
+"""HEPPO's own experiment: continuous-control PPO with GAE on the q8 core against float GAE.
 
 For each task (Pendulum-v1, and Hopper-v5 / HalfCheetah-v5 where MuJoCo is installed: ``pip install
 'pynq-rl[mujoco]'``) and each seed, three settings of the same PPO (CleanRL's ``ppo_continuous_action`` defaults,
@@ -50,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.p
 from _common import environment, write_results
 
 SETTINGS = {
-    "float": dict(gae_backend="host"),
-    "raw": dict(gae_backend="emu", quantize=False),
-    "q8": dict(gae_backend="emu", quantize=True, reward_norm="dynamic"),
-    "q8-wrapper": dict(gae_backend="emu", quantize=True, norm_reward=True),
-    "float-dynamic": dict(gae_backend="host", reward_norm="dynamic"),
+    "float": dict(backend="host"),
+    "raw": dict(backend="emu", quantize=False),
+    "q8": dict(backend="emu", quantize=True, reward_norm="dynamic"),
+    "q8-wrapper": dict(backend="emu", quantize=True, norm_reward=True),
+    "float-dynamic": dict(backend="host", reward_norm="dynamic"),
 }
 """the settings, as :class:`pynq_rl.host.agents.ppo.Args` overrides (the first three run by default)"""
 SETTING_NAMES = {

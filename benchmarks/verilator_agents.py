@@ -4,8 +4,8 @@ What: each agent trains twice in one run, its core on ``emu`` (the bit-exact num
 ``verilator`` (the Verilog ``pynq-rl build verilog`` writes for the board, compiled by Verilator behind the C++ AXI
 harness), same seed, same arguments:
 
-* ``ppo``: PPO on CartPole-v1, GAE on the GAE core (``gae_backend``, q8), ``--ppo-steps`` (100k) steps;
-* ``dqn``: Double DQN with prioritized replay on CartPole-v1, priorities in the replay core (``replay_backend``),
+* ``ppo``: PPO on CartPole-v1, GAE on the GAE core (``backend``, q8), ``--ppo-steps`` (100k) steps;
+* ``dqn``: Double DQN with prioritized replay on CartPole-v1, priorities in the replay core (``backend``),
   ``--dqn-steps`` (the agent's default, 150k, with which dqn.py's docstring and the README report CartPole solved);
 * ``sarsa``: tile-coded Sarsa in the ParSa core (``backend``) on MountainCar-v0, the agent's default settings,
   ``--sarsa-episodes`` (500, the README's acceptance length) episodes.
@@ -116,7 +116,7 @@ def train_ppo(backend: str, args: argparse.Namespace, out_dir: str) -> dict:
             total_timesteps=args.ppo_steps,
             seed=args.seed,
             nn=args.nn,
-            gae_backend=backend,
+            backend=backend,
             out_dir=out_dir,
             progress=False,
             save_checkpoint=False,
@@ -131,7 +131,7 @@ def train_dqn(backend: str, args: argparse.Namespace, out_dir: str) -> dict:
             total_timesteps=args.dqn_steps,
             seed=args.seed,
             nn=args.nn,
-            replay_backend=backend,
+            backend=backend,
             learning_starts=args.dqn_learning_starts,
             out_dir=out_dir,
             progress=False,

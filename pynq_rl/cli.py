@@ -7,7 +7,8 @@
     pynq-rl train ppo --env Pendulum-v1 --backend emu --steps 300000 [--reward-norm dynamic]  (Box: Gaussian policy)
     pynq-rl train dqn --env CartPole-v1 --backend emu --steps 150000 --seed 0 --out runs [--nn numpy]
     pynq-rl train sarsa --env MountainCar-v0 --backend emu --episodes 500 --seed 0 --out runs
-    pynq-rl train apex --env CartPole-v1 --actors 4 --replay-backend emu [--replay-address host:port]
+    pynq-rl train apex --env CartPole-v1 --actors 4 --backend emu [--replay-address host:port]
+    (every field of the agent's Args is an option: `pynq-rl train ppo --help`; --backend host runs no core)
     pynq-rl build hwh --board ZCU106 --out DIR             the overlay's .hwh (+ empty .bit) from spec.py
     pynq-rl build verilog [--board Pynq-Z2] [--out DIR]    MyHDL -> Verilog, Verilator-linted
     pynq-rl build report [--out benchmarks/results]        yosys resource tables
@@ -23,7 +24,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
+from .host.agents.options import add_options, flag_message, given
 from .host.overlay import BACKENDS
 
 __all__ = ["main"]
@@ -36,59 +40,26 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_ppo(args: argparse.Namespace) -> int:
+def _train(args: argparse.Namespace) -> int:
+    """``train <agent>``: the agent's ``Args`` from the options given (the rest keep their defaults), its ``train()``,
+    and its summary as JSON on stdout (without the per-episode lists)."""
+    summary = args.train(args.make_args(given(args, args.args_cls)))
+    lists = ("episode_returns", "episode_lengths", "eval_returns")
+    print(json.dumps({k: v for k, v in summary.items() if k not in lists}, indent=2, default=str))
+    return 0
+
+
+def _ppo_args(options: dict[str, Any]) -> Any:
+    """PPO's ``Args``: a Box action space gets CleanRL's continuous-control defaults; the options given win."""
     from .host.agents import ppo
 
-    # a Box action space gets CleanRL's continuous-control defaults (Gaussian policy, 1 env x 2048 steps, ...)
-    config = ppo.args_for(
-        args.env,
-        seed=args.seed,
-        total_timesteps=args.steps,
-        gae_backend=args.backend,
-        board=args.board,
-        reward_norm=args.reward_norm,
-        quantize=not args.raw,
-        out_dir=args.out,
-        nn=args.nn,
-        resume=args.resume,
-        tensorboard=args.tensorboard,
-        progress=not args.no_progress,
-        timeout_s=args.timeout,
-        norm_obs=args.norm_obs,
-        norm_reward=args.norm_reward,
-    )
-    summary = ppo.train(config)
-    print(
-        json.dumps(
-            {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}, indent=2, default=str
-        )
-    )
-    return 0
+    return ppo.args_for(options.pop("env_id", ppo.Args.env_id), **options)
 
 
-def _train_dqn(args: argparse.Namespace) -> int:
-    from .host.agents import dqn
+def _train_apex(config: Any) -> dict[str, Any]:
+    from .host.agents.distributed import apex  # imported here: Ray and torch are needed only to run it
 
-    config = dqn.Args(
-        env_id=args.env,
-        seed=args.seed,
-        total_timesteps=args.steps,
-        replay_backend=args.backend,
-        board=args.board,
-        out_dir=args.out,
-        resume=args.resume,
-        nn=args.nn,
-        tensorboard=args.tensorboard,
-        progress=not args.no_progress,
-        timeout_s=args.timeout,
-    )
-    summary = dqn.train(config)
-    print(
-        json.dumps(
-            {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}, indent=2, default=str
-        )
-    )
-    return 0
+    return apex.train(config)
 
 
 def _bounds(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -104,63 +75,111 @@ def _bounds(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return lows, highs
 
 
-def _train_sarsa(args: argparse.Namespace) -> int:
-    from .host.agents import sarsa
+def _seconds(text: str) -> float:
+    """argparse type of ``--timeout``: a finite number of seconds > 0."""
+    from .host.drivers.polling import check_timeout
 
-    config = sarsa.Args(
-        env_id=args.env,
-        seed=args.seed,
-        episodes=args.episodes,
-        backend=args.backend,
-        board=args.board,
-        alpha=args.alpha,
-        epsilon=args.epsilon,
-        frac_bits=args.frac_bits,
-        tiling=args.tiling,
-        bounds=args.bounds,
-        out_dir=args.out,
-        resume=args.resume,
-        tensorboard=args.tensorboard,
-        progress=not args.no_progress,
-        timeout_s=args.timeout,
-    )
-    summary = sarsa.train(config)
-    print(
-        json.dumps(
-            {k: v for k, v in summary.items() if k not in ("episode_returns", "episode_lengths")}, indent=2, default=str
+    try:
+        return check_timeout(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("timeout_s", "--timeout")) from None
+
+
+FLAGS = {
+    "env_id": "--env",
+    "total_timesteps": "--steps",
+    "out_dir": "--out",
+    "timeout_s": "--timeout",
+    "num_actors": "--actors",
+}
+"""the agents' options whose flag is not ``--field-name`` (the command line's names from before its options were
+generated from the ``Args`` dataclasses); a field has the same flag in every agent"""
+_OVERRIDES = {
+    "timeout_s": {"type": _seconds, "metavar": "SECONDS"},
+    "bounds": {"type": _bounds, "metavar": "LOWS:HIGHS"},
+}
+"""argparse types of the fields that need more than their annotation"""
+
+
+class _Agent(NamedTuple):
+    """A ``train`` sub-command."""
+
+    args_cls: type
+    """the agent's ``Args`` dataclass"""
+    help: str
+    """one line for ``--help``"""
+    train: Callable[[Any], dict[str, Any]]
+    """its ``train(args)``"""
+    make_args: Callable[[dict[str, Any]], Any] | None = None
+    """``Args`` from the options given (None: ``args_cls(**options)``)"""
+
+
+def _agents() -> dict[str, _Agent]:
+    """The agents ``pynq-rl train`` runs (their ``Args`` import without Ray or torch; Ape-X's ``train`` needs both)."""
+    from .host.agents import dqn, ppo, sarsa
+    from .host.agents.distributed import apex_args
+
+    return {
+        "ppo": _Agent(ppo.Args, "PPO with GAE on the GAE core", ppo.train, _ppo_args),
+        "dqn": _Agent(dqn.Args, "Double DQN with prioritized replay, priorities on the replay core", dqn.train),
+        "sarsa": _Agent(sarsa.Args, "tile-coded Sarsa learning inside the ParSa core", sarsa.train),
+        "apex": _Agent(
+            apex_args.Args, "distributed Ape-X on Ray, prioritized replay on the replay server's core", _train_apex
+        ),
+    }
+
+
+def _flag(name: str, value: Any) -> str:
+    """The options that set field ``name`` to ``value`` (for ``--help`` texts)."""
+    flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+    if isinstance(value, bool):
+        return flag if value else "--no-" + flag[2:]
+    return f"{flag} {value}"
+
+
+def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
+    """One ``train <agent>`` parser per agent, its options generated from the agent's ``Args``
+    (:mod:`pynq_rl.host.agents.options`)."""
+    from .host.agents.ppo import CONTINUOUS_DEFAULTS, REWARD_NORMS
+    from .host.agents.run import BACKENDS as AGENT_BACKENDS
+    from .host.agents.run import NN_BACKENDS
+
+    choices = {
+        "backend": AGENT_BACKENDS,
+        "nn": ("auto",) + NN_BACKENDS,
+        "reward_norm": tuple(n for n in REWARD_NORMS if n is not None),
+    }
+    agents = train.add_subparsers(dest="agent", required=True)
+    for name, agent in _agents().items():
+        epilog = None
+        if name == "ppo":
+            box = ", ".join(_flag(k, v) for k, v in CONTINUOUS_DEFAULTS.items())
+            epilog = (
+                f"A Box action space (continuous control) gets CleanRL's defaults instead, for options not given: {box}"
+            )
+        parser = agents.add_parser(
+            name,
+            help=agent.help,
+            description=agent.help,
+            epilog=epilog,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         )
-    )
-    return 0
-
-
-def _train_apex(args: argparse.Namespace) -> int:
-    from .host.agents.distributed import apex
-
-    config = apex.Args(
-        env_id=args.env,
-        seed=args.seed,
-        num_actors=args.actors,
-        replay_backend=args.replay_backend,
-        board=args.board,
-        replay_address=args.replay_address,
-        ray_address=args.ray_address,
-        max_updates=args.max_updates,
-        max_seconds=args.max_seconds,
-        out_dir=args.out,
-        sample_prefetch=args.sample_prefetch,
-        updates_per_insert=args.updates_per_insert,
-        tensorboard=args.tensorboard,
-        progress=not args.no_progress,
-    )
-    summary = apex.train(config)
-    print(
-        json.dumps(
-            {k: v for k, v in summary.items() if k not in ("eval_returns", "episode_returns", "episode_lengths")},
-            indent=2,
-            default=str,
+        flags = add_options(parser, agent.args_cls, FLAGS, choices, _OVERRIDES)
+        if name == "ppo":
+            parser.add_argument(
+                "--raw",
+                dest="quantize",
+                action="store_false",
+                default=argparse.SUPPRESS,
+                help="the same as --no-quantize",
+            )
+        parser.set_defaults(
+            func=_train,
+            args_cls=agent.args_cls,
+            make_args=agent.make_args or (lambda options, cls=agent.args_cls: cls(**options)),
+            train=agent.train,
+            flags=flags,
         )
-    )
-    return 0
 
 
 def _build_hwh(args: argparse.Namespace) -> int:
@@ -234,51 +253,6 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_parser(agents, name: str, text: str, env: str) -> argparse.ArgumentParser:
-    """A ``train <name>`` parser with the options every agent shares (what :class:`~.host.agents.run.Run` needs)."""
-    parser = agents.add_parser(name, help=text)
-    parser.add_argument("--env", default=env, help="gymnasium environment id")
-    parser.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
-    parser.add_argument("--out", default="runs", help="directory under which the run directory is created")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--tensorboard",
-        action="store_true",
-        help="also write TensorBoard event files into the run directory (needs tensorboardX)",
-    )
-    return parser
-
-
-def _add_timeout_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=5.0,
-        metavar="SECONDS",
-        help="deadline of one core operation on a board or emu (rtl counts its deadlines in simulated cycles)",
-    )
-
-
-def _seconds(text: str) -> float:
-    """argparse type of ``--timeout``: a finite number of seconds > 0."""
-    from .host.drivers.polling import check_timeout
-
-    try:
-        return check_timeout(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error).replace("timeout_s", "--timeout")) from None
-
-
-def _add_nn_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--nn",
-        choices=("auto", "torch", "numpy"),
-        default="auto",
-        help="network backend: torch, numpy (no torch needed, e.g. on a PYNQ-Z2), or auto (torch where it imports)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``)."""
     parser = argparse.ArgumentParser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
@@ -291,104 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_info)
 
     train = commands.add_parser("train", help="train an agent with its kernel offloaded")
-    agents = train.add_subparsers(dest="agent", required=True)
-    ppo = _agent_parser(agents, "ppo", "PPO with GAE on the GAE core", "CartPole-v1")
-    ppo.add_argument(
-        "--backend",
-        choices=("host",) + BACKENDS,
-        default="emu",
-        help="where GAE runs: host (numpy reference loop) or the GAE core on board/emu/rtl/verilator",
-    )
-    ppo.add_argument("--steps", type=int, default=300_000, help="total environment steps (whole rollouts)")
-    ppo.add_argument("--reward-norm", choices=("dynamic",), default=None, help="HEPPO dynamic reward standardization")
-    ppo.add_argument("--raw", action="store_true", help="raw Q15.16 GAE inputs instead of 8-bit block codes")
-    ppo.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
-    ppo.add_argument(
-        "--norm-obs",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="observation normalization wrapper (default: on for Box action spaces)",
-    )
-    ppo.add_argument(
-        "--norm-reward",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="reward normalization wrapper (default: on for Box action spaces without --reward-norm)",
-    )
-    _add_nn_option(ppo)
-    _add_timeout_option(ppo)
-    ppo.set_defaults(func=_train_ppo)
-
-    dqn = _agent_parser(
-        agents, "dqn", "Double DQN with prioritized replay, priorities on the replay core", "CartPole-v1"
-    )
-    dqn.add_argument(
-        "--backend",
-        choices=("numpy",) + BACKENDS,
-        default="emu",
-        help="where the priorities live: numpy (host sum tree) or the replay core on board/emu/rtl/verilator",
-    )
-    dqn.add_argument("--steps", type=int, default=150_000, help="total environment steps")
-    dqn.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --steps)")
-    _add_nn_option(dqn)
-    _add_timeout_option(dqn)
-    dqn.set_defaults(func=_train_dqn)
-
-    sarsa = _agent_parser(agents, "sarsa", "tile-coded Sarsa learning inside the ParSa core", "MountainCar-v0")
-    sarsa.add_argument(
-        "--backend",
-        choices=("float",) + BACKENDS,
-        default="emu",
-        help="where Sarsa runs: float (float64 host reference) or the ParSa core on board/emu/rtl/verilator",
-    )
-    sarsa.add_argument("--episodes", type=int, default=500, help="episodes to run")
-    sarsa.add_argument("--alpha", type=float, default=0.3, help="step size (divided by the number of tilings)")
-    sarsa.add_argument("--epsilon", type=float, default=0.0, help="exploration probability")
-    sarsa.add_argument("--frac-bits", type=int, default=6, help="fractional bits of the core's values")
-    sarsa.add_argument("--tiling", default=None, help="tiling layout: JSON file or string (default: 8 x 8^d)")
-    sarsa.add_argument(
-        "--bounds",
-        type=_bounds,
-        default=None,
-        metavar="LOWS:HIGHS",
-        help="tile-coding bounds per observation dimension, e.g. --bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3 "
-        "(default: the observation space's, which must be finite)",
-    )
-    sarsa.add_argument("--resume", default=None, help="checkpoint to resume from (its run continues to --episodes)")
-    _add_timeout_option(sarsa)
-    sarsa.set_defaults(func=_train_sarsa)
-
-    apex = _agent_parser(
-        agents, "apex", "distributed Ape-X on Ray, prioritized replay on the replay server's core", "CartPole-v1"
-    )
-    apex.add_argument("--actors", type=int, default=2, help="number of Ape-X actors")
-    apex.add_argument(
-        "--replay-backend",
-        choices=("numpy",) + BACKENDS,
-        default="emu",
-        help="where the Ray-hosted replay server keeps the priorities",
-    )
-    apex.add_argument(
-        "--replay-address",
-        default=None,
-        help="host:port of an external replay server (e.g. on a board) instead of a Ray-hosted one",
-    )
-    apex.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start Ray locally)")
-    apex.add_argument("--max-updates", type=int, default=50_000, help="learner gradient steps at most")
-    apex.add_argument("--max-seconds", type=float, default=900.0, help="wall-clock budget")
-    apex.add_argument(
-        "--sample-prefetch",
-        type=int,
-        default=1,
-        help="batches the learner keeps in flight while it trains (default 1; 0: sample synchronously)",
-    )
-    apex.add_argument(
-        "--updates-per-insert",
-        type=float,
-        default=0.5,
-        help="rate limit: learner updates per inserted transition at most (default 0.5; 0: unlimited)",
-    )
-    apex.set_defaults(func=_train_apex)
+    _add_agent_parsers(train)
 
     build = commands.add_parser("build", help="build steps that need no Vivado")
     steps = build.add_subparsers(dest="step", required=True)
@@ -479,8 +356,9 @@ def main(argv: list[str] | None = None) -> int:
 
     A mistake costs the user one line, as with git or pip: argparse answers a malformed command line with usage and
     exit status 2; anything a command raises (a bad value, an unknown environment, no board, a timeout) becomes
-    ``error: <message>`` on stderr and exit status 1. ``--debug`` lets the exception through, traceback and all.
-    Ctrl-C exits with 130.
+    ``error: <message>`` on stderr and exit status 1, naming the flags the user typed where it names an agent's
+    fields (``--steps must be >= 1``, where the Python API says ``total_timesteps must be >= 1``). ``--debug`` lets
+    the exception through, traceback and all. Ctrl-C exits with 130.
     """
     args = build_parser().parse_args(argv)
     if args.debug:
@@ -491,13 +369,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the one place that turns any failure into one line
-        print(f"error: {_one_line(error)} (--debug shows the traceback)", file=sys.stderr)
+        print(f"error: {_one_line(error, getattr(args, 'flags', {}))} (--debug shows the traceback)", file=sys.stderr)
         return 1
 
 
-def _one_line(error: BaseException) -> str:
-    """The exception's message on one line, with its type where the message alone would be unclear."""
-    text = " ".join(str(error).split()) or type(error).__name__
+def _one_line(error: BaseException, flags: dict[str, str]) -> str:
+    """The exception's message on one line, with its type where the message alone would be unclear, and the flags
+    the user typed where it names an agent's fields (``flags``: field -> flag)."""
+    text = " ".join(flag_message(error, flags).split()) or type(error).__name__
     if (
         isinstance(error, (FileNotFoundError, NotADirectoryError, FileExistsError, PermissionError))
         and error.filename is not None

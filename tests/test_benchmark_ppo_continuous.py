@@ -99,7 +99,7 @@ def test_a_control_setting_writes_its_own_files(tmp_path):
     assert [(r["setting"], r["seed"]) for r in data["rows"]] == [("q8-wrapper", 1)]
     with open(Path(data["rows"][0]["run_dir"]) / "args.json") as f:
         args = json.load(f)
-    assert (args["gae_backend"], args["quantize"], args["reward_norm"], args["norm_reward"]) == (
+    assert (args["backend"], args["quantize"], args["reward_norm"], args["norm_reward"]) == (
         "emu",
         True,
         None,

@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import ppo
-from pynq_rl.host.agents.dqn import Args, linear_schedule, load_checkpoint, make_q_learner, train
+from pynq_rl.host.agents import dqn, ppo
+from pynq_rl.host.agents.dqn import Args, load_checkpoint, make_q_learner, train
 from pynq_rl.host.agents.replay_buffer import NumpySumTree, PrioritizedReplayBuffer, PriorityBackend
 from pynq_rl.host.agents.run import torch_available
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
@@ -343,19 +343,12 @@ def tiny_args(tmp_path, **kw):
         target_network_frequency=100,
         hidden_sizes=(32,),
         log_every=10,
+        backend="host",
         out_dir=str(tmp_path),
         progress=False,
     )
     base.update(kw)
     return Args(**base)
-
-
-def test_linear_schedule():
-    assert linear_schedule(1.0, 0.05, 100, 0) == 1.0
-    assert linear_schedule(1.0, 0.05, 100, 50) == pytest.approx(0.525)
-    assert linear_schedule(1.0, 0.05, 100, 500) == 0.05
-    assert linear_schedule(0.4, 1.0, 10, 20) == 1.0
-    assert linear_schedule(1.0, 0.05, 0, 0) == 0.05
 
 
 NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
@@ -370,13 +363,13 @@ def test_q_learner_shapes(nn):
 
 
 @pytest.mark.parametrize("nn", NN_BACKENDS)
-@pytest.mark.parametrize("backend", ["numpy", "emu"])
+@pytest.mark.parametrize("backend", ["host", "emu"])
 def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend, nn):
-    summary = train(tiny_args(tmp_path, replay_backend=backend, nn=nn))
+    summary = train(tiny_args(tmp_path, backend=backend, nn=nn))
     assert summary["nn"] == nn
     assert summary["global_step"] == 600 and summary["start_step"] == 0
     assert summary["gradient_steps"] == (600 - 200) // 2  # steps 202, 204, ..., 600
-    assert summary["replay_backend"] == ("numpy" if backend == "numpy" else "emu")
+    assert summary["backend"] == backend
     assert len(summary["episode_returns"]) > 5 and all(r >= 8 for r in summary["episode_returns"])
     run_dir = summary["run_dir"]
     for name in ("args.json", "metrics.csv", "metrics.jsonl", "episodes.csv", "summary.json", "checkpoint.npz"):
@@ -394,12 +387,11 @@ def test_train_smoke_writes_logs_and_checkpoint(tmp_path, backend, nn):
 
 
 @pytest.mark.parametrize("nn", NN_BACKENDS)
-@pytest.mark.parametrize("backend", ["numpy", "emu"])
+@pytest.mark.parametrize("backend", ["host", "emu"])
 def test_training_is_reproducible_for_a_seed(tmp_path, backend, nn):
     """Exploration, environments, network, and the sampler (numpy generator or the core's PRNG) are all seeded."""
     runs = [
-        train(tiny_args(tmp_path / str(i), replay_backend=backend, seed=5, nn=nn, save_checkpoint=False))
-        for i in range(2)
+        train(tiny_args(tmp_path / str(i), backend=backend, seed=5, nn=nn, save_checkpoint=False)) for i in range(2)
     ]
     assert runs[0]["episode_returns"] == runs[1]["episode_returns"]
     with (
@@ -435,8 +427,8 @@ def test_checkpoint_resume_continues_the_run(tmp_path, nn):
 
 def test_resume_refuses_foreign_checkpoints(tmp_path):
     run = train(tiny_args(tmp_path))
-    with pytest.raises(ValueError, match=r"does not fit this agent on CartPole-v1 with replay backend emu"):
-        train(tiny_args(tmp_path, replay_backend="emu", resume=run["checkpoint"]))
+    with pytest.raises(ValueError, match=r"does not fit this agent on CartPole-v1 with backend emu"):
+        train(tiny_args(tmp_path, backend="emu", resume=run["checkpoint"]))
     with pytest.raises(ValueError, match=r"does not fit this agent"):
         train(tiny_args(tmp_path, hidden_sizes=(16,), resume=run["checkpoint"]))
     ppo_path = os.path.join(tmp_path, "ppo.npz")
@@ -446,10 +438,19 @@ def test_resume_refuses_foreign_checkpoints(tmp_path):
         load_checkpoint(ppo_path)
 
 
+def test_checkpoint_every_counts_environment_steps(tmp_path, monkeypatch):
+    saved = []
+    real = dqn.save_checkpoint
+    monkeypatch.setattr(dqn, "save_checkpoint", lambda *a, **k: saved.append(a[4]) or real(*a, **k))
+    summary = train(tiny_args(tmp_path, checkpoint_every=250))
+    assert saved == [250, 500, 600] and load_checkpoint(summary["checkpoint"])["global_step"] == 600
+
+
 @pytest.mark.parametrize(
     "override, message",
     [
-        (dict(replay_backend="fpga"), r"^replay_backend must be one of"),
+        (dict(backend="fpga"), r"^backend must be one of"),
+        (dict(backend="numpy"), r"^backend must be one of .*, not 'numpy' \(the host reference, formerly 'numpy' or"),
         (dict(batch_size=0), r"^batch_size must be >= 1, not 0"),
         (dict(tau=0.0), r"^tau must be in \(0, 1\]"),
         (dict(per_beta=1.5), r"^per_beta must be in \[0, 1\], not 1.5"),
@@ -463,7 +464,7 @@ def test_bad_arguments_are_rejected(tmp_path, override, message):
 
 def test_buffer_larger_than_the_core_is_refused_by_train(tmp_path):
     with pytest.raises(ValueError, match=r"buffer capacity 70000 exceeds the priority backend's capacity 65536"):
-        train(tiny_args(tmp_path, replay_backend="emu", buffer_size=70_000))
+        train(tiny_args(tmp_path, backend="emu", buffer_size=70_000))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -478,7 +479,7 @@ def test_dqn_with_priorities_on_the_emulated_core_solves_cartpole(tmp_path):
             Args(
                 seed=0,
                 total_timesteps=150_000,
-                replay_backend="emu",
+                backend="emu",
                 out_dir=str(tmp_path),
                 progress=False,
                 save_checkpoint=False,

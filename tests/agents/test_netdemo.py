@@ -97,9 +97,9 @@ def test_bad_arguments_are_refused():
 
 
 @pytest.mark.slow
-def test_default_training_beats_the_fair_share_policer_on_the_core_and_in_float():
+def test_default_training_beats_the_fair_share_policer_on_the_core_and_on_the_host():
     core = nd.train(nd.Args())
-    ref = nd.train(nd.Args(backend="float"))
+    ref = nd.train(nd.Args(backend="host"))
     fair = core["baselines"]["fair_share"]["return"]
     final_core, final_ref = core["evaluations"][-1], ref["evaluations"][-1]
     print(
@@ -109,3 +109,16 @@ def test_default_training_beats_the_fair_share_policer_on_the_core_and_in_float(
     assert final_core["return"] > fair and final_ref["return"] > fair
     assert final_core["overload"] < 0.05 and final_core["legit_goodput"] > 0.85
     assert abs(final_core["return"] - final_ref["return"]) < 6.0
+
+
+def test_main_takes_every_args_field_as_an_option(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(nd, "train", lambda args: seen.append(args) or {"learner": None, "train_returns": []})
+    argv = ["--episodes", "3", "--backend", "host", "--env", '{"n_flows": 8, "attack_fraction": [0.1, 0.2]}']
+    assert nd.main(argv) == 0
+    env = nd.EnvConfig(n_flows=8, attack_fraction=(0.1, 0.2))
+    assert seen == [nd.Args(episodes=3, backend="host", env=env)]
+    assert nd.main([]) == 0 and seen[-1] == nd.Args()
+    with pytest.raises(SystemExit):
+        nd.main(["--backend", "float"])
+    assert "invalid choice: 'float'" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from pynq_rl.host.agents import ppo as ppo_module
 from pynq_rl.host.agents.ppo import (
     Args,
     collect_rollout,
@@ -122,6 +123,7 @@ def tiny_args(tmp_path, **kw):
         num_steps=64,
         num_minibatches=2,
         update_epochs=2,
+        backend="host",
         out_dir=str(tmp_path),
         progress=False,
     )
@@ -290,7 +292,7 @@ def test_train_smoke_writes_cleanrl_metrics(tmp_path, nn):
 
 def test_train_with_injected_gae_core(tmp_path):
     fake = ReferenceGae()
-    summary = train(tiny_args(tmp_path, gae_backend="emu", quantize=False, gamma=0.98, gae_lambda=0.9), gae=fake)
+    summary = train(tiny_args(tmp_path, backend="emu", quantize=False, gamma=0.98, gae_lambda=0.9), gae=fake)
     assert summary["global_step"] == 512
     assert len(fake.calls) == 4
     call = fake.calls[0]
@@ -320,8 +322,8 @@ def test_train_smoke_dynamic_reward_norm(tmp_path):
     "bad, message",
     [
         (
-            dict(gae_backend="fpga"),
-            r"^gae_backend must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\), not 'fpga'$",
+            dict(backend="fpga"),
+            r"^backend must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\), not 'fpga'$",
         ),
         (dict(nn="jax"), r"^nn must be one of \('torch', 'numpy'\) or 'auto', not 'jax'$"),
         (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
@@ -429,12 +431,22 @@ def test_resume_rejects_a_checkpoint_of_another_agent(tmp_path):
         train(tiny_args(tmp_path, resume=str(tmp_path / "other.npz")))
 
 
+def test_checkpoint_every_counts_environment_steps(tmp_path, monkeypatch):
+    """Iterations of 128 steps and a period of 200 steps: saved after the iterations that reach 200 and 400 (at 256
+    and 512 steps), then at the end; the same unit as DQN's and Sarsa's."""
+    saved = []
+    real = ppo_module.save_checkpoint
+    monkeypatch.setattr(ppo_module, "save_checkpoint", lambda *a, **k: saved.append(a[4]) or real(*a, **k))
+    summary = train(tiny_args(tmp_path, checkpoint_every=200))
+    assert saved == [256, 512, 512] and os.path.isfile(summary["checkpoint"])
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Offload on the emulated overlay
 # ---------------------------------------------------------------------------------------------------------------------
 def test_train_smoke_on_emulated_gae_core(tmp_path):
     for quantize in (True, False):  # train builds the overlay itself (lazy import) when no core is injected
-        summary = train(tiny_args(tmp_path / str(quantize), gae_backend="emu", quantize=quantize))
+        summary = train(tiny_args(tmp_path / str(quantize), backend="emu", quantize=quantize))
         assert summary["global_step"] == 512
 
 
@@ -444,9 +456,7 @@ def test_train_smoke_on_emulated_gae_core(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("nn", NN_BACKENDS)
 def test_ppo_solves_cartpole_seed0(tmp_path, nn):
-    summary = train(
-        Args(total_timesteps=300_000, seed=0, gae_backend="host", nn=nn, out_dir=str(tmp_path), progress=False)
-    )
+    summary = train(Args(total_timesteps=300_000, seed=0, backend="host", nn=nn, out_dir=str(tmp_path), progress=False))
     assert summary["global_step"] >= 290_000
     assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]
 

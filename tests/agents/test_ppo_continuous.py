@@ -29,7 +29,7 @@ def small_args(tmp_path, **kw):
         update_epochs=2,
         out_dir=str(tmp_path),
         progress=False,
-        gae_backend="host",
+        backend="host",
     )
     base.update(kw)
     return args_for("Pendulum-v1", **base)
@@ -292,7 +292,7 @@ def test_pendulum_learns_with_q8_gae_on_the_emulated_core(tmp_path):
             total_timesteps=PENDULUM_STEPS,
             seed=0,
             nn="numpy",
-            gae_backend="emu",
+            backend="emu",
             quantize=True,
             reward_norm="dynamic",
             out_dir=str(tmp_path),

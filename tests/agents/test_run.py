@@ -1,5 +1,7 @@
-"""The agents' shared run scaffold: checkpoints without pickle, TensorBoard event files, learning-curve plots."""
+"""The agents' shared run scaffold: backends, schedules and checkpoint periods, checkpoints without pickle,
+TensorBoard event files, learning-curve plots."""
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -10,7 +12,56 @@ import numpy as np
 import pytest
 
 from pynq_rl.host.agents import dqn, ppo, run, sarsa
+from pynq_rl.host.agents.distributed import apex_args
 from pynq_rl.host.agents.plot import group_runs, load_run, plot_runs
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One backend field, one checkpoint unit, shared schedules
+# ---------------------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args_cls", [ppo.Args, dqn.Args, sarsa.Args, apex_args.Args], ids=["ppo", "dqn", "sarsa", "apex"]
+)
+def test_every_agent_names_its_offload_target_backend_with_the_same_default(args_cls):
+    fields = {f.name for f in dataclasses.fields(args_cls)}
+    assert "backend" in fields and not fields & {"gae_backend", "replay_backend"}
+    assert args_cls().backend == "emu"  # the command line's default too (tests/test_cli.py)
+
+
+@pytest.mark.parametrize("args_cls, old", [(ppo.Args, "gae_backend"), (dqn.Args, "replay_backend")])
+def test_the_former_backend_fields_are_gone(args_cls, old):
+    with pytest.raises(TypeError, match=f"unexpected keyword argument '{old}'"):
+        args_cls(**{old: "emu"})
+
+
+@pytest.mark.parametrize("backend", ["numpy", "float"])
+def test_the_former_host_names_are_refused_with_the_new_one(backend):
+    message = rf"^backend must be one of .*, not '{backend}' \(the host reference, formerly .* is 'host'\)$"
+    with pytest.raises(ValueError, match=message):
+        run.check_backend(backend)
+
+
+def test_priority_store_of_a_backend():
+    assert run.priority_store("host") == "numpy"  # the float64 NumpySumTree
+    assert [run.priority_store(b) for b in ("emu", "rtl", "verilator", "board")] == ["emu", "rtl", "verilator", "board"]
+
+
+def test_linear_schedule():
+    assert run.linear_schedule(1.0, 0.05, 100, 0) == 1.0
+    assert run.linear_schedule(1.0, 0.05, 100, 50) == pytest.approx(0.525)
+    assert run.linear_schedule(1.0, 0.05, 100, 500) == 0.05
+    assert run.linear_schedule(0.4, 1.0, 10, 20) == 1.0
+    assert run.linear_schedule(1.0, 0.05, 0, 0) == 0.05
+
+
+def test_checkpoint_due_counts_environment_steps_whatever_the_stride():
+    # one step at a time (DQN with 1 env): exactly at the multiples
+    assert [t for t in range(1, 1001) if run.checkpoint_due(t - 1, t, 250)] == [250, 500, 750, 1000]
+    # 192 steps at a time (a PPO iteration): once per multiple, at the first iteration that reaches it
+    assert [t for t in range(192, 1153, 192) if run.checkpoint_due(t - 192, t, 250)] == [384, 576, 768, 1152]
+    # a stride longer than the period saves once, not once per multiple crossed; 0 never saves
+    assert run.checkpoint_due(0, 1000, 250) and not run.checkpoint_due(1000, 1100, 250)
+    assert not any(run.checkpoint_due(t - 1, t, 0) for t in range(1, 100))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -116,7 +167,7 @@ def test_every_agent_writes_tensorboard_scalars(tmp_path, agent):
         expected = {"losses/td_loss", "charts/epsilon", "replay/total"}
     else:
         summary = sarsa.train(
-            sarsa.Args(episodes=2, backend="float", tensorboard=True, out_dir=str(tmp_path), progress=False)
+            sarsa.Args(episodes=2, backend="host", tensorboard=True, out_dir=str(tmp_path), progress=False)
         )
         expected = {"charts/epsilon", "charts/return_mean20"}
     scalars = read_scalars(summary["run_dir"])
@@ -161,7 +212,7 @@ def test_load_run_smooths_over_the_last_episodes(tmp_path):
 
 
 def test_runs_differing_only_in_seed_form_one_group_and_the_plot_is_written(tmp_path):
-    base = {"exp_name": "ppo", "env_id": "CartPole-v1", "nn": "numpy", "gae_backend": "emu"}
+    base = {"exp_name": "ppo", "env_id": "CartPole-v1", "nn": "numpy", "backend": "emu"}
     paths = [
         fake_run(
             tmp_path, f"s{seed}", {**base, "seed": seed, "out_dir": f"x{seed}"}, [10.0 * seed + i for i in range(30)]
@@ -173,3 +224,17 @@ def test_runs_differing_only_in_seed_form_one_group_and_the_plot_is_written(tmp_
     assert sorted(len(g) for g in groups.values()) == [1, 3]
     out = plot_runs(paths, tmp_path / "plots" / "curves.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_older_run_directories_are_read_in_todays_names(tmp_path):
+    """A run written when PPO said gae_backend, DQN replay_backend="numpy" and Sarsa backend="float" groups and labels
+    with today's runs."""
+    old = fake_run(tmp_path, "old", {"exp_name": "dqn", "env_id": "E", "seed": 0, "replay_backend": "numpy"}, [1.0] * 5)
+    new = fake_run(tmp_path, "new", {"exp_name": "dqn", "env_id": "E", "seed": 1, "backend": "host"}, [2.0] * 5)
+    curves = [load_run(old), load_run(new)]
+    assert [c.args["backend"] for c in curves] == ["host", "host"] and len(group_runs(curves)) == 1
+    assert curves[0].label == "dqn E (backend=host)"
+    ppo_run = fake_run(tmp_path, "ppo", {"exp_name": "ppo", "env_id": "E", "seed": 0, "gae_backend": "emu"}, [1.0])
+    assert load_run(ppo_run).args["backend"] == "emu" and "gae_backend" not in load_run(ppo_run).args
+    sarsa_run = fake_run(tmp_path, "sarsa", {"exp_name": "sarsa", "env_id": "E", "seed": 0, "backend": "float"}, [1.0])
+    assert load_run(sarsa_run).args["backend"] == "host"

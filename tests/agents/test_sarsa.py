@@ -100,7 +100,7 @@ def test_core_and_float_reference_make_the_same_updates_within_quantization():
     core = sarsa.make_learner(
         "emu", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1, overlay=overlay
     )
-    ref = sarsa.make_learner("float", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1)
+    ref = sarsa.make_learner("host", MC_TILING, 3, (MC_LOW, MC_HIGH), alpha, 0.9, 0.0, 1.0, frac_bits, 1)
     rng = np.random.default_rng(0)
     states = MC_LOW + rng.random((60, 2)) * (MC_HIGH - MC_LOW)
     rewards = rng.uniform(-1.0, 0.5, 60)
@@ -118,7 +118,7 @@ def test_core_and_float_reference_make_the_same_updates_within_quantization():
 
 
 def test_truncation_step_bootstraps_and_the_next_episode_does_not_update_it():
-    learner = sarsa.make_learner("float", MC_TILING, 3, (MC_LOW, MC_HIGH), 0.1, 1.0, 0.0, 1.0, 8, 0)
+    learner = sarsa.make_learner("host", MC_TILING, 3, (MC_LOW, MC_HIGH), 0.1, 1.0, 0.0, 1.0, 8, 0)
     learner.act([-0.5, 0.0])
     learner.act([-0.4, 0.01], -1.0)  # the last step before the time limit
     before = learner.dump_policy()
@@ -161,10 +161,22 @@ def test_checkpoint_round_trip_restores_the_core_policy_and_resumes(tmp_path):
         overlay=overlay,
     )
     assert (resumed["start_episode"], resumed["episodes"], len(resumed["episode_returns"])) == (2, 3, 1)
-    with pytest.raises(ValueError, match="float and a core policy"):
+    with pytest.raises(ValueError, match=r"host \(float64\) and a core policy are not interchangeable"):
         sarsa.train(
-            sarsa.Args(backend="float", episodes=3, out_dir=str(tmp_path), progress=False, resume=first["checkpoint"])
+            sarsa.Args(backend="host", episodes=3, out_dir=str(tmp_path), progress=False, resume=first["checkpoint"])
         )
+
+
+def test_checkpoint_every_counts_environment_steps(tmp_path, monkeypatch):
+    """MountainCar episodes of 200 steps and a period of 300 steps: saved after the episodes that reach 300 and 600
+    (at 400 and 600 steps), then at the end; each periodic checkpoint resumes at the next episode."""
+    saved = []
+    real = sarsa.save_checkpoint
+    monkeypatch.setattr(sarsa, "save_checkpoint", lambda *a, **k: saved.append(a[3:]) or real(*a, **k))
+    args = sarsa.Args(backend="host", episodes=4, checkpoint_every=300, out_dir=str(tmp_path), progress=False)
+    summary = sarsa.train(args)
+    assert summary["episode_lengths"] == [200] * 4
+    assert [(episode, step) for episode, _, step in saved] == [(2, 400), (3, 600), (4, 800)]
 
 
 def test_float_checkpoint_restores_weights_epsilon_and_random_stream(tmp_path):
@@ -172,7 +184,7 @@ def test_float_checkpoint_restores_weights_epsilon_and_random_stream(tmp_path):
     rng = np.random.default_rng(1)
     for s in MC_LOW + rng.random((20, 2)) * (MC_HIGH - MC_LOW):
         learner.act(s, -1.0)
-    args = sarsa.Args(backend="float")
+    args = sarsa.Args(backend="host")
     path = tmp_path / "c.npz"
     sarsa.save_checkpoint(path, learner, args, 1, [-200.0], 20)
     restored = sarsa.FloatSarsa(MC_TILING, 3, (MC_LOW, MC_HIGH))
@@ -195,6 +207,8 @@ def test_not_a_checkpoint_is_refused(tmp_path):
     "change, message",
     [
         ({"backend": "gpu"}, "backend must be one of"),
+        ({"backend": "float"}, r"not 'float' \(the host reference, formerly 'numpy' or 'float', is 'host'\)"),
+        ({"checkpoint_every": -1}, r"checkpoint_every must be >= 0, not -1"),
         ({"alpha": 1.5}, r"alpha must be in \[0, 1\], not 1.5"),
         ({"alpha": 0.0}, "nothing would be learnt"),
         ({"episodes": 0}, "must be >= 1"),
@@ -229,7 +243,7 @@ def test_cli_train_sarsa_prints_its_summary(tmp_path, capsys):
                 "train",
                 "sarsa",
                 "--backend",
-                "float",
+                "host",
                 "--episodes",
                 "2",
                 "--seed",
@@ -242,7 +256,7 @@ def test_cli_train_sarsa_prints_its_summary(tmp_path, capsys):
         == 0
     )
     summary = json.loads(capsys.readouterr().out)
-    assert summary["episodes"] == 2 and summary["backend"] == "float"
+    assert summary["episodes"] == 2 and summary["backend"] == "host"
     assert summary["checkpoint"].endswith("checkpoint.npz")
 
 
@@ -271,7 +285,7 @@ def test_rtl_smoke_if_the_parsa_hdl_exists():
     tiling = {"tilings": [{"dims": [0, 1], "tilings": 2, "tiles": 4}]}
     core = sarsa.make_learner("rtl", tiling, 3, (MC_LOW, MC_HIGH), 0.25, 1.0, 0.0, 1.0, 6, 1, overlay=overlay)
     core.timeout_s = 120.0
-    ref = sarsa.make_learner("float", tiling, 3, (MC_LOW, MC_HIGH), 0.25, 1.0, 0.0, 1.0, 6, 1)
+    ref = sarsa.make_learner("host", tiling, 3, (MC_LOW, MC_HIGH), 0.25, 1.0, 0.0, 1.0, 6, 1)
     env = gym.make("MountainCar-v0", max_episode_steps=6)
     assert sarsa.run_episode(env, core, seed=0) == sarsa.run_episode(env, ref, seed=0) == (-6.0, 6, False)
     policy = core.dump_policy()
@@ -287,7 +301,7 @@ def test_core_learns_mountaincar_and_follows_the_float_reference(tmp_path):
     )
     t1 = time.perf_counter()
     ref = sarsa.train(
-        sarsa.Args(backend="float", episodes=500, seed=0, out_dir=str(tmp_path), progress=False, save_checkpoint=False)
+        sarsa.Args(backend="host", episodes=500, seed=0, out_dir=str(tmp_path), progress=False, save_checkpoint=False)
     )
     t2 = time.perf_counter()
     returns, ref_returns = np.array(core["episode_returns"]), np.array(ref["episode_returns"])

@@ -98,7 +98,7 @@ def test_dqn_with_priorities_in_the_verilated_replay_core_is_the_emu_run(tmp_pat
                 target_network_frequency=250,
                 nn="numpy",
                 seed=0,
-                replay_backend=backend,
+                backend=backend,
                 log_every=20,
                 out_dir=str(tmp_path / backend),
                 progress=False,
@@ -106,7 +106,7 @@ def test_dqn_with_priorities_in_the_verilated_replay_core_is_the_emu_run(tmp_pat
         )
         for backend in ("emu", "verilator")
     }
-    assert runs["verilator"]["replay_backend"] == "verilator" and runs["emu"]["replay_backend"] == "emu"
+    assert runs["verilator"]["backend"] == "verilator" and runs["emu"]["backend"] == "emu"
     assert runs["emu"]["gradient_steps"] == 1_000
     assert_same_runs(runs, dqn.load_checkpoint)
     leaves = dqn.load_checkpoint(runs["emu"]["checkpoint"])["replay_buffer"]["priorities"]
@@ -190,7 +190,7 @@ def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_100k_steps(tm
         ppo.Args(
             total_timesteps=100_000,
             seed=0,
-            gae_backend="verilator",
+            backend="verilator",
             out_dir=str(tmp_path),
             progress=False,
             save_checkpoint=False,

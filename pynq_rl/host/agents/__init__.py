@@ -2,8 +2,10 @@
 
 The agents (``ppo``, ``dqn``, ``sarsa``, ``distributed.apex``) import gymnasium and, with torch networks, torch, so
 they are not imported here; use ``from pynq_rl.host.agents import ppo`` or ``from pynq_rl.host.agents.ppo import
-Args, train``. What they share is in ``run`` (run directory, env factory, seeding, checkpoints) and ``learners``
-(torch or numpy networks). :class:`RewardStandardizer` (HEPPO's dynamic reward standardization) needs only numpy.
+Args, train``. No agent imports another: what they share is in ``run`` (the backend names, schedules, checkpoint
+periods, run directory, env factory, seeding, checkpoints), ``options`` (command-line options from an ``Args``
+dataclass), ``learners`` (torch or numpy networks) and ``sarsa_learners`` (the float64 Sarsa reference and the ParSa
+core). :class:`RewardStandardizer` (HEPPO's dynamic reward standardization) needs only numpy.
 """
 
 from .standardize import RewardStandardizer

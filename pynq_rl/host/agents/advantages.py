@@ -7,7 +7,7 @@ GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]`` (1 where env ``n``'
     \delta_t = r_t + \gamma (1 - d_t) V_{t+1} - V_t, \qquad
     A_t = \delta_t + \gamma\lambda (1 - d_t) A_{t+1}, \qquad A_T = 0, \qquad R_t = A_t + V_t
 
-:func:`compute_gae` is CleanRL's backward loop in numpy (``gae_backend="host"``); a :class:`GaeCompute` is what
+:func:`compute_gae` is CleanRL's backward loop in numpy (PPO's ``backend="host"``); a :class:`GaeCompute` is what
 the GAE core's driver offers (``RLOverlay(...).gae.compute``, float32 numpy in and out), and
 :func:`offloaded_gae` calls one and checks what comes back.
 """

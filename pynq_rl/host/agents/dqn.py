@@ -1,10 +1,10 @@
 r"""Double DQN with prioritized experience replay in the CleanRL ``dqn.py`` style, priorities on the replay core.
 
-Read top to bottom: :class:`Args`, the network (:class:`QNetwork`), the schedules (:func:`linear_schedule`),
-checkpoints, and :func:`train`, which follows CleanRL's loop: epsilon-greedy step, store the transition (with the
-largest priority so far), and from ``learning_starts`` on, every ``train_freq`` steps one gradient step on a
-prioritized batch, then its TD errors become the new priorities; the target network follows every
-``target_network_frequency`` steps (``tau = 1``: copy; ``tau < 1``: Polyak averaging).
+Read top to bottom: :class:`Args`, checkpoints, and :func:`train` (the networks come from
+:func:`~.learners.make_q_learner`, the schedules from :func:`~.run.linear_schedule`), which follows CleanRL's loop:
+epsilon-greedy step, store the transition (with the largest priority so far), and from ``learning_starts`` on, every
+``train_freq`` steps one gradient step on a prioritized batch, then its TD errors become the new priorities; the target
+network follows every ``target_network_frequency`` steps (``tau = 1``: copy; ``tau < 1``: Polyak averaging).
 
 Double DQN (van Hasselt et al., 2016): the online network picks the next action, the target network values it,
 
@@ -20,18 +20,18 @@ et al., 2016): ``P(i) = p_i^alpha / sum_k p_k^alpha`` with ``p_i = |delta_i| + p
 weights ``w_i = (N P(i))^-beta / max_j w_j`` with ``beta`` annealed linearly from ``per_beta`` to 1 over the run
 (:mod:`.replay_buffer`). ``double_q=False`` gives the original DQN target ``max_a Q_target(s', a)``.
 
-``replay_backend`` is the only branch on hardware: ``"numpy"`` keeps the priorities in the float64 reference sum tree,
-``"emu"``, ``"rtl"``, ``"verilator"`` and ``"board"`` in the replay core of an
-:class:`~pynq_rl.host.overlay.RLOverlay`, through its driver's public methods only (``update``, ``sample``, ``clear``,
-``state_dict``...). The transitions always stay in host memory.
+``backend`` is the only branch on hardware: ``"emu"`` (the default), ``"rtl"``, ``"verilator"`` and ``"board"`` keep the
+priorities in the replay core of an :class:`~pynq_rl.host.overlay.RLOverlay`, through its driver's public methods only
+(``update``, ``sample``, ``clear``, ``state_dict``...); ``"host"`` in the float64 reference sum tree
+(:class:`~.priorities.NumpySumTree`, no core). The transitions always stay in host memory.
 
-Defaults. Tuned on CartPole-v1, seed 0, 150k steps, with the priorities on the numpy and the emu backend (measured
+Defaults. Tuned on CartPole-v1, seed 0, 150k steps, with the priorities on the host and the emu backend (measured
 numbers in README.md): a 2x256 ReLU network, Adam at 5e-4 annealed linearly to 0 (a 2x128 network at 1e-3 with target
 updates every 1000 steps reached 500 and then collapsed to a last-20 mean of 147, DQN's usual late failure on
 CartPole), batch 128, a 50k-transition buffer, one gradient step every 2 environment steps from step 5k,
 a hard target update every 500 steps, epsilon 1 -> 0.01 over the first 10% of steps, Huber loss, gradient norm
 clipped at 10, PER alpha 0.6 and beta 0.4 -> 1. The 20-episode mean first reaches 450 after 58k-98k steps and
-ends at 443-500 (seed 0: 500.0 on emu, 483.4 on numpy).
+ends at 443-500 (seed 0: 500.0 on emu, 483.4 on host).
 
 Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch :class:`~.torch_nets.QNetwork`;
 ``nn="numpy"`` the same MLP in numpy (:mod:`.numpy_nets`), which is what runs on a PYNQ-Z2's ARM, where torch has no
@@ -39,7 +39,8 @@ wheel. The loop below sees only numpy arrays and the learner's ``q_values``/``le
 
 Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
 row every ``log_every`` gradient steps, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per
-finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`).
+finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`; also
+every ``checkpoint_every`` environment steps).
 """
 
 from __future__ import annotations
@@ -56,20 +57,15 @@ from tqdm.auto import tqdm
 
 from . import run as R
 from .learners import QLearner, make_q_learner
-from .priorities import PRIORITY_BACKENDS, PriorityBackend
+from .priorities import PriorityBackend
 from .replay_buffer import PrioritizedReplayBuffer
 
 __all__ = [
     "Args",
-    "REPLAY_BACKENDS",
-    "linear_schedule",
     "save_checkpoint",
     "load_checkpoint",
     "train",
 ]
-
-REPLAY_BACKENDS = PRIORITY_BACKENDS
-"""accepted values of :attr:`Args.replay_backend`"""
 
 
 @dataclass
@@ -91,11 +87,11 @@ class Args:
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
-    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` steps)"""
+    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` environment steps)"""
     checkpoint_every: int = 0
     """also save a checkpoint every this many environment steps (0: only at the end)"""
     checkpoint_path: str | None = None
-    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.npz`)"""
+    """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
     """path of a checkpoint to resume from (networks, optimizer, replay buffer with its priorities, global step)"""
     log_every: int = 100
@@ -148,25 +144,17 @@ class Args:
     """added to |TD error| so that no transition gets priority 0"""
 
     # Offload arguments
-    replay_backend: str = "numpy"
-    """where the priorities live: `numpy` (float64 sum tree on the host), `emu`, `rtl`, `verilator` or `board` (the
-    replay core)"""
+    backend: str = "emu"
+    """where the priorities live: in the replay core on `emu` (its bit-exact model), `rtl` (MyHDL), `verilator` (its
+    converted Verilog) or `board` (the PL), or on the `host` (a float64 sum tree, no core)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0
     """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
 
     # to be filled in runtime
-    num_iterations: int = 0
+    num_iterations: int = R.computed(0)
     """the number of vector-environment steps (computed in runtime)"""
-
-
-def linear_schedule(start: float, end: float, duration: float, t: float) -> float:
-    """``start`` at ``t = 0``, linearly to ``end`` at ``t = duration``, then ``end`` (CleanRL's schedule)."""
-    if duration <= 0:
-        return end
-    slope = (end - start) / duration
-    return max(slope * t + start, end) if end <= start else min(slope * t + start, end)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -251,10 +239,10 @@ _METRIC_KEYS = (
 
 
 def _check_args(args: Args) -> None:
-    """Reject argument values before any environment or overlay is built."""
+    """Reject argument values before any environment or overlay is built (errors name the fields they are about:
+    :class:`~.run.FieldValueError`)."""
     R.check_tensorboard(args.tensorboard)
-    if args.replay_backend not in REPLAY_BACKENDS:
-        raise ValueError(f"replay_backend must be one of {REPLAY_BACKENDS}, not {args.replay_backend!r}")
+    R.check_backend(args.backend)
     R.resolve_nn(args.nn)
     for name in (
         "num_envs",
@@ -267,22 +255,27 @@ def _check_args(args: Args) -> None:
         "log_every",
     ):
         if int(getattr(args, name)) < 1:
-            raise ValueError(f"{name} must be >= 1, not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
     for name in ("learning_starts", "checkpoint_every"):
         if int(getattr(args, name)) < 0:
-            raise ValueError(f"{name} must be >= 0, not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
     for name in ("tau", "per_beta", "start_e", "end_e", "exploration_fraction", "gamma"):
         if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
     if args.tau == 0.0:
-        raise ValueError("tau must be in (0, 1], not 0.0 (the target network would never move)")
+        raise R.FieldValueError("tau must be in (0, 1], not 0.0 (the target network would never move)", "tau")
     if args.per_alpha < 0.0 or args.per_eps <= 0.0 or args.learning_rate <= 0.0:
-        raise ValueError(
+        raise R.FieldValueError(
             f"per_alpha must be >= 0, per_eps and learning_rate > 0, not {args.per_alpha!r}, "
-            f"{args.per_eps!r}, {args.learning_rate!r}"
+            f"{args.per_eps!r}, {args.learning_rate!r}",
+            "per_alpha",
+            "per_eps",
+            "learning_rate",
         )
     if args.num_envs > args.buffer_size:
-        raise ValueError(f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}")
+        raise R.FieldValueError(
+            f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}", "num_envs", "buffer_size"
+        )
 
 
 def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
@@ -295,8 +288,9 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         filled copy is saved in ``args.json`` and in checkpoints).
     replay : PriorityBackend, optional
         A priority store with the replay core driver's public methods (e.g. ``RLOverlay(...).replay`` or a
-        :class:`~pynq_rl.host.agents.replay_buffer.NumpySumTree`); it overrides ``args.replay_backend``. If None,
-        the buffer builds the backend ``args.replay_backend`` names (an overlay's replay core on ``args.board``).
+        :class:`~pynq_rl.host.agents.replay_buffer.NumpySumTree`); it overrides ``args.backend``. If None, the buffer
+        builds the store ``args.backend`` names (:func:`~.run.priority_store`: an overlay's replay core on
+        ``args.board``, or the sum tree for ``"host"``).
 
     Returns
     -------
@@ -305,7 +299,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         ``mean_return_last20`` (NaN if no episode finished), ``best_mean_return20`` (the best mean over 20
         consecutive episodes, NaN if fewer finished), ``global_step``, ``start_step`` (non-zero on resume),
         ``gradient_steps``, ``sps``, ``wall_time_s``, ``run_name``, ``run_dir``, ``checkpoint`` (path or None),
-        ``replay_backend``, ``nn``.
+        ``backend`` (``args.backend``, or the class name of an injected ``replay``), ``nn``.
 
     Raises
     ------
@@ -317,6 +311,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
     """
     _check_args(args)
     args = replace(args, nn=R.resolve_nn(args.nn))
+    backend = args.backend if replay is None else type(replay).__name__
     args.num_iterations = args.total_timesteps // args.num_envs
     resume_state = load_checkpoint(args.resume) if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
@@ -354,7 +349,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             obs_space.dtype,
             action_shape=envs.single_action_space.shape,
             action_dtype=np.int64,
-            priorities=replay if replay is not None else args.replay_backend,
+            priorities=replay if replay is not None else R.priority_store(args.backend),
             alpha=args.per_alpha,
             priority_eps=args.per_eps,
             seed=seed,
@@ -368,8 +363,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 rb.load_state_dict(resume_state["replay_buffer"])
             except (RuntimeError, ValueError, KeyError) as exc:
                 raise ValueError(
-                    f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with "
-                    f"replay backend {rb.backend_name}: {exc}"
+                    f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with backend {backend}: {exc}"
                 ) from exc
             gradient_steps = int(resume_state["gradient_steps"])
 
@@ -384,9 +378,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         new_lengths: list[int] = []
         timings = {"sample": 0.0, "update": 0.0, "priorities": 0.0}
         saved = None
-        next_checkpoint = (
-            (start_step // args.checkpoint_every + 1) * args.checkpoint_every if args.checkpoint_every else None
-        )
+        every = args.checkpoint_every
         progress = stack.enter_context(
             tqdm(
                 total=args.num_iterations * args.num_envs,
@@ -400,7 +392,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         for iteration in range(start_iteration, args.num_iterations + 1):
             global_step += args.num_envs
             # ALGO LOGIC: put action logic here
-            epsilon = linear_schedule(
+            epsilon = R.linear_schedule(
                 args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
             )
             actions = learner.q_values(np.asarray(obs, np.float32)).argmax(axis=1)
@@ -492,10 +484,9 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 learner.update_target(args.tau)
 
             progress.update(args.num_envs)
-            if next_checkpoint is not None and global_step >= next_checkpoint and args.save_checkpoint:
+            if args.save_checkpoint and R.checkpoint_due(global_step - args.num_envs, global_step, every):
                 save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
                 saved = checkpoint_path
-                next_checkpoint += args.checkpoint_every
 
         if args.save_checkpoint:
             save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
@@ -505,7 +496,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         windows = [np.mean(returns[i - 20 : i]) for i in range(20, len(returns) + 1)]
         return run.finish(
             nn=args.nn,
-            replay_backend=rb.backend_name,
+            backend=backend,
             global_step=global_step,
             start_step=start_step,
             gradient_steps=gradient_steps,

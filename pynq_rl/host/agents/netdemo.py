@@ -58,7 +58,9 @@ import gymnasium as gym
 import numpy as np
 
 from ..drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
-from .sarsa import BACKENDS, make_learner
+from . import run as R
+from .options import add_options, given
+from .sarsa_learners import make_learner
 
 __all__ = [
     "EnvConfig",
@@ -322,7 +324,7 @@ def run_episode(
 def evaluate_policy(env: FlowControlEnv, seeds, policy=None, learner=None) -> dict[str, float]:
     """Mean episode metrics over ``seeds``; a learner acts greedily with updates off (then restored).
 
-    ``saturated`` is the fraction of episodes in which the core clipped a q value (0 for the float reference).
+    ``saturated`` is the fraction of episodes in which the core clipped a q value (0 for the host reference).
     """
     if learner is not None:
         online, epsilon = learner.online, learner.epsilon
@@ -372,7 +374,8 @@ class Args:
     episodes: int = 100
     """training episodes"""
     backend: str = "emu"
-    """where Sarsa runs: `float` (float64 host reference), `emu`, `rtl`, `verilator` or `board`"""
+    """where Sarsa runs: in the ParSa core on `emu`, `rtl`, `verilator` or `board`, or on the `host` (FloatSarsa, the
+    float64 reference, no core)"""
     board: str = "ZCU106"
     """the board of the overlay (the OPaL layout fits only the ZCU106 build)"""
     alpha: float = 0.1
@@ -395,7 +398,7 @@ class Args:
     eval_episodes: int = 5
     """episodes per evaluation (fixed seeds 10**6 + i, shared by the baselines)"""
     env: EnvConfig = field(default_factory=EnvConfig)
-    """the task's parameters"""
+    """the task's parameters (on the command line a JSON object of EnvConfig fields, e.g. '{"n_flows": 16}')"""
 
 
 def train(args: Args, overlay=None) -> dict[str, Any]:
@@ -415,10 +418,11 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     ValueError
         A bad argument, or a board whose ParSa build cannot hold the OPaL layout.
     """
-    if args.backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {args.backend!r}")
+    R.check_backend(args.backend)
     if args.episodes < 1 or args.eval_every < 1 or args.eval_episodes < 1:
-        raise ValueError("episodes, eval_every and eval_episodes must be >= 1")
+        raise R.FieldValueError(
+            "episodes, eval_every and eval_episodes must be >= 1", "episodes", "eval_every", "eval_episodes"
+        )
     layout = load_tiling(OPAL_DDOS_TILING)
     env = FlowControlEnv(args.env)
     learner = make_learner(
@@ -474,24 +478,30 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     }
 
 
+def _env_config(text: str) -> EnvConfig:
+    """argparse type of ``--env``: a JSON object of :class:`EnvConfig` fields (lists become tuples)."""
+    try:
+        fields = json.loads(text)
+        return EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+    except (ValueError, TypeError, AttributeError) as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object of EnvConfig fields, not {text!r}: {error}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pynq_rl.host.agents.netdemo``: train, print the evaluations against the baselines as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=Args.episodes)
-    parser.add_argument("--backend", choices=BACKENDS, default=Args.backend)
-    parser.add_argument("--board", default=Args.board)
-    parser.add_argument("--seed", type=int, default=Args.seed)
-    parser.add_argument("--flows", type=int, default=EnvConfig.n_flows)
-    args = parser.parse_args(argv)
-    result = train(
-        Args(
-            seed=args.seed,
-            episodes=args.episodes,
-            backend=args.backend,
-            board=args.board,
-            env=EnvConfig(n_flows=args.flows),
-        )
+    """``python -m pynq_rl.host.agents.netdemo``: train, print the evaluations against the baselines as JSON.
+
+    Every field of :class:`Args` is an option (``--field-name``, :mod:`.options`); ``--env`` takes a JSON object.
+    """
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
+    add_options(
+        parser,
+        Args,
+        choices={"backend": R.BACKENDS},
+        overrides={"env": {"type": _env_config, "metavar": "JSON"}},
+    )
+    result = train(Args(**given(parser.parse_args(argv), Args)))
     print(json.dumps({k: v for k, v in result.items() if k not in ("learner", "train_returns")}, indent=2))
     return 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RunCurve", "load_run", "group_runs", "plot_runs"]
+__all__ = ["RunCurve", "current_names", "load_run", "group_runs", "plot_runs"]
 
 _NOT_A_SETTING = {
     "seed",
@@ -36,8 +36,25 @@ _NOT_A_SETTING = {
     "torch_deterministic",
 }
 """argument names that do not change what a run learns (or are derived); ignored when grouping"""
-_LABEL_KEYS = ("env_id", "nn", "gae_backend", "replay_backend", "backend", "quantize", "reward_norm")
+_LABEL_KEYS = ("env_id", "nn", "backend", "quantize", "reward_norm")
 """the arguments a curve's label shows when they are present"""
+_FORMER_BACKEND_FIELDS = ("gae_backend", "replay_backend")
+"""what PPO, DQN and Ape-X called ``backend`` in the ``args.json`` of older run directories"""
+_FORMER_HOST_NAMES = ("numpy", "float")
+"""what DQN / Ape-X and Sarsa called the ``host`` backend there"""
+
+
+def current_names(args: dict) -> dict:
+    """``args.json`` of a run directory in today's names: an older run's ``gae_backend`` or ``replay_backend`` is
+    ``backend``, and its host reference (``"numpy"``, ``"float"``) is ``"host"``, so old and new runs group and label
+    alike."""
+    args = dict(args)
+    for name in _FORMER_BACKEND_FIELDS:
+        if name in args:
+            args["backend"] = args.pop(name)
+    if args.get("backend") in _FORMER_HOST_NAMES:
+        args["backend"] = "host"
+    return args
 
 
 class RunCurve:
@@ -69,11 +86,7 @@ class RunCurve:
     @property
     def label(self) -> str:
         """``agent env (nn=..., backend=...)`` from the arguments present."""
-        parts = [
-            f"{k.replace('_backend', '')}={self.args[k]}"
-            for k in _LABEL_KEYS[1:]
-            if k in self.args and self.args[k] is not None
-        ]
+        parts = [f"{k}={self.args[k]}" for k in _LABEL_KEYS[1:] if k in self.args and self.args[k] is not None]
         return f"{self.agent} {self.args.get('env_id', '')}" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -91,7 +104,7 @@ def load_run(path: str | Path, smooth: int = 20) -> RunCurve:
         raise ValueError(f"{str(path)!r} is not a run directory (needs args.json and episodes.csv)")
     if smooth < 1:
         raise ValueError(f"smooth must be >= 1, not {smooth!r}")
-    args = json.loads(args_file.read_text(encoding="utf-8"))
+    args = current_names(json.loads(args_file.read_text(encoding="utf-8")))
     with open(episodes_file, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows:

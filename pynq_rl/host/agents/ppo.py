@@ -1,32 +1,14 @@
 r"""PPO in the CleanRL ``ppo.py`` / ``ppo_continuous_action.py`` style, with the GAE step offloadable to the GAE core.
 
-Read top to bottom: :class:`Args`, the rollout (:func:`collect_rollout`), checkpoints, and :func:`train`; the
-networks come from :func:`~.learners.make_actor_critic` (torch or numpy), the environments and the run directory from
-:mod:`.run`, the host GAE loop from :mod:`.advantages`. :func:`train` follows CleanRL's loop: anneal the learning
-rate, collect ``num_steps`` steps in ``num_envs`` environments, compute advantages, ``update_epochs`` passes of
-clipped-surrogate minibatch updates, log.
+Read top to bottom: :class:`Args`, checkpoints, and :func:`train`; the rollout (:func:`~.rollout.collect_rollout`,
+with the conventions of its arrays ``rewards[T, N]``, ``dones[T, N]``, ``values[T + 1, N]`` and gymnasium's SAME_STEP
+autoreset) is in :mod:`.rollout`, the networks come from :func:`~.learners.make_actor_critic` (torch or numpy), the
+environments and the run directory from :mod:`.run`, the host GAE loop from :mod:`.advantages`. :func:`train` follows
+CleanRL's loop: anneal the learning rate, collect ``num_steps`` steps in ``num_envs`` environments, compute
+advantages, ``update_epochs`` passes of clipped-surrogate minibatch updates, log.
 
-Conventions of the rollout arrays (``T = num_steps``, ``N = num_envs``)
------------------------------------------------------------------------
-``rewards[T, N]``
-    The reward of the transition taken at step ``t``. For the GAE step it is (optionally) standardized and, where the
-    episode was **truncated** at ``t`` (time limit, not a terminal state), ``gamma * V(final_obs)`` is folded in, so
-    the cut does not look like a terminal state. A **terminated** step gets nothing folded in.
-``dones[T, N]``
-    1 when env ``n``'s episode ended at step ``t`` (terminated OR truncated): neither ``V_{t+1}`` nor ``A_{t+1}``
-    flows back across it. This is the GAE core's convention (``pynq_rl/overlay/models/gae.py``); CleanRL and SB3 store
-    the same information one step later (``next_done`` / ``episode_starts[t + 1]``).
-``values[T + 1, N]``
-    ``V(obs_t)``; ``values[T]`` = ``V(next_obs)`` bootstraps the unfinished tail.
-
-Autoreset. The environments are a gymnasium 1.x ``SyncVectorEnv`` with ``autoreset_mode=AutoresetMode.SAME_STEP``:
-a sub-environment that ends at step ``t`` is reset inside that same ``step()`` call, the returned observation is
-already the first observation of the next episode, and the last observation of the finished episode is in
-``infos["final_obs"][n]``. So every step of the rollout is a real transition (none has to be masked, unlike the
-default ``NEXT_STEP`` mode whose step after a done is a reset with a dummy reward), ``obs[t + 1]`` is the start of a
-new episode exactly where ``dones[t] = 1``, and ``V(final_obs)`` is available for truncation bootstrapping.
-
-GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]``:
+GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]`` (1 where an episode ended at step ``t``, terminated or
+truncated; a truncation's ``gamma * V(final_obs)`` is folded into ``r_t``):
 
 .. math::
 
@@ -34,32 +16,33 @@ GAE (Schulman et al., 2016), with :math:`d_t` = ``dones[t]``:
     A_t = \delta_t + \gamma\lambda (1 - d_t) A_{t+1}, \qquad A_T = 0, \qquad R_t = A_t + V_t
 
 Special cases: ``lam = 1`` gives the bootstrapped discounted return minus V; ``lam = 0`` the one-step TD error.
-``gae_backend="host"`` runs :func:`compute_gae` (CleanRL's backward loop, in numpy); ``"emu"``, ``"rtl"``,
-``"verilator"`` and ``"board"`` run the GAE core of an :class:`~pynq_rl.host.overlay.RLOverlay` through its driver's
-``compute()`` (float32 numpy in and out; ``quantize`` selects q8 or raw mode). With ``reward_norm="dynamic"`` the
-rewards entering GAE are standardized by HEPPO's running statistics
+``backend="emu"`` (the default), ``"rtl"``, ``"verilator"`` and ``"board"`` run the GAE core of an
+:class:`~pynq_rl.host.overlay.RLOverlay` through its driver's ``compute()`` (float32 numpy in and out; ``quantize``
+selects q8 or raw mode); ``backend="host"`` runs :func:`compute_gae` (CleanRL's backward loop, in numpy, no core).
+With ``reward_norm="dynamic"`` the rewards entering GAE are standardized by HEPPO's running statistics
 (:class:`~pynq_rl.host.agents.standardize.RewardStandardizer`, updated with every rollout's raw rewards *before*
 standardizing it); the truncation bootstrap is folded in *after* standardization, because V is then learnt in
 standardized units. Logged episodic returns are always the raw ones.
 
-Defaults. Tuned so that CartPole-v1 is solved within 300k steps for seeds 0-4 (mean return of the last 20
-episodes 500, and every 20-episode window after 100k steps at 500). They differ from CleanRL's (4 envs x 128 steps,
-lr 2.5e-4, 4 epochs, entropy 0.01, clipped value loss: 409 at 300k steps for seed 0 here; with 8 envs and lr 1e-3
-still 310-461 for seeds 0-1): 8 envs x 128 steps, lr 1e-3 annealed to 0, 10 epochs of 4 minibatches, no entropy
-bonus, unclipped value loss (CartPole's returns approach 1 / (1 - gamma) = 100, and clipping V's change to +-0.2 per
-update slows the critic badly). About 1 minute on one core.
+Defaults. Tuned so that CartPole-v1 is solved within 300k steps for seeds 0-4 with GAE on the host loop (mean return
+of the last 20 episodes 500, and every 20-episode window after 100k steps at 500); on the emulated q8 core seeds 0-2
+end at 500.0 too (README, "Learning curves"). They differ from CleanRL's (4 envs x 128 steps, lr 2.5e-4, 4 epochs,
+entropy 0.01, clipped value loss: 409 at 300k steps for seed 0 here; with 8 envs and lr 1e-3 still 310-461 for seeds
+0-1): 8 envs x 128 steps, lr 1e-3 annealed to 0, 10 epochs of 4 minibatches, no entropy bonus, unclipped value loss
+(CartPole's returns approach 1 / (1 - gamma) = 100, and clipping V's change to +-0.2 per update slows the critic
+badly). About 1 minute on one core.
 
 Continuous actions. For a ``Box`` action space the actor is a diagonal Gaussian (CleanRL's
 ``ppo_continuous_action.py``): the network outputs the mean, a state-independent log-std parameter (initially 0)
-gives the spread, log-probabilities and entropies are summed over the action dimensions. The sampled action is stored
-unclipped (its log-probability is the one the update recomputes) and clipped to the space's bounds only when the
-environment is stepped. :func:`args_for` fills CleanRL's MuJoCo defaults (:data:`CONTINUOUS_DEFAULTS`: 1 env x 2048
-steps, 32 minibatches, 10 epochs, lr 3e-4 annealed, gamma 0.99, lambda 0.95, no entropy bonus, clipped value loss)
-for such an environment. With ``norm_obs`` / ``norm_reward`` (by default on for ``Box`` spaces; ``norm_reward``
-off when ``reward_norm="dynamic"`` replaces it) the environments get CleanRL's wrappers: gymnasium's
-``NormalizeObservation`` + clip to ``+-clip_obs`` per sub-environment, and ``NormalizeReward(gamma)`` + clip to
-``+-clip_reward`` (:func:`~.run.normalized_observations`, :func:`~.run.normalized_rewards`); their running statistics
-are saved in checkpoints. Logged episodic returns stay raw.
+gives the spread, log-probabilities and entropies are summed over the action dimensions; the rollout clips the
+sampled action to the space's bounds only when it steps the environment. :func:`args_for` fills CleanRL's MuJoCo
+defaults (:data:`CONTINUOUS_DEFAULTS`: 1 env x 2048 steps, 32 minibatches, 10 epochs, lr 3e-4 annealed, gamma 0.99,
+lambda 0.95, no entropy bonus, clipped value loss) for such an environment. With ``norm_obs`` / ``norm_reward`` (by
+default on for ``Box`` spaces; ``norm_reward`` off when ``reward_norm="dynamic"`` replaces it) the environments get
+CleanRL's wrappers: gymnasium's ``NormalizeObservation`` + clip to ``+-clip_obs`` per sub-environment, and
+``NormalizeReward(gamma)`` + clip to ``+-clip_reward`` (:func:`~.run.normalized_observations`,
+:func:`~.run.normalized_rewards`); their running statistics are saved in checkpoints. Logged episodic returns stay
+raw.
 
 Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch :class:`~.torch_nets.Agent`;
 ``nn="numpy"`` the same 64-64 tanh actor and critic in numpy (:mod:`.numpy_nets`), which is what runs on a
@@ -68,7 +51,8 @@ interchangeable.
 
 Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
 row per update, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per finished episode),
-``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`).
+``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`; also every
+``checkpoint_every`` environment steps, at the end of the iteration that reaches each multiple).
 """
 
 from __future__ import annotations
@@ -78,7 +62,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -87,6 +71,7 @@ from tqdm.auto import tqdm
 from . import run as R
 from .advantages import GaeCompute, compute_gae, offloaded_gae
 from .learners import ActorCritic, make_actor_critic
+from .rollout import Rollout, collect_rollout
 from .standardize import RewardStandardizer
 
 __all__ = [
@@ -95,7 +80,6 @@ __all__ = [
     "args_for",
     "GaeCompute",
     "Rollout",
-    "GAE_BACKENDS",
     "REWARD_NORMS",
     "collect_rollout",
     "compute_gae",
@@ -104,8 +88,6 @@ __all__ = [
     "train",
 ]
 
-GAE_BACKENDS = ("host", "emu", "rtl", "verilator", "board")
-"""accepted values of :attr:`Args.gae_backend`: the host loop, or the GAE core on a backend"""
 REWARD_NORMS = (None, "dynamic")
 """accepted values of :attr:`Args.reward_norm`"""
 CONTINUOUS_DEFAULTS = {
@@ -142,11 +124,12 @@ class Args:
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
-    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` iterations)"""
+    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` environment steps)"""
     checkpoint_every: int = 0
-    """also save a checkpoint every this many iterations (0: only at the end)"""
+    """also save a checkpoint every this many environment steps, at the end of the iteration that reaches each
+    multiple (0: only at the end)"""
     checkpoint_path: str | None = None
-    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.npz`)"""
+    """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
     """path of a checkpoint to resume from (model, optimizer, reward statistics and global step)"""
 
@@ -187,9 +170,9 @@ class Args:
     """the target KL divergence threshold"""
 
     # Offload arguments
-    gae_backend: str = "host"
-    """where GAE runs: `host` (numpy loop), `emu` (bit-exact model), `rtl` (MyHDL simulation), `verilator` (the
-    converted Verilog) or `board` (the PL)"""
+    backend: str = "emu"
+    """where GAE runs: `emu` (the GAE core's bit-exact model), `rtl` (its MyHDL simulation), `verilator` (its converted
+    Verilog), `board` (the PL) or `host` (CleanRL's numpy loop, no core)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0
@@ -210,11 +193,11 @@ class Args:
     """bound of the normalized rewards"""
 
     # to be filled in runtime
-    batch_size: int = 0
+    batch_size: int = R.computed(0)
     """the batch size (computed in runtime)"""
-    minibatch_size: int = 0
+    minibatch_size: int = R.computed(0)
     """the mini-batch size (computed in runtime)"""
-    num_iterations: int = 0
+    num_iterations: int = R.computed(0)
     """the number of iterations (computed in runtime)"""
 
 
@@ -230,121 +213,6 @@ def args_for(env_id: str, **overrides: Any) -> Args:
     space = R.action_space_of(env_id)
     defaults = dict(CONTINUOUS_DEFAULTS) if isinstance(space, gym.spaces.Box) else {}
     return Args(env_id=env_id, **{**defaults, **overrides})
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Rollout
-# ---------------------------------------------------------------------------------------------------------------------
-class Rollout(NamedTuple):
-    """One rollout of ``T`` steps in ``N`` environments (numpy; see the module docstring for conventions)."""
-
-    observations: np.ndarray
-    """obs_t, shape (T, N, *obs_shape), float32"""
-    actions: np.ndarray
-    """a_t, shape (T, N, *action_shape): int64 (Discrete) or float32 as sampled, before clipping (Box)"""
-    log_probs: np.ndarray
-    """log pi(a_t | obs_t) at collection time, shape (T, N)"""
-    rewards: np.ndarray
-    """raw environment rewards r_t, shape (T, N), float32"""
-    dones: np.ndarray
-    """1.0 where the episode ended at step t (terminated or truncated), shape (T, N)"""
-    values: np.ndarray
-    """V(obs_t) and, in row T, V(next_obs), shape (T + 1, N)"""
-    truncation_bootstraps: np.ndarray
-    """gamma * V(final_obs) where the episode was truncated (and not terminated) at step t, else 0; shape (T, N)"""
-    episodes: list
-    """(global_step, return, length) of every episode that ended during the rollout"""
-
-
-def collect_rollout(
-    envs: gym.vector.VectorEnv,
-    agent: ActorCritic,
-    next_obs: np.ndarray,
-    num_steps: int,
-    gamma: float,
-    global_step: int = 0,
-) -> tuple[Rollout, np.ndarray, int]:
-    """Run the policy for ``num_steps`` steps in every sub-environment.
-
-    Parameters
-    ----------
-    envs : gym.vector.VectorEnv
-        Built by :func:`~.run.make_envs` (SAME_STEP autoreset; episode statistics are read if present).
-    agent : ActorCritic
-        Anything with ``act(obs) -> (actions, log_probs, values)`` and ``value(obs)``. For a ``Box`` action space
-        the actions are stored as sampled and clipped to the space only for ``envs.step``.
-    next_obs : numpy.ndarray
-        The current observations, shape ``(N, *obs_shape)``.
-    num_steps : int
-        Rollout length ``T``.
-    gamma : float
-        Discount factor, for the truncation bootstrap ``gamma * V(final_obs)``.
-    global_step : int, optional
-        Environment steps taken before this rollout (for episode logging).
-
-    Returns
-    -------
-    rollout : Rollout
-        The collected arrays.
-    next_obs : numpy.ndarray
-        Observations after the last step (the start of the next rollout).
-    global_step : int
-        Updated step counter (``+ num_steps * N``).
-
-    Raises
-    ------
-    ValueError
-        If ``envs`` does not autoreset in SAME_STEP mode (the truncation bootstrap needs ``infos["final_obs"]``, and
-        in NEXT_STEP mode every step after a done would be a dummy transition).
-    """
-    mode = envs.metadata.get("autoreset_mode")
-    if mode != gym.vector.AutoresetMode.SAME_STEP:
-        raise ValueError(f"envs must autoreset in SAME_STEP mode (build them with make_envs), not {mode!r}")
-    num_envs = envs.num_envs
-    obs_shape = envs.single_observation_space.shape
-    act_shape = envs.single_action_space.shape
-    obs = np.zeros((num_steps, num_envs) + obs_shape, np.float32)
-    space = envs.single_action_space
-    continuous = isinstance(space, gym.spaces.Box)
-    actions = np.zeros((num_steps, num_envs) + act_shape, np.float32 if continuous else np.int64)
-    logprobs = np.zeros((num_steps, num_envs), np.float32)
-    rewards = np.zeros((num_steps, num_envs), np.float32)
-    dones = np.zeros((num_steps, num_envs), np.float32)
-    values = np.zeros((num_steps + 1, num_envs), np.float32)
-    bootstraps = np.zeros((num_steps, num_envs), np.float32)
-    episodes = []
-    next_obs = np.asarray(next_obs, np.float32)
-
-    for step in range(num_steps):
-        global_step += num_envs
-        obs[step] = next_obs
-
-        # ALGO LOGIC: action logic
-        action, logprob, value = agent.act(next_obs)
-        values[step] = value
-        actions[step] = action
-        logprobs[step] = logprob
-
-        # TRY NOT TO MODIFY: execute the game and log data.
-        next_obs, reward, terminations, truncations, infos = envs.step(
-            np.clip(action, space.low, space.high) if continuous else action
-        )
-        next_obs = np.asarray(next_obs, np.float32)
-        rewards[step] = reward
-        dones[step] = np.logical_or(terminations, truncations)
-
-        # truncation: the episode did not end in a terminal state, so bootstrap with V of its real last observation
-        truncated_only = np.flatnonzero(np.logical_and(truncations, np.logical_not(terminations)))
-        if truncated_only.size:
-            final_obs = np.stack([infos["final_obs"][i] for i in truncated_only]).astype(np.float32)
-            bootstraps[step, truncated_only] = gamma * agent.value(final_obs)
-
-        for _, ep_return, ep_length in R.finished_episodes(infos):
-            episodes.append((global_step, ep_return, ep_length))
-
-    values[num_steps] = agent.value(next_obs)
-    rollout = Rollout(obs, actions, logprobs, rewards, dones, values, bootstraps, episodes)
-    return rollout, next_obs, global_step
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -432,30 +300,36 @@ _METRIC_KEYS = (
 
 
 def _check_args(args: Args) -> None:
-    """Reject argument combinations before any environment or overlay is built."""
+    """Reject argument combinations before any environment or overlay is built (errors name the fields they are about:
+    :class:`~.run.FieldValueError`)."""
     R.check_tensorboard(args.tensorboard)
-    if args.gae_backend not in GAE_BACKENDS:
-        raise ValueError(f"gae_backend must be one of {GAE_BACKENDS}, not {args.gae_backend!r}")
+    R.check_backend(args.backend)
     if args.reward_norm not in REWARD_NORMS:
-        raise ValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}")
+        raise R.FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
     R.resolve_nn(args.nn)
     for name in ("clip_obs", "clip_reward"):
         if not float(getattr(args, name)) > 0:
-            raise ValueError(f"{name} must be > 0, not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps", "torch_threads"):
         if int(getattr(args, name)) < 1:
-            raise ValueError(f"{name} must be >= 1, not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.num_minibatches:
-        raise ValueError(
-            f"num_envs * num_steps = {batch_size} is not divisible by num_minibatches = {args.num_minibatches}"
+        raise R.FieldValueError(
+            f"num_envs * num_steps = {batch_size} is not divisible by num_minibatches = {args.num_minibatches}",
+            "num_envs",
+            "num_steps",
+            "num_minibatches",
         )
     if args.total_timesteps < batch_size:
-        raise ValueError(
-            f"total_timesteps = {args.total_timesteps} is smaller than one batch (num_envs * num_steps = {batch_size})"
+        raise R.FieldValueError(
+            f"total_timesteps = {args.total_timesteps} is smaller than one batch (num_envs * num_steps = {batch_size})",
+            "total_timesteps",
+            "num_envs",
+            "num_steps",
         )
     if args.checkpoint_every < 0:
-        raise ValueError(f"checkpoint_every must be >= 0, not {args.checkpoint_every!r}")
+        raise R.FieldValueError(f"checkpoint_every must be >= 0, not {args.checkpoint_every!r}", "checkpoint_every")
 
 
 def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
@@ -469,8 +343,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         resolved). Use :func:`args_for` to get CleanRL's continuous-control defaults for a ``Box`` environment.
     gae : GaeCompute, optional
         An object whose ``compute(rewards, values, dones, *, gamma, lam, quantize)`` does the GAE step. It overrides
-        ``args.gae_backend``. If None, ``gae_backend="host"`` uses :func:`compute_gae` and any other backend uses
-        ``RLOverlay(backend=args.gae_backend, board=args.board).gae``.
+        ``args.backend``. If None, ``backend="host"`` uses :func:`compute_gae` and any other backend the GAE core of
+        ``load_core("gae", args.backend, args.board, args.timeout_s)``.
 
     Returns
     -------
@@ -478,7 +352,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         ``episode_returns`` and ``episode_lengths`` (lists, every episode finished in this call, raw rewards),
         ``mean_return_last20`` (NaN if no episode finished), ``global_step``, ``start_step`` (non-zero on resume),
         ``iterations``, ``sps``, ``wall_time_s``, ``run_name``, ``run_dir``, ``checkpoint`` (path or None),
-        ``reward_stats`` (the standardizer's state or None), ``nn``.
+        ``reward_stats`` (the standardizer's state or None), ``nn``, ``backend`` (``args.backend``, or the class name
+        of an injected ``gae``).
 
     Raises
     ------
@@ -516,10 +391,11 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
     # the GAE step: injected, the host loop, or the overlay's GAE core (the only branch on hardware)
-    if gae is None and args.gae_backend != "host":
+    backend = args.backend if gae is None else type(gae).__name__
+    if gae is None and args.backend != "host":
         from ..overlay import load_core  # imported lazily: pynq is needed only for offload
 
-        gae = load_core("gae", args.gae_backend, args.board, args.timeout_s)
+        gae = load_core("gae", args.backend, args.board, args.timeout_s)
 
     with contextlib.ExitStack() as stack:
         if args.nn == "torch":
@@ -588,6 +464,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 agent.learning_rate = frac * args.learning_rate
 
             t0 = time.perf_counter()
+            previous_step = global_step
             rollout, next_obs, global_step = collect_rollout(
                 envs, agent, next_obs, args.num_steps, args.gamma, global_step
             )
@@ -696,7 +573,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             last20 = run.mean_return(20)
             progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps, refresh=False)
 
-            if args.save_checkpoint and args.checkpoint_every and iteration % args.checkpoint_every == 0:
+            if args.save_checkpoint and R.checkpoint_due(previous_step, global_step, args.checkpoint_every):
                 save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
                 saved = checkpoint_path
 
@@ -706,6 +583,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
 
         return run.finish(
             nn=args.nn,
+            backend=backend,
             global_step=global_step,
             start_step=start_step,
             iterations=iterations,

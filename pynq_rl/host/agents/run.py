@@ -1,5 +1,12 @@
-"""What every agent shares, kept once (CleanRL keeps it in ``cleanrl_utils/``): the run directory and its files, the
-environment factory, seeding, the network backend choice and checkpoints without pickle.
+"""What every agent shares, kept once (CleanRL keeps it in ``cleanrl_utils/``): the offload backends, the ``Args``
+helpers (computed fields, errors that name a field), schedules, the run directory and its files, the environment
+factory, seeding, the network backend choice and checkpoints without pickle.
+
+Every agent's ``Args.backend`` names where its offloaded kernel runs, with the same names in every agent
+(:data:`BACKENDS`): ``"host"`` is the agent's own reference on the host CPU, with no model of a core (PPO: CleanRL's
+GAE loop; DQN and Ape-X: the float64 :class:`~.priorities.NumpySumTree`; Sarsa: :class:`~.sarsa_learners.FloatSarsa`);
+``"emu"`` (the default, here and on the command line), ``"rtl"``, ``"verilator"`` and ``"board"`` run the core on
+that :class:`~pynq_rl.host.overlay.RLOverlay` backend.
 
 A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__{seed}__{int(time.time())}"``:
 
@@ -17,9 +24,7 @@ A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__
     with ``tensorboard=True``: every metrics row as TensorBoard scalars (``tensorboard --logdir out_dir``), written by
     tensorboardX (``pip install 'pynq-rl[tensorboard]'``; pure Python, so it works on a board too).
 
-Checkpoints are ``.npz`` archives read with ``allow_pickle=False``: every array of the (nested) state under its path
-(``model/actor/0.weight``) and one JSON header (``__header__``) holding the rest of the structure, the scalars and
-strings, the checkpoint format and the agent's name. Loading one never executes code, and any numpy reads it.
+Checkpoints (:mod:`.checkpoints`, re-exported here) are ``.npz`` archives of arrays and a JSON header, never pickle.
 """
 
 from __future__ import annotations
@@ -32,17 +37,26 @@ import os
 import random
 import shutil
 import time
-import zipfile
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import Field, asdict, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from .checkpoints import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
+
 __all__ = [
+    "BACKENDS",
     "NN_BACKENDS",
     "CHECKPOINT_FORMAT",
+    "FieldValueError",
+    "check_backend",
+    "priority_store",
+    "computed",
+    "is_computed",
+    "linear_schedule",
+    "checkpoint_due",
     "Run",
     "make_env",
     "make_envs",
@@ -59,12 +73,69 @@ __all__ = [
     "load_checkpoint",
 ]
 
+BACKENDS = ("host", "emu", "rtl", "verilator", "board")
+"""accepted values of every agent's ``Args.backend``: the host reference (no core), or the core on an overlay backend"""
 NN_BACKENDS = ("torch", "numpy")
 """network backends of the agents: torch, or the numpy MLPs of :mod:`.numpy_nn` (the PYNQ-Z2 has no torch)"""
-CHECKPOINT_FORMAT = 2
-"""version of the checkpoint layout (1 was a torch pickle)"""
-_HEADER = "__header__"
-_ARRAY = "__array__"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Args: backends, computed fields, errors that name a field; schedules
+# ---------------------------------------------------------------------------------------------------------------------
+class FieldValueError(ValueError):
+    """A ValueError about argument values whose message names ``Args`` fields; ``fields`` lists those names, so the
+    command line can name the flags the user typed instead (``total_timesteps must be >= 1`` reads
+    ``--steps must be >= 1`` there)."""
+
+    def __init__(self, message: str, *fields: str) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+def check_backend(backend: str) -> None:
+    """Raise :class:`FieldValueError` unless ``backend`` is one of :data:`BACKENDS`.
+
+    The host reference's former names (``"numpy"`` in DQN and Ape-X, ``"float"`` in Sarsa) are refused too, with a
+    message that names the new one.
+    """
+    if backend not in BACKENDS:
+        hint = " (the host reference, formerly 'numpy' or 'float', is 'host')" if backend in ("numpy", "float") else ""
+        raise FieldValueError(f"backend must be one of {BACKENDS}, not {backend!r}{hint}", "backend")
+
+
+def priority_store(backend: str) -> str:
+    """The priority backend name (:data:`~.priorities.PRIORITY_BACKENDS`) that holds a DQN or Ape-X agent's priorities
+    on ``backend``: the float64 sum tree (``"numpy"``) for the host reference, else the replay core on ``backend``."""
+    check_backend(backend)
+    return "numpy" if backend == "host" else backend
+
+
+def computed(default: Any) -> Any:
+    """An ``Args`` field the agent fills in at runtime (a batch size derived from others...): not an option."""
+    return field(default=default, metadata={"computed": True})
+
+
+def is_computed(f: Field) -> bool:
+    """True for a field declared with :func:`computed`."""
+    return bool(f.metadata.get("computed"))
+
+
+def linear_schedule(start: float, end: float, duration: float, t: float) -> float:
+    """``start`` at ``t = 0``, linearly to ``end`` at ``t = duration``, then ``end`` (CleanRL's schedule)."""
+    if duration <= 0:
+        return end
+    slope = (end - start) / duration
+    return max(slope * t + start, end) if end <= start else min(slope * t + start, end)
+
+
+def checkpoint_due(previous_step: int, global_step: int, every: int) -> bool:
+    """Whether a periodic checkpoint is due after the agent went from ``previous_step`` to ``global_step``
+    environment steps: a multiple of ``every`` lies in ``(previous_step, global_step]`` (never for ``every = 0``).
+
+    ``checkpoint_every`` counts environment steps in every agent, so one that takes many steps at a time (a PPO
+    iteration, a Sarsa episode) saves once, at the end of the step that reaches each multiple.
+    """
+    return every > 0 and global_step // every > previous_step // every
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -86,7 +157,7 @@ def resolve_nn(nn: str | None) -> str:
     if nn in (None, "auto"):
         return "torch" if torch_available() else "numpy"
     if nn not in NN_BACKENDS:
-        raise ValueError(f"nn must be one of {NN_BACKENDS} or 'auto', not {nn!r}")
+        raise FieldValueError(f"nn must be one of {NN_BACKENDS} or 'auto', not {nn!r}", "nn")
     if nn == "torch" and not torch_available():
         raise ValueError(
             "nn='torch' needs torch (pip install 'pynq-rl[torch]'); use nn='numpy' where it has no "
@@ -432,108 +503,3 @@ class Run:
             f.close()
         if self._tensorboard is not None:
             self._tensorboard.close()
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Checkpoints: arrays + a JSON header, never pickle
-# ---------------------------------------------------------------------------------------------------------------------
-def _split(obj: Any, path: str, arrays: dict[str, np.ndarray]) -> Any:
-    """Replace every array in ``obj`` by a reference to its entry in ``arrays``; return the JSON-able rest."""
-    if isinstance(obj, np.ndarray):
-        arrays[path] = obj
-        return {_ARRAY: path}
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, dict):
-        for key in obj:
-            if not isinstance(key, str) or "/" in key or key in (_ARRAY, _HEADER):
-                raise ValueError(f"checkpoint keys must be strings without '/', not {key!r} (at {path!r})")
-        return {key: _split(value, f"{path}/{key}" if path else key, arrays) for key, value in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_split(value, f"{path}/{i}", arrays) for i, value in enumerate(obj)]
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(
-        f"a checkpoint holds arrays, numbers, strings, lists and dicts, not {type(obj).__name__} (at {path!r})"
-    )
-
-
-def _join(obj: Any, arrays: Any) -> Any:
-    """The inverse of :func:`_split`."""
-    if isinstance(obj, dict):
-        if set(obj) == {_ARRAY}:
-            return np.array(arrays[obj[_ARRAY]])
-        return {key: _join(value, arrays) for key, value in obj.items()}
-    if isinstance(obj, list):
-        return [_join(value, arrays) for value in obj]
-    return obj
-
-
-def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any], *, sync: bool = False) -> None:
-    """Write ``state`` (nested dicts/lists of numpy arrays, numbers, strings) as an ``.npz`` with a JSON header.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        File to write (its directory is created). Written to a temporary file first, then renamed, so an
-        interrupted save never leaves a torn checkpoint behind.
-    agent : str
-        The agent's name (``"ppo"``, ``"dqn"``, ...), checked by :func:`load_checkpoint`.
-    state : dict
-        What to save; dict keys must be strings without ``/``.
-    sync : bool
-        fsync the file before the rename (a checkpoint that must survive a power cut).
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``state`` holds something else (an object, a tensor) or a bad key; nothing is written then.
-    """
-    path = os.fspath(path)
-    arrays: dict[str, np.ndarray] = {}
-    header = {"format": CHECKPOINT_FORMAT, "agent": agent, "state": _split(state, "", arrays)}
-    if any(a.dtype == object for a in arrays.values()):
-        raise TypeError("a checkpoint cannot hold object arrays")
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        np.savez(f, **{_HEADER: np.array(json.dumps(header))}, **arrays)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` for ``agent`` (never unpickles anything).
-
-    Returns
-    -------
-    dict
-        The saved ``state``, arrays as numpy arrays.
-
-    Raises
-    ------
-    ValueError
-        If the file is not a pynq-rl checkpoint of this format for ``agent``.
-    FileNotFoundError
-        If there is no such file.
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            archive = np.load(f, allow_pickle=False)
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ValueError("it is a single .npy array, not an .npz archive")
-            header = json.loads(str(archive[_HEADER]))
-            if not isinstance(header, dict):
-                raise ValueError("header is not a JSON object")
-            found = (header.get("agent"), header.get("format"))
-            if found != (agent, CHECKPOINT_FORMAT):
-                raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
-            return _join(header["state"], archive)
-    except FileNotFoundError:
-        raise
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
-        # a damaged zip can also claim an unknown compression (NotImplementedError) or encryption (RuntimeError)
-        raise ValueError(f"{path!r} is not a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}: {exc}") from exc

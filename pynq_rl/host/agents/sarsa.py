@@ -1,13 +1,14 @@
 r"""Tile-coded linear Sarsa in the CleanRL style, learning inside the ParSa core (OPaL's in-network Sarsa).
 
-Read top to bottom: :class:`Args`, the float64 reference learner (:class:`FloatSarsa`), the learner factory
-(:func:`make_learner`, the only branch on hardware), the episode loop (:func:`run_episode`), checkpoints, and
-:func:`train`.
+Read top to bottom: :class:`Args`, the tile coding's defaults (:func:`default_tiling`, :func:`env_bounds`), the
+episode loop (:func:`run_episode`), checkpoints, and :func:`train`. The learners are in :mod:`.sarsa_learners`: the
+float64 host reference (:class:`~.sarsa_learners.FloatSarsa`) and the factory that is the only branch on hardware
+(:func:`~.sarsa_learners.make_learner`).
 
 The ParSa core is a complete online learner: the agent sends the state (and the reward of the key's previous
 action) and gets the next action back; the core applies the Sarsa update itself. So this agent is only a
-gymnasium loop around ``act()``; with ``backend="float"`` the same loop drives :class:`FloatSarsa`, a float64
-implementation of the same algorithm, for comparison.
+gymnasium loop around ``act()``; with ``backend="host"`` the same loop drives :class:`~.sarsa_learners.FloatSarsa`,
+a float64 implementation of the same algorithm, for comparison.
 
 Sarsa (Rummery & Niranjan 1994; Sutton & Barto 2018, §10.1, episodic semi-gradient Sarsa) with a linear
 tile-coded action-value function ``q(s, a) = sum_{i in F(s)} w[i, a]`` (one hit tile per tiling):
@@ -49,7 +50,8 @@ oscillates (mean return over episodes 301-500 about -150 in float64, seeds 0-4),
 
 Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row per episode,
 keys ``charts/...``), ``episodes.csv``, ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle;
-:class:`~.run.Run` and :func:`~.run.save_checkpoint`).
+:class:`~.run.Run` and :func:`~.run.save_checkpoint`; also every ``checkpoint_every`` environment steps, after the
+episode that reaches each multiple).
 """
 
 from __future__ import annotations
@@ -60,19 +62,18 @@ import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from tqdm.auto import tqdm
 
-from ...overlay.models.parsa import TilingLayout
-from ..drivers.tiling_config import load_tiling, tiling_to_dict
+from ..drivers.tiling_config import load_tiling
 from . import run as R
+from .sarsa_learners import FloatSarsa, SarsaLearner, make_learner
 
 __all__ = [
     "Args",
-    "BACKENDS",
     "FloatSarsa",
     "SarsaLearner",
     "make_learner",
@@ -84,9 +85,6 @@ __all__ = [
     "load_checkpoint",
     "train",
 ]
-
-BACKENDS = ("float", "emu", "rtl", "verilator", "board")
-"""accepted values of :attr:`Args.backend`: the float64 reference or the ParSa core on a backend"""
 
 
 @dataclass
@@ -102,9 +100,12 @@ class Args:
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     save_checkpoint: bool = True
-    """if toggled, save a checkpoint at the end of training"""
+    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` environment steps)"""
+    checkpoint_every: int = 0
+    """also save a checkpoint every this many environment steps, after the episode that reaches each multiple (0:
+    only at the end)"""
     checkpoint_path: str | None = None
-    """where to save the checkpoint (default: `out_dir/run_name/checkpoint.npz`)"""
+    """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
     """path of a checkpoint to resume from (policy, epsilon, random state, episodes done)"""
 
@@ -120,7 +121,8 @@ class Args:
     tiling: str | None = None
     """a tiling layout (JSON string or path, see `pynq_rl/host/drivers/tiling_config.py`) replacing the default"""
     bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
-    """(lows, highs) of the observation for tile coding (default: the observation space, which must be finite)"""
+    """(lows, highs) of the observation for tile coding (None: the observation space's, which must be finite); on the
+    command line LOWS:HIGHS, e.g. --bounds=-2.4,-3,-0.21,-3.5:2.4,3,0.21,3.5 for CartPole"""
     alpha: float = 0.3
     """the step size, Sutton & Barto's alpha: each tiling's weight moves by alpha / n_tilings * delta"""
     gamma: float = 1.0
@@ -135,8 +137,8 @@ class Args:
 
     # Offload arguments
     backend: str = "emu"
-    """where Sarsa runs: `float` (float64 host reference), `emu` (bit-exact model), `rtl` (MyHDL), `verilator` (the
-    converted Verilog) or `board`"""
+    """where Sarsa runs: in the ParSa core on `emu` (its bit-exact model), `rtl` (MyHDL), `verilator` (its converted
+    Verilog) or `board` (the PL), or on the `host` (FloatSarsa, the float64 reference, no core)"""
     board: str | None = None
     """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
     timeout_s: float = 5.0
@@ -145,222 +147,10 @@ class Args:
     """the core key (agent slot) this agent uses"""
 
     # to be filled in runtime
-    n_tilings: int = 0
+    n_tilings: int = R.computed(0)
     """tilings of the layout (computed in runtime)"""
-    step_size: float = 0.0
+    step_size: float = R.computed(0.0)
     """alpha / n_tilings, the per-tiling step size sent to the core (computed in runtime)"""
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# The learners
-# ---------------------------------------------------------------------------------------------------------------------
-class SarsaLearner(Protocol):
-    """What the loop needs from a learner: the driver :class:`~pynq_rl.host.drivers.parsa.ParsaCore` or
-    :class:`FloatSarsa`."""
-
-    epsilon: float
-
-    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int: ...
-
-    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False): ...
-
-    def dump_policy(self) -> np.ndarray: ...
-
-    def state_dict(self) -> dict: ...
-
-    def load_state_dict(self, state: dict) -> None: ...
-
-
-class FloatSarsa:
-    """Float64 tile-coded Sarsa with the ParSa core's semantics (keys, TERMINAL, stored q) and its own numpy RNG.
-
-    The tile coding is the layout's (same sets, copies, tiles and tile order as the core's ``dump_policy``): the
-    position ``u_d = clip((s_d - low_d) / (high_d - low_d), 0, 1 - 2**-16)``, copy ``c`` of a set with ``T``
-    tilings and ``n`` tiles per dim hits coordinate ``floor(u_d * n + c / T)`` per dim, row-major over the set's
-    dims with ``n + 1`` coordinates per dim (``n`` when ``T == 1``). Equal to
-    :func:`~pynq_rl.overlay.models.parsa.float_tile_indices`, vectorized over states.
-
-    Parameters
-    ----------
-    tiling : TilingLayout, dict, JSON string or path
-        The tiling sets.
-    n_actions : int
-        Actions.
-    bounds : (lows, highs)
-        Per-dimension state bounds (states outside are clamped).
-    alpha, gamma, epsilon, epsilon_decay : float
-        Per-tiling step size, discount, exploration probability and its per-action decay factor.
-    online : bool
-        Apply Sarsa updates.
-    seed : int
-        Seed of the learner's ``numpy.random.Generator`` (exploration draws).
-    keys : int
-        Independent keys (agents or flows), each with its own previous ``(tiles, action, q)``.
-    """
-
-    def __init__(
-        self,
-        tiling,
-        n_actions: int,
-        bounds,
-        alpha: float = 0.1,
-        gamma: float = 0.99,
-        epsilon: float = 0.1,
-        epsilon_decay: float = 1.0,
-        online: bool = True,
-        seed: int = 0,
-        keys: int = 256,
-    ) -> None:
-        self.layout: TilingLayout = load_tiling(tiling)
-        if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
-            raise ValueError(f"n_actions must be a positive integer, not {n_actions!r}")
-        for name, value in (("alpha", alpha), ("gamma", gamma), ("epsilon", epsilon), ("epsilon_decay", epsilon_decay)):
-            if not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], not {value!r}")
-        self.lows, self.highs = (np.asarray(b, dtype=np.float64).ravel() for b in bounds)
-        n_dims = self.layout.n_dims
-        if self.lows.shape != (n_dims,) or self.highs.shape != (n_dims,):
-            raise ValueError(f"bounds must be two sequences of {n_dims} values")
-        if not (np.all(np.isfinite(self.lows)) and np.all(np.isfinite(self.highs)) and np.all(self.highs > self.lows)):
-            raise ValueError("bounds must be finite with high > low in every dimension")
-        self.n_actions = int(n_actions)
-        self.alpha, self.gamma = float(alpha), float(gamma)
-        self.epsilon, self.epsilon_decay = float(epsilon), float(epsilon_decay)
-        self.online = bool(online)
-        self.rng = np.random.default_rng(seed)
-        self.weights = np.zeros((self.layout.n_tiles, self.n_actions))
-        # per tiling: its dims (padded), coordinates per dim, tiles, shift c/T, global offset
-        sets = [(s, c) for s in self.layout.sets for c in range(s.tilings)]
-        self._dims = np.zeros((len(sets), 4), dtype=np.int64)
-        self._ndims = np.array([len(s.dims) for s, _ in sets], dtype=np.int64)
-        for i, (s, _) in enumerate(sets):
-            self._dims[i, : len(s.dims)] = s.dims
-        self._tiles = np.array([s.tiles for s, _ in sets], dtype=np.float64)
-        self._coords = np.array([s.coordinates for s, _ in sets], dtype=np.int64)
-        self._shift = np.array([c / s.tilings for s, c in sets])
-        sizes = np.array([s.tiles_per_tiling for s, _ in sets], dtype=np.int64)
-        self._offset = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self.n_keys = int(keys)
-        self._forget_keys()
-
-    def _forget_keys(self) -> None:
-        self.key_valid = np.zeros(self.n_keys, dtype=bool)
-        self.key_action = np.zeros(self.n_keys, dtype=np.int64)
-        self.key_q = np.zeros(self.n_keys)
-        self.key_tiles = np.zeros((self.n_keys, len(self._offset)), dtype=np.int64)
-
-    def tile_indices(self, states) -> np.ndarray:
-        """Global tile index hit by every tiling, ``(n, n_tilings)`` for states ``(n, n_dims)``."""
-        states = np.asarray(states, dtype=np.float64).reshape(-1, self.layout.n_dims)
-        u = np.clip((states - self.lows) / (self.highs - self.lows), 0.0, 1.0 - 2.0**-16)
-        coords = np.floor(u[:, self._dims] * self._tiles[None, :, None] + self._shift[None, :, None])
-        index = np.zeros(coords.shape[:2], dtype=np.int64)
-        for j in range(4):
-            use = self._ndims > j
-            index = np.where(use, index * self._coords + coords[:, :, j].astype(np.int64), index)
-        return self._offset + index
-
-    def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int:
-        """One step for ``key`` (see :meth:`act_batch`); -1 when ``terminal``."""
-        actions, _ = self.act_batch(
-            np.asarray(state, dtype=np.float64)[None, :], None if reward is None else [reward], [key], [terminal]
-        )
-        return int(actions[0])
-
-    def act_batch(self, states, rewards=None, keys=None, terminals=None, return_values: bool = False):
-        """Records processed in order, as the core does: choose ``a'`` for each state, then update the key's
-        previous ``(s, a)`` with its reward (NaN: none, no update) and forget it on ``terminal``.
-
-        Returns ``(actions, values)``: actions (-1 where terminal) and, with ``return_values``, ``q(s, .)`` before
-        the record's update.
-        """
-        states = np.asarray(states, dtype=np.float64)
-        if states.ndim != 2 or states.shape[1] != self.layout.n_dims or not np.all(np.isfinite(states)):
-            raise ValueError(f"states must be finite with shape (n, {self.layout.n_dims}), not {states.shape}")
-        n = states.shape[0]
-        keys = np.zeros(n, dtype=np.int64) if keys is None else np.asarray(keys, dtype=np.int64)
-        if keys.shape != (n,) or np.any((keys < 0) | (keys >= self.n_keys)):
-            raise ValueError(f"keys must be {n} integers in [0, {self.n_keys})")
-        rewards = np.full(n, np.nan) if rewards is None else np.asarray(rewards, dtype=np.float64)
-        terminals = np.zeros(n, dtype=bool) if terminals is None else np.asarray(terminals, dtype=bool)
-        if rewards.shape != (n,) or terminals.shape != (n,):
-            raise ValueError(f"rewards and terminals must have shape ({n},)")
-        tiles = self.tile_indices(states)
-        actions = np.full(n, -1, dtype=np.int64)
-        values = np.zeros((n, self.n_actions)) if return_values else None
-        w = self.weights
-        for r in range(n):
-            key = keys[r]
-            q = w[tiles[r]].sum(axis=0)
-            if values is not None:
-                values[r] = q
-            chosen_q = 0.0
-            if not terminals[r]:
-                if self.rng.random() < self.epsilon:
-                    actions[r] = self.rng.integers(self.n_actions)
-                else:
-                    actions[r] = int(np.argmax(q))  # lowest index among ties, as the core
-                chosen_q = q[actions[r]]
-                self.epsilon *= self.epsilon_decay
-            if self.online and not math.isnan(rewards[r]) and self.key_valid[key]:
-                target = rewards[r] if terminals[r] else rewards[r] + self.gamma * chosen_q
-                w[self.key_tiles[key], self.key_action[key]] += self.alpha * (target - self.key_q[key])
-            if terminals[r]:
-                self.key_valid[key] = False
-            else:
-                self.key_valid[key] = True
-                self.key_action[key], self.key_q[key] = actions[r], chosen_q
-                self.key_tiles[key] = tiles[r]
-        return actions, values
-
-    def dump_policy(self) -> np.ndarray:
-        """The weights ``(n_tiles, n_actions)`` in the layout's tile order (as ``ParsaCore.dump_policy``)."""
-        return self.weights.copy()
-
-    def load_policy(self, weights) -> None:
-        """Load ``(n_tiles, n_actions)`` weights in the layout's tile order."""
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.shape != self.weights.shape:
-            raise ValueError(f"weights must have shape {self.weights.shape}, not {weights.shape}")
-        self.weights[:] = weights
-
-    def state_dict(self) -> dict:
-        """Configuration, weights, epsilon and the random generator's state (keys' previous steps not saved)."""
-        return {
-            "tiling": tiling_to_dict(self.layout),
-            "n_actions": self.n_actions,
-            "bounds": (tuple(self.lows), tuple(self.highs)),
-            "alpha": self.alpha,
-            "gamma": self.gamma,
-            "epsilon": self.epsilon,
-            "epsilon_decay": self.epsilon_decay,
-            "online": self.online,
-            "weights": self.weights.copy(),
-            "rng": self.rng.bit_generator.state,
-            "keys": self.n_keys,
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        """Restore a :meth:`state_dict` (the layout and action count must match)."""
-        if (
-            tiling_to_dict(load_tiling(state["tiling"])) != tiling_to_dict(self.layout)
-            or int(state["n_actions"]) != self.n_actions
-        ):
-            raise ValueError("state_dict is for another tiling layout or action count")
-        self.__init__(
-            state["tiling"],
-            state["n_actions"],
-            state["bounds"],
-            state["alpha"],
-            state["gamma"],
-            state["epsilon"],
-            state["epsilon_decay"],
-            state["online"],
-            0,
-            state.get("keys", self.n_keys),
-        )
-        self.rng.bit_generator.state = state["rng"]
-        self.load_policy(state["weights"])
 
 
 def default_tiling(n_dims: int, tilings: int = 8, tiles: int = 8) -> dict:
@@ -394,53 +184,6 @@ def env_bounds(env: gym.Env, bounds=None) -> tuple[np.ndarray, np.ndarray]:
             f"--bounds=LOWS:HIGHS), not {lows}, {highs}"
         )
     return lows, highs
-
-
-def make_learner(
-    backend: str,
-    tiling,
-    n_actions: int,
-    bounds,
-    alpha: float,
-    gamma: float,
-    epsilon: float,
-    epsilon_decay: float,
-    frac_bits: int,
-    seed: int,
-    board: str | None = None,
-    overlay=None,
-    timeout_s: float | None = None,
-) -> SarsaLearner:
-    """The learner: :class:`FloatSarsa` (``"float"``) or the configured ParSa core of an overlay on ``backend``.
-
-    ``alpha`` is the per-tiling step size. ``overlay``: an existing RLOverlay to use instead of loading one.
-    ``timeout_s``: the core driver's deadline per operation (None: the driver's default). This is the only place
-    that branches on hardware.
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
-    if backend == "float":
-        return FloatSarsa(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, seed=seed)
-    if overlay is None:
-        from ..overlay import load_core  # imported lazily: pynq is needed only for the core
-
-        core = load_core("parsa", backend, board, timeout_s)
-    else:
-        core = overlay.parsa
-        if timeout_s is not None:
-            core.timeout_s = timeout_s
-    core.configure(
-        tiling,
-        n_actions,
-        bounds,
-        alpha=alpha,
-        gamma=gamma,
-        epsilon=epsilon,
-        epsilon_decay=epsilon_decay,
-        frac_bits=frac_bits,
-        seed=seed,
-    )
-    return core
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -542,23 +285,27 @@ _METRIC_KEYS = (
 
 
 def _check_args(args: Args) -> None:
-    """Reject argument values before any environment or overlay is built."""
+    """Reject argument values before any environment or overlay is built (errors name the fields they are about:
+    :class:`~.run.FieldValueError`)."""
     R.check_tensorboard(args.tensorboard)
-    if args.backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {args.backend!r}")
+    R.check_backend(args.backend)
     if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
-        raise ValueError(
-            f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}"
+        raise R.FieldValueError(
+            f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}",
+            "episodes",
+            "tilings",
+            "tiles",
         )
     for name in ("alpha", "gamma", "epsilon", "epsilon_decay"):
         if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}")
+            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
     if args.alpha == 0.0:
-        raise ValueError("alpha must be in (0, 1], not 0.0 (nothing would be learnt)")
+        raise R.FieldValueError("alpha must be in (0, 1], not 0.0 (nothing would be learnt)", "alpha")
     if not 0 <= int(args.frac_bits) <= 30:
-        raise ValueError(f"frac_bits must be in [0, 30], not {args.frac_bits!r}")
-    if int(args.key) < 0:
-        raise ValueError(f"key must be >= 0, not {args.key!r}")
+        raise R.FieldValueError(f"frac_bits must be in [0, 30], not {args.frac_bits!r}", "frac_bits")
+    for name in ("key", "checkpoint_every"):
+        if int(getattr(args, name)) < 0:
+            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
 
 
 def train(args: Args, overlay=None) -> dict[str, Any]:
@@ -622,10 +369,12 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
             args.timeout_s,
         )
         if resume_state is not None:
-            if (resume_state["backend"] == "float") != (args.backend == "float"):
+            # checkpoints written before the host reference was named "host" say "float"
+            saved_on_host = resume_state["backend"] in ("host", "float")
+            if saved_on_host != (args.backend == "host"):
                 raise ValueError(
                     f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "
-                    f"a float and a core policy are not interchangeable"
+                    f"a host (float64) and a core policy are not interchangeable"
                 )
             learner.load_state_dict(resume_state["learner"])
 
@@ -646,7 +395,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                     dynamic_ncols=True,
                 )
             )
-            on_core = args.backend != "float"
+            on_core = args.backend != "host"
             for episode in range(start_episode, args.episodes):
                 t0 = time.perf_counter()
                 # TRY NOT TO MODIFY: seeding: the first reset of the run is seeded, later ones continue its stream
@@ -678,6 +427,10 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                 run.log(row)
                 progress.update(1)
                 progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
+                if args.save_checkpoint and R.checkpoint_due(
+                    global_step - ep_length, global_step, args.checkpoint_every
+                ):
+                    save_checkpoint(checkpoint_path, learner, args, episode + 1, episode_returns, global_step)
         if saturations:
             warnings.warn(
                 f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; lower frac_bits",

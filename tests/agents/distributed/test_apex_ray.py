@@ -20,6 +20,7 @@ from pynq_rl.host.agents.distributed import apex
 from pynq_rl.host.agents.distributed.client import ReplayClient
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
+from pynq_rl.host.agents.options import given
 
 
 def test_actor_epsilons_follow_apex_schedule():
@@ -64,7 +65,7 @@ def small_args(tmp_path, **overrides) -> apex.Args:
     base = dict(
         out_dir=str(tmp_path),
         num_actors=2,
-        replay_backend="emu",
+        backend="emu",
         buffer_size=4096,
         learning_starts=100,
         batch_size=32,
@@ -180,7 +181,7 @@ def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, cap
             == 0
         )
         summary = json.loads(capsys.readouterr().out)
-        assert summary["updates"] == 100 and summary["replay_backend"] == "external"
+        assert summary["updates"] == 100 and summary["backend"] == "external"
         assert summary["stop_reason"] == "max_updates" and not summary["solved"]
         stats = ReplayClient(f"127.0.0.1:{port}").stats()
         assert stats["sample_calls"] >= 100 and stats["update_calls"] == 100 and stats["push_calls"] > 0
@@ -191,40 +192,31 @@ def test_cli_train_apex_with_an_external_replay_address(local_ray, tmp_path, cap
 
 
 def test_cli_parses_train_apex():
-    args = build_parser().parse_args(
-        [
-            "train",
-            "apex",
-            "--env",
-            "CartPole-v1",
-            "--actors",
-            "4",
-            "--replay-backend",
-            "numpy",
-            "--replay-address",
-            "board:50051",
-            "--sample-prefetch",
-            "2",
-        ]
+    argv = ["train", "apex", "--env", "CartPole-v1", "--actors", "4", "--backend", "host"]
+    argv += ["--replay-address", "board:50051", "--sample-prefetch", "2", "--hidden-sizes", "64", "64"]
+    args = build_parser().parse_args(argv)
+    assert args.agent == "apex"
+    config = args.make_args(given(args, args.args_cls))
+    assert config == apex.Args(
+        env_id="CartPole-v1",
+        num_actors=4,
+        backend="host",
+        replay_address="board:50051",
+        sample_prefetch=2,
+        hidden_sizes=(64, 64),
     )
-    assert (args.agent, args.actors, args.replay_backend, args.replay_address, args.sample_prefetch) == (
-        "apex",
-        4,
-        "numpy",
-        "board:50051",
-        2,
-    )
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["train", "apex", "--replay-backend", "fpga"])
-    assert build_parser().parse_args(["train", "apex"]).sample_prefetch == apex.Args().sample_prefetch == 1
-    assert build_parser().parse_args(["train", "apex"]).updates_per_insert == apex.Args().updates_per_insert == 0.5
+    for wrong in (["--backend", "fpga"], ["--replay-backend", "emu"], ["--backend", "numpy"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["train", "apex", *wrong])
+    args = build_parser().parse_args(["train", "apex"])
+    assert args.make_args(given(args, args.args_cls)) == apex.Args()
 
 
 def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"^num_actors must be >= 1, not 0$"):
         apex.train(small_args(tmp_path, num_actors=0))
-    with pytest.raises(ValueError, match=r"^replay_backend must be one of .*, not 'fpga'$"):
-        apex.train(small_args(tmp_path, replay_backend="fpga"))
+    with pytest.raises(ValueError, match=r"^backend must be one of .*, not 'fpga'$"):
+        apex.train(small_args(tmp_path, backend="fpga"))
 
 
 def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch):
@@ -267,7 +259,7 @@ def test_apex_learns_cartpole_on_emu(tmp_path):
     if ray.is_initialized():
         ray.shutdown()
     summary = apex.train(
-        apex.Args(out_dir=str(tmp_path), num_actors=2, replay_backend="emu", max_seconds=600.0, progress=False)
+        apex.Args(out_dir=str(tmp_path), num_actors=2, backend="emu", max_seconds=600.0, progress=False)
     )
     print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
     assert summary["solved"] and summary["eval_mean_return"] >= 450.0

@@ -8,6 +8,8 @@
 * :mod:`.service` — the gRPC service over a server, :func:`serve` and the command line
   (``python -m pynq_rl.host.agents.distributed.service``; grpcio + protobuf);
 * :mod:`.client` — :class:`ReplayClient`: push / sample / update_priorities / stats with retries and reconnection;
+* :mod:`.apex_args` — the Ape-X run's hyperparameters (``Args``), importable without Ray or torch (the command line
+  lists them from here);
 * :mod:`.apex` — the Ape-X actors, the Double-DQN learner and the replay server as Ray actors, and :func:`apex.train`
   (``pynq-rl train apex``);
 * :mod:`.redis_baseline` — the baseline layout: actors push to Redis, the learner-side replay pulls from it;
@@ -18,4 +20,4 @@ Nothing is imported here eagerly: the server side needs no torch or Ray (``from 
 import server``), the Ray side is imported only where it is used.
 """
 
-__all__ = ["codec", "server", "recovery", "wal", "service", "client", "apex", "redis_baseline"]
+__all__ = ["codec", "server", "recovery", "wal", "service", "client", "apex_args", "apex", "redis_baseline"]

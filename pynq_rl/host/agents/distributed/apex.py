@@ -29,11 +29,12 @@ when it runs on a PYNQ board (``replay_address``; start it there with
   learner chunks, and stops at ``target_return`` (mean of the last ``eval_window`` evaluation episodes), at
   ``max_updates`` or at ``max_seconds``.
 
-The workers (n-step builder, Ray actors, evaluator) live in :mod:`.apex_workers`; this module holds the
-arguments and the driver. Outputs go to ``out_dir/run_name/`` (:class:`~pynq_rl.host.agents.run.Run`): ``args.json``,
-``metrics.csv`` / ``metrics.jsonl`` (one row per learner chunk, :data:`METRIC_KEYS`), ``episodes.csv`` (the greedy
-evaluation episodes: the learning curve ``pynq-rl plot`` draws), ``actor_episodes.csv`` (every actor and evaluation
-episode with its actor, epsilon and time) and ``summary.json``.
+The arguments (:class:`~.apex_args.Args`) live in :mod:`.apex_args`, the workers (n-step builder, Ray actors,
+evaluator) in :mod:`.apex_workers`; this module holds the driver. Outputs go to ``out_dir/run_name/``
+(:class:`~pynq_rl.host.agents.run.Run`): ``args.json``, ``metrics.csv`` / ``metrics.jsonl`` (one row per learner
+chunk, :data:`METRIC_KEYS`), ``episodes.csv`` (the greedy evaluation episodes: the learning curve ``pynq-rl plot``
+draws), ``actor_episodes.csv`` (every actor and evaluation episode with its actor, epsilon and time) and
+``summary.json``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +53,8 @@ import ray
 import torch
 
 from .. import run as R
-from ..priorities import PRIORITY_BACKENDS
 from . import codec
+from .apex_args import Args
 from .apex_workers import (
     ApexActor,
     Evaluator,
@@ -100,120 +100,6 @@ __all__ = [
 ]
 
 
-@dataclass
-class Args:
-    exp_name: str = "apex"
-    """the name of this experiment"""
-    seed: int = 0
-    """seed of the experiment (actor i uses seed + 1000 (i + 1) + restarts)"""
-    out_dir: str = "runs"
-    """directory under which the run directory `run_name` is created"""
-    progress: bool = True
-    """if toggled, print one line per learner chunk to stderr"""
-    tensorboard: bool = False
-    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
-    env_id: str = "CartPole-v1"
-    """the id of the environment"""
-
-    # Distribution
-    num_actors: int = 2
-    """number of Ape-X actors (Ray actors)"""
-    replay_backend: str = "emu"
-    """where the replay server keeps the priorities: `numpy`, `emu`, `rtl`, `verilator` or `board` (the replay core)"""
-    board: str | None = None
-    """the overlay's board for the replay server's core"""
-    replay_address: str | None = None
-    """host:port of an external replay server (e.g. on a PYNQ board); None: run it as a Ray actor"""
-    replay_bind: str = "127.0.0.1"
-    """interface the Ray-hosted replay server listens on (0.0.0.0 for actors on other nodes: exposes it, so set
-    $PYNQ_RL_REPLAY_TOKEN, which train passes to every Ray worker with $PYNQ_RL_REPLAY_TLS_CA)"""
-    checkpoint_dir: str | None = None
-    """replay server write-ahead log + checkpoints (Ray-hosted server; None: `out_dir/run_name/replay`)"""
-    checkpoint_every_s: float = 30.0
-    """replay server checkpoint period"""
-    queue_batches: int = 64
-    """replay server insertion queue depth (back-pressure beyond it)"""
-    ray_num_cpus: int = 4
-    """logical CPUs of the local Ray instance started by `train` (actors ask for 1 each, the learner for 1)"""
-    ray_address: str | None = None
-    """an existing Ray cluster to join (None: start one locally)"""
-    actor_max_restarts: int = 10
-    """how often Ray restarts a dead actor (and the replay server actor, and the learner)"""
-
-    # Actors
-    epsilon_base: float = 0.4
-    """Ape-X epsilon schedule base"""
-    epsilon_alpha: float = 7.0
-    """Ape-X epsilon schedule exponent spread"""
-    n_step: int = 3
-    """n of the n-step returns"""
-    local_buffer_size: int = 50
-    """transitions an actor collects before one push"""
-    weight_sync_steps: int = 200
-    """environment steps between an actor's weight pulls"""
-    actor_chunk_steps: int = 500
-    """environment steps per Ray task of an actor"""
-    actor_max_sps: float = 200.0
-    """throttle of each actor in environment steps per second (0: none; the machine here has 2 shared cores)"""
-
-    # Learner
-    total_timesteps: int = 0
-    """unused by Ape-X (actors run until the learner stops); kept for CLI symmetry"""
-    max_updates: int = 50_000
-    """learner gradient steps at most (at the rate limit, CartPole-v1 seed 0 stood at 449.2 of 450 after 30,000,
-    the former default; seed 1 solved after 22,400)"""
-    updates_per_insert: float = 0.5
-    """rate limit: learner updates per transition inserted into the replay (Reverb's samples-per-insert /
-    batch_size); the learner waits when it runs ahead of the actors, the actors when they run ahead of the learner,
-    so the replay ratio, and with it the learning, is the same however fast each side runs; 0: unlimited"""
-    rate_limit_tolerance: float = 100.0
-    """learner updates either side may run ahead of the `updates_per_insert` line before it waits"""
-    max_seconds: float = 900.0
-    """wall-clock budget of the run"""
-    learning_starts: int = 1_000
-    """transitions in the replay before the learner starts"""
-    batch_size: int = 64
-    """the batch size sampled from the replay server"""
-    sample_prefetch: int = 1
-    """batches the learner keeps in flight (`PrefetchingSampler`: drawn while it trains, one batch of priority
-    staleness each); 0: sample synchronously"""
-    learning_rate: float = 5e-4
-    """the learning rate of the optimizer (annealed linearly to 10% over `max_updates`)"""
-    gamma: float = 0.99
-    """the discount factor gamma"""
-    target_network_frequency: int = 250
-    """learner updates between hard target-network copies"""
-    publish_every: int = 50
-    """learner updates between weight publications"""
-    learner_chunk_updates: int = 200
-    """updates per Ray task of the learner (the driver evaluates between chunks)"""
-    max_grad_norm: float = 10.0
-    """the maximum norm for the gradient clipping"""
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    """widths of the Q-network's hidden ReLU layers"""
-    per_alpha: float = 0.6
-    """the priority exponent alpha"""
-    per_beta: float = 0.4
-    """the initial importance-sampling exponent, annealed to 1 over `max_updates`"""
-    per_eps: float = 1e-3
-    """added to |TD error| so that no transition gets priority 0"""
-    buffer_size: int = 50_000
-    """replay capacity (at most the replay core's K**LEVELS)"""
-    torch_threads: int = 1
-    """torch intra-op threads per process"""
-
-    # Evaluation and stopping
-    target_return: float = 450.0
-    """stop once the mean of the last `eval_window` greedy evaluation episodes reaches this (inf: never)"""
-    eval_window: int = 20
-    """evaluation episodes averaged for `target_return`"""
-    eval_episodes_per_chunk: int = 2
-    """greedy evaluation episodes the driver runs after each learner chunk"""
-
-    extra: dict = field(default_factory=dict)
-    """free-form notes stored with the run"""
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------------------------------
@@ -225,22 +111,33 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _check_args(args: Args) -> None:
+    """Reject argument values before Ray starts (errors name their fields: :class:`~.run.FieldValueError`)."""
     R.check_tensorboard(args.tensorboard)
     if args.num_actors < 1:
-        raise ValueError(f"num_actors must be >= 1, not {args.num_actors!r}")
-    if args.replay_address is None and args.replay_backend not in PRIORITY_BACKENDS:
-        raise ValueError(f"replay_backend must be one of {PRIORITY_BACKENDS}, not {args.replay_backend!r}")
+        raise R.FieldValueError(f"num_actors must be >= 1, not {args.num_actors!r}", "num_actors")
+    if args.replay_address is None:
+        R.check_backend(args.backend)
     if args.n_step < 1 or args.batch_size < 1 or args.learner_chunk_updates < 1 or args.actor_chunk_steps < 1:
-        raise ValueError("n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1")
+        raise R.FieldValueError(
+            "n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1",
+            "n_step",
+            "batch_size",
+            "learner_chunk_updates",
+            "actor_chunk_steps",
+        )
     if not args.updates_per_insert >= 0:
-        raise ValueError(f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}")
+        raise R.FieldValueError(
+            f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}", "updates_per_insert"
+        )
     if (
         args.updates_per_insert > 0
         and 2 * args.rate_limit_tolerance < args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1
     ):
-        raise ValueError(
+        raise R.FieldValueError(
             f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
-            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}"
+            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}",
+            "rate_limit_tolerance",
+            "updates_per_insert",
         )
 
 
@@ -261,7 +158,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     dict
         ``solved``, ``updates``, ``actor_steps``, ``wall_time_s``, ``eval_mean_return`` (last ``eval_window``),
         ``eval_returns``, ``actor_episodes``, ``actor_restarts`` (tasks lost to a dead actor),
-        ``actor_rate_limited_s`` (time the actors waited for the learner), ``replay_stats`` and the run directory.
+        ``actor_rate_limited_s`` (time the actors waited for the learner), ``backend`` (``"external"`` with
+        ``replay_address``), ``replay_stats`` and the run directory.
 
     Raises
     ------
@@ -299,7 +197,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
             replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
                 args.buffer_size,
                 obs_shape,
-                args.replay_backend,
+                R.priority_store(args.backend),
                 args.per_alpha,
                 args.replay_bind,
                 free_port(args.replay_bind),
@@ -442,7 +340,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         actor_incarnations=len(actor_steps),
         actor_rate_limited_s=float(sum(actor_waits.values())),
         replay_address=address,
-        replay_backend=args.replay_backend if args.replay_address is None else "external",
+        backend=args.backend if args.replay_address is None else "external",
         replay_stats=replay_stats,
     )
 

@@ -1,7 +1,7 @@
 """Ape-X's workers (see :mod:`.apex` for the algorithm and the driver): the n-step builder, the Ray actors (parameter
 server, replay server, Ape-X actors, learner) and the driver-side greedy evaluator.
 
-Every class takes the run's :class:`~.apex.Args`; the Ray-remote versions are :data:`ParameterServer`,
+Every class takes the run's :class:`~.apex_args.Args`; the Ray-remote versions are :data:`ParameterServer`,
 :data:`ReplayServerActor`, :data:`ApexActor` and :data:`Learner` (the underscored classes are not constructed
 directly). Needs Ray and torch (``pip install 'pynq-rl[distributed]'``).
 """
@@ -14,7 +14,7 @@ import os
 import random
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -23,15 +23,13 @@ import torch
 import torch.nn.functional as F
 import torch.optim as optim
 
-from ..dqn import linear_schedule
+from ..run import linear_schedule
 from ..torch_nets import QNetwork
+from .apex_args import Args
 from .client import NotReady, PrefetchingSampler, ReplayClient
 from .pacing import FixedRate, ReplayRatio
 from .server import ReplayServer
 from .service import serve
-
-if TYPE_CHECKING:
-    from .apex import Args
 
 __all__ = [
     "ApexActor",

@@ -1,0 +1,122 @@
+"""Ape-X's arguments (:class:`Args`), apart from the driver (:mod:`.apex`) and the workers (:mod:`.apex_workers`) that
+both read them, so neither imports the other for them, and so the command line lists them without Ray or torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Args"]
+
+
+@dataclass
+class Args:
+    exp_name: str = "apex"
+    """the name of this experiment"""
+    seed: int = 0
+    """seed of the experiment (actor i uses seed + 1000 (i + 1) + restarts)"""
+    out_dir: str = "runs"
+    """directory under which the run directory `run_name` is created"""
+    progress: bool = True
+    """if toggled, print one line per learner chunk to stderr"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+
+    # Distribution
+    num_actors: int = 2
+    """number of Ape-X actors (Ray actors)"""
+    backend: str = "emu"
+    """where the Ray-hosted replay server keeps the priorities: in the replay core on `emu` (its bit-exact model),
+    `rtl`, `verilator` or `board`, or on the `host` (a float64 sum tree, no core); unused with `replay_address`"""
+    board: str | None = None
+    """the overlay's board for the replay server's core"""
+    replay_address: str | None = None
+    """host:port of an external replay server (e.g. on a PYNQ board); None: run it as a Ray actor"""
+    replay_bind: str = "127.0.0.1"
+    """interface the Ray-hosted replay server listens on (0.0.0.0 for actors on other nodes: exposes it, so set
+    $PYNQ_RL_REPLAY_TOKEN, which train passes to every Ray worker with $PYNQ_RL_REPLAY_TLS_CA)"""
+    checkpoint_dir: str | None = None
+    """replay server write-ahead log + checkpoints (Ray-hosted server; None: `out_dir/run_name/replay`)"""
+    checkpoint_every_s: float = 30.0
+    """replay server checkpoint period"""
+    queue_batches: int = 64
+    """replay server insertion queue depth (back-pressure beyond it)"""
+    ray_num_cpus: int = 4
+    """logical CPUs of the local Ray instance started by `train` (actors ask for 1 each, the learner for 1)"""
+    ray_address: str | None = None
+    """an existing Ray cluster to join (None: start one locally)"""
+    actor_max_restarts: int = 10
+    """how often Ray restarts a dead actor (and the replay server actor, and the learner)"""
+
+    # Actors
+    epsilon_base: float = 0.4
+    """Ape-X epsilon schedule base"""
+    epsilon_alpha: float = 7.0
+    """Ape-X epsilon schedule exponent spread"""
+    n_step: int = 3
+    """n of the n-step returns"""
+    local_buffer_size: int = 50
+    """transitions an actor collects before one push"""
+    weight_sync_steps: int = 200
+    """environment steps between an actor's weight pulls"""
+    actor_chunk_steps: int = 500
+    """environment steps per Ray task of an actor"""
+    actor_max_sps: float = 200.0
+    """throttle of each actor in environment steps per second (0: none; the machine here has 2 shared cores)"""
+
+    # Learner
+    max_updates: int = 50_000
+    """learner gradient steps at most (at the rate limit, CartPole-v1 seed 0 stood at 449.2 of 450 after 30,000,
+    the former default; seed 1 solved after 22,400)"""
+    updates_per_insert: float = 0.5
+    """rate limit: learner updates per transition inserted into the replay (Reverb's samples-per-insert /
+    batch_size); the learner waits when it runs ahead of the actors, the actors when they run ahead of the learner,
+    so the replay ratio, and with it the learning, is the same however fast each side runs; 0: unlimited"""
+    rate_limit_tolerance: float = 100.0
+    """learner updates either side may run ahead of the `updates_per_insert` line before it waits"""
+    max_seconds: float = 900.0
+    """wall-clock budget of the run"""
+    learning_starts: int = 1_000
+    """transitions in the replay before the learner starts"""
+    batch_size: int = 64
+    """the batch size sampled from the replay server"""
+    sample_prefetch: int = 1
+    """batches the learner keeps in flight (`PrefetchingSampler`: drawn while it trains, one batch of priority
+    staleness each); 0: sample synchronously"""
+    learning_rate: float = 5e-4
+    """the learning rate of the optimizer (annealed linearly to 10% over `max_updates`)"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    target_network_frequency: int = 250
+    """learner updates between hard target-network copies"""
+    publish_every: int = 50
+    """learner updates between weight publications"""
+    learner_chunk_updates: int = 200
+    """updates per Ray task of the learner (the driver evaluates between chunks)"""
+    max_grad_norm: float = 10.0
+    """the maximum norm for the gradient clipping"""
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    """widths of the Q-network's hidden ReLU layers"""
+    per_alpha: float = 0.6
+    """the priority exponent alpha"""
+    per_beta: float = 0.4
+    """the initial importance-sampling exponent, annealed to 1 over `max_updates`"""
+    per_eps: float = 1e-3
+    """added to |TD error| so that no transition gets priority 0"""
+    buffer_size: int = 50_000
+    """replay capacity (at most the replay core's K**LEVELS)"""
+    torch_threads: int = 1
+    """torch intra-op threads per process"""
+
+    # Evaluation and stopping
+    target_return: float = 450.0
+    """stop once the mean of the last `eval_window` greedy evaluation episodes reaches this (inf: never)"""
+    eval_window: int = 20
+    """evaluation episodes averaged for `target_return`"""
+    eval_episodes_per_chunk: int = 2
+    """greedy evaluation episodes the driver runs after each learner chunk"""
+
+    extra: dict = field(default_factory=dict)
+    """free-form notes stored with the run"""

@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actors", type=int, nargs="+", default=[1, 2, 4, 8], help="actor counts")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts to compare")
-    parser.add_argument("--backend", default="emu", help="priority backend of both replays (numpy, emu, rtl)")
+    parser.add_argument("--backend", default="emu", help="priority backend of both replays (host, emu, rtl, verilator)")
     parser.add_argument("--capacity", type=int, default=50_000, help="replay capacity")
     parser.add_argument("--push-batch", type=int, default=50, help="transitions per push")
     parser.add_argument("--push-hz", type=float, default=50.0, help="pushes per second per actor")

@@ -172,7 +172,7 @@ def transition(i, n=1, obs_dim=3):
 
 
 def test_buffer_ring_wraps_around_and_new_transitions_get_the_max_priority():
-    rb = PrioritizedReplayBuffer(5, (3,), np.float32, priorities="numpy", alpha=1.0, priority_eps=0.25, seed=0)
+    rb = PrioritizedReplayBuffer(5, (3,), np.float32, priorities="host", alpha=1.0, priority_eps=0.25, seed=0)
     for i in range(3):
         rb.add(*transition(i))
     assert (len(rb), rb.pos, rb.full) == (3, 3, False)
@@ -192,7 +192,7 @@ def test_buffer_ring_wraps_around_and_new_transitions_get_the_max_priority():
 
 
 def test_buffer_sample_returns_stored_transitions_with_weights():
-    rb = PrioritizedReplayBuffer(100, (3,), np.float32, priorities="numpy", seed=0)
+    rb = PrioritizedReplayBuffer(100, (3,), np.float32, priorities="host", seed=0)
     rb.add(*transition(0, n=10))
     rb.update_priorities(np.arange(10), np.arange(10, dtype=np.float64))  # slot 0: priority eps only
     batch = rb.sample(64, beta=1.0)
@@ -210,7 +210,7 @@ def test_buffer_sample_returns_stored_transitions_with_weights():
 
 
 def test_buffer_rejects_bad_input():
-    rb = PrioritizedReplayBuffer(8, (3,), np.float32, priorities="numpy")
+    rb = PrioritizedReplayBuffer(8, (3,), np.float32, priorities="host")
     with pytest.raises(ValueError, match=r"^cannot sample from an empty replay buffer"):
         rb.sample(4)
     with pytest.raises(ValueError, match=r"^add\(\) expects a batch of n >= 1 transitions shaped"):
@@ -228,19 +228,19 @@ def test_buffer_rejects_bad_input():
         rb.sample(0)
     with pytest.raises(ValueError, match=r"^beta must be a number in \[0, 1\]"):
         rb.sample(4, beta=-0.1)
-    with pytest.raises(ValueError, match=r"^priorities must be one of \('numpy', 'emu', 'rtl', 'verilator', 'board'\)"):
+    with pytest.raises(ValueError, match=r"^priorities must be one of \('host', 'emu', 'rtl', 'verilator', 'board'\)"):
         PrioritizedReplayBuffer(8, (3,), priorities="fpga")
     assert rb.max_priority == 1.0 and len(rb) == 3  # nothing changed on the errors
 
 
 def test_buffer_state_dict_round_trip_continues_identically():
     rng = np.random.default_rng(1)
-    a = PrioritizedReplayBuffer(16, (3,), np.float32, priorities="numpy", seed=4)
+    a = PrioritizedReplayBuffer(16, (3,), np.float32, priorities="host", seed=4)
     a.add(*transition(0, n=12))
     a.add(*transition(12, n=8))  # wrapped
     a.update_priorities(np.arange(16), rng.normal(size=16))
     state = a.state_dict()
-    b = PrioritizedReplayBuffer(16, (3,), np.float32, priorities="numpy", seed=99)
+    b = PrioritizedReplayBuffer(16, (3,), np.float32, priorities="host", seed=99)
     b.load_state_dict(state)
     assert (b.pos, b.full, b.max_priority) == (a.pos, a.full, a.max_priority)
     for name in ("observations", "next_observations", "actions", "rewards", "dones"):
@@ -264,7 +264,7 @@ def test_buffer_storage_allocator_is_injectable():
         made.append((shape, np.dtype(dtype)))
         return np.full(shape, 7, dtype=dtype)
 
-    rb = PrioritizedReplayBuffer(4, (2,), np.uint8, priorities="numpy", allocator=allocator)
+    rb = PrioritizedReplayBuffer(4, (2,), np.uint8, priorities="host", allocator=allocator)
     assert made == [
         ((4, 2), np.dtype(np.uint8)),
         ((4, 2), np.dtype(np.uint8)),
@@ -282,7 +282,7 @@ def test_buffer_storage_allocator_is_injectable():
 def test_buffer_on_the_core_matches_the_numpy_reference_up_to_quantization(emu_replay):
     rng = np.random.default_rng(3)
     core_rb = PrioritizedReplayBuffer(1000, (3,), np.float32, priorities=emu_replay, alpha=0.6, seed=11)
-    ref_rb = PrioritizedReplayBuffer(1000, (3,), np.float32, priorities="numpy", alpha=0.6, seed=11)
+    ref_rb = PrioritizedReplayBuffer(1000, (3,), np.float32, priorities="host", alpha=0.6, seed=11)
     assert emu_replay.alpha == 0.6 and emu_replay.nonzero == 0  # the buffer took the core over and cleared it
     for rb in (core_rb, ref_rb):
         rb.add(*transition(0, n=700))
@@ -317,7 +317,7 @@ def test_buffer_on_the_core_state_dict_round_trip(emu_replay):
     np.testing.assert_array_equal(again.indices, first.indices)
     np.testing.assert_array_equal(again.observations, first.observations)
     with pytest.raises(ValueError, match=r"^state_dict is a 'replay core' priority state"):
-        PrioritizedReplayBuffer(64, (3,), np.float32, priorities="numpy").load_state_dict(state)
+        PrioritizedReplayBuffer(64, (3,), np.float32, priorities="host").load_state_dict(state)
 
 
 def test_buffer_larger_than_the_core_is_refused(emu_replay):

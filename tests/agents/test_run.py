@@ -41,11 +41,6 @@ def test_the_former_host_names_are_refused_with_the_new_one(backend):
         run.check_backend(backend)
 
 
-def test_priority_store_of_a_backend():
-    assert run.priority_store("host") == "numpy"  # the float64 NumpySumTree
-    assert [run.priority_store(b) for b in ("emu", "rtl", "verilator", "board")] == ["emu", "rtl", "verilator", "board"]
-
-
 def test_linear_schedule():
     assert run.linear_schedule(1.0, 0.05, 100, 0) == 1.0
     assert run.linear_schedule(1.0, 0.05, 100, 50) == pytest.approx(0.525)

@@ -289,7 +289,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
     replay : PriorityBackend, optional
         A priority store with the replay core driver's public methods (e.g. ``RLOverlay(...).replay`` or a
         :class:`~pynq_rl.host.agents.replay_buffer.NumpySumTree`); it overrides ``args.backend``. If None, the buffer
-        builds the store ``args.backend`` names (:func:`~.run.priority_store`: an overlay's replay core on
+        builds the store ``args.backend`` names (an overlay's replay core on
         ``args.board``, or the sum tree for ``"host"``).
 
     Returns
@@ -349,7 +349,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             obs_space.dtype,
             action_shape=envs.single_action_space.shape,
             action_dtype=np.int64,
-            priorities=replay if replay is not None else R.priority_store(args.backend),
+            priorities=replay if replay is not None else args.backend,
             alpha=args.per_alpha,
             priority_eps=args.per_eps,
             seed=seed,

@@ -18,7 +18,7 @@ from ...overlay.models.replay import check_priorities, priority_powers
 
 __all__ = ["PRIORITY_BACKENDS", "PriorityBackend", "NumpySumTree", "make_priority_backend"]
 
-PRIORITY_BACKENDS = ("numpy", "emu", "rtl", "verilator", "board")
+PRIORITY_BACKENDS = ("host", "emu", "rtl", "verilator", "board")
 """accepted names of a priority backend: the float64 reference sum tree, or the replay core on a backend"""
 
 
@@ -248,7 +248,7 @@ def make_priority_backend(
 
     Parameters
     ----------
-    name : {"numpy", "emu", "rtl", "verilator", "board"}
+    name : {"host", "emu", "rtl", "verilator", "board"}
         ``numpy``: the float64 reference; otherwise ``RLOverlay(backend=name, board=board).replay``.
     capacity : int
         Leaves needed (the buffer's capacity).
@@ -266,7 +266,7 @@ def make_priority_backend(
     """
     if name not in PRIORITY_BACKENDS:
         raise ValueError(f"priorities must be one of {PRIORITY_BACKENDS} or a priority backend object, not {name!r}")
-    if name == "numpy":
+    if name == "host":
         return NumpySumTree(capacity, seed=seed)
     from ..overlay import load_core  # imported lazily: pynq is needed only for the core
 

@@ -95,9 +95,10 @@ class PrioritizedReplayBuffer:
     action_dtype : numpy dtype
         Dtype of the stored actions (``int64`` for discrete actions).
     priorities : str or PriorityBackend
-        ``"numpy"`` (:class:`NumpySumTree`), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (the replay core of
-        ``RLOverlay(backend=..., board=board)``), or an existing backend object (e.g. ``overlay.replay``). The buffer
-        takes it over: it is cleared, its ``alpha`` set and, if ``seed`` is given, its sampler reseeded.
+        ``"host"`` (:class:`NumpySumTree`, float64 on the host), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"``
+        (the replay core of ``RLOverlay(backend=..., board=board)``), or an existing backend object (e.g.
+        ``overlay.replay``). The buffer takes it over: it is cleared, its ``alpha`` set and, if ``seed`` is given, its
+        sampler reseeded.
     alpha : float
         Priority exponent (0 = uniform, 1 = fully proportional).
     priority_eps : float
@@ -137,7 +138,7 @@ class PrioritizedReplayBuffer:
         obs_dtype: Any = np.float32,
         action_shape: tuple[int, ...] = (),
         action_dtype: Any = np.int64,
-        priorities: str | PriorityBackend = "numpy",
+        priorities: str | PriorityBackend = "host",
         alpha: float = 0.6,
         priority_eps: float = 1e-6,
         seed: int | None = None,

@@ -52,7 +52,6 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "FieldValueError",
     "check_backend",
-    "priority_store",
     "computed",
     "is_computed",
     "linear_schedule",
@@ -101,13 +100,6 @@ def check_backend(backend: str) -> None:
     if backend not in BACKENDS:
         hint = " (the host reference, formerly 'numpy' or 'float', is 'host')" if backend in ("numpy", "float") else ""
         raise FieldValueError(f"backend must be one of {BACKENDS}, not {backend!r}{hint}", "backend")
-
-
-def priority_store(backend: str) -> str:
-    """The priority backend name (:data:`~.priorities.PRIORITY_BACKENDS`) that holds a DQN or Ape-X agent's priorities
-    on ``backend``: the float64 sum tree (``"numpy"``) for the host reference, else the replay core on ``backend``."""
-    check_backend(backend)
-    return "numpy" if backend == "host" else backend
 
 
 def computed(default: Any) -> Any:

@@ -53,7 +53,7 @@ def redis_port():
 
 def test_learner_replay_pulls_what_actors_pushed(redis_port):
     actors = [RedisActorPusher("127.0.0.1", redis_port) for _ in range(2)]
-    learner = RedisLearnerReplay("127.0.0.1", redis_port, 128, (4,), "numpy", seed=0)
+    learner = RedisLearnerReplay("127.0.0.1", redis_port, 128, (4,), "host", seed=0)
     try:
         assert actors[0].push(make_batch(0, 30), np.ones(30)) == 1
         assert actors[1].push(make_batch(30, 30), np.ones(30)) == 2
@@ -74,7 +74,7 @@ def test_learner_replay_pulls_what_actors_pushed(redis_port):
 
 def test_learner_replay_rejects_a_malformed_batch(redis_port):
     actor = RedisActorPusher("127.0.0.1", redis_port)
-    learner = RedisLearnerReplay("127.0.0.1", redis_port, 128, (3,), "numpy")
+    learner = RedisLearnerReplay("127.0.0.1", redis_port, 128, (3,), "host")
     try:
         actor.push(make_batch(0, 5), np.ones(5))
         with pytest.raises(ValueError, match=r"^transitions\.observations must have shape \(n, 3\), not \(5, 4\)$"):
@@ -105,7 +105,7 @@ def test_latency_benchmark_reports_every_layout(tmp_path):
             "--repeats",
             "1",
             "--backend",
-            "numpy",
+            "host",
             "--push-hz",
             "20",
             "--out",

@@ -47,7 +47,7 @@ def check_rows(batch: dict) -> None:
         np.testing.assert_array_equal(batch[name], expected[name][ids], err_msg=name)
 
 
-@pytest.fixture(params=["emu", "numpy"])
+@pytest.fixture(params=["emu", "host"])
 def served(request):
     """An in-process replay server (capacity 256) on a free loopback port, and a client."""
     replay = ReplayServer(256, OBS, request.param, seed=3)
@@ -327,7 +327,7 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
 def test_torn_log_tail_is_set_aside_and_earlier_records_kept(tmp_path):
     """A crash in the middle of writing a record leaves a prefix of it ending on a page boundary: never
     acknowledged, so it is moved to a side file with a warning and the server starts."""
-    replay = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay = ReplayServer(128, OBS, "host", checkpoint_dir=tmp_path)
     replay.push(make_batch(0, 10), np.ones(10))
     replay.push(make_batch(10, 10), np.ones(10))
     replay.flush()
@@ -343,7 +343,7 @@ def test_torn_log_tail_is_set_aside_and_earlier_records_kept(tmp_path):
         rf"\({len(torn)} of 9020 bytes\), ending on a page boundary: a write cut "
         rf"by a crash, never acknowledged; moved to .*replay\.wal\.bad-",
     ):
-        again = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+        again = ReplayServer(128, OBS, "host", checkpoint_dir=tmp_path)
     try:
         assert again.size() == 20 and again.restored == {"checkpoint": False, "log_records": 2, "update_records": 0}
         check_rows(again.sample(20, 0.4))
@@ -353,14 +353,14 @@ def test_torn_log_tail_is_set_aside_and_earlier_records_kept(tmp_path):
         again.push(make_batch(20, 5), np.ones(5))  # the log goes on after its intact part
     finally:
         again.close()
-    third = ReplayServer(128, OBS, "numpy", checkpoint_dir=tmp_path)
+    third = ReplayServer(128, OBS, "host", checkpoint_dir=tmp_path)
     try:
         assert third.restored["log_records"] == 3 and third.recovery == {}
     finally:
         third.close()
 
 
-@pytest.mark.parametrize("backend", ["numpy", "emu"])
+@pytest.mark.parametrize("backend", ["host", "emu"])
 def test_priority_updates_after_a_checkpoint_survive_a_crash(tmp_path, backend):
     """The learner's priorities, not only the actors' initial ones, come back after a restart: updates are logged
     (in order, with the versions they applied to) and re-applied; ones already in a checkpoint are not re-applied."""
@@ -392,8 +392,8 @@ def test_priority_updates_after_a_checkpoint_survive_a_crash(tmp_path, backend):
 
 def test_slot_versions_do_not_depend_on_how_batches_are_grouped():
     """A batch longer than the ring writes some slots twice: each write counts, as if pushed one by one."""
-    one = ReplayServer(8, OBS, "numpy")
-    two = ReplayServer(8, OBS, "numpy")
+    one = ReplayServer(8, OBS, "host")
+    two = ReplayServer(8, OBS, "host")
     try:
         one.insert(make_batch(0, 12), np.ones(12))
         two.insert(make_batch(0, 6), np.ones(6))
@@ -407,7 +407,7 @@ def test_slot_versions_do_not_depend_on_how_batches_are_grouped():
 
 
 def test_checkpoint_for_another_layout_is_refused(tmp_path):
-    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
     replay.push(make_batch(0, 4), np.ones(4))
     replay.checkpoint()
     replay.close()
@@ -416,12 +416,12 @@ def test_checkpoint_for_another_layout_is_refused(tmp_path):
         match=r"\(capacity, obs_shape, obs_dtype\) = \(64, \(4,\), 'float32'\), this "
         r"server is \(64, \(3,\), 'float32'\)",
     ):
-        ReplayServer(64, (3,), "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(64, (3,), "host", checkpoint_dir=tmp_path)
 
 
 def test_checkpoint_is_no_pickle_and_a_corrupt_one_is_refused(tmp_path):
     """replay.ckpt is arrays + a JSON header (loading it runs no code); a flipped byte fails the zip's CRCs."""
-    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
     replay.push(make_batch(0, 4), np.ones(4))
     replay.checkpoint()
     replay.close()
@@ -436,7 +436,7 @@ def test_checkpoint_is_no_pickle_and_a_corrupt_one_is_refused(tmp_path):
     data[payload + member.file_size - 1] ^= 0xFF  # the last byte of the stored array: data, not metadata
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match=r"is not a pynq-rl replay_server checkpoint of format 2"):
-        ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
 
 
 def test_concurrent_pushes_and_samples_stay_consistent(served):

@@ -88,19 +88,19 @@ def test_uint8_frames_round_trip_over_grpc(compression):
 
 def test_a_frame_server_fits_four_times_the_rows_of_float32_in_a_reply():
     assert codec.max_sample_rows((4, 84, 84), 1) > 3.9 * codec.max_sample_rows((4, 84, 84))
-    assert ReplayServer(8, (4, 84, 84), "numpy", obs_dtype="uint8").max_sample == 8
+    assert ReplayServer(8, (4, 84, 84), "host", obs_dtype="uint8").max_sample == 8
     with pytest.raises(ValueError, match=r"^obs_dtype must be one of \('float32', 'uint8', 'zlib'\), not 'int16'$"):
-        ReplayServer(8, (4,), "numpy", obs_dtype="int16")
+        ReplayServer(8, (4,), "host", obs_dtype="int16")
     with pytest.raises(ValueError, match=r"^compression must be None or one of \('gzip', 'deflate'\), not 'lz4'$"):
         ReplayClient("127.0.0.1:1", compression="lz4")
 
 
 def test_frame_checkpoint_restores_and_refuses_another_obs_dtype(tmp_path):
-    replay = ReplayServer(64, (4, 84, 84), "numpy", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)
+    replay = ReplayServer(64, (4, 84, 84), "host", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)
     replay.push(frame_batch(0, 20), np.ones(20), actor_id="a", sequence=1)
     replay.checkpoint()
     replay.close()
-    restored = ReplayServer(64, (4, 84, 84), "numpy", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)
+    restored = ReplayServer(64, (4, 84, 84), "host", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)
     assert restored.restored["checkpoint"] and restored.size() == 20
     check_frames(restored.sample(8))
     restored.close()
@@ -109,7 +109,7 @@ def test_frame_checkpoint_restores_and_refuses_another_obs_dtype(tmp_path):
         match=r"obs_dtype\) = \(64, \(4, 84, 84\), 'uint8'\), this server is "
         r"\(64, \(4, 84, 84\), 'float32'\)$",
     ):
-        ReplayServer(64, (4, 84, 84), "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(64, (4, 84, 84), "host", checkpoint_dir=tmp_path)
 
 
 @needs_redis

@@ -137,7 +137,7 @@ def test_packed_frames_cross_grpc_once_compressed_and_are_stored_as_sent():
 
 
 def test_a_frame_server_refuses_packed_frames():
-    replay = ReplayServer(16, SHAPE, "numpy", obs_dtype="uint8")
+    replay = ReplayServer(16, SHAPE, "host", obs_dtype="uint8")
     with pytest.raises(
         ValueError,
         match=r"^this server stores uint8 observations: push observations, not packed "
@@ -148,14 +148,14 @@ def test_a_frame_server_refuses_packed_frames():
 
 
 def test_packed_storage_restores_from_checkpoint_and_log(tmp_path):
-    replay = ReplayServer(64, SHAPE, "numpy", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
+    replay = ReplayServer(64, SHAPE, "host", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
     replay.push(codec.pack_batch(frame_batch(0, 20)), np.ones(20), actor_id="a", sequence=1)
     replay.checkpoint()
     replay.push(codec.pack_batch(frame_batch(20, 50)), np.ones(50), actor_id="a", sequence=2)  # wraps: in the log
     replay.flush()
     stored = list(replay.frames)
     replay.close()
-    restored = ReplayServer(64, SHAPE, "numpy", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
+    restored = ReplayServer(64, SHAPE, "host", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
     assert restored.restored == {"checkpoint": True, "log_records": 1, "update_records": 0}
     assert restored.frames == stored and restored.size() == 64
     sampled = codec.unpack_batch(restored.sample(8))
@@ -167,6 +167,6 @@ def test_packed_storage_restores_from_checkpoint_and_log(tmp_path):
         np.testing.assert_array_equal(sampled[name], expected[name][rows], err_msg=name)
     restored.checkpoint()  # a checkpoint of a full ring of packed rows loads back too
     restored.close()
-    again = ReplayServer(64, SHAPE, "numpy", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
+    again = ReplayServer(64, SHAPE, "host", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
     assert again.frames == stored
     again.close()

@@ -45,7 +45,7 @@ def test_default_address_is_loopback_only():
     port = int(DEFAULT_ADDRESS.rsplit(":", 1)[1])
     if _listening(port):
         pytest.skip(f"port {port} is taken here")
-    replay = ReplayServer(16, OBS, "numpy")
+    replay = ReplayServer(16, OBS, "host")
     server, bound = serve(replay)
     try:
         assert bound == port
@@ -70,7 +70,7 @@ def test_command_line_listens_on_loopback_unless_told(monkeypatch, capsys):
 
     monkeypatch.setattr("pynq_rl.host.agents.distributed.service.serve", fake_serve)
     with pytest.raises(KeyboardInterrupt):
-        main(["--backend", "numpy", "--capacity", "8"])
+        main(["--backend", "host", "--capacity", "8"])
     assert started == {"address": "127.0.0.1:50051", "tls": None}
     with pytest.raises(SystemExit):
         main(["--tls-cert", "c.pem"])
@@ -79,7 +79,7 @@ def test_command_line_listens_on_loopback_unless_told(monkeypatch, capsys):
 
 @pytest.fixture
 def token_served():
-    replay = ReplayServer(64, OBS, "numpy", seed=0)
+    replay = ReplayServer(64, OBS, "host", seed=0)
     server, port = serve(replay, "127.0.0.1:0", token="s3cret-token")
     yield replay, port
     server.stop(0).wait()
@@ -112,7 +112,7 @@ def test_token_round_trip_and_refusals(token_served, monkeypatch):
 
 def test_token_from_the_environment_on_the_server(monkeypatch):
     monkeypatch.setenv(codec.TOKEN_ENV, "from-env")
-    replay = ReplayServer(16, OBS, "numpy")
+    replay = ReplayServer(16, OBS, "host")
     server, port = serve(replay, "127.0.0.1:0")
     try:
         with (
@@ -158,7 +158,7 @@ def _self_signed(directory) -> tuple[str, str]:
 
 def test_tls_and_token_round_trip(tmp_path, monkeypatch):
     cert, key = _self_signed(tmp_path)
-    replay = ReplayServer(64, OBS, "numpy", seed=0)
+    replay = ReplayServer(64, OBS, "host", seed=0)
     server, port = serve(replay, "127.0.0.1:0", token="t", tls=(cert, key))
     try:
         with ReplayClient(f"127.0.0.1:{port}", actor_id="a", token="t", tls_ca=cert, retry_s=5.0) as client:
@@ -191,7 +191,7 @@ def test_tls_client_refuses_a_server_with_another_certificate(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     other_cert, _ = _self_signed(other)
-    replay = ReplayServer(16, OBS, "numpy")
+    replay = ReplayServer(16, OBS, "host")
     server, port = serve(replay, "127.0.0.1:0", tls=(cert, key), token="")
     try:
         with (
@@ -209,7 +209,7 @@ def test_tls_client_refuses_a_server_with_another_certificate(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def plain_served():
-    replay = ReplayServer(256, OBS, "numpy", seed=0, sequence_window=16)
+    replay = ReplayServer(256, OBS, "host", seed=0, sequence_window=16)
     server, port = serve(replay, "127.0.0.1:0", token="")
     yield replay, port
     server.stop(0).wait()
@@ -237,7 +237,7 @@ def test_a_sequence_far_ahead_cannot_poison_an_actor(plain_served):
 
 
 def test_sequence_window_edges():
-    replay = ReplayServer(64, OBS, "numpy", sequence_window=4)
+    replay = ReplayServer(64, OBS, "host", sequence_window=4)
     try:
         batch, ones = make_batch(0, 2), np.ones(2)
         assert replay.push(batch, ones, "x", 4)["duplicate"] is False  # 0 + 4: inside the window
@@ -251,7 +251,7 @@ def test_sequence_window_edges():
         assert replay.push(batch, ones, "x", 8)["duplicate"] is True
         assert replay.stats()["log_sequence"] == 2
         with pytest.raises(ValueError, match="sequence_window must be an integer >= 1, not 0"):
-            ReplayServer(8, OBS, "numpy", sequence_window=0)
+            ReplayServer(8, OBS, "host", sequence_window=0)
     finally:
         replay.close()
 
@@ -278,7 +278,7 @@ def test_sample_limit_follows_max_sample_and_the_message_size():
     rows = codec.max_sample_rows((84, 84, 4))
     row_bytes = 2 * 4 * 84 * 84 * 4 + 36
     assert rows * row_bytes <= codec.MAX_MESSAGE_BYTES < (rows + 2) * row_bytes
-    replay = ReplayServer(64, OBS, "numpy", max_sample=8)
+    replay = ReplayServer(64, OBS, "host", max_sample=8)
     try:
         replay.insert(make_batch(0, 20), np.ones(20))
         assert replay.max_sample == 8 and len(replay.sample(8)["indices"]) == 8
@@ -307,7 +307,7 @@ def test_oversized_push_message_is_refused_by_size(plain_served):
 def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
     """A pusher keeps retrying through 3 s of downtime; after the restart its push is acknowledged in < 1 s."""
     port = _free_port()
-    process = _start(port, tmp_path, backend="numpy")
+    process = _start(port, tmp_path, backend="host")
     acked = {}
     try:
         client = ReplayClient(f"127.0.0.1:{port}", actor_id="a", retry_s=60.0, timeout_s=5.0)
@@ -322,7 +322,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
         pusher = threading.Thread(target=push)
         pusher.start()
         time.sleep(3.0)  # long enough for uncapped back-off to reach seconds
-        process = _start(port, tmp_path, backend="numpy")
+        process = _start(port, tmp_path, backend="host")
         listening = time.monotonic()
         pusher.join(timeout=30)
         resume_s = acked["at"] - listening
@@ -348,7 +348,7 @@ def test_command_line_serves_tls_with_a_token_from_the_environment(tmp_path):
             "--address",
             f"127.0.0.1:{port}",
             "--backend",
-            "numpy",
+            "host",
             "--capacity",
             "64",
             "--tls-cert",

@@ -27,7 +27,7 @@ OBS = (4,)
 def _populated(directory: Path) -> list[tuple]:
     """3 pushes in a checkpoint, then pushes 4 and 5, a priority update, pushes 6 and 7 only in the log (a crash:
     no close). Returns the log's records ``(kind, sequence, payload, offset)``."""
-    replay = ReplayServer(256, OBS, "numpy", checkpoint_dir=directory, seed=0)
+    replay = ReplayServer(256, OBS, "host", checkpoint_dir=directory, seed=0)
     for k in range(3):
         replay.push(make_batch(10 * k, 10), np.ones(10))
     replay.checkpoint()
@@ -67,10 +67,10 @@ def _refused_then_accepted(directory: Path, refusal: str, warning: str) -> Repla
     log = directory / "replay.wal"
     before = log.read_bytes() if log.exists() else None
     with pytest.raises(ValueError, match=refusal):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=directory)
+        ReplayServer(256, OBS, "host", checkpoint_dir=directory)
     assert (log.read_bytes() if log.exists() else None) == before  # a refusal touches nothing
     with pytest.warns(RuntimeWarning, match=warning):
-        return ReplayServer(256, OBS, "numpy", checkpoint_dir=directory, accept_loss=True)
+        return ReplayServer(256, OBS, "host", checkpoint_dir=directory, accept_loss=True)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_a_damaged_record_length_still_finds_and_counts_the_records_after_it(tmp
         match=r"start with an incomplete record .*the 4 intact records after it \(3 pushes "
         r"holding 30 transitions, 1 priority updates\)",
     ):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
 
 
 def test_a_log_cut_in_half_is_refused(tmp_path):
@@ -158,7 +158,7 @@ def test_a_sequence_gap_is_damage(tmp_path):
         r"and the 1 intact records after it \(1 pushes holding 10 transitions, 0 "
         r"priority updates\)",
     ):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
 
 
 def test_a_missing_checkpoint_is_refused(tmp_path):
@@ -170,7 +170,7 @@ def test_a_missing_checkpoint_is_refused(tmp_path):
             match=r"replay\.wal continues a checkpoint holding pushes up to 3 and priority "
             r"updates up to 0, but .*replay\.ckpt is missing: refusing to start",
         ):
-            ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path, accept_loss=accept_loss)
+            ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path, accept_loss=accept_loss)
 
 
 def test_a_log_without_a_valid_header_is_refused(tmp_path):
@@ -179,22 +179,22 @@ def test_a_log_without_a_valid_header_is_refused(tmp_path):
     data = log.read_bytes()
     _flip(log, 20)  # the header's base update sequence
     with pytest.raises(LogFormatError, match=r"the file header is damaged or this is not a replay log of format 2"):
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
     log.write_bytes(data[:8] + struct.pack("<I", 3) + data[12:])
     with pytest.raises(LogFormatError, match="the file header is damaged"):  # its CRC covers the version too
-        ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
 
 
 def test_every_flipped_checkpoint_byte_is_refused_or_harmless(tmp_path):
     """One flipped bit anywhere in replay.ckpt: a ValueError naming the file, or exactly the saved state (zip
     metadata such as timestamps is not checked; every array and the JSON header are, by their zip CRC-32s)."""
-    replay = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path, seed=0)
+    replay = ReplayServer(16, OBS, "host", checkpoint_dir=tmp_path, seed=0)
     replay.push(make_batch(0, 12), np.linspace(1, 2, 12))
     replay.checkpoint()
     replay.close()
     path = tmp_path / "replay.ckpt"
     good = path.read_bytes()
-    reference = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+    reference = ReplayServer(16, OBS, "host", checkpoint_dir=tmp_path)
     reference.close()
     refused = harmless = 0
     for offset in range(0, len(good), 3):
@@ -202,7 +202,7 @@ def test_every_flipped_checkpoint_byte_is_refused_or_harmless(tmp_path):
         data[offset] ^= 0x01
         path.write_bytes(bytes(data))
         try:
-            restored = ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+            restored = ReplayServer(16, OBS, "host", checkpoint_dir=tmp_path)
         except ValueError as error:
             assert re.search(r"replay\.ckpt", str(error)), str(error)
             refused += 1
@@ -226,7 +226,7 @@ def test_a_crafted_pickle_checkpoint_runs_nothing(tmp_path):
     (tmp_path / "replay.ckpt").write_bytes(pickle.dumps({"state": _Exploit()}))
     WriteAheadLog(tmp_path / "replay.wal").close()  # an intact, empty log beside it
     with pytest.raises(ValueError, match=r"replay\.ckpt' is not a pynq-rl replay_server checkpoint of format 2"):
-        ReplayServer(16, OBS, "numpy", checkpoint_dir=tmp_path)
+        ReplayServer(16, OBS, "host", checkpoint_dir=tmp_path)
     assert not _Exploit.marker.exists()
 
 
@@ -245,7 +245,7 @@ def test_sync_wal_fsyncs_before_the_acknowledgement(tmp_path, monkeypatch):
     monkeypatch.setattr(wal_module.os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd)))
     for sync, expected in ((True, 2), (False, 0)):
         directory = tmp_path / str(sync)
-        replay = ReplayServer(16, OBS, "numpy", checkpoint_dir=directory, sync_wal=sync)
+        replay = ReplayServer(16, OBS, "host", checkpoint_dir=directory, sync_wal=sync)
         try:
             calls.clear()
             replay.push(make_batch(0, 4), np.ones(4))
@@ -268,7 +268,7 @@ def test_command_line_refuses_a_damaged_log_in_one_line_and_accepts_loss_when_to
         "--capacity",
         "256",
         "--backend",
-        "numpy",
+        "host",
         "--checkpoint-dir",
         str(tmp_path),
     ]
@@ -304,12 +304,12 @@ def test_a_missing_log_beside_a_checkpoint_is_refused(tmp_path):
         assert replay.size() == 30 and replay.recovery == {"lost": {"missing_log": True}}
     finally:
         replay.close()
-    again = ReplayServer(256, OBS, "numpy", checkpoint_dir=tmp_path)  # the new log makes it whole again
+    again = ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)  # the new log makes it whole again
     again.close()
 
 
 def test_a_checkpoint_leaves_a_log_that_names_it(tmp_path):
-    replay = ReplayServer(64, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
     try:
         replay.push(make_batch(0, 4), np.ones(4))
         replay.flush()
@@ -347,7 +347,7 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
         "--capacity",
         "100000",
         "--backend",
-        "numpy",
+        "host",
         "--checkpoint-dir",
         str(tmp_path),
         "--checkpoint-every-s",
@@ -388,7 +388,7 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
             thread.join(timeout=60)
         process.send_signal(signal.SIGKILL)
         process.wait()
-    replay = ReplayServer(100000, OBS, "numpy", checkpoint_dir=tmp_path)
+    replay = ReplayServer(100000, OBS, "host", checkpoint_dir=tmp_path)
     try:
         rows = replay.rewards[: replay.size()].astype(np.int64)
         assert replay.recovery == {} and not list(tmp_path.glob("replay.wal.bad-*")) and len(acked) > 100

@@ -197,7 +197,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
             replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
                 args.buffer_size,
                 obs_shape,
-                R.priority_store(args.backend),
+                args.backend,
                 args.per_alpha,
                 args.replay_bind,
                 free_port(args.replay_bind),

@@ -82,7 +82,7 @@ class ReplayServer(ReplayRecovery):
     obs_shape : tuple of int
         Shape of one observation.
     backend : str or object
-        ``"numpy"``, ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (see
+        ``"host"`` (the float64 sum tree), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (see
         :func:`~..priorities.make_priority_backend`), or a priority object with the ``ReplayCore`` methods ``update``,
         ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and ``alpha``/``capacity``/``nonzero``.
     alpha : float

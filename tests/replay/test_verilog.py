@@ -171,15 +171,15 @@ def test_the_updaters_column_logic_starts_from_registers(tmp_path):
 
     spec = S.board("Pynq-Z2").slot("replay").spec
     found = processes(convert("replay", spec, tmp_path).read_text())
-    column_logic = re.compile(r"core_update\d+_(column\d+|old_mux)_")
+    column_logic = re.compile(r"core_updater_update\d+_(column\d+|old_mux)_")
     combinational = [p for p in found if column_logic.match(p.name) and not p.clocked]
     assert len(combinational) >= spec.levels * spec.k  # the blocks this test is about were found
     readers = [p.name for p in combinational if re.search(r"_(node\d*|bank\d*)\b|_node\d*\[", p.text)]
     assert readers == []
     registered = {p.name for p in found if p.clocked}
     for level in range(1, spec.levels):
-        assert {f"core_update{level}_column{b}_gate" for b in range(spec.k)} <= registered
-    assert {f"core_update{spec.levels}_flag{b}_decode" for b in range(spec.k)} <= registered
+        assert {f"core_updater_update{level}_column{b}_gate" for b in range(spec.k)} <= registered
+    assert {f"core_updater_update{spec.levels}_flag{b}_decode" for b in range(spec.k)} <= registered
 
 
 def test_each_updater_stage_registers_the_word_read_as_it_is(tmp_path):
@@ -193,5 +193,5 @@ def test_each_updater_stage_registers_the_word_read_as_it_is(tmp_path):
     spec = S.board("Pynq-Z2").slot("replay").spec
     verilog = convert("replay", spec, tmp_path).read_text()
     for level in range(1, spec.levels + 1):
-        sources = re.findall(rf"\bcore_update{level}_row_q <= (.*?);", verilog)
+        sources = re.findall(rf"\bcore_updater_update{level}_row_q <= (.*?);", verilog)
         assert len(sources) == 1 and re.fullmatch(r"core_\w+_row", sources[0]), (level, sources)

@@ -1,6 +1,7 @@
 """Widths derived from a :class:`~pynq_rl.overlay.spec.ParsaSpec`, the signal bundle the controller broadcasts to
-the workers, and the core's register-side signals. Defined once here so the controller, its sub-blocks, the workers
-and the reduction agree on every field."""
+the workers, the core's register-side signals, and the bundles between the controller and the rest of the datapath
+(:class:`ParsaPhase`, :class:`ParsaRun` out of the controller, :class:`ParsaReport` into it). Defined once here so
+the controller, its sub-blocks, the workers and the reduction agree on every field."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from myhdl import Signal, intbv
 
 from ...spec import PRNG_ZERO_SEED, ParsaSpec
 
-__all__ = ["ParsaWidths", "WorkerBus", "ParsaConfig", "DESC_FIELDS"]
+__all__ = ["ParsaWidths", "WorkerBus", "ParsaConfig", "ParsaPhase", "ParsaRun", "ParsaReport", "DESC_FIELDS"]
 
 
 def _bits(n: int) -> int:
@@ -48,11 +49,6 @@ class ParsaWidths:
     def dim_bits(self) -> int:
         """bits of a dimension index"""
         return _bits(self.spec.max_dims)
-
-    @property
-    def u_depth(self) -> int:
-        """entries of the positions memory: every value of a dimension index field"""
-        return 1 << self.dim_bits
 
     @property
     def action_bits(self) -> int:
@@ -156,3 +152,95 @@ class ParsaConfig:
         self.cycles, self.cycles_act, self.cycles_update = r32(), r32(), r32()
         self.epsilon_live = r32()
         self.seed_live = Signal(intbv(PRNG_ZERO_SEED)[32:])
+
+
+def _flags(n: int) -> list:
+    """``n`` fresh Signal(bool(0))"""
+    return [Signal(bool(0)) for _ in range(n)]
+
+
+class ParsaPhase:
+    """The FSM's state as the datapath sees it, decoded by the controller (one instance per core; combinational).
+
+    With SOFT_RESET taken out (a soft reset wins over any state's work): ``starting`` (START in IDLE), ``in_cfg``,
+    ``in_load``, ``in_clear``, ``in_dump_read``, ``in_dump_load``, ``in_recv``, ``in_upd``. Whatever SOFT_RESET
+    does: ``idle``, ``choosing`` (RUN, the choice cycle), ``deciding`` (RUN at t_last, or HOLD: an action record is
+    decided), ``use_dump`` (DUMP_LOAD: the emitter takes a policy row), ``rejecting`` (REJECT); ``key_ren`` (RECV,
+    a header word: read its key's memories), ``load_strobe`` (LOAD, an input word for a bank not yet loaded).
+    """
+
+    def __init__(self) -> None:
+        # combinational signals start at the value their logic gives at power-up: a Verilog simulator evaluates a
+        # block whose inputs are registers only when one of them changes (MyHDL evaluates every block at time 0)
+        self.idle = Signal(bool(1))
+        self.starting, self.in_cfg, self.in_load, self.in_clear = _flags(4)
+        self.in_dump_read, self.in_dump_load, self.in_recv, self.in_upd = _flags(4)
+        self.choosing, self.deciding, self.use_dump, self.rejecting = _flags(4)
+        self.key_ren, self.load_strobe = _flags(2)
+
+
+class ParsaRun:
+    """What the controller holds for the datapath: registers (one instance per core).
+
+    Latched at START (:func:`~.start.run_parameters`): ``n_dims``, ``n_actions``, ``out_words`` (64-bit words of an
+    action record), ``alpha``, ``gamma`` (signed operands), ``decay``; ``eps``: the live EPSILON. The stream:
+    ``word_count`` (words of this stream, or of this state record, before this one), ``dim_bank`` (the positions
+    unit's active dimension bank), ``check_clear`` (pulse: a CONFIG begins, the configuration check restarts). One
+    state record's step: ``pos_go`` (pulse: the positions unit starts), ``terminal``, ``batch_last`` (the record
+    carried TLAST), ``prev_q`` and ``reward`` (q(s, a) and r of the key's previous step), ``chosen_r``,
+    ``explored_r`` and ``chosen_q_r`` (a', whether it explored, q(s', a')), ``t_upd`` (cycles into UPD),
+    ``em_release`` (pulse: the emitter's held final word goes, with TLAST if ``em_release_last``).
+    """
+
+    def __init__(self, widths: ParsaWidths) -> None:
+        spec = widths.spec
+        one = 1 << spec.coef.frac
+        value = dict(min=-(1 << (widths.vw - 1)), max=1 << (widths.vw - 1))
+        self.n_dims = Signal(intbv(0, min=0, max=spec.max_dims + 1))
+        self.n_actions = Signal(intbv(0, min=0, max=spec.max_actions + 1))
+        self.out_words = Signal(intbv(0, min=0, max=(spec.max_actions + 1) // 2 + 2))
+        self.alpha, self.gamma = (Signal(intbv(0, min=-(one << 1), max=one << 1)) for _ in range(2))
+        self.decay = Signal(intbv(0)[spec.coef.frac + 1 :])
+        self.eps = Signal(intbv(0)[32:])
+        self.word_count = Signal(intbv(0)[33:])
+        self.dim_bank, self.check_clear, self.pos_go = _flags(3)
+        self.terminal, self.batch_last, self.explored_r = _flags(3)
+        self.prev_q, self.reward, self.chosen_q_r = (Signal(intbv(0, **value)) for _ in range(3))
+        self.chosen_r = Signal(intbv(0)[widths.action_bits :])
+        self.t_upd = Signal(intbv(0, min=0, max=spec.max_tilings + spec.update_depth + 2))
+        self.em_release, self.em_release_last = _flags(2)
+
+
+class ParsaReport:
+    """What the datapath tells the controller (one instance per core).
+
+    Workers: ``busiest_now`` (tilings of the busiest worker), ``overflow_any``, ``upd_sat_any``; reduce:
+    ``q_any_sat``; configuration check: ``cfg_bad``; policy port: ``load_w``, ``load_sat``, ``clear_r``, ``dump_r``,
+    ``dump_worker``; row assembler: ``load_sat_now``; emitter: ``em_idle``; record receiver: ``hdr_key``,
+    ``hdr_flags``, ``hdr_reward``; key memory: ``hdr_key_lo``, ``prev_action``, ``prev_q``, ``pend_we``,
+    ``pend_reward``, ``reward_sat``, ``reward_flag``; choice: ``explore``, ``chosen``, ``eps_next``, ``chosen_q``,
+    ``prng``; Sarsa update: ``delta_flag``.
+    """
+
+    def __init__(self, widths: ParsaWidths) -> None:
+        spec = widths.spec
+        value = dict(min=-(1 << (widths.vw - 1)), max=1 << (widths.vw - 1))
+        mt, tpw, w = spec.max_tilings, spec.tiles_per_worker, spec.workers
+        self.busiest_now = Signal(intbv(0, min=0, max=mt + 1))
+        self.overflow_any, self.upd_sat_any, self.q_any_sat, self.cfg_bad = _flags(4)
+        self.load_w = Signal(intbv(0, min=0, max=w + 1))
+        self.clear_r, self.dump_r = Signal(intbv(0, min=0, max=tpw + 1)), Signal(intbv(0, min=0, max=tpw + 1))
+        self.dump_worker = Signal(intbv(0, min=0, max=max(2, w)))
+        self.load_sat, self.load_sat_now = _flags(2)
+        # combinational, at its power-up value (see ParsaPhase)
+        self.em_idle = Signal(bool(1))
+        self.hdr_key, self.hdr_flags = Signal(intbv(0)[16:]), Signal(intbv(0)[2:])
+        self.hdr_reward = Signal(intbv(0, min=-(1 << 31), max=1 << 31))
+        self.hdr_key_lo = Signal(intbv(0)[widths.key_bits :])
+        self.prev_action = Signal(intbv(0)[widths.action_bits :])
+        self.prev_q, self.pend_reward, self.reward_sat = (Signal(intbv(0, **value)) for _ in range(3))
+        self.pend_we, self.reward_flag, self.explore, self.delta_flag = _flags(4)
+        self.chosen = Signal(intbv(0)[widths.action_bits :])
+        self.eps_next = Signal(intbv(0)[32:])
+        self.chosen_q = Signal(intbv(0, **value))
+        self.prng = Signal(intbv(PRNG_ZERO_SEED)[32:])

@@ -15,16 +15,131 @@ FSM would:
   each saturated to VALUE_W bits (the saturation flags feed STATUS.SATURATED).
 
 ``active`` inputs are the FSM's state decoded with SOFT_RESET taken out (a soft reset wins over any state's work).
+:func:`parsa_inputs` wires them, the positions unit the first two write (:func:`~.positions.parsa_positions`) and
+the configuration check the descriptors go to (:func:`~.config_check.parsa_config_check`).
 """
 
 from myhdl import ConcatSignal, Signal, always_comb, always_seq, block, concat, intbv
 
 from ..common.arith import saturate
 from ..common.mux import field_signed
-from .params import ParsaWidths
+from .config_check import parsa_config_check
+from .params import ParsaPhase, ParsaReport, ParsaRun, ParsaWidths, WorkerBus
+from .positions import parsa_positions
 from .reduce import or_chain
 
-__all__ = ["config_loader", "record_receiver", "policy_port", "row_assembler"]
+__all__ = ["parsa_inputs", "config_loader", "record_receiver", "policy_port", "row_assembler"]
+
+
+@block
+def parsa_inputs(
+    u_mem, bus: WorkerBus, rep: ParsaReport, phase: ParsaPhase, run: ParsaRun, s_tdata, s_tvalid, clock, reset, wd
+):
+    """The input side: the stream's words into the positions unit, the workers' descriptors and their policy banks.
+
+    u_mem    : list of MAX_DIMS Signal(16), out -- the positions unit's u_d (the workers read them)
+    bus      : WorkerBus, out -- ``desc_we``, ``desc_worker``, ``desc_word``; the policy port's ``pol_*``
+    rep      : ParsaReport, out -- ``cfg_bad``, the record header (``hdr_key``, ``hdr_flags``, ``hdr_reward``), the
+               policy port's counters (``load_w``, ``load_sat``, ``clear_r``, ``dump_r``, ``dump_worker``),
+               ``load_sat_now``; ``em_idle`` in
+    phase    : ParsaPhase, in -- which state's work runs (``in_cfg``, ``in_recv``, ``idle``, ``in_load``, ...)
+    run      : ParsaRun, in -- ``word_count``, ``n_dims``, ``dim_bank``, ``pos_go``, ``check_clear``
+    s_tdata  : Signal(64), in
+    s_tvalid : Signal(bool), in
+    clock    : Signal(bool), in
+    reset    : ResetSignal, in
+    wd       : ParsaWidths
+    """
+    spec = wd.spec
+    md, tpw, rww = spec.max_dims, spec.tiles_per_worker, (spec.max_actions + 1) // 2
+    dim_we, state_we = Signal(bool(0)), Signal(bool(0))
+    dim_waddr = Signal(intbv(0, min=0, max=2 * md))
+    state_waddr = Signal(intbv(0, min=0, max=(md + 1) // 2))
+    dim_wdata, state_wdata = Signal(intbv(0)[64:]), Signal(intbv(0)[64:])
+    desc_w0, desc_w1 = Signal(intbv(0)[64:]), Signal(intbv(0)[32:])
+    desc_strobe, desc_phase, pol_zero = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    load_k = Signal(intbv(0, min=0, max=rww + 1))
+    load_r = Signal(intbv(0, min=0, max=tpw + 1))
+    word_count, n_dims, dim_bank = run.word_count, run.n_dims, run.dim_bank
+    positions = parsa_positions(
+        u_mem,
+        run.pos_go,
+        n_dims,
+        dim_we,
+        dim_waddr,
+        dim_wdata,
+        dim_bank,
+        state_we,
+        state_waddr,
+        state_wdata,
+        clock,
+        reset,
+        wd,
+    )
+    positions.name = "positions"
+    loader = config_loader(
+        dim_we,
+        dim_waddr,
+        dim_wdata,
+        desc_w0,
+        desc_w1,
+        desc_strobe,
+        desc_phase,
+        bus,
+        phase.in_cfg,
+        s_tvalid,
+        s_tdata,
+        word_count,
+        n_dims,
+        dim_bank,
+        clock,
+        reset,
+        wd,
+    )
+    loader.name = "config_loader"
+    checker = parsa_config_check(rep.cfg_bad, desc_strobe, desc_w0, desc_w1, n_dims, run.check_clear, clock, reset, wd)
+    checker.name = "config_check"
+    receiver = record_receiver(
+        rep.hdr_key,
+        rep.hdr_flags,
+        rep.hdr_reward,
+        state_we,
+        state_waddr,
+        state_wdata,
+        phase.in_recv,
+        s_tvalid,
+        s_tdata,
+        word_count,
+        clock,
+        reset,
+    )
+    receiver.name = "record_receiver"
+    port = policy_port(
+        bus,
+        pol_zero,
+        load_k,
+        load_r,
+        rep.load_w,
+        rep.load_sat,
+        rep.clear_r,
+        rep.dump_r,
+        rep.dump_worker,
+        phase.idle,
+        phase.in_load,
+        phase.in_clear,
+        phase.in_dump_read,
+        phase.in_dump_load,
+        s_tvalid,
+        rep.load_sat_now,
+        rep.em_idle,
+        clock,
+        reset,
+        wd,
+    )
+    port.name = "policy_port"
+    assembler = row_assembler(bus, rep.load_sat_now, pol_zero, s_tdata, phase.load_strobe, load_k, clock, wd)
+    assembler.name = "row_assembler"
+    return positions, loader, checker, receiver, port, assembler
 
 
 @block

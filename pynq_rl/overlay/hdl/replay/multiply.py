@@ -6,7 +6,7 @@ both ports of a DSP48E1); stage 1 registers every chunk product on its own (the 
 the DSP: the DSP48E1's M or P register, ``REG_OUTPUT`` of the MULT18X18D), then a registered binary adder tree sums
 the shifted tile products, one adder per term and stage. A multiply written as ``a * b`` with a register after the
 whole product leaves the tiles' outputs unregistered: the synthesizer's own splitting puts the tile-summing adders
-between the DSPs and that register (issue 15: no DSP used its M or P register).
+between the DSPs and that register (then no DSP used its M or P register).
 
 Every partial sum is at most the full product, so each fits ``len(a) + len(b)`` bits less its shift.
 """

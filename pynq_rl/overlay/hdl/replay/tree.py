@@ -11,14 +11,16 @@ URAM288. A write replaces a whole word, so the updater merges its new node value
 (see :mod:`.updater`). Level 1 (one word) is a register.
 
 One read port per level, shared by the updater (SET), the sampler and the dump, and one write port, shared by the
-updater and CLEAR: one kind of operation runs at a time.
+updater and CLEAR: one kind of operation runs at a time. :class:`TreePorts` holds every level's port signals,
+:func:`sum_tree` instantiates every level.
 """
 
 from myhdl import Signal, always, always_comb, block, intbv
 
+from ...spec import ReplaySpec
 from ..common.bram import ram_sdp_rf
 
-__all__ = ["tree_level", "level_depth", "level_row", "row_columns"]
+__all__ = ["sum_tree", "TreePorts", "tree_level", "level_depth", "level_row", "row_columns"]
 
 
 def level_depth(k: int, level: int) -> int:
@@ -35,6 +37,69 @@ def row_columns(row: Signal, k: int) -> list:
     """The K columns of a level word as read-only Signals (column b = node of child position b)."""
     width = len(row) // k
     return [row((b + 1) * width, b * width) for b in range(k)]
+
+
+class TreePorts:
+    """The port signals of every level's memory, by level (1 = the one-word level under the root .. LEVELS = the
+    leaves): one instance per core, shared by the tree (:func:`sum_tree`), the updater and the sampler.
+
+    ``row[l]``: the word read (K * w_l bits, out of the tree), ``children[l]``: its K columns; ``set_rd[l]``,
+    ``sample_rd[l]``: the read addresses of the updater and of the sampler (None at level 1: one word);
+    ``wr_en[l]``, ``wr_addr[l]`` (None at level 1), ``wr_row[l]``: the updater's write.
+    """
+
+    def __init__(self, spec: ReplaySpec) -> None:
+        self.row, self.children, self.set_rd, self.sample_rd = {}, {}, {}, {}
+        self.wr_en, self.wr_addr, self.wr_row = {}, {}, {}
+        for level in range(1, spec.levels + 1):
+            depth, width = level_depth(spec.k, level), spec.level_width(level)
+            self.row[level] = level_row(spec.k, width)
+            self.children[level] = row_columns(self.row[level], spec.k)
+            if level > 1:
+                self.set_rd[level] = Signal(intbv(0, min=0, max=depth))
+                self.sample_rd[level] = Signal(intbv(0, min=0, max=depth))
+                self.wr_addr[level] = Signal(intbv(0, min=0, max=depth))
+            else:  # one word: a register, no address
+                self.set_rd[level] = self.sample_rd[level] = self.wr_addr[level] = None
+            self.wr_en[level], self.wr_row[level] = Signal(bool(0)), level_row(spec.k, width)
+
+
+@block
+def sum_tree(tree: TreePorts, dump_addr, mode_set, mode_dump, rd_en, clear, clear_addr, clock, spec: ReplaySpec):
+    """Every level of the tree: :func:`tree_level` for levels 1..LEVELS (the root is the updater's register).
+
+    tree       : TreePorts -- ``row`` out; the read addresses and the write port in
+    dump_addr  : Signal(a), in -- read address of the dump (leaf level)
+    mode_set   : Signal(bool), in -- the updater owns the read ports
+    mode_dump  : Signal(bool), in -- the dump owns the leaf level's read port (else the sampler)
+    rd_en      : Signal(bool), in -- register a read (the pipeline's ``advance``)
+    clear      : Signal(bool), in -- CLEAR: every level writes 0 at ``clear_addr``
+    clear_addr : Signal(intbv), in
+    clock      : Signal(bool), in
+    spec       : ReplaySpec
+    """
+    insts = []
+    for level in range(1, spec.levels + 1):
+        inst = tree_level(
+            tree.row[level],
+            tree.sample_rd[level],
+            tree.set_rd[level],
+            dump_addr if level == spec.levels else None,
+            mode_set,
+            mode_dump,
+            rd_en,
+            tree.wr_en[level],
+            tree.wr_addr[level],
+            tree.wr_row[level],
+            clear,
+            clear_addr,
+            clock,
+            spec.k,
+            level,
+        )
+        inst.name = f"level{level}"
+        insts.append(inst)
+    return insts
 
 
 @block

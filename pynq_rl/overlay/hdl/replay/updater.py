@@ -23,13 +23,15 @@ Hazard rule (read-after-write, every stage, per memory word): a record reads its
 it, and the memories are read-first, so a record's read misses the writes of the two records before it (the one
 writing on the read edge and the one writing on the next). The stage keeps the address and the whole word of its
 last write. On edge 2 the word read is registered as it is (nothing between the block RAM's output and its
-register: issue 15, the forwarding multiplexer there made the block RAM's clock-to-out plus a multiplexer the
-Pynq-Z2 replay core's slowest ECP5 path, 99 MHz), and beside it the word of the record written on the previous
+register: the forwarding multiplexer there made the block RAM's clock-to-out plus a multiplexer the Pynq-Z2
+replay core's slowest ECP5 path, 99 MHz), and beside it the word of the record written on the previous
 edge with whether it has the same word address (two back). Before edge 3 the record is modified from the newest
 of the three: the word of the record written on the previous edge -- the one right before it -- if it has the
 same word address (one back), else the two-back word if that one hit, else the memory's. So any sequence of
 records, back to back, to the same leaf, to siblings, or to leaves sharing ancestors, gives exactly the model's
 result (tested).
+
+:func:`replay_updater` chains the stages from the leaves up and keeps the root (TOTAL) and the nonzero-leaf count.
 """
 
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, intbv, modbv
@@ -37,9 +39,103 @@ from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, 
 from ...spec import ReplaySpec
 from ..common.arith import assign
 from .select import onehot_select
-from .tree import row_columns
+from .tree import TreePorts, row_columns
 
-__all__ = ["update_level", "delta_signal"]
+__all__ = ["replay_updater", "update_level", "delta_signal", "set_depth"]
+
+
+def set_depth(spec: ReplaySpec) -> int:
+    """Pipeline depth of a set batch: CYCLES = records + this (the input register, three edges per level: read,
+    read-data register, write; the root's edge is the last record's DONE cycle)."""
+    return 3 * spec.levels + 1
+
+
+@block
+def replay_updater(
+    root,
+    total_lo,
+    total_hi,
+    nonzero_out,
+    tree: TreePorts,
+    in_valid,
+    in_index,
+    in_code,
+    clear,
+    clock,
+    reset,
+    spec: ReplaySpec,
+):
+    """The updater: :func:`update_level` stages from the leaves up to level 1, then the root and the nonzero count.
+
+    root        : Signal(w0), out -- the root (TOTAL); no reset, like the memories, so a reset never makes it
+                  disagree with the stored tree
+    total_lo    : Signal(intbv[32]), out -- TOTAL's low register word
+    total_hi    : Signal(intbv[32]), out -- TOTAL's high register word
+    nonzero_out : Signal(intbv[32]), out -- NONZERO: leaves whose code is not 0 (no reset either)
+    tree        : TreePorts -- ``set_rd``, ``wr_en``, ``wr_addr``, ``wr_row`` out; ``row`` in
+    in_valid    : Signal(bool), in -- a set record
+    in_index    : Signal(index_bits), in -- its leaf index (below the capacity)
+    in_code     : Signal(leaf width), in -- its code (saturated)
+    clear       : Signal(bool), in -- CLEAR: the root and the count become 0 (the memories clear themselves)
+    clock       : Signal(bool), in
+    reset       : ResetSignal, in -- valid bits only
+    spec        : ReplaySpec
+    """
+    kb = spec.k_bits
+    nonzero = Signal(intbv(0, min=0, max=spec.capacity + 1))
+    nz_up, nz_down = Signal(bool(0)), Signal(bool(0))
+    insts = []
+    u_valid, u_index, u_delta = in_valid, in_index, in_code
+    for level in range(spec.levels, 0, -1):
+        o_valid, o_delta = Signal(bool(0)), delta_signal(spec)
+        o_index = Signal(intbv(0)[kb * (level - 1) :]) if level > 1 else None  # the root needs no node number
+        leaf = level == spec.levels
+        inst = update_level(
+            o_valid,
+            o_index,
+            o_delta,
+            nz_up if leaf else None,
+            nz_down if leaf else None,
+            tree.set_rd[level],
+            tree.wr_en[level],
+            tree.wr_addr[level],
+            tree.wr_row[level],
+            tree.row[level],
+            u_valid,
+            u_index,
+            u_delta,
+            clock,
+            reset,
+            spec,
+            level,
+        )
+        inst.name = f"update{level}"
+        insts.append(inst)
+        u_valid, u_index, u_delta = o_valid, o_index, o_delta
+    root_valid, root_delta = u_valid, u_delta
+    word_bits = len(total_lo)
+    low_word = (1 << word_bits) - 1
+
+    @always(clock.posedge)
+    def tree_root():
+        if clear:
+            root.next = 0
+            nonzero.next = 0
+        else:
+            if root_valid:
+                root.next = root + root_delta
+            if nz_up:
+                nonzero.next = nonzero + 1
+            elif nz_down:
+                nonzero.next = nonzero - 1
+
+    @always_comb
+    def read_outs():
+        total_lo.next = root & low_word
+        total_hi.next = root >> word_bits
+        nonzero_out.next = nonzero
+
+    return insts + [tree_root, read_outs]
 
 
 def delta_signal(spec: ReplaySpec) -> Signal:
@@ -118,38 +214,10 @@ def update_level(
             inst.name = f"column{b}"
             insts.append(inst)
 
-    if level >= 2:
-        addr1, addr2 = Signal(intbv(0)[node_bits - kb :]), Signal(intbv(0)[node_bits - kb :])
-        last_addr = Signal(intbv(0)[node_bits - kb :])
-
-        @always_comb
-        def address():
-            rd_addr.next = in_node[node_bits:kb]
-            addr1.next = node1[node_bits:kb]
-            wr_addr.next = addr2
-
-        @always_comb
-        def hits():
-            hit2.next = last_valid and last_addr == addr1
-
-        @always(clock.posedge)
-        def last_address():
-            addr2.next = addr1  # the word address, and the parent node handed up
-            last_addr.next = addr2
-            hit1.next = v2 and addr2 == addr1
-
-        insts += [last_address, hits]
-    else:  # level 1: one word, no address: every record hits the one before
-
-        @always_comb
-        def address():
-            hit2.next = last_valid
-
-        @always(clock.posedge)
-        def last_address():
-            hit1.next = v2
-
-        insts.append(last_address)
+    addr2 = Signal(intbv(0)[node_bits - kb :]) if level >= 2 else None  # the word address of edge 2
+    inst = _word_hits(hit1, hit2, rd_addr, wr_addr, addr2, in_node, node1, v2, last_valid, clock, kb)
+    inst.name = "hits"
+    insts.append(inst)
 
     @always(clock.posedge)
     def row_register():
@@ -210,7 +278,59 @@ def update_level(
     def write_enable():
         wr_en.next = v2
 
-    return insts + [address, row_register, forward, valid_bits, carry, write_stage, write_enable]
+    return insts + [row_register, forward, valid_bits, carry, write_stage, write_enable]
+
+
+@block
+def _word_hits(hit1, hit2, rd_addr, wr_addr, addr2, in_node, node1, v2, last_valid, clock, kb: int):
+    """The word addresses of an updater stage and its read-after-write hazards (module docstring).
+
+    hit1       : Signal(bool), out -- registered beside the word read: the record one ahead writes the same word
+    hit2       : Signal(bool), out -- the record two ahead wrote the word of the record on edge 1 (the stage
+                 registers it beside the word read)
+    rd_addr    : Signal(a), out, or None at level 1 -- the word of ``in_node``: the read address
+    wr_addr    : Signal(a), out, or None at level 1 -- the word written (``addr2``)
+    addr2      : Signal(a), out, or None at level 1 -- the word address after edge 2, also the parent node the
+                 stage hands up
+    in_node    : Signal(log2(K) * level), in -- the node entering the stage
+    node1      : Signal(log2(K) * level), in -- the node after edge 1
+    v2         : Signal(bool), in -- a record after edge 2 (it writes on the next edge)
+    last_valid : Signal(bool), in -- the stage's last write was a record
+    clock      : Signal(bool), in
+    kb         : int -- log2(K)
+    """
+    if addr2 is None:  # level 1: one word, no address: every record hits the one before
+
+        @always_comb
+        def address():
+            hit2.next = last_valid
+
+        @always(clock.posedge)
+        def last_address():
+            hit1.next = v2
+
+        return address, last_address
+
+    node_bits = len(node1)
+    addr1, last_addr = Signal(intbv(0)[node_bits - kb :]), Signal(intbv(0)[node_bits - kb :])
+
+    @always_comb
+    def address():
+        rd_addr.next = in_node[node_bits:kb]
+        addr1.next = node1[node_bits:kb]
+        wr_addr.next = addr2
+
+    @always_comb
+    def hits():
+        hit2.next = last_valid and last_addr == addr1
+
+    @always(clock.posedge)
+    def last_address():
+        addr2.next = addr1  # the word address, and the parent node handed up
+        last_addr.next = addr2
+        hit1.next = v2 and addr2 == addr1
+
+    return address, hits, last_address
 
 
 @block
@@ -219,8 +339,8 @@ def _column_flag(flag, node, kb: int, b: int, clock):
 
     The leaf stage's column logic (the replacement and the old-code multiplexer) is selected by these registers,
     not by a binary index: the index bits came straight down a register chain, which synthesis packs into shift
-    registers (an SRL16E's clock-to-out is 1.5 ns on xc7), and their decode fanned out to every column (issue 15:
-    SRL16E -> the 16:1 multiplexer -> the subtract was the Pynq-Z2 replay core's slowest xc7 path, 4.90 ns)."""
+    registers (an SRL16E's clock-to-out is 1.5 ns on xc7), and their decode fanned out to every column (SRL16E ->
+    the 16:1 multiplexer -> the subtract was the Pynq-Z2 replay core's slowest xc7 path, 4.90 ns)."""
 
     @always(clock.posedge)
     def decode():
@@ -251,7 +371,7 @@ def _add_column(column, base_column, delta, node, kb: int, b: int, clock):
     The addend (``delta`` or 0) is registered with the read data (edge 2), so the add starts from a register: the
     delta arrives down a chain of registers that synthesis packs into shift registers, and the gate after one of
     those (SRL16E clock-to-out 1.5 ns on xc7) -> the add -> the memory's write data was the Pynq-Z2 replay core's
-    slowest xc7 path once the leaf's select was registered (issue 15)."""
+    slowest xc7 path once the leaf's select was registered."""
     addend = Signal(intbv(0, min=delta.min, max=delta.max))
 
     @always(clock.posedge)

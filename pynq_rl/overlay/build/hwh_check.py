@@ -2,7 +2,8 @@
 configuration), and the check that a ``.hwh`` (Vivado's, or the one :mod:`.hwh` emulates) says the same.
 
 :mod:`.vivado` generates the block-design Tcl from the same :func:`ps_names` and :func:`dma_config`, so the Tcl, the
-``.hwh`` and the drivers cannot drift apart unnoticed (``tests/test_vivado_flow.py``).
+``.hwh`` and the drivers cannot drift apart unnoticed (``tests/test_vivado_flow.py``; the ``.hwh`` check itself:
+``tests/test_vivado_flow_install.py``).
 """
 
 from __future__ import annotations

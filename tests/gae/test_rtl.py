@@ -279,10 +279,11 @@ def test_compute_phase_is_t_plus_pipeline_depth_regardless_of_lanes(lanes, rtl_s
 def test_pipeline_depth_is_the_sum_of_the_hdl_stages():
     """The spec's depth is the HDL's: 2 (last row to its BRAM) + 1 (bootstrap pop) + 1 (BRAM read) + the
     dequantizer's stages + the PE's + 1 (write-back); the cycle test above measures the total, this names the parts."""
-    from pynq_rl.overlay.hdl.gae.core import DEQUANT_LATENCY
+    from pynq_rl.overlay.hdl.gae.dequant import DEQUANT_LATENCY
     from pynq_rl.overlay.hdl.gae.pe import PE_LATENCY
 
-    assert DEQUANT_LATENCY == 4  # register the BRAM read, multiply, add the offset, clamp: one each (issue 15)
+    assert DEQUANT_LATENCY == 4  # register the BRAM read, multiply, add the offset, clamp: one each
+    assert (S.GaeSpec.dequant_latency, S.GaeSpec.pe_latency) == (DEQUANT_LATENCY, PE_LATENCY)
     assert S.GaeSpec().pipeline_depth == 2 + 1 + 1 + DEQUANT_LATENCY + PE_LATENCY + 1
 
 

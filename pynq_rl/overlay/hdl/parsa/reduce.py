@@ -10,6 +10,7 @@ padded with registers. So the ACT pipeline depth is one number for every build (
 from myhdl import Signal, always, always_comb, block, intbv
 
 from ..common.arith import assign, or2, saturate
+from ..common.mac import add_stage, register
 from .params import ParsaWidths
 
 __all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max_chain", "SUM_STAGES", "ARGMAX_STAGES"]
@@ -17,7 +18,7 @@ __all__ = ["sum_tree", "argmax_tree", "q_saturate", "q_reduce", "or_chain", "max
 #: register stages of the worker-sum tree
 SUM_STAGES = 3
 #: register stages of the argmax tree: one per level up to 16 actions (two compare-and-select levels in one cycle
-#: ran at 89 MHz on the ECP5 with the Pynq-Z2 build's 10 actions, issue 15)
+#: ran at 89 MHz on the ECP5 with the Pynq-Z2 build's 10 actions)
 ARGMAX_STAGES = 4
 
 
@@ -26,31 +27,6 @@ def _registered_levels(levels: int, stages: int) -> set[int]:
     if levels <= stages:
         return set(range(levels))
     return {level for level in range(levels) if (level + 1) * stages // levels > level * stages // levels}
-
-
-@block
-def _add(y, a, b, clock, registered: bool):
-    if registered:
-
-        @always(clock.posedge)
-        def logic():
-            y.next = a + b
-    else:
-
-        @always_comb
-        def logic():
-            y.next = a + b
-
-    return logic
-
-
-@block
-def _delay(y, a, clock):
-    @always(clock.posedge)
-    def logic():
-        y.next = a
-
-    return logic
 
 
 @block
@@ -70,29 +46,20 @@ def sum_tree(total, inputs, clock, stages: int = SUM_STAGES):
         for j in range(0, len(level), 2):
             if j + 1 < len(level):
                 out = Signal(intbv(0, min=lo, max=hi))
-                insts.append(_add(out, level[j], level[j + 1], clock, index in registered))
+                insts.append(add_stage(out, level[j], level[j + 1], clock, index in registered))
             elif index in registered:
                 out = Signal(intbv(0, min=lo, max=hi))
-                insts.append(_delay(out, level[j], clock))
+                insts.append(register(out, level[j], clock))
             else:
                 out = level[j]
             nxt.append(out)
         level = nxt
     for _ in range(stages - len(registered)):
         out = Signal(intbv(0, min=lo, max=hi))
-        insts.append(_delay(out, level[0], clock))
+        insts.append(register(out, level[0], clock))
         level = [out]
-    insts.append(_delay_comb(total, level[0]))
+    insts.append(assign(total, level[0]))
     return insts
-
-
-@block
-def _delay_comb(y, a):
-    @always_comb
-    def logic():
-        y.next = a
-
-    return logic
 
 
 @block
@@ -159,26 +126,6 @@ def _pick(v, q, i, va, qa, ia, vb, qb, ib, clock, registered: bool):
 
 
 @block
-def _delay3(v, q, i, va, qa, ia, clock):
-    @always(clock.posedge)
-    def logic():
-        v.next = va
-        q.next = qa
-        i.next = ia
-
-    return logic
-
-
-@block
-def _delay_index(i, ia, clock):
-    @always(clock.posedge)
-    def logic():
-        i.next = ia
-
-    return logic
-
-
-@block
 def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
     """``best`` = the lowest index of the largest ``qs[a]`` among actions ``in_use``, ``stages`` edges later.
 
@@ -209,7 +156,7 @@ def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
                 insts.append(_pick(*out, *level[j], *level[j + 1], clock, depth in registered))
             elif depth in registered:
                 out = (Signal(bool(0)), Signal(intbv(0, min=qmin, max=qmax)), Signal(intbv(0)[width:]))
-                insts.append(_delay3(*out, *level[j], clock))
+                insts += [register(q, d, clock) for q, d in zip(out, level[j])]
             else:
                 out = level[j]
             nxt.append(out)
@@ -217,9 +164,9 @@ def argmax_tree(best, qs, in_use, clock, stages: int = ARGMAX_STAGES):
     index = level[0][2]
     for _ in range(pads):
         out = Signal(intbv(0)[width:])
-        insts.append(_delay_index(out, index, clock))
+        insts.append(register(out, index, clock))
         index = out
-    insts.append(_delay_comb(best, index))
+    insts.append(assign(best, index))
     return insts
 
 

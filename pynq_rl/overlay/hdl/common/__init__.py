@@ -1,1 +1,2 @@
-"""Building blocks every core reuses: block RAM, saturating arithmetic, AXI-Lite register file, AXI-Stream ports."""
+"""Building blocks every core reuses: block RAM, saturating arithmetic, the DSP-shaped multiply-add and its pipeline
+stages, AXI-Lite register file, AXI-Stream ports."""

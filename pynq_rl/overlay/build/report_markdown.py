@@ -28,13 +28,13 @@ def markdown(report: dict) -> str:
         f"{env['myhdl']}; total runtime {report['runtime[s]']:.0f} s on {env['cpu_count']} CPUs.",
         "",
         "`synth_xilinx -family <xc7|xcup> -noiopad` (out of context), with `setattr -set keep 1` on each PE's A "
-        "loop registers (DESIGN.md section 5). LUT = LUT1..LUT6 + LUTs as memory/SRL; FF = FD*; "
+        "loop registers (the workaround of yosys's DSP-feedback bug). LUT = LUT1..LUT6 + LUTs as memory/SRL; FF = FD*; "
         "BRAM36 = RAMB36 + RAMB18/2. `ltp` = longest fabric path in cells (FF/DSP/BRAM cut paths; a carry "
         "chain cell is one level; blind inside DSPs, so read it with the count of DSPs that use their M or P "
         "register): a relative depth figure, not Fmax (yosys 0.23's `sta` stops at CARRY4/CARRY8/DSP48E2, "
         "which have no timing model, so it is not reported). `SRL into DSP` = shift registers (SRL16E/SRLC32E) "
         "in a DSP48's combinational input cone: an SRL's clock-to-out is 1.5 ns on xc7, so a multiply's "
-        "operands should come from flip-flops (issue 15). yosys over-counts LUT/FF on xcup.",
+        "operands should come from flip-flops. yosys over-counts LUT/FF on xcup.",
         "",
         "## Resources",
         "",

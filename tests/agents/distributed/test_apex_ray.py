@@ -76,7 +76,7 @@ def small_args(tmp_path, **overrides) -> apex.Args:
         weight_sync_steps=50,
         checkpoint_every_s=1.0,
         max_updates=400,
-        max_seconds=120.0,
+        max_seconds=300.0,  # a backstop: the runs end on max_updates, in well under a minute on a quiet machine
         target_return=math.inf,
         eval_episodes_per_chunk=1,
         hidden_sizes=(32, 32),

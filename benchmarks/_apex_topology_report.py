@@ -62,8 +62,8 @@ def to_markdown(results: list[dict], meta: dict) -> str:
         )
     lines += [
         "",
-        "The issue's criterion, WAN with Atari-sized experiences at 4 and 8 actors (in-network layout below the "
-        "Redis relay's sample p50, and at least 10x fewer learner-link bytes per update):",
+        "The in-network layouts' criterion, WAN with Atari-sized experiences at 4 and 8 actors (sample p50 below the "
+        "Redis relay's, and at least 10x fewer learner-link bytes per update):",
         "",
         "| payload | actors | in-network layout | sample p50 lower | bytes >= 10x fewer |",
         "|---|---:|---|---|---|",

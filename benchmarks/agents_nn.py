@@ -9,7 +9,7 @@ Two parts, both from one run:
 * **Learning runs** (``--learn``): ``ppo`` on CartPole-v1 for ``--ppo-steps`` steps with GAE on the emulated core
   (q8) and ``dqn`` for ``--dqn-steps`` steps with its priorities on the emulated replay core, seed ``--seed``, once
   per network backend: the mean return of the last 20 episodes (and DQN's best 20-episode mean), steps/s and wall
-  time. The acceptance bar of the board-ready issue: PPO >= 450 within 300k steps, DQN >= 450 within 150k.
+  time. The agents' acceptance bar (their slow tests): PPO >= 450 within 300k steps, DQN >= 450 within 150k.
 
 Run: ``python benchmarks/agents_nn.py [--learn] [--repeats 7] [--out benchmarks/results]``; writes
 ``agents_nn.json`` and ``agents_nn.md`` under ``--out``. Without torch only the numpy columns are filled.

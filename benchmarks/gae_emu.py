@@ -2,9 +2,10 @@
 
 Every implementation runs in one process on the same data (standard-normal rewards and values, 1% dones,
 gamma=0.99, lambda=0.95), interleaved repetition by repetition, so a noisy neighbour slows all of them alike.
-torch and numba are pinned to one thread each (DESIGN.md section 9). Results are medians over ``--repeats``
-repetitions, with ratios against the CleanRL-style numpy loop (``cleanrl_numpy``); each repetition times enough
-back-to-back calls to last ``--min-time`` seconds.
+torch and numba are pinned to one thread each (in one process their thread pools fight over the cores;
+docs/design.md, Peer libraries for benchmarks). Results are medians over ``--repeats`` repetitions, with ratios
+against the CleanRL-style numpy loop (``cleanrl_numpy``); each repetition times enough back-to-back calls to last
+``--min-time`` seconds.
 
 Implementations (``key``: what is timed):
 

@@ -13,10 +13,10 @@ Elements per compute cycle = T * LANES / compute cycles: the PE array's throughp
 DMA's HP-port width on the board) then caps end to end. The clock column converts cycles to time at the board's
 PL clock from ``spec.py``; that is arithmetic on measured cycles, not a board measurement.
 
-Multi-batch streams (BATCHES, issue 13/15): operations of B = 1 and 3 lane-batches of the Pynq-Z2 build (8 lanes,
+Multi-batch streams (BATCHES): operations of B = 1 and 3 lane-batches of the Pynq-Z2 build (8 lanes,
 64-bit stream) and of the ZCU106 build (64 lanes, 128-bit stream) are timed end to end (START to the last output
 beat); the steady-state cycles per lane-batch (the slope over B) are set against the stream's bound per batch,
-``max(input beats, output beats)`` (issue 15's goal: within 1.1 x).
+``max(input beats, output beats)`` (the goal: within 1.1 x).
 
 Chained chunks (CHUNKS): a lane-batch of T = 2.5 x T_MAX steps on a small build (T_MAX 64, the Pynq-Z2's 8
 lanes) runs as 3 chained chunks in one operation; its CYCLES is set against ``GaeSpec.cycles`` (T + 3 pipeline
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "The loader fills the rows the drain frees (chunks alternate direction, the drain reads each "
         "chunk newest first), the compute starts once a chunk is loaded and the drain trails its "
         "write-backs, so a lane-batch costs the busier stream's beats plus a pipeline's worth of cycles "
-        f"between chunks: at most {worst:.2f} x the bound here (issue 15's goal: 1.1 x; load, compute and "
+        f"between chunks: at most {worst:.2f} x the bound here (the goal: 1.1 x; load, compute and "
         "drain one after another cost 2.02 x raw and 1.55 x q8 on the Pynq-Z2).",
         "",
         "## Chained chunks (CHUNKS)",

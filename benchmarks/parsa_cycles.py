@@ -23,7 +23,7 @@ counters to, and the simulated rows check them again on this shape; a large buil
 
 Each simulated build then makes one decision through the register mailbox (MAILBOX: the state record written into
 the register window, START, MBOX_ACTION read; no DMA), as the driver's ``act()`` does: its bus accesses, its cycles
-from the first write to the answer, and the core's own CYCLES of it (issue 13's goal: at most state words + 4 bus
+from the first write to the answer, and the core's own CYCLES of it (the mailbox's goal: at most state words + 4 bus
 accesses plus the core's cycles).
 
 Run: ``python benchmarks/parsa_cycles.py [--out benchmarks/results] [--workers 1,4,8,16,32] [--formula ...]`` (all
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             "START, then MBOX_ACTION read until DONE (the core holds that read with wait states while it "
             "decides). Key 0 with a reward, so the Sarsa update runs. `bus [cyc]` = the decision's simulated "
             "cycles minus the core's own (CYCLES: record words, act, update); `access [cyc]` = what one plain "
-            "register access costs this AXI-Lite bus model. Goal (issue 13): at most state words + 4 bus "
+            "register access costs this AXI-Lite bus model. Goal: at most state words + 4 bus "
             "accesses, costing no more than that many plain accesses (+ 1: the held read is answered the "
             "cycle after DONE), plus the core's own cycles.",
             "",

@@ -4,9 +4,10 @@ inserts/s on one full buffer of ``K**LEVELS`` transitions (default 16**5 = 2**20
 Every implementation holds the same priorities (uniform in [0.01, 1), ``alpha`` = 0.6 applied by each as it
 would for a user) and runs in one process, interleaved repetition by repetition (the order of the
 (implementation, operation) pairs is shuffled anew each repetition), so a noisy neighbour slows all of them
-alike. torch and numba are pinned to one thread each (DESIGN.md section 9). Results are medians over
-``--repeats`` repetitions, with ratios against cpprb's ``PrioritizedReplayBuffer`` (``cpprb``); each repetition
-times enough back-to-back calls to last ``--min-time`` seconds (calls per block calibrated over a quarter of that).
+alike. torch and numba are pinned to one thread each (in one process their thread pools fight over the cores;
+docs/design.md, Peer libraries for benchmarks). Results are medians over ``--repeats`` repetitions, with ratios
+against cpprb's ``PrioritizedReplayBuffer`` (``cpprb``); each repetition times enough back-to-back calls to last
+``--min-time`` seconds (calls per block calibrated over a quarter of that).
 One call handles one batch of ``--batch`` transitions:
 
 * sample: draw a stratified/proportional batch (the implementation's own random numbers, generation included);
@@ -39,7 +40,7 @@ Implementations (``key``: what is timed):
   descends all ``batch`` targets together level by level; an update writes the leaves and recomputes each
   ancestor level from its children (no drift, duplicates are harmless).
 
-The goal line is issue 13's: the driver on ``emu`` (the first ``driver_<board>`` row measured) samples at >= 2x and
+The goal line: the driver on ``emu`` (the first ``driver_<board>`` row measured) samples at >= 2x and
 updates at >= 1x ``cpprb``; the model alone is quoted beside it.
 
 Before timing, each implementation is checked: the models bit-exactly against each other (same tree after the same
@@ -48,12 +49,14 @@ numpy tree's samples against ``searchsorted`` on the float64 prefix sums of the 
 torchrl's indices to lie in range with finite weights in (0, 1].
 
 Run: ``python benchmarks/replay_emu.py [--k 16 --levels 5] [--batch 256] [--repeats 7] [--out benchmarks/results]``.
-Writes ``replay_emu.json`` and ``replay_emu.md`` under ``--out`` and prints the table.
+Writes ``replay_emu.json`` and ``replay_emu.md`` under ``--out`` and prints the table; ``--render
+benchmarks/results/replay_emu.json`` only re-renders a saved run (its goal line from its rows, then the ``.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import random
@@ -71,7 +74,7 @@ from _replay_impls import ALPHA, BETA, P_MAX, P_MIN, Data, Impl, build_impls, ma
 OPS = ("sample", "update", "update_hot", "insert")
 UNITS = {"sample": "samples/s", "update": "updates/s", "update_hot": "hot_updates/s", "insert": "inserts/s"}
 BASELINE = "cpprb"
-#: issue 13's goal is the whole driver path on emu: the first ``driver_<board>`` row measured (the board whose core
+#: the goal is about the whole driver path on emu: the first ``driver_<board>`` row measured (the board whose core
 #: holds the buffer, ZCU106 at 2**20 leaves); the bit-exact model alone is reported beside it
 GOAL = {"key": "driver", "sample_ratio": 2.0, "update_ratio": 1.0}
 MODEL_KEY = "model_numba"
@@ -211,7 +214,7 @@ def goal_text(rows: list[dict]) -> dict:
         "update_ratio_measured": update_ratio,
         "hot_update_ratio_measured": hot_ratio,
         "met": sample_ok and update_ok,
-        "text": f"`{model['key']}` (the whole driver path on emu, issue 13's goal): " + "; ".join(parts) + ".",
+        "text": f"`{model['key']}` (the whole driver path on emu, which the goal measures): " + "; ".join(parts) + ".",
     }
 
 
@@ -308,7 +311,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the priorities and update batches")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results", help="output directory")
+    parser.add_argument("--render", type=Path, default=None, help="only re-render this saved replay_emu.json")
     args = parser.parse_args(argv)
+    if args.render:  # no measuring: the goal line anew from the saved rows, then both files beside the JSON
+        result = json.loads(args.render.read_text())
+        result["goal"] = goal_text(result["rows"])
+        write_results(args.render.parent, args.render.stem, result, markdown(result))
+        return result
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     if args.pool < 1:

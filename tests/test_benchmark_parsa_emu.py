@@ -72,7 +72,7 @@ def test_environment_goal_and_markdown(results):
     assert data["arguments"]["batch"] == 48 and data["goal"]["ratio"] == 10.0
     assert data["goal"]["met"] == (data["goal"]["lowest_ratio"] >= 10.0)
     assert data["goal_act"]["met"] == (data["goal_act"]["lowest_ratio"] >= 1.0)
-    assert "| p50 [us] | p99 [us] |" in markdown and "Goal (issue 13): `driver_act`" in markdown
+    assert "| p50 [us] | p99 [us] |" in markdown and "Goal: `driver_act` (one act() per record)" in markdown
     table = [line for line in markdown.splitlines() if line.startswith("| ") and "`" in line]
     assert len(table) == len(KEYS) * len(SHAPES)
     assert "| implementation | shape | median steps/s | ratio vs tiles3 Python | note |" in markdown

@@ -62,7 +62,8 @@ def _optional(key):
         return not HAVE_CPPRB
     if key == "model_numba":
         return importlib.util.find_spec("numba") is None
-    return key == "torchrl"  # torchrl's C++ segment trees may not load against this torch (DESIGN.md section 9)
+    # torchrl's C++ segment trees may not load against this torch (docs/design.md, Peer libraries for benchmarks)
+    return key == "torchrl"
 
 
 def test_every_implementation_has_positive_numbers_and_passes_its_check(results):
@@ -109,7 +110,7 @@ def test_environment_arguments_and_goal_are_recorded(results):
         return
     assert goal["sample_ratio_measured"] > 0 and goal["update_ratio_measured"] > 0
     assert goal["met"] in (True, False) and ("NOT met" in goal["text"]) != goal["met"]
-    # issue 13's goal is the whole driver path (the first driver row measured), the model alone beside it
+    # the goal is the whole driver path (the first driver row measured), the model alone beside it
     assert goal["key"] == "driver_zcu106" and goal["text"].startswith("`driver_zcu106` (the whole driver path")
     rows = {row["key"]: row for row in data["rows"]}
     assert goal["update_ratio_measured"] == rows["driver_zcu106"]["ratio_vs_cpprb[update]"]

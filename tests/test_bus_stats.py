@@ -1,9 +1,9 @@
-"""Bus accounting of the emulated devices: what each driver call costs on the PS-PL bus (issue 13, item 1).
+"""Bus accounting of the emulated devices: what each driver call costs on the PS-PL bus.
 
 The exact counts on ``emu`` are pinned: they are a driver call's fixed cost on a board (about a microsecond per
 host MMIO call from Python, a few PL cycles per register word), so a change that adds accesses must show up here,
-and one that removes some updates the numbers (and ``benchmarks/results/bus_costs.md``). Issue 13's budgets count
-host calls (``register_calls``: a burst into ``mmio.array`` is one); the word counts are pinned beside them.
+and one that removes some updates the numbers (and ``benchmarks/results/bus_costs.md``). The per-call budgets below
+count host calls (``register_calls``: a burst into ``mmio.array`` is one); the word counts are pinned beside them.
 """
 
 import subprocess
@@ -46,12 +46,12 @@ def test_each_call_costs_what_it_costs():
     assert (update.register_reads, update.register_writes, update.dma_transfers) == (2, 3, 1)
     assert update.register_accesses == 5 and update.as_dict()["register_accesses"] == 5
     assert update.register_calls == 5 and update.as_dict()["register_calls"] == 5
-    assert max(sample.register_calls, update.register_calls) <= 8  # issue 13's budget for the replay calls
+    assert max(sample.register_calls, update.register_calls) <= 8  # the replay calls' budget
 
 
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_gae_streams_every_lane_batch_in_one_operation(backend):
-    """Issue 13's GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
+    """The GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
     same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 host calls; q8 mode adds its
     four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own) as one burst."""
     overlay = make_overlay(backend, board="Pynq-Z2", cores=("gae",))
@@ -78,7 +78,7 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
 
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_a_parsa_decision_fits_its_budget(backend):
-    """Issue 13 budget: act() of one record makes no DMA transfer and at most 8 host register calls in steady state,
+    """The ParSa budget: act() of one record makes no DMA transfer and at most 8 host register calls in steady state,
     on rtl too (the core holds the MBOX_ACTION read while it decides, so the driver does not poll): the record is
     one burst whatever the state's size, then START and the MBOX_ACTION read."""
     overlay = make_overlay(backend, board="Pynq-Z2", cores=("parsa",))
@@ -104,7 +104,7 @@ def test_a_wide_state_is_still_one_burst():
 
 def test_counts_cover_only_the_block_and_rtl_makes_a_boards_accesses():
     """On rtl a wait lets the operation's known cycles pass before it polls (then one poll per microsecond of PL
-    time, as a Python loop on the board's ARM manages), so the replay calls keep issue 13's budget there too; a
+    time, as a Python loop on the board's ARM manages), so the replay calls keep their budget there too; a
     simulated core that took longer than its spec's formula would show up as extra STATUS reads."""
     emu = RLOverlay(backend="emu", cores=("replay",))
     rtl = RLOverlay(backend="rtl", cores=("replay",))

@@ -92,7 +92,8 @@ def test_loop_registers_found_in_converted_pe(tmp_path):
 @needs_yosys
 @needs_iverilog
 def test_synthesized_pe_netlist_equals_model(tmp_path):
-    """DESIGN.md section 5: only a simulation of the synthesized netlist catches the yosys DSP-feedback bug."""
+    """Only a simulation of the synthesized netlist catches the yosys DSP-feedback bug (docs/design.md, MyHDL and
+    synthesis lessons measured here)."""
     sim = R.simulate_pe_netlist(2, "xc7", keep=True, work_dir=tmp_path)
     assert sim["outputs"] > 100
     assert sim["netlist_vs_rtl"] == 0, sim["first_netlist_mismatches"]

@@ -3,8 +3,8 @@
 The quick mode of ``pynq_rl/overlay/build/timing.py`` runs once per session (a few minutes: the k = 2 PE alone, the PE
 with its coefficient chain and a one-lane GAE core, each synthesized with synth_ecp5, placed and routed by
 nextpnr-ecp5 on the ECP5-85 and timed for xc7 by yosys ``sta``; the PE and the core simulated after routing). The
-goals of issue 15 are not asserted here: ``benchmarks/results/timing.md`` states them, met or not. The parsers and
-the build plan are also checked on their own, without any tool.
+timing goals (``timing_report.GOALS``: Fmax and path limits) are not asserted here: ``benchmarks/results/timing.md``
+states them, met or not. The parsers and the build plan are also checked on their own, without any tool.
 """
 
 import json
@@ -85,7 +85,7 @@ def test_quick_report_routed_core_equals_the_model(quick):
 
 def test_upper_lut_cells_get_the_l6mux_of_the_simulation_model():
     """nextpnr's routed JSON names a LUT's slice half only by its BEL; the ECP5 model needs IS_Z1 on the upper half
-    (K1, whose output mux is the L6MUX21), or every wide mux of a routed core reads z (issue 15: CYCLES was X)."""
+    (K1, whose output mux is the L6MUX21), or every wide mux of a routed core reads z (CYCLES once read X that way)."""
 
     def comb(bel, **params):
         return {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The 32-bit ARM rung (DESIGN.md section 4, rung 10): pynq-rl's built wheel installed in a Debian bookworm armhf
-# userland (debootstrap + qemu-user-static), with pynq 3.1 as on the PYNQ-Z2's v3.1 image, and a board-smoke run.
+# The 32-bit ARM rung of the verification ladder (docs/design.md, Verification ladder): pynq-rl's built wheel
+# installed in a Debian bookworm armhf userland (debootstrap + qemu-user-static), with pynq 3.1 as on the PYNQ-Z2's
+# v3.1 image, and a board-smoke run.
 #
 # Usage (as root): tools/armhf_check.sh
 #

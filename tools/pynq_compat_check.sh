@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the drivers' and the emulation's tests under the pynq releases a board image carries (DESIGN.md section 6).
+# Run the drivers' and the emulation's tests under the pynq releases a board image carries (the drivers support
+# pynq 3.0, 3.1 and 4.0: docs/design.md, PYNQ facts that shape the code).
 #
 # Usage: tools/pynq_compat_check.sh [VERSION ...]        VERSION: 3.1.2 (the PYNQ-Z2 v3.1 image), 3.0.1 (the v3.0
 #                                                        images: pynqmetadata 0.1.9 + pydantic 1.9.1); default both

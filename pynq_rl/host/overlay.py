@@ -1,6 +1,6 @@
 """``RLOverlay``: the pynq-rl overlay on a board, or emulated, behind one ``pynq.Overlay`` subclass.
 
-Backends (DESIGN.md section 1):
+Backends (docs/design.md, The system in one picture):
 
 * ``"board"``: the real PL. Loads ``pynq_rl/overlay/bitstreams/<board>/pynq_rl.bit`` (+ ``.hwh``) for the board PYNQ
   reports. The default on a PYNQ board.

@@ -46,7 +46,8 @@ def mul_shift(a, b, shift: int, fmt: QFormat | None = None):
     """Full-width product ``a * b`` rounded half up to ``shift`` fewer fractional bits, optionally saturated.
 
     The product is formed at full width first (int64: the operands' widths must sum to at most 62 bits), which is
-    what the HDL must do too (DESIGN.md section 5: slicing ``(a*b) >> s`` in MyHDL truncates the product).
+    what the HDL must do too (MyHDL converts ``(a*b) >> s`` to Verilog that truncates the product before the shift;
+    docs/design.md, MyHDL and synthesis lessons measured here).
     Returns the result, or ``(result, saturated)`` when ``fmt`` is given.
     """
     product = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
@@ -68,7 +69,7 @@ def quantize(x, fmt: QFormat) -> tuple[np.ndarray, bool]:
     """Float values to integer codes of ``fmt``: ``floor(x * 2**frac + 1/2)``, saturated.
 
     Returns ``(codes, saturated)``. NaN or infinity raise ``ValueError`` (there is no code for them). The float64
-    product is exact for the formats used here (|x| * 2**frac < 2**53).
+    product is exact for the formats used here (``|x| * 2**frac < 2**53``).
     """
     x = np.asarray(x, dtype=np.float64)
     check_finite("value", x)

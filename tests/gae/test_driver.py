@@ -83,7 +83,7 @@ def test_compute_is_the_model_bit_for_bit(overlay):
 @pytest.mark.parametrize("quantize", [False, True])
 def test_gamma_and_lambda_of_one_are_the_model_bit_for_bit(overlay, quantize):
     """gamma * lambda = 1.0 exactly sets the top bit of the UQ1.23 coefficient: the split multiply of its powers
-    once read that bit as a sign, and the rtl simulation died on the intbv bound (issue 16)."""
+    once read that bit as a sign, and the rtl simulation died on the intbv bound."""
     rewards, values, dones = rollout(9, 12, 3, done_prob=0.2)
     got = overlay.gae.compute(rewards, values, dones, gamma=1.0, lam=1.0, quantize=quantize)
     want = make_overlay("emu").gae.compute(rewards, values, dones, gamma=1.0, lam=1.0, quantize=quantize)
@@ -269,7 +269,7 @@ def test_user_buffers_land_in_emulated_memory(overlay):
 
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_long_rollout_of_many_envs_is_one_operation_within_the_budget(backend):
-    """Issue 13's GAE budget for any N and T: T = 2.5 x T_MAX over LANES + 3 envs (two lane-batches of three
+    """The GAE bus budget for any N and T: T = 2.5 x T_MAX over LANES + 3 envs (two lane-batches of three
     chained chunks each) is one DMA transfer each way and at most 12 host register calls, raw and q8 (whose four
     scale registers are one burst: one call more than raw)."""
     board = RTL_TEST_BOARD if backend == "rtl" else None  # rtl: a small build (T_MAX 40); emu: the Pynq-Z2's

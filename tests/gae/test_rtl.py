@@ -339,7 +339,8 @@ def timed_operation(sim, ip, regs: dict, stream: np.ndarray) -> tuple[bytes, int
 
 @pytest.mark.parametrize("mode", list(S.GaeMode))
 def test_b_batches_cost_b_times_one_batch_plus_a_constant(mode, rtl_simulation):
-    """Issue 13's RTL goal: an operation of B lane-batches takes B x (one batch's cycles) + a constant, B = 1..3."""
+    """The multi-batch RTL goal: an operation of B lane-batches takes B x (one batch's cycles) + a constant,
+    B = 1..3."""
     board = small_board(2, lanes=3, t_max=12)
     spec = board.cores[0].spec
     sim = rtl_simulation(board)
@@ -358,7 +359,7 @@ def test_b_batches_cost_b_times_one_batch_plus_a_constant(mode, rtl_simulation):
 
 @pytest.mark.parametrize("mode", list(S.GaeMode))
 def test_lane_batches_stream_at_the_bus_bound(mode, rtl_simulation):
-    """Issue 15's goal on the Pynq-Z2's GAE shape (8 lanes, 64-bit stream, T = 64): with both DMA channels running,
+    """The stream goal on the Pynq-Z2's GAE shape (8 lanes, 64-bit stream, T = 64): with both DMA channels running,
     a lane-batch costs <= 1.1 x max(input beats, output beats) in steady state. The next chunk loads into the rows
     the drain frees and the drain trails the write-backs; load, compute and drain one after another took 2.02 x
     (raw) and 1.55 x (q8)."""

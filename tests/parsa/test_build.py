@@ -41,7 +41,7 @@ def test_hdl_refuses_a_spec_with_other_depths():
 
 @pytest.mark.parametrize("board", [None, "ZCU106"])
 def test_every_argmax_level_of_a_board_build_ends_in_a_register(board):
-    """Issue 15: with 10 actions (4 tree levels) in 3 register stages, one cycle held two compare-and-select
+    """Once, with 10 actions (4 tree levels) in 3 register stages, one cycle held two compare-and-select
     levels, the Pynq-Z2 core's slowest path (89 MHz on the ECP5). One register per level up to 16 actions."""
     from pynq_rl.overlay.hdl.parsa import reduce as R
 
@@ -51,7 +51,7 @@ def test_every_argmax_level_of_a_board_build_ends_in_a_register(board):
 
 
 def test_the_descriptor_memory_feeds_only_a_register(tmp_path):
-    """Issue 15: each worker's descriptor block RAM (no output register) fed the 20:1 position muxes and the DSP48
+    """Each worker's descriptor block RAM (no output register) once fed the 20:1 position muxes and the DSP48
     behind them in one cycle, the Pynq-Z2 core's slowest xc7 path (4.04 ns). The memory is now read a cycle ahead
     and its output goes to one register (``desc_s1``) and nowhere else, in the converted Verilog of every worker."""
     import re
@@ -68,7 +68,7 @@ def test_the_descriptor_memory_feeds_only_a_register(tmp_path):
 
 
 def test_no_compare_of_ndims_sits_in_front_of_a_horner_multiplier(tmp_path):
-    """Issue 15: each Horner stage's operand select compared the tiling's ndims in the cycle of the multiply-add,
+    """Each Horner stage's operand select once compared the tiling's ndims in the cycle of the multiply-add,
     so the compare, the select, the multiplier and the add made the Pynq-Z2 core's slowest routed path (98.5 MHz
     on the ECP5). Whether the tiling has a stage's dim is now a register set a stage ahead: in the converted Verilog
     only clocked blocks read the ndims registers."""

@@ -1,4 +1,4 @@
-"""The register mailbox (issue 13): one ParSa decision through registers, bit-exact with the stream path.
+"""The register mailbox: one ParSa decision through registers, bit-exact with the stream path.
 
 * model / emu: a MAILBOX decision equals a one-record ACT stream in everything observable (action, explored, q[a],
   STATUS, CYCLES, CYCLES_ACT, CYCLES_UPDATE, EPSILON, SEED, and the policy it leaves), hypothesis-randomized;
@@ -163,7 +163,7 @@ def test_a_read_of_mbox_action_waits_for_the_decision(wait):
 
 
 def test_a_mailbox_decision_costs_its_bus_accesses_plus_the_core_cycles():
-    """RTL goal of issue 13: a decision costs (n_dims + 4) bus accesses, each at most one plain access's cycles,
+    """The mailbox's RTL goal: a decision costs (n_dims + 4) bus accesses, each at most one plain access's cycles,
     plus the core's own cycles (CYCLES: the record's words, the act and the update)."""
     overlay = make_overlay("rtl", RTL_PARSA_TEST_BOARD)
     parsa, sim = overlay.parsa, overlay.device.simulation

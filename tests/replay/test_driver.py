@@ -266,7 +266,7 @@ def test_update_streams_the_models_set_records(overlay, monkeypatch):
 
 @pytest.mark.skipif(not model.HAVE_NUMBA, reason="the call count is the compiled path's")
 def test_an_emulated_update_costs_few_python_calls():
-    """Issue 13's lean emulated bus: one steady-state ``update`` of 256 priorities on ``emu`` makes fewer than 180
+    """The lean emulated bus: one steady-state ``update`` of 256 priorities on ``emu`` makes fewer than 180
     Python and C function calls (driver checks, encoding, 5 bus accesses, the emulated DMA and SET); it made about
     240 before the encoding became one compiled pass and the bus serviced only the DMA a write can set moving."""
     import sys

@@ -159,7 +159,7 @@ def test_verilog_equals_model_bit_for_bit(converted):
 
 
 def test_the_updaters_column_logic_starts_from_registers(tmp_path):
-    """Issue 15: in the Pynq-Z2 build the column logic of every updater stage (the K adds, the leaf's replacement
+    """In the first Pynq-Z2 build the column logic of every updater stage (the K adds, the leaf's replacement
     and its 16:1 old-code multiplexer) was selected by a decode of the node's index bits, which arrive down a
     register chain that synthesis packs into SRL16Es: SRL -> the multiplexer -> the subtract was the core's slowest
     xc7 path (4.90 ns), then SRL -> the addend gate -> the add (4.11 ns). Now each column's addend and the leaf's
@@ -183,7 +183,7 @@ def test_the_updaters_column_logic_starts_from_registers(tmp_path):
 
 
 def test_each_updater_stage_registers_the_word_read_as_it_is(tmp_path):
-    """Issue 15: the updater's forwarding multiplexer sat between the tree memory's read data and the stage's
+    """The updater's forwarding multiplexer once sat between the tree memory's read data and the stage's
     word register, so a block RAM's clock-to-out (4.3 ns on the ECP5, no output register) plus the multiplexer was
     the Pynq-Z2 replay core's slowest routed path (99 MHz). Each stage now registers the word read as it is (its
     one assignment is the memory's read data), which also lets a synthesizer take it as the block RAM's output

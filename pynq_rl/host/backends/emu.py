@@ -5,8 +5,8 @@ MMIO / stock AXI DMA driver); only the PL is software, and it finishes each oper
 
 Each core is wired to its own DMA and to nothing else, so a write to one core's registers or to its DMA can only
 set that pair moving: :class:`EmuDevice` services that one DMA after a write instead of every DMA of the board
-(the same end state, without a Python call per idle DMA on every access), the fixed cost that issue 13 asks to
-keep at microseconds per driver call.
+(the same end state, without a Python call per idle DMA on every access): a driver call's fixed cost is kept at
+microseconds.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The GAE core's part of the resource report: the processing element converted on its own, the GAE builds
 (PE, PE + coefficient chain, whole cores at several LANES and k) synthesized by yosys, and the PE netlist simulated
-against the model (the check that caught yosys's DSP feedback-register bug, DESIGN.md section 5).
+against the model (the check that caught yosys's DSP feedback-register bug: the netlist computed garbage while its
+resource counts looked normal).
 
 :mod:`.report` assembles the page from this module's rows and simulations and from the replay, ParSa and
 whole-overlay sections (:mod:`.replay_report`, :mod:`.parsa_report`, :mod:`.overlay_report`).
@@ -183,9 +184,10 @@ def loop_registers(verilog: str) -> list[str]:
 
     These are ``*_adv3`` (A_t), the taps of the ``adv_hist`` delay line (A_{t+2} .. A_{t+k-1}, k >= 3) and
     ``*_adv_tail`` (A_{t+k}, the tail product's operand, k >= 2): the fabric registers yosys could absorb into a
-    DSP whose output feeds back to its own input (DESIGN.md section 5). The loop's pipeline register inside the
-    DSPs (their M registers) is meant to be absorbed. The last pattern (a register taking
-    ``*_tail_mul_product_rounded``) finds the tail register of PEs before issue 15.
+    DSP whose output feeds back to its own input (yosys 0.23 and 0.70 absorb such a register twice). The loop's
+    pipeline register inside the DSPs (their M registers) is meant to be absorbed. The last pattern (a register
+    taking ``*_tail_mul_product_rounded``) finds the tail register of the earlier PE, whose multiplies had no M or
+    P register.
     """
     names = set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv3)\b", verilog, re.M))
     names |= set(re.findall(r"^\s*reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_adv_hist\w*)\b", verilog, re.M))

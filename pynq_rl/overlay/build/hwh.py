@@ -1,11 +1,11 @@
 """Write the hardware handoff (``.hwh``) of the pynq-rl overlay for a board, from ``spec.py`` alone.
 
-The file has the shape Vivado writes, reduced to what PYNQ's metadata parser reads (DESIGN.md section 8): the
-processing system with its PL clocks and its master port, one MEMRANGE per AXI-Lite slave, and per core a
-hierarchy ``/<core>/`` holding the core (its registers declared, so ``register_map`` works) and its AXI DMA.
-The emulated devices hand this file to exactly the parser that reads Vivado's on a board, so the driver path
-(``pynq.Overlay`` -> VLNV binding -> MMIO + DMA) is the same everywhere, and the file can be diffed against
-Vivado's own once a bitstream is built.
+The file has the shape Vivado writes, reduced to what PYNQ's metadata parser reads (docs/design.md, Emulated overlay
+metadata): the processing system with its PL clocks and its master port, one MEMRANGE per AXI-Lite slave, and per core a
+hierarchy ``/<core>/`` holding the core (its registers declared, so ``register_map`` works) and its AXI DMA. The
+emulated devices hand this file to exactly the parser that reads Vivado's on a board, so the driver path
+(``pynq.Overlay`` -> VLNV binding -> MMIO + DMA) is the same everywhere, and the file can be diffed against Vivado's own
+once a bitstream is built.
 
 Run ``python -m pynq_rl.overlay.build.hwh --board Pynq-Z2 --out DIR`` to write ``DIR/pynq_rl.hwh``.
 """

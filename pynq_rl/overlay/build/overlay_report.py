@@ -8,7 +8,7 @@ cores on one clock and reset and exposes their AXI ports; yosys ``synth_xilinx``
 
 Not in the netlist: the processing system, the three AXI DMAs, the AXI interconnect/SmartConnect and the reset
 block of the block design (Vivado IP, no HDL here). The required headroom is what they must fit in: at least 30%
-of every resource left on the Pynq-Z2's xc7z020 (issue 6); the ZCU106's XCZU7EV must hold the overlay (< 100%).
+of every resource left on the Pynq-Z2's xc7z020; the ZCU106's XCZU7EV must hold the overlay (< 100%).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ module tb;
   initial begin
     f = $fopen("{out}", "w");
     $readmemh("{vectors}", rows);
-    #1;  // constant configuration at #1, not at time 0 (DESIGN.md section 5)
+    #1;  // constant configuration at #1, not at time 0 (the DSP model leaves inputs set at time 0 at x)
     gamma = {gamma}; gamma_lambda = {gamma_lambda};
     {{in_valid, in_bootstrap, done, reward, value}} = 0;
     repeat (8) @(negedge clock);

@@ -48,8 +48,8 @@ def replay_memory_check(build: ReplayBuild, row: dict) -> dict:
     """Did the deep levels become BRAM/URAM? Block memory at least as large as the levels too big for LUT-RAM
     (> 64 words), and fewer flip-flops than those levels hold bits (kept in flip-flops, they alone would need that
     many), mean they did; a memory left as flip-flops or LUT-RAM fails this. The bound is the deep levels' bits, not
-    a fraction of the tree's: the pipelined sampler and updater (issue 15) legitimately hold thousands of registers
-    (the quick build: 9,365 FF against 71,068 tree bits)."""
+    a fraction of the tree's: the sampler and updater, pipelined to close timing, legitimately hold thousands of
+    registers (the quick build: 9,365 FF against 71,068 tree bits)."""
     bits = tree_bits(build.spec)
     deep = sum(b for level, b in bits.items() if level >= 1 and level_depth(build.spec.k, level) > 64)
     block_bits = row["ramb18"] * 18 * 1024 + row["ramb36"] * 36 * 1024 + row["uram"] * 288 * 1024

@@ -11,14 +11,14 @@ the model; and the replay core's board builds with their fit and block-memory ch
   LANES = 8 at k = 1, 3 (LANES = 8 and 64 are the Pynq-Z2 and ZCU106 builds of ``spec.BOARDS``), all at
   T_MAX = 1024, plus LANES = 1 at T_MAX = 1023 (FILO depth a power of two);
 
-runs ``synth_xilinx -family xc7`` and ``-family xcup`` (out of context: ``-noiopad``) with the DSP-feedback
-workaround of DESIGN.md section 5 (``setattr -set keep 1`` on the A loop registers), simulates the synthesized xc7
-netlist of the PE (k = 1, 2, 3, with and without the workaround; :func:`simulate_pe_netlist`) against the model,
-and writes ``resources.json`` and ``resources.md`` under ``--out``: resource rows, the comparison with HEPPO per
-PE, the goal, the fit checks on the Zynq-7020 and the XCZU7EV, the BRAM inference check, the netlist simulations
-and notes read off the data (:func:`observations`). The full run takes about 10 minutes on 2 CPUs (4 of them for
-each 64-lane core). ``--quick`` synthesizes one PE (k = 2, xc7) and one tiny core (LANES = 1, T_MAX = 64) and
-skips the netlist simulation, for tests (about 15 s).
+runs ``synth_xilinx -family xc7`` and ``-family xcup`` (out of context: ``-noiopad``) with the DSP-feedback workaround
+(``setattr -set keep 1`` on the A loop registers; docs/design.md, MyHDL and synthesis lessons measured here), simulates
+the synthesized xc7 netlist of the PE (k = 1, 2, 3, with and without the workaround; :func:`simulate_pe_netlist`)
+against the model, and writes ``resources.json`` and ``resources.md`` under ``--out``: resource rows, the comparison
+with HEPPO per PE, the goal, the fit checks on the Zynq-7020 and the XCZU7EV, the BRAM inference check, the netlist
+simulations and notes read off the data (:func:`observations`). The full run takes about 10 minutes on 2 CPUs (4 of them
+for each 64-lane core). ``--quick`` synthesizes one PE (k = 2, xc7) and one tiny core (LANES = 1, T_MAX = 64) and skips
+the netlist simulation, for tests (about 15 s).
 
 The replay core (:mod:`.replay_report`: ``replay_plan``, ``run_replay_builds``): the whole top for the Pynq-Z2 build
 (K=16, LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup with ``-uram``: yosys
@@ -38,7 +38,7 @@ cells (flip-flops, DSPs, BRAMs, LUTRAMs and SRLs cut paths; a CARRY4/CARRY8 coun
 through a DSP -- with the count of DSPs using their M or P register, that says how much sits in front of a
 multiply. It is not an Fmax. yosys ``sta`` is not used: in yosys 0.23 its paths stop at the first cell without a
 timing model (CARRY4, CARRY8 and the whole DSP48E2), so its figure was the same for every build of a family. yosys
-over-counts LUT/FF on xcup (DESIGN.md section 5).
+over-counts LUT/FF on xcup (no DSP register packing).
 """
 
 from __future__ import annotations

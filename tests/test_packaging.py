@@ -106,13 +106,47 @@ def test_requirements_on_a_pynq_z2_name_no_torch_ray_or_numba(wheel):
     assert [str(r.specifier) for r in torch_extra] == ["==2.13.0"]  # the one torch, pinned, in its extra
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_installed_wheel_imports_self_tests_and_converts_every_core(wheel, tmp_path):
-    venv = tmp_path / "venv"
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> pathlib.Path:
+    """A fresh venv with the wheel installed as users install it (non-editable, base requirements only)."""
+    venv = tmp_path_factory.mktemp("installed") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True)
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], capture_output=True, text=True
+    )
     assert pip.returncode == 0, pip.stderr[-3000:]
+    return venv
+
+
+QUICK_START = """
+import numpy as np
+from pynq_rl import RLOverlay
+
+ol = RLOverlay(backend="emu")
+T, N = 128, 16
+rewards, dones = np.ones((T, N), np.float32), np.zeros((T, N), bool)
+values = np.zeros((T + 1, N), np.float32)
+advantages, returns = ol.gae.compute(rewards, values, dones, gamma=0.99, lam=0.95)
+assert advantages.shape == (T, N) and np.isfinite(advantages).all()
+print("quick start ok")
+"""
+
+
+def test_the_repository_root_does_not_shadow_the_installed_package(venv):
+    """After the main job (a non-editable install), a user still in the checkout imports pynq_rl from the
+    repository root: the checkout's ``pynq_rl/`` comes first on ``sys.path`` there, so it must be the whole package
+    (it once held only part of it and the import failed with ``No module named 'pynq_rl.host'``)."""
+    python = str(venv / "bin" / "python")
+    env = {**os.environ, "PYTHONPATH": ""}
+    for argv in ([python, "-c", "from pynq_rl import RLOverlay"], [python, "-c", QUICK_START]):
+        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, f"{argv[-1][:60]}: {done.stderr[-3000:]}"
+    assert "quick start ok" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_installed_wheel_imports_self_tests_and_converts_every_core(venv, tmp_path):
+    python = venv / "bin" / "python"
     work = tmp_path / "work"  # outside the checkout: nothing of the source tree on sys.path
     work.mkdir()
 

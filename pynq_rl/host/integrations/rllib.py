@@ -1,9 +1,9 @@
 r"""RLlib (new API stack) learner connector: PPO's GAE step on the GAE core.
 
-Import path ``pynq_rl.host.integrations.rllib``. Needs ``ray[rllib]==2.60.0``, which pins ``gymnasium==1.2.2``
-(this project's environment has 1.4.0) and pulls the newest pyarrow, 26.0.1, which needs NumPy 2 at import while
-this project pins ``numpy<2``; pyarrow 20.0.0 works (tested). So RLlib is in no extra of this distribution; the
-README's "RLlib" paragraph (under "Stable-Baselines3") says how it was tested::
+Import path ``pynq_rl.host.integrations.rllib``. Needs the ``rllib`` extra (``pip install ".[rllib]"`` in a venv
+of its own): ``ray[rllib]==2.60.0`` pins ``gymnasium==1.2.2`` (the other extras resolve to a newer one) and would
+pull the newest pyarrow, which needs NumPy 2 at import while this project pins ``numpy<2``; the extra pins pyarrow
+20.0.0. ``tools/rllib_check.sh`` is CI's run of it::
 
     from ray.rllib.algorithms.ppo import PPOConfig
     from pynq_rl.host.integrations.rllib import GaeCorePPOTorchLearner
@@ -15,8 +15,8 @@ README's "RLlib" paragraph (under "Stable-Baselines3") says how it was tested::
 :class:`GaeCorePPOTorchLearner` is RLlib's ``PPOTorchLearner`` with RLlib's ``GeneralAdvantageEstimation``
 connector piece replaced by :class:`GaeCoreAdvantageEstimation`.
 
-Convention mapping
-------------------
+RLlib's conventions on the core
+-------------------------------
 RLlib's learner pipeline concatenates episodes, each elongated by one phantom step, into 1-D arrays, and computes
 (``compute_value_targets``)
 

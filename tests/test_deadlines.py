@@ -117,8 +117,8 @@ def test_rtl_operations_finish_however_slow_the_host(monkeypatch):
 @pytest.mark.parametrize("backend", ["rtl", "verilator"])
 def test_a_hung_simulated_core_reports_after_its_cycle_budget(backend, monkeypatch):
     """The output stream never drains: the GAE core stays BUSY; the wait ends after the derived cycle budget, the
-    message says so and shows the STATUS it saw (the README quotes it), and the core works again afterwards. The
-    MyHDL simulation and the verilated Verilog time out after the same simulated cycles."""
+    message says so and shows the STATUS it saw (docs/getting-started.md quotes it), and the core works again
+    afterwards. The MyHDL simulation and the verilated Verilog time out after the same simulated cycles."""
     from pynq_rl.host.backends.rtl import RtlCoreIP
     from pynq_rl.host.backends.verilator import VerilatorCoreIP
 

@@ -30,7 +30,7 @@ def test_every_core_has_a_row_with_a_cell_per_place():
 def test_every_path_and_top_named_in_the_map_exists():
     for core, cells in _map_rows().items():
         for cell in cells:
-            for path in re.findall(r"`((?:overlay|host|tests|benchmarks|docs)/[^`]*)`", cell):
+            for path in re.findall(r"`((?:pynq_rl|tests|benchmarks|docs)/[^`]*)`", cell):
                 assert (REPO / path).exists(), f"{core}: {path}"
         for name in re.findall(r"`(\w+_core_top|register_wiring|status_word)`", " ".join(cells)):
             assert hasattr(top, name), f"{core}: pynq_rl/overlay/hdl/top.py has no {name}"

@@ -113,7 +113,7 @@ CTRL_REGISTER = MappingProxyType(
 )
 
 #: STATUS of every core. Each field is one flag of :class:`Status`; in the HDL, field ``NAME`` reads the core's
-#: ``cfg.<name>`` signal (``pynq_rl/overlay/hdl/top.py``: :func:`status_word`); fields named ``ERR_*`` are errors.
+#: ``cfg.<name>`` signal (``pynq_rl/overlay/hdl/top.py``: ``status_word``); fields named ``ERR_*`` are errors.
 STATUS_REGISTER = MappingProxyType(
     _register(
         0x08,
@@ -129,7 +129,7 @@ STATUS_REGISTER = MappingProxyType(
     )
 )
 
-#: The error bits of STATUS (fields named ``ERR_*``), as one mask: :attr:`Status.errors`, and the drivers' check.
+#: The error bits of STATUS (fields named ``ERR_*``), as one mask: ``Status.errors``, and the drivers' check.
 STATUS_ERROR_MASK = sum(
     1 << f["bit_offset"] for name, f in STATUS_REGISTER["fields"].items() if name.startswith("ERR_")
 )

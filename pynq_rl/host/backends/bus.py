@@ -9,8 +9,9 @@ on a board, whatever the core does. Two counts of register traffic are kept, bec
   ``mmio.array[i] = w`` or one burst ``mmio.array[a:b] = words`` (a numpy copy into the mapping, one call however
   many words it moves). The drivers' per-call budgets (a ParSa step: state words, reward and key written as one
   burst, START, DONE polled, ACTION read, <= 8; ``tests/test_bus_stats.py``) count calls; the tables give both.
-  The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through
-``read_registers`` / ``write_registers``) and count them here; :meth:`RLOverlay.bus_stats` exposes the counts of a
+
+The ``emu`` and ``rtl`` devices see every access (PYNQ routes them through ``read_registers`` / ``write_registers``)
+and count them here; :meth:`RLOverlay.bus_stats` exposes the counts of a
 block of driver calls.
 """
 

@@ -1,7 +1,7 @@
 """The emulated PYNQ device: a ``pynq.Device`` that serves an overlay's register and DMA traffic in software.
 
 Like a board's device it has the ``MEMORY_MAPPED`` capability: ``pynq.MMIO`` asks it to ``mmap`` each IP's window
-and gets a :class:`~.register_window.RegisterWindow`, a word view whose every access is one call to
+and gets a ``RegisterWindow`` (``register_window.py``), a word view whose every access is one call to
 :meth:`EmulatedDevice.read_words` / :meth:`EmulatedDevice.write_words`, so the drivers run the board's MMIO code
 (``mmio.array`` indexing, burst slice assignments). ``read_registers`` / ``write_registers``, the ``REGISTER_RW``
 hook PYNQ's own test suite mocks hardware with (``tests/mock_devices.py``), serve the same traffic. Above it,
@@ -79,7 +79,7 @@ class EmulatedDevice(pynq.Device):
         The board whose overlay (address map, cores) is emulated.
     make_core : callable
         ``make_core(slot) -> RegisterFile`` builds the emulated IP of one core slot; it must also implement the
-        stream endpoints of :class:`~pynq_rl.host.backends.axi_dma.StreamEndpoint`.
+        stream endpoints of ``axi_dma.StreamEndpoint``.
     tag : str
         Device tag (``pynq.Device`` requires a unique string).
     """

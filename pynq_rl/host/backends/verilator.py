@@ -221,7 +221,7 @@ class VerilatorSimulation:
         self.cycle += int(cycles)
 
     def reset(self) -> None:
-        """Pulse the reset every core shares (:data:`PROGRAM_RESET`, as on ``rtl``)."""
+        """Pulse the reset every core shares (``PROGRAM_RESET``, as on ``rtl``)."""
         start = self.cycle
         for core in self.cores.values():
             core.reset(start, *PROGRAM_RESET)
@@ -288,7 +288,7 @@ class VerilatorCoreIP(RegisterFile):
         max_cycles: int | None = None,
         idle_until: int | None = None,
     ) -> tuple[int, np.ndarray, bool]:
-        """Both stream channels in the same cycles, as :meth:`RtlCoreIP.stream_duplex <.rtl.RtlCoreIP.stream_duplex>`.
+        """Both stream channels in the same cycles, as ``rtl.RtlCoreIP.stream_duplex``.
 
         ``idle_until``: while a channel is still open and nothing moves, let cycles pass up to this board cycle
         (what :meth:`ClockedDevice.idle` does one cycle at a time on ``rtl``), so a DMA waiting on a computing core

@@ -188,8 +188,8 @@ def _publish(build_dir: Path, final: Path) -> None:
 def core_verilog(core: str, spec) -> Path:
     """The converted Verilog of a build of ``core`` (``"gae"``, ``"replay"``, ``"parsa"``), converted on first use.
 
-    The file is what :func:`pynq_rl.overlay.build.verilog.convert` writes (module :func:`module_name`), cached by
-    the build parameters and every HDL source, so an edited core is converted again.
+    The file is what :func:`pynq_rl.overlay.build.verilog.convert` writes (module ``module_name(core, spec)``), cached
+    by the build parameters and every HDL source, so an edited core is converted again.
     """
     from ...overlay.build.verilog import convert, module_name
 

@@ -14,7 +14,7 @@ them with a view); the PEs keep their recursion state from one chunk to the next
 one-long-sequence recursion bit for bit (no carry folded into a bootstrap value, no extra rounding), and in q8 mode
 one block (one set of scale registers) covers all chunks.
 
-Parameter registers are cached (:meth:`StreamCore._write_parameter`); the four q8 scale registers, which change
+Parameter registers are cached (``StreamCore._write_parameter``); the four q8 scale registers, which change
 with every rollout, go out as one burst (all four whenever any differs; raw mode leaves them alone, as the core
 reads them only in q8). Measured on ``emu`` (``RLOverlay.bus_stats``), steady state, 64 envs x 1024 or 2560 steps
 on the Pynq-Z2 build: 10 host register calls in raw mode (5 reads, 5 writes: START and the DMA's), 11 in q8 (the
@@ -122,8 +122,9 @@ class GaeCore(StreamCore):
         strict : bool
             Raise instead of warning when a value saturates.
         timeout_s : float or None
-            Deadline of each core operation in seconds (board, ``emu``); None uses :attr:`timeout_s`. On ``rtl`` the
-            deadline is counted in simulated cycles (``StreamCore``).
+            Deadline of each core operation in seconds (board, ``emu``); None uses the driver's
+            :attr:`~pynq_rl.host.drivers.stream_core.StreamCore.timeout_s`. On ``rtl`` the deadline is counted in
+            simulated cycles (``StreamCore``).
 
         Returns
         -------

@@ -249,9 +249,9 @@ class ParsaCore(StreamCore):
         ------
         ValueError
             A state of the wrong shape or not finite, a NaN or infinite reward, a key outside [0, KEYS), or (with
-            :attr:`strict`) a value that would saturate — before the core is touched.
+            ``strict``) a value that would saturate — before the core is touched.
         RuntimeError
-            The core refused the step (ERR_CONFIG, see :meth:`_describe_errors`).
+            The core refused the step (ERR_CONFIG; the message names the cause).
         TimeoutError
             No DONE before the deadline (``timeout_s``; on ``rtl``, simulated cycles); the core is reset.
         """

@@ -67,8 +67,6 @@ class ReplayCore(StreamCore):
     ----------
     spec : ReplaySpec
         Build parameters as the core reports them.
-    alpha : float
-        Priority exponent applied by :meth:`update` (0 = uniform sampling, 1 = fully proportional); 0.6 by default.
     strict : bool
         Raise ``ValueError`` instead of warning when a priority saturates.
     """
@@ -94,7 +92,8 @@ class ReplayCore(StreamCore):
 
     @property
     def alpha(self) -> float:
-        """Priority exponent applied by :meth:`update`: a finite number >= 0 (0 = uniform sampling)."""
+        """Priority exponent applied by :meth:`update`: a finite number >= 0 (0 = uniform sampling, 1 = fully
+        proportional); 0.6 by default."""
         return self._alpha
 
     @alpha.setter

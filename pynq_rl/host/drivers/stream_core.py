@@ -45,18 +45,12 @@ _DMA_CHANNELS = {"MM2S": (_DMA_WORDS["MM2S_DMASR"], "to"), "S2MM": (_DMA_WORDS["
 class StreamCore(DefaultIP):
     """Base driver of a pynq-rl core with one AXI DMA (not bound to any VLNV itself).
 
-    Subclasses set :attr:`core_name` (the key of the core in ``spec.CORE_REGISTERS``), :attr:`title` and ``bindto``.
+    Subclasses set ``core_name`` (the key of the core in ``spec.CORE_REGISTERS``), ``title`` and ``bindto``.
 
     Attributes
     ----------
     dma : pynq.lib.dma.DMA
         The AXI DMA that streams this core's input and output.
-    timeout_s : float
-        Default deadline of one operation (START to DONE and both DMA channels idle), in seconds, on a board and on
-        ``emu``. On ``rtl`` an operation's deadline is counted in simulated cycles instead: ``RTL_MARGIN`` times the
-        cycles the operation is known to take (the core's compute plus one per stream beat) plus
-        ``RTL_SLACK_CYCLES``, so a short run completes however loaded the host is and a hung core still reports
-        after the same simulated time (:mod:`.polling`).
     """
 
     RTL_MARGIN = 4
@@ -97,7 +91,14 @@ class StreamCore(DefaultIP):
 
     @property
     def timeout_s(self) -> float:
-        """Default deadline of one operation in seconds (board, ``emu``); a finite number > 0."""
+        """Default deadline of one operation in seconds; a finite number > 0.
+
+        On a board and on ``emu`` it bounds START to DONE with both DMA channels idle. On ``rtl`` and ``verilator``
+        an operation's deadline is counted in simulated cycles instead: ``RTL_MARGIN`` times the cycles the operation
+        is known to take (the core's compute plus one per stream beat) plus ``RTL_SLACK_CYCLES``, so a short run
+        completes however loaded the host is and a hung core still reports after the same simulated time
+        (:mod:`.polling`).
+        """
         return self._timeout_s
 
     @timeout_s.setter

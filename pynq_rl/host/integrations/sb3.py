@@ -10,10 +10,10 @@ Import path ``pynq_rl.host.integrations.sb3`` (extra ``sb3``: ``pip install 'pyn
     model = PPO("MlpPolicy", "CartPole-v1", rollout_buffer_class=GaeRolloutBuffer,
                 rollout_buffer_kwargs={"overlay": ol, "quantize": True})
 
-Only :meth:`~GaeRolloutBuffer.compute_returns_and_advantage` changes; storage, ``add`` and ``get`` are SB3's.
+Only ``compute_returns_and_advantage`` changes; storage, ``add`` and ``get`` are SB3's.
 
-Convention mapping
-------------------
+SB3's conventions on the core
+-----------------------------
 SB3 stores, per step ``t`` of ``T = buffer_size`` and env ``n``, ``episode_starts[t] = 1`` when observation ``t``
 starts a new episode, and is handed ``last_values`` (``V(s_T)``) and ``dones`` (whether step ``T - 1`` ended an
 episode). Its recursion is

@@ -67,6 +67,7 @@ __all__ = [
 ]
 
 HAVE_NUMBA = _numba is not None
+"""whether numba imported: the compiled paths are used, with bits identical to the numpy ones"""
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class Q8Block:
     offset: int
     """OFFSET register: DATA code of the block mean, in working units"""
     error: float
-    """bound on |x - dequantized(x)| for every element, in the input's own units"""
+    """bound on ``|x - dequantized(x)|`` for every element, in the input's own units"""
 
 
 def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom_bits: int = 1) -> float:
@@ -182,7 +183,7 @@ def error_bound(
     delta_absmax: float,
     adv_absmax: float,
 ) -> float:
-    """Worst-case |model - float64 reference| of advantages and returns, in input units.
+    """Worst-case ``|model - float64 reference|`` of advantages and returns, in input units.
 
     Per step the core injects at most ``e = r_error + (1 + gamma) v_error`` from its inputs, half an LSB per
     rounded product, and coefficient error ``|GAMMA - gamma| * max|V|`` (folded into ``e`` via ``adv_absmax`` as
@@ -191,8 +192,8 @@ def error_bound(
 
         E <= [ sum_{j<k} C**j e + k/2 lsb + sum_{j<k} dP_j |delta| + dP_k |A| ] / (1 - C**k) + v_error + lsb/2
 
-    (the last terms for returns ``R = A + V``). Arguments ``delta_absmax`` / ``adv_absmax`` bound |delta| and |A|
-    in input units. Returns a float in input units.
+    (the last terms for returns ``R = A + V``). Arguments ``delta_absmax`` / ``adv_absmax`` bound ``|delta|`` and
+    ``|A|`` in input units. Returns a float in input units.
     """
     lsb = spec.data.lsb * unit
     coef_lsb = spec.coef.lsb

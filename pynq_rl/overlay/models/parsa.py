@@ -8,8 +8,9 @@ always-hit bias tile.
 
 The hardware splits the tilings over WORKERS tile units (map) and sums their preference vectors (reduce); which
 worker owns which tiling is decided on the host by :func:`schedule` (heaviest first, as OPaL's scheduler), so the
-core needs no divider and no allocator. The arithmetic (every formula is in the :class:`~pynq_rl.overlay.spec.
-ParsaSpec` docstring) is defined here once; the MyHDL core and the emulated core must match it bit for bit.
+core needs no divider and no allocator. The arithmetic (every formula is in the
+:class:`~pynq_rl.overlay.spec.ParsaSpec` docstring) is defined here once; the MyHDL core and the emulated core must
+match it bit for bit.
 
 Where OPaL's firmware and thesis disagree, this follows the thesis equations: Sarsa's
 ``delta = r + gamma q(s', a') - q(s, a)`` with gamma (the firmware's cooperative path used alpha), and no division

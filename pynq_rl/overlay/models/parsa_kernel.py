@@ -17,6 +17,7 @@ except ImportError:  # pragma: no cover - exercised on machines without numba
 __all__ = ["HAVE_NUMBA", "act_loop", "compiled_act_loop"]
 
 HAVE_NUMBA = _numba is not None
+"""whether numba imported (:func:`compiled_act_loop` needs it)"""
 
 
 def act_loop(

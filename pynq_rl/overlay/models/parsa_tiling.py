@@ -2,7 +2,7 @@
 hardware reads and the scheduler that assigns tilings to workers (heaviest first, as OPaL's scheduler), plus the
 dimension codes (offset and UQ8.24 scale per dimension, so the core needs no divider).
 
-Part of the bit-exact model (:mod:`.parsa` re-exports every name); numpy and the spec only.
+Part of the bit-exact model (:mod:`pynq_rl.overlay.models.parsa` re-exports every name); numpy and the spec only.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ setup(
             "redis==8.1.0",
             TORCH,
         ],
-        # the documentation site (docs/, Sphinx + MyST, notebooks through myst-nb): the build command is in docs/README.md
+        # the documentation site (docs/: Sphinx, MyST, notebooks through myst-nb); docs/README.md has the build command
         "docs": DOCS,
         # RLlib's PPO with the GAE core as its advantage step (pynq_rl.host.integrations.rllib). RLlib 2.60.0 pins
         # gymnasium 1.2.2 (the other extras resolve to newer), and the newest pyarrow needs NumPy 2 while this

@@ -17,17 +17,29 @@
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (pynq_rl/overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
     pynq-rl doctor [--backend emu --backend verilator] [--board B]  self-test every core against its model
+
+Every ``--help`` shows every default; ``--debug`` (tracebacks instead of one-line errors) is accepted anywhere on the
+line; a misspelt option or sub-command gets a suggestion (:mod:`pynq_rl.host.agents.argparsing`). ``train`` prints the
+run's summary as one JSON document on stdout, then one plain line on stderr with the return reached and the run
+directory (:mod:`pynq_rl.host.agents.summary_line`); Ctrl-C or SIGTERM ends it after the current step with a
+checkpoint and ``summary.json`` (``"interrupted": true``) and exit status 130 or 143
+(:mod:`pynq_rl.host.agents.interrupts`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
+from .host.agents.argparsing import Parser, walk
+from .host.agents.interrupts import TrainingInterrupted
 from .host.agents.options import add_options, flag_message, given
+from .host.agents.summary_line import summary_line
 from .host.overlay import BACKENDS
 
 __all__ = ["main"]
@@ -42,11 +54,19 @@ def _info(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     """``train <agent>``: the agent's ``Args`` from the options given (the rest keep their defaults), its ``train()``,
-    and its summary as JSON on stdout (without the per-episode lists)."""
-    summary = args.train(args.make_args(given(args, args.args_cls)))
+    its summary as JSON on stdout (without the per-episode lists), then one plain line on stderr (the return reached,
+    the run directory). A run stopped by SIGINT or SIGTERM prints the same, marked interrupted, and exits with
+    128 + the signal's number."""
+    config = args.make_args(given(args, args.args_cls))
+    status = 0
+    try:
+        summary = args.train(config)
+    except TrainingInterrupted as stopped:
+        summary, status = stopped.summary, stopped.exit_status
     lists = ("episode_returns", "episode_lengths", "eval_returns")
-    print(json.dumps({k: v for k, v in summary.items() if k not in lists}, indent=2, default=str))
-    return 0
+    print(json.dumps({k: v for k, v in summary.items() if k not in lists}, indent=2, default=str), flush=True)
+    print(summary_line(args.agent, config.env_id, summary, config), file=sys.stderr)
+    return status
 
 
 def _ppo_args(options: dict[str, Any]) -> Any:
@@ -57,9 +77,26 @@ def _ppo_args(options: dict[str, Any]) -> Any:
 
 
 def _train_apex(config: Any) -> dict[str, Any]:
+    from .host.agents.distributed import apex_args
+
+    apex_args.check_args(config)  # a bad value is refused at once, before Ray and torch are even imported
     from .host.agents.distributed import apex  # imported here: Ray and torch are needed only to run it
 
     return apex.train(config)
+
+
+def _tiling(text: str) -> str:
+    """argparse type of ``train sarsa --tiling``: a tiling layout, as a JSON object or the path of a JSON file
+    (checked here, so a malformed one is a usage error naming the option)."""
+    from .host.drivers.tiling_config import load_tiling
+
+    try:
+        load_tiling(text)
+    except (ValueError, TypeError) as error:  # json.JSONDecodeError is a ValueError
+        raise argparse.ArgumentTypeError(
+            f"expected a tiling layout (a JSON object or the path of a JSON file), not {text!r}: {error}"
+        ) from None
+    return text
 
 
 def _bounds(text: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -97,6 +134,7 @@ generated from the ``Args`` dataclasses); a field has the same flag in every age
 _OVERRIDES = {
     "timeout_s": {"type": _seconds, "metavar": "SECONDS"},
     "bounds": {"type": _bounds, "metavar": "LOWS:HIGHS"},
+    "tiling": {"type": _tiling, "metavar": "JSON|PATH"},
 }
 """argparse types of the fields that need more than their annotation"""
 
@@ -157,13 +195,7 @@ def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
             epilog = (
                 f"A Box action space (continuous control) gets CleanRL's defaults instead, for options not given: {box}"
             )
-        parser = agents.add_parser(
-            name,
-            help=agent.help,
-            description=agent.help,
-            epilog=epilog,
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        )
+        parser = agents.add_parser(name, help=agent.help, description=agent.help, epilog=epilog)
         flags = add_options(parser, agent.args_cls, FLAGS, choices, _OVERRIDES)
         if name == "ppo":
             parser.add_argument(
@@ -253,15 +285,26 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+_DEBUG_HELP = "show tracebacks instead of one-line errors (accepted anywhere on the command line)"
+_BOARD_HELP = "Pynq-Z2 or ZCU106 (default: the board PYNQ reports on a board, else Pynq-Z2)"
+_BACKEND_HELP = "default: $PYNQ_RL_BACKEND if set, else board on a PYNQ board and emu elsewhere"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``)."""
-    parser = argparse.ArgumentParser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``, ``plot``, ``doctor``).
+
+    Every parser in it is a :class:`~pynq_rl.host.agents.argparsing.Parser` (defaults in ``--help``, suggestions for
+    misspelt options and sub-commands) and takes ``--debug``.
+    """
+    from .overlay.spec import DEFAULT_BOARD
+
+    parser = Parser(prog="pynq-rl", description="RL kernels on PYNQ: run, train, build.")
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True)
 
     info = commands.add_parser("info", help="show backend, board, cores and their ID/build registers")
-    info.add_argument("--backend", choices=BACKENDS, default=None, help="default: board on a PYNQ board, else emu")
-    info.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    info.add_argument("--backend", choices=BACKENDS, default=None, help=_BACKEND_HELP)
+    info.add_argument("--board", default=None, help=_BOARD_HELP)
     info.set_defaults(func=_info)
 
     train = commands.add_parser("train", help="train an agent with its kernel offloaded")
@@ -270,11 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="build steps that need no Vivado")
     steps = build.add_subparsers(dest="step", required=True)
     hwh = steps.add_parser("hwh", help="write the overlay's .hwh from spec.py")
-    hwh.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    hwh.add_argument("--board", default=DEFAULT_BOARD, help="Pynq-Z2 or ZCU106")
     hwh.add_argument("--out", required=True, help="output directory")
     hwh.set_defaults(func=_build_hwh)
     verilog = steps.add_parser("verilog", help="convert the cores to Verilog and lint them")
-    verilog.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    verilog.add_argument("--board", default=DEFAULT_BOARD, help="Pynq-Z2 or ZCU106")
     verilog.add_argument("--out", default="pynq_rl/overlay/build/out", help="output directory")
     verilog.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     verilog.set_defaults(func=_build_verilog)
@@ -300,13 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="MODULE",
         default=None,
-        help="re-run only these builds (module names or prefixes) and merge their rows into the timing.json in --out",
+        help="re-run only these builds (module names or prefixes) and merge their rows into the timing.json in --out "
+        "(default: every build)",
     )
     timing.add_argument(
         "--route-timeout",
         type=float,
         default=None,
-        help="seconds of place and route before a core is routed at a reduced size (default 900)",
+        help="seconds of place and route before a core is routed at a reduced size (default: the flow's, 900)",
     )
     timing.set_defaults(func=_build_timing)
     regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
@@ -324,18 +368,18 @@ def build_parser() -> argparse.ArgumentParser:
         ("link", "write a .link (url + md5) for pynqutils' download at install"),
     ):
         vivado_step = steps.add_parser(step, help=text)
-        vivado_step.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106 (case-insensitive)")
+        vivado_step.add_argument("--board", default=DEFAULT_BOARD, help="Pynq-Z2 or ZCU106 (case-insensitive)")
         vivado_step.add_argument("--out", default=str(DEFAULT_OUT), help="build directory root")
         vivado_step.add_argument("--jobs", type=int, default=4, help="Vivado run jobs")
         vivado_step.add_argument("--vivado", default="vivado", help="Vivado executable")
-        vivado_step.add_argument("--url", default=None, help="link: URL of the published .bit")
+        vivado_step.add_argument("--url", default=None, help="link: URL of the published .bit (required by link)")
         vivado_step.set_defaults(func=_build_vivado_step)
 
     plot = commands.add_parser("plot", help="learning curves of run directories (seeds of one setting as mean + band)")
     plot.add_argument("runs", nargs="+", help="run directories (out_dir/<env>__<exp>__<seed>__<time>)")
     plot.add_argument("--out", default="curves.png", help="image to write (.png, .svg, .pdf)")
     plot.add_argument("--smooth", type=int, default=20, help="episodes in the running mean")
-    plot.add_argument("--title", default=None, help="plot title (default: the environments)")
+    plot.add_argument("--title", default=None, help="plot title (default: the environments' names)")
     plot.set_defaults(func=_plot)
 
     doctor = commands.add_parser("doctor", help="self-test every core against its bit-exact model")
@@ -346,8 +390,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="backend(s) to test (repeatable; default: board on a board, else emu and rtl)",
     )
-    doctor.add_argument("--board", default=None, help="Pynq-Z2 or ZCU106")
+    doctor.add_argument("--board", default=None, help=_BOARD_HELP)
     doctor.set_defaults(func=_doctor)
+
+    for sub in list(walk(parser))[1:]:  # --debug anywhere: `pynq-rl train ppo --steps 10 --debug` too
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     return parser
 
 
@@ -355,22 +402,44 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``pynq-rl`` command line; returns the exit status.
 
     A mistake costs the user one line, as with git or pip: argparse answers a malformed command line with usage and
-    exit status 2; anything a command raises (a bad value, an unknown environment, no board, a timeout) becomes
-    ``error: <message>`` on stderr and exit status 1, naming the flags the user typed where it names an agent's
-    fields (``--steps must be >= 1``, where the Python API says ``total_timesteps must be >= 1``). ``--debug`` lets
-    the exception through, traceback and all. Ctrl-C exits with 130.
+    exit status 2 (and the closest option or sub-command to a misspelt one); anything a command raises (a bad value,
+    an unknown environment, no board, a timeout) becomes ``error: <message>`` on stderr and exit status 1, naming the
+    flags the user typed where it names an agent's fields (``--steps must be >= 1``, where the Python API says
+    ``total_timesteps must be >= 1``); a warning becomes ``warning: <message>``, reworded the same way. ``--debug``
+    (anywhere on the line) lets the exception through, traceback and all, and shows warnings as Python does. Ctrl-C
+    exits with 130; a ``train`` run stopped by Ctrl-C or SIGTERM first saves its checkpoint and summary, then exits
+    with 130 or 143.
     """
     args = build_parser().parse_args(argv)
+    flags = getattr(args, "flags", {})
     if args.debug:
         return args.func(args)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as error:  # noqa: BLE001 - the one place that turns any failure into one line
-        print(f"error: {_one_line(error, getattr(args, 'flags', {}))} (--debug shows the traceback)", file=sys.stderr)
-        return 1
+    with warnings.catch_warnings():
+        warnings.showwarning = functools.partial(_warn_one_line, flags=flags)
+        try:
+            return args.func(args)
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return 130
+        except Exception as error:  # noqa: BLE001 - the one place that turns any failure into one line
+            print(f"error: {_one_line(error, flags)} (--debug shows the traceback)", file=sys.stderr)
+            return 1
+
+
+def _warn_one_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+    *,
+    flags: dict[str, str],
+) -> None:
+    """``warnings.showwarning`` of the command line: ``warning: <message>`` on one line, with the flags the user
+    typed where it names an agent's fields (:class:`~pynq_rl.host.agents.run.FieldWarning`)."""
+    text = flag_message(message, flags) if isinstance(message, Warning) else str(message)
+    print(f"warning: {' '.join(text.split())}", file=file or sys.stderr)
 
 
 def _one_line(error: BaseException, flags: dict[str, str]) -> str:

@@ -462,6 +462,19 @@ def test_bad_arguments_are_rejected(tmp_path, override, message):
         train(tiny_args(tmp_path, **override))
 
 
+def test_a_run_shorter_than_learning_starts_is_warned_about(tmp_path):
+    from pynq_rl.host.agents.run import FieldWarning
+
+    with pytest.warns(
+        FieldWarning, match=r"^total_timesteps = 200 does not exceed learning_starts = 200: the run"
+    ) as w:
+        summary = train(tiny_args(tmp_path, total_timesteps=200, nn="numpy"))
+    assert summary["gradient_steps"] == 0 and w[0].message.fields == ("total_timesteps", "learning_starts")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FieldWarning)
+        assert train(tiny_args(tmp_path, total_timesteps=201, nn="numpy", train_freq=1))["gradient_steps"] == 1
+
+
 def test_buffer_larger_than_the_core_is_refused_by_train(tmp_path):
     with pytest.raises(ValueError, match=r"buffer capacity 70000 exceeds the priority backend's capacity 65536"):
         train(tiny_args(tmp_path, backend="emu", buffer_size=70_000))

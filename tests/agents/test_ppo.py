@@ -401,7 +401,7 @@ def test_checkpoints_move_between_torch_and_numpy_networks():
     assert_same_tree(torch_agent.state_dict(), back.state_dict())
 
 
-@pytest.mark.filterwarnings("ignore:reward_norm='dynamic':RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:reward_norm 'dynamic':RuntimeWarning")
 def test_resume_continues_from_checkpoint(tmp_path):
     first = train(tiny_args(tmp_path / "a", reward_norm="dynamic"))
     saved = load_checkpoint(first["checkpoint"])

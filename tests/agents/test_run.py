@@ -13,7 +13,7 @@ import pytest
 
 from pynq_rl.host.agents import dqn, ppo, run, sarsa
 from pynq_rl.host.agents.distributed import apex_args
-from pynq_rl.host.agents.plot import group_runs, load_run, plot_runs
+from pynq_rl.host.agents.plot import group_label, group_runs, load_run, plot_runs
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -177,9 +177,7 @@ def test_tensorboard_without_tensorboardx_is_refused_before_the_run_starts(tmp_p
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "tensorboardX" else real(name, *a)
     )
-    with pytest.raises(
-        ValueError, match=r"^tensorboard=True needs tensorboardX \(pip install 'pynq-rl\[tensorboard\]'\)"
-    ):
+    with pytest.raises(ValueError, match=r"^tensorboard needs tensorboardX \(pip install 'pynq-rl\[tensorboard\]'\)"):
         ppo.train(ppo.Args(total_timesteps=256, num_envs=2, num_steps=64, tensorboard=True, out_dir=str(tmp_path)))
     assert os.listdir(tmp_path) == []  # no run directory was created
 
@@ -233,3 +231,16 @@ def test_older_run_directories_are_read_in_todays_names(tmp_path):
     assert load_run(ppo_run).args["backend"] == "emu" and "gae_backend" not in load_run(ppo_run).args
     sarsa_run = fake_run(tmp_path, "sarsa", {"exp_name": "sarsa", "env_id": "E", "seed": 0, "backend": "float"}, [1.0])
     assert load_run(sarsa_run).args["backend"] == "host"
+
+
+def test_the_legend_counts_distinct_seeds(tmp_path):
+    """Four runs of one setting, seed 2 run twice: three seeds, not four."""
+    base = {"exp_name": "ppo", "env_id": "CartPole-v1", "backend": "emu"}
+    paths = [
+        fake_run(tmp_path, f"run{i}", {**base, "seed": seed}, [1.0 + i] * 10) for i, seed in enumerate((0, 1, 2, 2))
+    ]
+    (group,) = group_runs([load_run(p) for p in paths]).values()
+    assert group_label(group) == "ppo CartPole-v1 (backend=emu), 3 seeds (4 runs)"
+    assert group_label(group[:3]) == "ppo CartPole-v1 (backend=emu), 3 seeds"
+    assert group_label(group[2:]) == "ppo CartPole-v1 (backend=emu), seed 2 (2 runs)"
+    assert group_label(group[:1]) == "ppo CartPole-v1 (backend=emu), seed 0"

@@ -4,11 +4,11 @@ The slow test is the acceptance criterion of the Sarsa issue (MountainCar-v0, se
 
 * the core learns: some 20-episode window within the first 500 episodes averages better than -150, and
 * it follows the float64 reference: the mean return over episodes 301-500 of the core and of :class:`FloatSarsa`
-  (same layout, alpha, gamma, epsilon, seed) differ by at most ``CURVE_MARGIN``. Calibrated on seeds 0-2 (README,
-  "Sarsa on the ParSa core"): core -124.2 / -121.4 / -121.3 against float -122.9 / -120.3 / -124.0, at most 2.7
-  apart, while the float reference's own seed-to-seed spread over seeds 0-4 is 4.3; 8 is three times the largest
-  difference seen, and a core that stopped learning (-200) or learnt at another step size (alpha 0.5: about -150)
-  fails it.
+  (same layout, alpha, gamma, epsilon, seed) differ by at most ``CURVE_MARGIN``. Calibrated on seeds 0-2
+  (docs/agents.md, "Sarsa in the ParSa core"): core -124.2 / -121.4 / -121.3 against float -122.9 / -120.3 /
+  -124.0, at most 2.7 apart, while the float reference's own seed-to-seed spread over seeds 0-4 is 4.3; 8 is three
+  times the largest difference seen, and a core that stopped learning (-200) or learnt at another step size (alpha
+  0.5: about -150) fails it.
 """
 
 import json

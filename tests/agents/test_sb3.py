@@ -306,7 +306,8 @@ def test_dict_observation_buffer_uses_the_core_too(emu_overlay):
 
 
 def test_ppo_trains_with_the_drop_in_and_uses_the_core(emu_overlay):
-    """The README's two lines: SB3 builds the buffer from rollout_buffer_kwargs and calls the core every rollout."""
+    """The documented drop-in (docs/agents.md, "Stable-Baselines3"): SB3 builds the buffer from
+    rollout_buffer_kwargs and calls the core every rollout."""
     model = PPO(
         "MlpPolicy",
         "CartPole-v1",

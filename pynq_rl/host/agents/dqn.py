@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,12 +57,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import run as R
+from .interrupts import StopOnSignal, finish
 from .learners import QLearner, make_q_learner
 from .priorities import PriorityBackend
 from .replay_buffer import PrioritizedReplayBuffer
+from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
+    "check_args",
     "save_checkpoint",
     "load_checkpoint",
     "train",
@@ -238,11 +242,23 @@ _METRIC_KEYS = (
 )
 
 
-def _check_args(args: Args) -> None:
-    """Reject argument values before any environment or overlay is built (errors name the fields they are about:
-    :class:`~.run.FieldValueError`)."""
+def check_args(args: Args) -> None:
+    """Reject argument values before any environment or overlay is built; warn about a run too short to learn.
+
+    Raises
+    ------
+    FieldValueError
+        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        their flags instead).
+
+    Warns
+    -----
+    FieldWarning
+        ``total_timesteps`` does not exceed ``learning_starts``: no gradient step would be taken.
+    """
     R.check_tensorboard(args.tensorboard)
     R.check_backend(args.backend)
+    R.check_seed(args.seed)
     R.resolve_nn(args.nn)
     for name in (
         "num_envs",
@@ -264,6 +280,12 @@ def _check_args(args: Args) -> None:
             raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
     if args.tau == 0.0:
         raise R.FieldValueError("tau must be in (0, 1], not 0.0 (the target network would never move)", "tau")
+    if not float(args.max_grad_norm) > 0:
+        raise R.FieldValueError(f"max_grad_norm must be > 0, not {args.max_grad_norm!r}", "max_grad_norm")
+    if not args.hidden_sizes or min(int(n) for n in args.hidden_sizes) < 1:
+        raise R.FieldValueError(
+            f"hidden_sizes must be one or more widths >= 1, not {tuple(args.hidden_sizes)!r}", "hidden_sizes"
+        )
     if args.per_alpha < 0.0 or args.per_eps <= 0.0 or args.learning_rate <= 0.0:
         raise R.FieldValueError(
             f"per_alpha must be >= 0, per_eps and learning_rate > 0, not {args.per_alpha!r}, "
@@ -275,6 +297,17 @@ def _check_args(args: Args) -> None:
     if args.num_envs > args.buffer_size:
         raise R.FieldValueError(
             f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}", "num_envs", "buffer_size"
+        )
+    if args.total_timesteps <= args.learning_starts:
+        warnings.warn(
+            R.FieldWarning(
+                f"total_timesteps = {args.total_timesteps} does not exceed learning_starts = {args.learning_starts}: "
+                "the run only collects experience and takes no gradient step (raise total_timesteps or lower "
+                "learning_starts)",
+                "total_timesteps",
+                "learning_starts",
+            ),
+            stacklevel=3,
         )
 
 
@@ -299,7 +332,8 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         ``mean_return_last20`` (NaN if no episode finished), ``best_mean_return20`` (the best mean over 20
         consecutive episodes, NaN if fewer finished), ``global_step``, ``start_step`` (non-zero on resume),
         ``gradient_steps``, ``sps``, ``wall_time_s``, ``run_name``, ``run_dir``, ``checkpoint`` (path or None),
-        ``backend`` (``args.backend``, or the class name of an injected ``replay``), ``nn``.
+        ``backend`` (``args.backend``, or the class name of an injected ``replay``), ``nn``, ``interrupted`` (and
+        ``signal`` when true).
 
     Raises
     ------
@@ -308,8 +342,17 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         compatible checkpoint.
     TimeoutError, RuntimeError
         From the replay core's driver, if the core does not finish or reports an error (``board`` and ``rtl``).
+    TrainingInterrupted
+        On SIGINT or SIGTERM during training (:mod:`.interrupts`): the environment step under way is finished, the
+        checkpoint and ``summary.json`` (``"interrupted": true``) are written, and the summary travels with the
+        exception.
+
+    Warns
+    -----
+    FieldWarning
+        ``total_timesteps`` does not exceed ``learning_starts`` (:func:`check_args`).
     """
-    _check_args(args)
+    check_args(args)
     args = replace(args, nn=R.resolve_nn(args.nn))
     backend = args.backend if replay is None else type(replay).__name__
     args.num_iterations = args.total_timesteps // args.num_envs
@@ -343,19 +386,20 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         )
 
         # the replay buffer: transitions on the host, priorities in the sum tree (the only branch on hardware)
-        rb = PrioritizedReplayBuffer(
-            args.buffer_size,
-            obs_space.shape,
-            obs_space.dtype,
-            action_shape=envs.single_action_space.shape,
-            action_dtype=np.int64,
-            priorities=replay if replay is not None else args.backend,
-            alpha=args.per_alpha,
-            priority_eps=args.per_eps,
-            seed=seed,
-            board=args.board,
-            timeout_s=args.timeout_s,
-        )
+        with starting(core_start_text("replay", args.backend) if replay is None else None, args.progress):
+            rb = PrioritizedReplayBuffer(
+                args.buffer_size,
+                obs_space.shape,
+                obs_space.dtype,
+                action_shape=envs.single_action_space.shape,
+                action_dtype=np.int64,
+                priorities=replay if replay is not None else args.backend,
+                alpha=args.per_alpha,
+                priority_eps=args.per_eps,
+                seed=seed,
+                board=args.board,
+                timeout_s=args.timeout_s,
+            )
         gradient_steps = 0
         if resume_state is not None:
             try:
@@ -389,7 +433,10 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 dynamic_ncols=True,
             )
         )
+        stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the step, save, summarize
         for iteration in range(start_iteration, args.num_iterations + 1):
+            if stop.requested():
+                break
             global_step += args.num_envs
             # ALGO LOGIC: put action logic here
             epsilon = R.linear_schedule(
@@ -487,6 +534,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             if args.save_checkpoint and R.checkpoint_due(global_step - args.num_envs, global_step, every):
                 save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
                 saved = checkpoint_path
+        stop.close()
 
         if args.save_checkpoint:
             save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
@@ -494,7 +542,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
 
         returns = run.episode_returns
         windows = [np.mean(returns[i - 20 : i]) for i in range(20, len(returns) + 1)]
-        return run.finish(
+        summary = run.finish(
             nn=args.nn,
             backend=backend,
             global_step=global_step,
@@ -503,4 +551,6 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             best_mean_return20=float(max(windows)) if windows else math.nan,
             sps=run.sps(global_step - start_step),
             checkpoint=saved,
+            **stop.summary_fields(),
         )
+    return finish(summary, stop)

@@ -59,6 +59,7 @@ import numpy as np
 
 from ..drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
 from . import run as R
+from .argparsing import Parser
 from .options import add_options, given
 from .sarsa_learners import make_learner
 
@@ -492,9 +493,7 @@ def main(argv: list[str] | None = None) -> int:
 
     Every field of :class:`Args` is an option (``--field-name``, :mod:`.options`); ``--env`` takes a JSON object.
     """
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    parser = Parser(prog="python -m pynq_rl.host.agents.netdemo", description=__doc__.splitlines()[0])
     add_options(
         parser,
         Args,

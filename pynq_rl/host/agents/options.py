@@ -9,12 +9,13 @@ Every field of ``Args`` that the agent does not compute at runtime (:func:`~.run
   with the default None. Any other type needs the caller's ``overrides`` (``type=`` and ``metavar=``), else
   :func:`add_options` raises, so a new field cannot silently miss its option;
 * its help text is the field's docstring (the string literal under it, :func:`field_docs`) and ``--help`` shows
-  ``Args()``'s default (through argparse's ``ArgumentDefaultsHelpFormatter``).
+  ``Args()``'s default (through :class:`~.argparsing.DefaultsHelpFormatter`, which leaves out a default of None:
+  the docstring says what None does).
 
 The parsed namespace remembers which options the user gave (:func:`given`): the others keep ``Args``' defaults, so an
 agent that picks its defaults from the environment (PPO's continuous-control defaults, :func:`~.ppo.args_for`) gets
 only what was typed. Errors that name fields (:class:`~.run.FieldValueError`) are reworded with the flags the user
-typed by :func:`flag_message`.
+typed by :func:`flag_message`, and so are warnings that name fields (:class:`~.run.FieldWarning`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import types
 import typing
 from typing import Any
 
-from .run import FieldValueError, is_computed
+from .run import FieldValueError, FieldWarning, is_computed
 
 __all__ = ["field_docs", "option_fields", "add_options", "given", "flag_message"]
 
@@ -121,7 +122,8 @@ def add_options(
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        Best built with ``formatter_class=argparse.ArgumentDefaultsHelpFormatter``, which shows the defaults.
+        Best an :class:`~.argparsing.Parser` (or built with ``formatter_class=argparsing.DefaultsHelpFormatter``),
+        which shows the defaults.
     args_cls : type
         The agent's ``Args`` dataclass.
     flags : dict, optional
@@ -180,9 +182,10 @@ def given(namespace: argparse.Namespace, args_cls: type) -> dict[str, Any]:
 
 
 def flag_message(error: BaseException, flags: dict[str, str]) -> str:
-    """``error``'s message with the fields a :class:`~.run.FieldValueError` names replaced by their flags."""
+    """``error``'s message with the fields a :class:`~.run.FieldValueError` (or :class:`~.run.FieldWarning`) names
+    replaced by their flags."""
     text = str(error)
-    if isinstance(error, FieldValueError):
+    if isinstance(error, (FieldValueError, FieldWarning)):
         for name in error.fields:
             if name in flags:
                 text = re.sub(rf"(?<![\w-]){re.escape(name)}(?!\w)", flags[name], text)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RunCurve", "current_names", "load_run", "group_runs", "plot_runs"]
+__all__ = ["RunCurve", "current_names", "load_run", "group_runs", "group_label", "plot_runs"]
 
 _NOT_A_SETTING = {
     "seed",
@@ -125,6 +125,19 @@ def group_runs(curves: Sequence[RunCurve]) -> dict[tuple, list[RunCurve]]:
     return dict(groups)
 
 
+def group_label(group: Sequence[RunCurve]) -> str:
+    """The legend entry of a group of runs: their label and the seeds they cover, counted as distinct values (a seed
+    run twice is one seed; the runs are counted apart then): ``ppo CartPole-v1 (backend=emu), 3 seeds (4 runs)``."""
+    seeds = list(dict.fromkeys(json.dumps(c.args.get("seed")) for c in group))
+    if len(seeds) == 1:
+        text = f"seed {json.loads(seeds[0])}"
+    else:
+        text = f"{len(seeds)} seeds"
+    if len(group) > len(seeds):
+        text += f" ({len(group)} runs)"
+    return f"{group[0].label}, {text}"
+
+
 def plot_runs(
     run_dirs: Sequence[str | Path], out: str | Path, smooth: int = 20, title: str | None = None, grid_points: int = 200
 ) -> Path:
@@ -153,7 +166,7 @@ def plot_runs(
     curves = [load_run(d, smooth) for d in run_dirs]
     fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=120)
     for group in group_runs(curves).values():
-        label = group[0].label + (f", {len(group)} seeds" if len(group) > 1 else f", seed {group[0].args.get('seed')}")
+        label = group_label(group)
         if len(group) == 1:
             ax.plot(group[0].steps, group[0].returns, label=label, linewidth=1.5)
             continue

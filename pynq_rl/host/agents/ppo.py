@@ -70,9 +70,11 @@ from tqdm.auto import tqdm
 
 from . import run as R
 from .advantages import GaeCompute, compute_gae, offloaded_gae
+from .interrupts import StopOnSignal, finish
 from .learners import ActorCritic, make_actor_critic
 from .rollout import Rollout, collect_rollout
 from .standardize import RewardStandardizer
+from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
@@ -81,6 +83,7 @@ __all__ = [
     "GaeCompute",
     "Rollout",
     "REWARD_NORMS",
+    "check_args",
     "collect_rollout",
     "compute_gae",
     "save_checkpoint",
@@ -299,17 +302,32 @@ _METRIC_KEYS = (
 )
 
 
-def _check_args(args: Args) -> None:
-    """Reject argument combinations before any environment or overlay is built (errors name the fields they are about:
-    :class:`~.run.FieldValueError`)."""
+def check_args(args: Args) -> None:
+    """Reject argument values and combinations before any environment or overlay is built.
+
+    Raises
+    ------
+    FieldValueError
+        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        their flags instead).
+    """
     R.check_tensorboard(args.tensorboard)
     R.check_backend(args.backend)
+    R.check_seed(args.seed)
     if args.reward_norm not in REWARD_NORMS:
         raise R.FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
     R.resolve_nn(args.nn)
-    for name in ("clip_obs", "clip_reward"):
+    for name in ("clip_obs", "clip_reward", "learning_rate", "clip_coef", "max_grad_norm"):
         if not float(getattr(args, name)) > 0:
             raise R.FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
+    for name in ("ent_coef", "vf_coef"):
+        if not float(getattr(args, name)) >= 0:
+            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= float(getattr(args, name)) <= 1.0:
+            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
+    if args.target_kl is not None and not float(args.target_kl) > 0:
+        raise R.FieldValueError(f"target_kl must be > 0 (or None: no early stop), not {args.target_kl!r}", "target_kl")
     for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps", "torch_threads"):
         if int(getattr(args, name)) < 1:
             raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
@@ -353,7 +371,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         ``mean_return_last20`` (NaN if no episode finished), ``global_step``, ``start_step`` (non-zero on resume),
         ``iterations``, ``sps``, ``wall_time_s``, ``run_name``, ``run_dir``, ``checkpoint`` (path or None),
         ``reward_stats`` (the standardizer's state or None), ``nn``, ``backend`` (``args.backend``, or the class name
-        of an injected ``gae``).
+        of an injected ``gae``), ``interrupted`` (and ``signal`` when true).
 
     Raises
     ------
@@ -364,14 +382,17 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         If the GAE backend returns arrays of the wrong shape.
     TimeoutError
         From the GAE core's driver, if the core does not finish (``board`` and ``rtl`` backends).
+    TrainingInterrupted
+        On SIGINT or SIGTERM during training (:mod:`.interrupts`): the iteration under way is finished, the checkpoint
+        and ``summary.json`` (``"interrupted": true``) are written, and the summary travels with the exception.
 
     Warns
     -----
-    RuntimeWarning
-        With ``reward_norm="dynamic"``, once, if every reward seen so far is the same constant (CartPole's +1):
-        the standardized rewards are then all 0 and the agent cannot learn.
+    FieldWarning
+        A ``RuntimeWarning``: with ``reward_norm="dynamic"``, once, if every reward seen so far is the same constant
+        (CartPole's +1): the standardized rewards are then all 0 and the agent cannot learn.
     """
-    _check_args(args)
+    check_args(args)
     space = R.action_space_of(args.env_id)
     if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
         isinstance(space, gym.spaces.Box) and len(space.shape) != 1
@@ -395,7 +416,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     if gae is None and args.backend != "host":
         from ..overlay import load_core  # imported lazily: pynq is needed only for offload
 
-        gae = load_core("gae", args.backend, args.board, args.timeout_s)
+        with starting(core_start_text("GAE", args.backend), args.progress):
+            gae = load_core("gae", args.backend, args.board, args.timeout_s)
 
     with contextlib.ExitStack() as stack:
         if args.nn == "torch":
@@ -457,7 +479,10 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 dynamic_ncols=True,
             )
         )
+        stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the iteration, save, summarize
         for iteration in range(start_iteration, args.num_iterations + 1):
+            if stop.requested():
+                break
             # Annealing the rate if instructed to do so.
             if args.anneal_lr:
                 frac = 1.0 - (iteration - 1.0) / args.num_iterations
@@ -480,9 +505,11 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 gae_rewards = standardizer.standardize(rollout.rewards).astype(np.float32)
                 if standardizer.std == 0.0 and not warned_constant:
                     warnings.warn(
-                        f"reward_norm='dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
-                        "standardized rewards are all 0 and carry no learning signal",
-                        RuntimeWarning,
+                        R.FieldWarning(
+                            f"reward_norm 'dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
+                            "standardized rewards are all 0 and carry no learning signal",
+                            "reward_norm",
+                        ),
                         stacklevel=2,
                     )
                     warned_constant = True
@@ -576,12 +603,13 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             if args.save_checkpoint and R.checkpoint_due(previous_step, global_step, args.checkpoint_every):
                 save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
                 saved = checkpoint_path
+        stop.close()
 
         if args.save_checkpoint:
             save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
             saved = checkpoint_path
 
-        return run.finish(
+        summary = run.finish(
             nn=args.nn,
             backend=backend,
             global_step=global_step,
@@ -590,4 +618,6 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             sps=run.sps(global_step - start_step),
             checkpoint=saved,
             reward_stats=standardizer.state_dict() if standardizer else None,
+            **stop.summary_fields(),
         )
+    return finish(summary, stop)

@@ -51,7 +51,9 @@ __all__ = [
     "NN_BACKENDS",
     "CHECKPOINT_FORMAT",
     "FieldValueError",
+    "FieldWarning",
     "check_backend",
+    "check_seed",
     "computed",
     "is_computed",
     "linear_schedule",
@@ -91,6 +93,16 @@ class FieldValueError(ValueError):
         self.fields = fields
 
 
+class FieldWarning(RuntimeWarning):
+    """A warning that the run, as its arguments stand, will not do what it is for (learn nothing, saturate the core);
+    its message names ``Args`` fields (``fields``), which the command line rewords with the flags the user typed, as
+    it does for :class:`FieldValueError`."""
+
+    def __init__(self, message: str, *fields: str) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
 def check_backend(backend: str) -> None:
     """Raise :class:`FieldValueError` unless ``backend`` is one of :data:`BACKENDS`.
 
@@ -100,6 +112,12 @@ def check_backend(backend: str) -> None:
     if backend not in BACKENDS:
         hint = " (the host reference, formerly 'numpy' or 'float', is 'host')" if backend in ("numpy", "float") else ""
         raise FieldValueError(f"backend must be one of {BACKENDS}, not {backend!r}{hint}", "backend")
+
+
+def check_seed(seed: int) -> None:
+    """Raise :class:`FieldValueError` unless ``seed`` is one numpy's and Python's generators take (0 .. 2**32 - 1)."""
+    if not 0 <= int(seed) < 2**32:
+        raise FieldValueError(f"seed must be in [0, 2**32), not {seed!r}", "seed")
 
 
 def computed(default: Any) -> Any:
@@ -151,9 +169,10 @@ def resolve_nn(nn: str | None) -> str:
     if nn not in NN_BACKENDS:
         raise FieldValueError(f"nn must be one of {NN_BACKENDS} or 'auto', not {nn!r}", "nn")
     if nn == "torch" and not torch_available():
-        raise ValueError(
-            "nn='torch' needs torch (pip install 'pynq-rl[torch]'); use nn='numpy' where it has no "
-            "wheel (the PYNQ-Z2's armv7l)"
+        raise FieldValueError(
+            "nn 'torch' needs torch (pip install 'pynq-rl[torch]'); use nn 'numpy' where it has no "
+            "wheel (the PYNQ-Z2's armv7l)",
+            "nn",
         )
     return nn
 
@@ -333,7 +352,7 @@ def check_tensorboard(enabled: bool) -> None:
         ``enabled`` and no tensorboardX.
     """
     if enabled and importlib.util.find_spec("tensorboardX") is None:
-        raise ValueError("tensorboard=True needs tensorboardX (pip install 'pynq-rl[tensorboard]')")
+        raise FieldValueError("tensorboard needs tensorboardX (pip install 'pynq-rl[tensorboard]')", "tensorboard")
 
 
 def finished_episodes(infos: dict) -> Iterable[tuple[int, float, int]]:

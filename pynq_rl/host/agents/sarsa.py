@@ -70,10 +70,13 @@ from tqdm.auto import tqdm
 
 from ..drivers.tiling_config import load_tiling
 from . import run as R
+from .interrupts import StopOnSignal, finish
 from .sarsa_learners import FloatSarsa, SarsaLearner, make_learner
+from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
+    "check_args",
     "FloatSarsa",
     "SarsaLearner",
     "make_learner",
@@ -284,11 +287,18 @@ _METRIC_KEYS = (
 )
 
 
-def _check_args(args: Args) -> None:
-    """Reject argument values before any environment or overlay is built (errors name the fields they are about:
-    :class:`~.run.FieldValueError`)."""
+def check_args(args: Args) -> None:
+    """Reject argument values before any environment or overlay is built.
+
+    Raises
+    ------
+    FieldValueError
+        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        their flags instead).
+    """
     R.check_tensorboard(args.tensorboard)
     R.check_backend(args.backend)
+    R.check_seed(args.seed)
     if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
         raise R.FieldValueError(
             f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}",
@@ -323,7 +333,8 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     dict
         ``episode_returns``, ``episode_lengths`` (this call's episodes), ``mean_return_last20``, ``episodes``,
         ``start_episode`` (non-zero on resume), ``global_step``, ``sps``, ``wall_time_s``, ``run_name``,
-        ``run_dir``, ``checkpoint`` (path or None), ``backend``, ``saturation_warnings``.
+        ``run_dir``, ``checkpoint`` (path or None), ``backend``, ``saturation_warnings``, ``interrupted`` (and
+        ``signal`` when true).
 
     Raises
     ------
@@ -332,8 +343,17 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         hold, or an incompatible ``resume`` checkpoint.
     TimeoutError
         From the core's driver if the core does not answer (``board`` and ``rtl`` backends).
+    TrainingInterrupted
+        On SIGINT or SIGTERM during training (:mod:`.interrupts`): the episode under way is finished, the checkpoint
+        (the episodes done so far) and ``summary.json`` (``"interrupted": true``) are written, and the summary
+        travels with the exception.
+
+    Warns
+    -----
+    FieldWarning
+        Once, at the end, if episodes saturated the core's fixed-point values (``frac_bits`` too high).
     """
-    _check_args(args)
+    check_args(args)
     args = replace(args)
     resume_state = load_checkpoint(args.resume) if args.resume else None
     start_episode = int(resume_state["episode"]) if resume_state else 0
@@ -353,21 +373,22 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
             raise ValueError(f"the tiling covers {tiling.n_dims} dims; the observation has {len(lows)}")
         args.n_tilings = tiling.n_tilings
         args.step_size = args.alpha / tiling.n_tilings
-        learner = make_learner(
-            args.backend,
-            tiling,
-            int(env.action_space.n),
-            (lows, highs),
-            args.step_size,
-            args.gamma,
-            args.epsilon,
-            args.epsilon_decay,
-            args.frac_bits,
-            args.seed,
-            args.board,
-            overlay,
-            args.timeout_s,
-        )
+        with starting(core_start_text("ParSa", args.backend) if overlay is None else None, args.progress):
+            learner = make_learner(
+                args.backend,
+                tiling,
+                int(env.action_space.n),
+                (lows, highs),
+                args.step_size,
+                args.gamma,
+                args.epsilon,
+                args.epsilon_decay,
+                args.frac_bits,
+                args.seed,
+                args.board,
+                overlay,
+                args.timeout_s,
+            )
         if resume_state is not None:
             # checkpoints written before the host reference was named "host" say "float"
             saved_on_host = resume_state["backend"] in ("host", "float")
@@ -396,7 +417,11 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                 )
             )
             on_core = args.backend != "host"
+            stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the episode, save, summarize
+            episodes_done = start_episode
             for episode in range(start_episode, args.episodes):
+                if stop.requested():
+                    break
                 t0 = time.perf_counter()
                 # TRY NOT TO MODIFY: seeding: the first reset of the run is seeded, later ones continue its stream
                 seed = args.seed + episode if episode == start_episode else None
@@ -408,6 +433,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                     if w.category.__name__ != "ParsaSaturationWarning":
                         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
                 global_step += ep_length
+                episodes_done = episode + 1
                 episode_returns.append(ep_return)
                 run.episode(global_step, ep_return, ep_length)
                 sps = run.sps(global_step - start_step)
@@ -433,20 +459,21 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                     save_checkpoint(checkpoint_path, learner, args, episode + 1, episode_returns, global_step)
         if saturations:
             warnings.warn(
-                f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; lower frac_bits",
-                RuntimeWarning,
+                R.FieldWarning(
+                    f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; lower "
+                    "frac_bits",
+                    "frac_bits",
+                ),
                 stacklevel=2,
             )
         saved = None
         if args.save_checkpoint:
-            save_checkpoint(
-                checkpoint_path, learner, args, max(args.episodes, start_episode), episode_returns, global_step
-            )
+            save_checkpoint(checkpoint_path, learner, args, episodes_done, episode_returns, global_step)
             saved = checkpoint_path
     finally:
         env.close()
 
-    return run.finish(
+    summary = run.finish(
         backend=args.backend,
         episodes=len(episode_returns),
         start_episode=start_episode,
@@ -455,4 +482,6 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         sps=run.sps(global_step - start_step),
         checkpoint=saved,
         saturation_warnings=saturations,
+        **stop.summary_fields(),
     )
+    return finish(summary, stop)

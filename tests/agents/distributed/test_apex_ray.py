@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -264,3 +265,27 @@ def test_apex_learns_cartpole_on_emu(tmp_path):
     print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
     assert summary["solved"] and summary["eval_mean_return"] >= 450.0
     assert not ray.is_initialized()  # train() shut down the Ray it started
+
+
+@pytest.mark.slow  # ~40-60 s: a Ray of its own in a subprocess, on a loaded 2-core machine
+def test_a_clean_cli_run_shows_a_progress_bar_and_no_ray_noise(tmp_path):
+    """``pynq-rl train apex`` as a user runs it: a tqdm bar of the learner's updates, then the summary and the plain
+    last line; none of Ray's start-up notes (INFO/WARNING) or its core worker's error-level line about actor
+    constructor arguments."""
+    import subprocess
+    import sys
+
+    small = "--max-updates 100 --learner-chunk-updates 50 --buffer-size 4096 --learning-starts 100 --batch-size 32"
+    small += " --actor-chunk-steps 100 --local-buffer-size 25 --actor-max-sps 300 --eval-episodes-per-chunk 1"
+    argv = [sys.executable, "-m", "pynq_rl", "train", "apex", "--backend", "host", "--actors", "1", *small.split()]
+    argv += ["--hidden-sizes", "32", "32"]
+    done = subprocess.run([*argv, "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["updates"] == 100 and summary["stop_reason"] == "max_updates"
+    lines = [part for line in done.stderr.splitlines() for part in line.split("\r") if part.strip()]
+    assert any("100/100" in part and "update" in part for part in lines), done.stderr  # the tqdm bar, at its end
+    assert any(part.startswith("starting Ray, the replay server, the learner and the actors: ready") for part in lines)
+    noise = [part for part in lines if re.search(r"\b(INFO|WARNING|ERROR)\b|core_worker| E \d+ \d+\]", part)]
+    assert noise == [], noise
+    assert lines[-1].startswith("Ape-X on CartPole-v1: final return ") and lines[-1].endswith(summary["run_dir"])

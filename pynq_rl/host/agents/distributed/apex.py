@@ -41,20 +41,23 @@ from __future__ import annotations
 
 import collections
 import csv
+import logging
 import os
 import socket
-import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import ray
 import torch
+from tqdm.auto import tqdm
 
 from .. import run as R
+from ..startup import starting
 from . import codec
-from .apex_args import Args
+from .apex_args import Args, check_args
 from .apex_workers import (
     ApexActor,
     Evaluator,
@@ -110,37 +113,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _check_args(args: Args) -> None:
-    """Reject argument values before Ray starts (errors name their fields: :class:`~.run.FieldValueError`)."""
-    R.check_tensorboard(args.tensorboard)
-    if args.num_actors < 1:
-        raise R.FieldValueError(f"num_actors must be >= 1, not {args.num_actors!r}", "num_actors")
-    if args.replay_address is None:
-        R.check_backend(args.backend)
-    if args.n_step < 1 or args.batch_size < 1 or args.learner_chunk_updates < 1 or args.actor_chunk_steps < 1:
-        raise R.FieldValueError(
-            "n_step, batch_size, learner_chunk_updates and actor_chunk_steps must be >= 1",
-            "n_step",
-            "batch_size",
-            "learner_chunk_updates",
-            "actor_chunk_steps",
-        )
-    if not args.updates_per_insert >= 0:
-        raise R.FieldValueError(
-            f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}", "updates_per_insert"
-        )
-    if (
-        args.updates_per_insert > 0
-        and 2 * args.rate_limit_tolerance < args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1
-    ):
-        raise R.FieldValueError(
-            f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
-            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}",
-            "rate_limit_tolerance",
-            "updates_per_insert",
-        )
-
-
 def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     """Run Ape-X: start (or join) Ray, launch replay server, parameter server, learner and actors; train; clean up.
 
@@ -166,66 +138,59 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     ValueError
         Bad arguments.
     """
-    _check_args(args)
+    check_args(args)
     torch.set_num_threads(args.torch_threads)
     obs_shape, _ = env_spaces(args.env_id)
     run = R.Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
     run_dir = Path(run.dir)
 
     started_ray = False
-    if not ray.is_initialized():
-        # the replay token and TLS certificate reach the replay server actor, the actors and the learner on every node
-        access = {name: os.environ[name] for name in codec.ACCESS_ENV if os.environ.get(name)}
-        runtime_env = {"env_vars": access} if access else None
-        if args.ray_address:
-            ray.init(address=args.ray_address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env)
-        else:
-            ray.init(
-                num_cpus=args.ray_num_cpus,
-                include_dashboard=False,
-                log_to_driver=False,
-                object_store_memory=100 * 1024 * 1024,
-                runtime_env=runtime_env,
-            )
-        started_ray = True
     handles: list[Any] = []
-    start = time.perf_counter()
+    progress = None
     try:
-        replay_actor = None
-        if args.replay_address is None:
-            checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
-            replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
-                args.buffer_size,
-                obs_shape,
-                args.backend,
-                args.per_alpha,
-                args.replay_bind,
-                free_port(args.replay_bind),
-                checkpoint_dir,
-                args.checkpoint_every_s,
-                args.queue_batches,
-                args.board,
-                args.seed,
+        with starting("starting Ray, the replay server, the learner and the actors", args.progress):
+            started_ray = _start_ray(args)
+            start = time.perf_counter()
+            replay_actor = None
+            if args.replay_address is None:
+                checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
+                replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
+                    args.buffer_size,
+                    obs_shape,
+                    args.backend,
+                    args.per_alpha,
+                    args.replay_bind,
+                    free_port(args.replay_bind),
+                    checkpoint_dir,
+                    args.checkpoint_every_s,
+                    args.queue_batches,
+                    args.board,
+                    args.seed,
+                )
+                handles.append(replay_actor)
+                address = ray.get(replay_actor.address.remote(), timeout=120)
+            else:
+                address = args.replay_address
+            ReplayClient(address).wait_ready(timeout_s=120)
+            # named: the actors and the learner look it up by name (parameter_server_handle)
+            parameter_server_name = f"pynq-rl-apex-parameters-{uuid.uuid4().hex}"
+            parameter_server = ParameterServer.options(name=parameter_server_name).remote()
+            handles.append(parameter_server)
+            learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+                args, address, parameter_server_name
             )
-            handles.append(replay_actor)
-            address = ray.get(replay_actor.address.remote(), timeout=120)
-        else:
-            address = args.replay_address
-        ReplayClient(address).wait_ready(timeout_s=120)
-        parameter_server = ParameterServer.remote()
-        handles.append(parameter_server)
-        learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-            args, address, parameter_server
+            handles.append(learner)
+            actors = [
+                ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+                    i, args, address, parameter_server_name
+                )
+                for i in range(args.num_actors)
+            ]
+            handles.extend(actors)
+            evaluator = Evaluator(args, parameter_server)
+        progress = tqdm(
+            total=args.max_updates, disable=not args.progress, unit="update", desc=run.name, dynamic_ncols=True
         )
-        handles.append(learner)
-        actors = [
-            ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-                i, args, address, parameter_server
-            )
-            for i in range(args.num_actors)
-        ]
-        handles.extend(actors)
-        evaluator = Evaluator(args, parameter_server)
 
         pending = {actor.run.remote(args.actor_chunk_steps): ("actor", i) for i, actor in enumerate(actors)}
         pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
@@ -280,13 +245,13 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
                 run.log(
                     {key: result.get(key, float("nan")) for key in METRIC_KEYS} | {"global_step": result["actor_steps"]}
                 )
-                if args.progress:
-                    print(
-                        f"[apex {elapsed:6.1f} s] updates {updates} ({result['charts/updates_per_s']:.0f}/s), "
-                        f"actor steps {result['actor_steps']}, loss {result['losses/td_loss']:.3f}, "
-                        f"eval mean return {result['eval/mean_return']:.1f} over {len(window)}",
-                        file=sys.stderr,
-                    )
+                progress.update(min(updates, args.max_updates) - progress.n)
+                progress.set_postfix(
+                    eval=f"{result['eval/mean_return']:.1f}",
+                    actor_steps=result["actor_steps"],
+                    loss=f"{result['losses/td_loss']:.3f}",
+                    refresh=False,
+                )
                 if len(window) >= args.eval_window and np.mean(window) >= args.target_return:
                     solved, stop_reason = True, "target_return"
                 elif updates >= args.max_updates:
@@ -315,6 +280,8 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         run.abandon()
         raise
     finally:
+        if progress is not None:
+            progress.close()
         for handle in handles:
             try:
                 ray.kill(handle, no_restart=True)
@@ -343,6 +310,26 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         backend=args.backend if args.replay_address is None else "external",
         replay_stats=replay_stats,
     )
+
+
+def _start_ray(args: Args) -> bool:
+    """Start Ray locally (or join ``args.ray_address``) unless it is already initialized; True if this call did.
+
+    The driver's Ray logger shows errors only: a clean run would otherwise print Ray's start-up notes (the local
+    instance started, token authentication enabled) among its own output. The workers' output stays in Ray's session
+    logs (``log_to_driver=False``); errors Ray reports to the driver still appear.
+    """
+    if ray.is_initialized():
+        return False
+    # the replay token and TLS certificate reach the replay server actor, the actors and the learner on every node
+    access = {name: os.environ[name] for name in codec.ACCESS_ENV if os.environ.get(name)}
+    quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    runtime_env = {"env_vars": access} if access else None
+    if args.ray_address:
+        ray.init(address=args.ray_address, runtime_env=runtime_env, **quiet)
+    else:
+        ray.init(num_cpus=args.ray_num_cpus, object_store_memory=100 * 1024 * 1024, runtime_env=runtime_env, **quiet)
+    return True
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:

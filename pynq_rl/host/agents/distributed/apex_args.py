@@ -1,12 +1,16 @@
-"""Ape-X's arguments (:class:`Args`), apart from the driver (:mod:`.apex`) and the workers (:mod:`.apex_workers`) that
-both read them, so neither imports the other for them, and so the command line lists them without Ray or torch.
+"""Ape-X's arguments (:class:`Args`) and their checks (:func:`check_args`), apart from the driver (:mod:`.apex`) and
+the workers (:mod:`.apex_workers`) that both read them, so neither imports the other for them, and so the command
+line lists and checks them without Ray or torch (a bad value is refused at once, before Ray starts).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-__all__ = ["Args"]
+from ..run import FieldValueError, check_backend, check_seed, check_tensorboard
+
+__all__ = ["Args", "check_args"]
 
 
 @dataclass
@@ -18,7 +22,7 @@ class Args:
     out_dir: str = "runs"
     """directory under which the run directory `run_name` is created"""
     progress: bool = True
-    """if toggled, print one line per learner chunk to stderr"""
+    """if toggled, show a tqdm progress bar (learner updates, evaluation return, actor steps)"""
     tensorboard: bool = False
     """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
     env_id: str = "CartPole-v1"
@@ -120,3 +124,94 @@ class Args:
 
     extra: dict = field(default_factory=dict)
     """free-form notes stored with the run"""
+
+
+_AT_LEAST_1 = (
+    "num_actors",
+    "n_step",
+    "batch_size",
+    "learner_chunk_updates",
+    "actor_chunk_steps",
+    "max_updates",
+    "local_buffer_size",
+    "weight_sync_steps",
+    "queue_batches",
+    "ray_num_cpus",
+    "target_network_frequency",
+    "publish_every",
+    "buffer_size",
+    "torch_threads",
+    "eval_window",
+    "eval_episodes_per_chunk",
+)
+"""the integer fields that count something there must be at least one of"""
+_AT_LEAST_0 = ("sample_prefetch", "learning_starts")
+"""the integer fields for which 0 means none"""
+_POSITIVE = ("max_seconds", "checkpoint_every_s", "learning_rate", "max_grad_norm", "per_eps")
+"""the real fields that must be > 0 (NaN is refused too)"""
+_NOT_NEGATIVE = ("actor_max_sps", "epsilon_alpha", "per_alpha", "rate_limit_tolerance")
+"""the real fields that must be >= 0"""
+_UNIT = ("gamma", "per_beta", "epsilon_base")
+"""the real fields that must lie in [0, 1]"""
+
+
+def check_args(args: Args) -> None:
+    """Reject argument values before Ray starts (the driver's :func:`~.apex.train` calls it first; the command line
+    calls it before it even imports Ray).
+
+    Raises
+    ------
+    FieldValueError
+        A value out of range, naming the fields it is about (:class:`~pynq_rl.host.agents.run.FieldValueError`; the
+        command line names their flags instead).
+    """
+    check_tensorboard(args.tensorboard)
+    check_seed(args.seed)
+    if args.replay_address is None:
+        check_backend(args.backend)
+    for name in _AT_LEAST_1:
+        if int(getattr(args, name)) < 1:
+            raise FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
+    for name in _AT_LEAST_0:
+        if int(getattr(args, name)) < 0:
+            raise FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
+    for name in _POSITIVE:
+        if not float(getattr(args, name)) > 0:
+            raise FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
+    for name in _NOT_NEGATIVE:
+        if not float(getattr(args, name)) >= 0:
+            raise FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
+    for name in _UNIT:
+        if not 0.0 <= float(getattr(args, name)) <= 1.0:
+            raise FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
+    if math.isnan(float(args.target_return)):
+        raise FieldValueError("target_return must be a number (inf: never stop on it), not nan", "target_return")
+    if int(args.actor_max_restarts) < -1:
+        raise FieldValueError(
+            f"actor_max_restarts must be >= -1 (-1: no limit), not {args.actor_max_restarts!r}", "actor_max_restarts"
+        )
+    if not args.hidden_sizes or min(int(n) for n in args.hidden_sizes) < 1:
+        raise FieldValueError(
+            f"hidden_sizes must be one or more widths >= 1, not {tuple(args.hidden_sizes)!r}", "hidden_sizes"
+        )
+    if args.learning_starts > args.buffer_size:
+        raise FieldValueError(
+            f"learning_starts = {args.learning_starts} exceeds buffer_size = {args.buffer_size}: the learner would "
+            "wait for more transitions than the replay holds",
+            "learning_starts",
+            "buffer_size",
+        )
+    if not args.updates_per_insert >= 0:
+        raise FieldValueError(
+            f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}", "updates_per_insert"
+        )
+    if (
+        args.updates_per_insert > 0
+        and 2 * args.rate_limit_tolerance < args.updates_per_insert * (args.local_buffer_size + args.n_step) + 1
+    ):
+        raise FieldValueError(
+            f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
+            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}",
+            "rate_limit_tolerance",
+            "updates_per_insert",
+        )

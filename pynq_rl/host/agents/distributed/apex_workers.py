@@ -40,6 +40,7 @@ __all__ = [
     "NStepBuilder",
     "Evaluator",
     "env_spaces",
+    "parameter_server_handle",
     "td_errors",
 ]
 
@@ -128,6 +129,17 @@ def _weights_to_numpy(network: torch.nn.Module) -> dict[str, np.ndarray]:
 
 def _load_numpy_weights(network: torch.nn.Module, weights: dict[str, np.ndarray]) -> None:
     network.load_state_dict({name: torch.tensor(array) for name, array in weights.items()})
+
+
+def parameter_server_handle(parameter_server: Any) -> Any:
+    """The :data:`ParameterServer` handle, from the handle itself or from the name the driver gave the actor.
+
+    The driver passes the name to the actors' and the learner's constructors: a handle there is an object reference
+    among the arguments of an actor that Ray may restart, which Ray cannot keep alive for the restart and reports
+    with an error-level log line on every run ("has constructor arguments in the object store and max_restarts >
+    0"); a named actor is looked up again by each new incarnation.
+    """
+    return ray.get_actor(parameter_server) if isinstance(parameter_server, str) else parameter_server
 
 
 def env_spaces(env_id: str) -> tuple[tuple[int, ...], int]:
@@ -240,7 +252,7 @@ class _ApexActor:
         self.env = gym.make(args.env_id)
         obs_shape, n_actions = env_spaces(args.env_id)
         self.q_network = QNetwork(int(np.prod(obs_shape)), n_actions, args.hidden_sizes)
-        self.parameter_server = parameter_server
+        self.parameter_server = parameter_server_handle(parameter_server)
         self.weight_version = -1
         self._pull_weights()
         self.client = ReplayClient(address, actor_id=f"actor{index}-{self.incarnation}")
@@ -367,10 +379,10 @@ class _Learner:
         self.sampler = (
             PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) if args.sample_prefetch else None
         )
-        self.parameter_server = parameter_server
+        self.parameter_server = parameter_server_handle(parameter_server)
         self.limiter = replay_ratio(args, self.client)
         self.updates = 0
-        saved = ray.get(parameter_server.learner_state.remote())
+        saved = ray.get(self.parameter_server.learner_state.remote())
         self.resumed = saved is not None
         if saved is None:
             self.publish()

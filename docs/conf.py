@@ -90,6 +90,7 @@ nitpick_ignore: list[tuple[str, str]] = []
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|pynq|gymnasium|gym|torch|grpc|ray|stable_baselines3|myhdl|collections|typing)(\..*)?"),
     (r"py:.*", r"(os|pathlib|enum|dataclasses|concurrent|threading|ctypes|abc|io|subprocess|queue|socket)(\..*)?"),
+    (r"py:.*", r"(argparse|difflib)(\..*)?"),
     (r"py:class", r"(array-like|array_like|optional|callable|iterable|sequence|mapping|scalar|default.*)"),
     (r"py:class", r"(int|float|str|bool|bytes|dict|list|tuple|set|object|type|None|Path|Any)"),
     # private helpers (a leading underscore: documented in the source only), type variables, generated gRPC stubs,
@@ -98,17 +99,6 @@ nitpick_ignore_regex = [
     (r"py:class", r"pynq_rl\..*\.T"),
     (r"py:.*", r".*replay_pb2(_grpc)?(\..*)?"),
     (r"py:.*", r"pynq_rl\.overlay\.(hdl|build)(\..*)?"),
-]
-# References in pynq_rl/host/agents/ docstrings that point at nothing the reference documents (wrong path, relative
-# form Sphinx does not read, an attribute documented as a field). Each is a fix pending in those files; remove its
-# line here once the docstring names the documented object.
-nitpick_ignore += [
-    ("py:func", "check_args"),  # dqn.py train(): pynq_rl.host.agents.dqn.check_args is not in the reference
-    ("py:class", "pynq_rl.host.agents.replay_buffer.NumpySumTree"),  # dqn.py train(): it lives in .priorities
-    ("py:class", "replay_buffer.PrioritizedReplayBuffer"),  # priorities.py module docstring
-    ("py:func", ".priorities.make_priority_backend"),  # distributed/server.py ReplayServer: a relative path
-    ("py:attr", "max_sample"),  # distributed/server.py ReplayServer.sample: not among ReplayServer's Attributes
-    ("py:func", "pynq_rl.host.agents.run.save_checkpoint"),  # distributed/recovery.py CHECKPOINT_AGENT
 ]
 
 # --- HTML -------------------------------------------------------------------------------------------------------

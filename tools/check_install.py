@@ -36,7 +36,7 @@ OPTIONAL = {
     "cocotb_test": "extra [test]",
     "cocotbext": "extra [test]",
     "stable_baselines3": "extra [sb3]",
-    "tree": "ray[rllib]==2.60.0 (in no extra: README, RLlib)",
+    "tree": "extra [rllib], in a venv of its own: tools/rllib_check.sh",
 }
 """top-level modules a board may lack -> the pynq-rl extra that brings them"""
 

@@ -495,7 +495,7 @@ def test_cli_ppo_with_numpy_networks_and_gae_on_the_emulated_core_solves_cartpol
 
 @pytest.mark.slow
 def test_cli_ppo_with_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys):
-    """The issue's acceptance run: ``pynq-rl train ppo --env CartPole-v1 --backend emu`` (q8 GAE on the core)."""
+    """The documented CartPole run: ``pynq-rl train ppo --env CartPole-v1 --backend emu`` (q8 GAE on the core)."""
     from pynq_rl.cli import main
 
     assert (

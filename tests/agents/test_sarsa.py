@@ -1,6 +1,6 @@
 """Tile-coded Sarsa on the ParSa core: reference tile coding, semantics vs the float reference, runs, checkpoints.
 
-The slow test is the acceptance criterion of the Sarsa issue (MountainCar-v0, seed 0, 16-bit values):
+The slow test is what Sarsa on the core must reach (MountainCar-v0, seed 0, 16-bit values):
 
 * the core learns: some 20-episode window within the first 500 episodes averages better than -150, and
 * it follows the float64 reference: the mean return over episodes 301-500 of the core and of :class:`FloatSarsa`

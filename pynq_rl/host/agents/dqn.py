@@ -321,7 +321,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         filled copy is saved in ``args.json`` and in checkpoints).
     replay : PriorityBackend, optional
         A priority store with the replay core driver's public methods (e.g. ``RLOverlay(...).replay`` or a
-        :class:`~pynq_rl.host.agents.replay_buffer.NumpySumTree`); it overrides ``args.backend``. If None, the buffer
+        :class:`~pynq_rl.host.agents.priorities.NumpySumTree`); it overrides ``args.backend``. If None, the buffer
         builds the store ``args.backend`` names (an overlay's replay core on
         ``args.board``, or the sum tree for ``"host"``).
 
@@ -350,7 +350,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
     Warns
     -----
     FieldWarning
-        ``total_timesteps`` does not exceed ``learning_starts`` (:func:`check_args`).
+        ``total_timesteps`` does not exceed ``learning_starts`` (:func:`~pynq_rl.host.agents.dqn.check_args`).
     """
     check_args(args)
     args = replace(args, nn=R.resolve_nn(args.nn))

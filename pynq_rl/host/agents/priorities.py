@@ -4,8 +4,8 @@ A *priority backend* stores ``p_i**alpha`` per slot and samples slots stratified
 the same public methods (:class:`PriorityBackend`): the float64 :class:`NumpySumTree` (the reference, and the fallback
 where no core is present) and the replay core's driver :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``"emu"``,
 ``"rtl"``, ``"verilator"``, ``"board"``, reached through :class:`~pynq_rl.host.overlay.RLOverlay`). The DQN agent's
-:class:`~.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module; it needs only numpy
-(no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
+:class:`~pynq_rl.host.agents.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module;
+it needs only numpy (no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 r"""Prioritized experience replay (Schaul et al., 2016) with the priorities in a sum tree: numpy or the replay core.
 
-The buffer splits PER in two, as DESIGN.md section 3 prescribes for the replay core:
+The buffer splits PER in two, as the replay core's contract has it (docs/design.md, Replay core (on-chip RMM)):
 
 * the **transitions** (``observations``, ``next_observations``, ``actions``, ``rewards``, ``dones``) live in host
   memory, in arrays made by an injectable ``allocator`` (``np.zeros`` by default; ``pynq.allocate`` on a board, so
@@ -61,11 +61,11 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     """SB3's ``ReplayBufferSamples`` fields plus PER's ``weights`` and ``indices`` (numpy arrays, batch first)."""
 
     observations: np.ndarray
-    """obs, shape (batch, *obs_shape), the buffer's obs dtype"""
+    """obs, shape ``(batch, *obs_shape)``, the buffer's obs dtype"""
     actions: np.ndarray
-    """a, shape (batch, *action_shape)"""
+    """a, shape ``(batch, *action_shape)``"""
     next_observations: np.ndarray
-    """the real next observation (the episode's last one where it ended), shape (batch, *obs_shape)"""
+    """the real next observation (the episode's last one where it ended), shape ``(batch, *obs_shape)``"""
     dones: np.ndarray
     """1.0 where next_observations is terminal (terminated, not truncated), float32, shape (batch,)"""
     rewards: np.ndarray

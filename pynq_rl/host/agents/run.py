@@ -4,7 +4,7 @@ factory, seeding, the network backend choice and checkpoints without pickle.
 
 Every agent's ``Args.backend`` names where its offloaded kernel runs, with the same names in every agent
 (:data:`BACKENDS`): ``"host"`` is the agent's own reference on the host CPU, with no model of a core (PPO: CleanRL's
-GAE loop; DQN and Ape-X: the float64 :class:`~.priorities.NumpySumTree`; Sarsa: :class:`~.sarsa_learners.FloatSarsa`);
+GAE loop; DQN and Ape-X: the float64 :class:`~.priorities.NumpySumTree`; Sarsa: ``sarsa_learners.FloatSarsa``);
 ``"emu"`` (the default, here and on the command line), ``"rtl"``, ``"verilator"`` and ``"board"`` run the core on
 that :class:`~pynq_rl.host.overlay.RLOverlay` backend.
 
@@ -77,7 +77,7 @@ __all__ = [
 BACKENDS = ("host", "emu", "rtl", "verilator", "board")
 """accepted values of every agent's ``Args.backend``: the host reference (no core), or the core on an overlay backend"""
 NN_BACKENDS = ("torch", "numpy")
-"""network backends of the agents: torch, or the numpy MLPs of :mod:`.numpy_nn` (the PYNQ-Z2 has no torch)"""
+"""network backends of the agents: torch, or the numpy MLPs of ``numpy_nn`` (the PYNQ-Z2 has no torch)"""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -394,6 +394,10 @@ class Run:
         ``run_name``.
     dir : str
         ``out_dir/run_name``.
+    episode_returns : list of float
+        The return of every episode recorded so far (:meth:`episode`), in order.
+    episode_lengths : list of int
+        Their lengths, in steps.
 
     Notes
     -----

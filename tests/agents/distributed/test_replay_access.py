@@ -1,6 +1,6 @@
-"""The replay server against a hostile network (issue 16): loopback by default, token authentication, TLS, bounded
-actor sequences (no dedup poisoning), request limits checked before any work, and clients that resume quickly after
-a restart.
+"""The replay server against a hostile network: loopback by default, token authentication, TLS, bounded actor
+sequences (no dedup poisoning), request limits checked before any work, and clients that resume quickly after a
+restart.
 """
 
 import os

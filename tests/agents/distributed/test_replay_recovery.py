@@ -1,6 +1,5 @@
-"""The replay server's files when something went wrong (issue 16): a damaged checkpoint or log ends in a clear
-refusal or a loud, counted loss, never a silent one; nothing in them is unpickled; acknowledgements are fsynced with
-``sync_wal``.
+"""The replay server's files when something went wrong: a damaged checkpoint or log ends in a clear refusal or a
+loud, counted loss, never a silent one; nothing in them is unpickled; acknowledgements are fsynced with ``sync_wal``.
 """
 
 import os

@@ -46,7 +46,8 @@ __all__ = ["CHECKPOINT_VERSION", "CHECKPOINT_AGENT", "ReplayRecovery", "write_ch
 CHECKPOINT_VERSION = 2
 """``replay_format`` in ``replay.ckpt``: the server's state layout (1 was a pickle)"""
 CHECKPOINT_AGENT = "replay_server"
-"""the ``agent`` name in ``replay.ckpt`` (:func:`~pynq_rl.host.agents.run.save_checkpoint`: arrays + JSON, no pickle)"""
+"""the ``agent`` name in ``replay.ckpt``
+(:func:`~pynq_rl.host.agents.checkpoints.save_checkpoint`: arrays + JSON, no pickle)"""
 
 
 def write_checkpoint(path: Path, state: dict[str, Any]) -> None:

@@ -35,8 +35,10 @@ class RedisServer:
 
     Attributes
     ----------
-    host, port : str, int
-        Where it listens.
+    host : str
+        The address it listens on.
+    port : int
+        The port it listens on.
     """
 
     def __init__(self, process: subprocess.Popen, host: str, port: int) -> None:

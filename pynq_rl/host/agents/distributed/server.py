@@ -83,8 +83,9 @@ class ReplayServer(ReplayRecovery):
         Shape of one observation.
     backend : str or object
         ``"host"`` (the float64 sum tree), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (see
-        :func:`~..priorities.make_priority_backend`), or a priority object with the ``ReplayCore`` methods ``update``,
-        ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and ``alpha``/``capacity``/``nonzero``.
+        :func:`~pynq_rl.host.agents.priorities.make_priority_backend`), or a priority object with the ``ReplayCore``
+        methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
+        ``alpha``/``capacity``/``nonzero``.
     alpha : float
         Priority exponent applied by the backend.
     queue_batches : int
@@ -125,6 +126,9 @@ class ReplayServer(ReplayRecovery):
         What recovery set aside: ``set_aside`` (the side file holding a bad log tail), ``torn_bytes`` (a torn last
         record, never acknowledged) or ``lost`` (counts of acknowledged records lost, with ``accept_loss``); empty
         if the log was intact.
+    max_sample : int
+        The largest ``batch_size`` :meth:`sample` accepts: the ``max_sample`` given (``capacity`` if None), capped at
+        the rows one gRPC reply holds.
     """
 
     def __init__(

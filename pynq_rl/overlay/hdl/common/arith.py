@@ -47,7 +47,8 @@ def delay_line(taps, d, enable, clear, clock):
 
 
 #: DSP48E1 multiplier ports: 25 x 18 signed. yosys (0.23) maps a 32 x 25 product onto 4 of them; splitting the
-#: 32-bit operand by hand at bit 17 (an unsigned 17-bit low part and a signed high part) takes 2 (DESIGN.md s. 5).
+#: 32-bit operand by hand at bit 17 (an unsigned 17-bit low part and a signed high part) takes 2 (docs/design.md,
+#: MyHDL lessons).
 _DSP_A_BITS, _SPLIT_BIT = 25, 17
 
 
@@ -56,7 +57,7 @@ def mul_round(product_rounded, a, b, mask, shift: int):
     """``product_rounded = round_half_up(a * b / 2**shift)`` if ``mask`` (or no mask) else 0 (combinational).
 
     The full-width product goes into its own Signal first: slicing or shifting ``a * b`` directly converts to
-    Verilog that truncates the product (DESIGN.md section 5). When ``a`` is wider than a DSP's 18-bit port and
+    Verilog that truncates the product (docs/design.md, MyHDL lessons). When ``a`` is wider than a DSP's 18-bit port and
     ``b`` fits its 25-bit port, ``a`` is split at bit 17 into two DSP-sized products, summed exactly:
     ``a * b = (a_hi * b) << 17 + a_lo * b``.
 

@@ -1,7 +1,7 @@
 """Inferable block RAM.
 
-The pattern DESIGN.md section 5 found to infer RAMB18/RAMB36: a list of Signals written in a clocked process with no
-reset, read into a registered output in a separate clocked process.
+The pattern found to infer RAMB18/RAMB36: a list of Signals written in a clocked process with no
+reset, read into a registered output in a separate clocked process (docs/design.md, MyHDL lessons).
 """
 
 from myhdl import Signal, always, block, intbv

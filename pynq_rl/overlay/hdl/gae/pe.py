@@ -49,8 +49,8 @@ bootstrap row) and hold otherwise, so with stage 9 empty its sum recomputes the 
 (clamped where read: stage 10, the history), so each of the two loop flip-flops sits beside its own driver (the
 carry chain, the clamp's LUT4) on the ECP5. For k = 1 the loop is one cycle: stage 8 only registers, stage 9
 multiplies ``adv3`` (clamped) combinationally. The loop registers are ``adv3``, ``adv_hist`` and ``adv_tail``
-(kept by name in synthesis: the yosys DSP-feedback bug, DESIGN.md section 5); the M registers inside the loop are
-the DSPs'.
+(kept by name in synthesis: the yosys DSP-feedback bug, docs/design.md, MyHDL lessons); the M registers inside the
+loop are the DSPs'.
 
 Formats: data signed DATA (Q15.16), coefficients unsigned COEF (UQ1.23); see :mod:`pynq_rl.overlay.models.gae`,
 which this block must match bit for bit.
@@ -387,7 +387,7 @@ def _advantage_loop(adv_a, a_clamped, side9, part7, side7, cut6, powers, clock, 
     """PE stages 8-9, the A loop: ``A_t = sat(partial_t + [chain_k] rnd(C**k * A_{t+k}))`` (see the module
     docstring for ``adv_tail`` and ``adv3``). The mask is the tail coefficient's synchronous reset. ``adv3``,
     ``adv_hist`` and ``adv_tail`` keep their names: the synthesis report finds the loop registers by them
-    (DESIGN.md section 5).
+    (docs/design.md, MyHDL lessons).
 
     adv_a     : Signal(DATA), out -- A_t of the element last written (``adv3`` clamped)
     a_clamped : Signal(bool), out -- A_t clamped: stage 9 (k = 1) or 10 (k >= 2)

@@ -13,8 +13,8 @@ The FSM registers ``a`` (``chosen_r``) and EPSILON' on that edge; from the next 
 goes to the record and the key memory. A terminal record chooses nothing: the PRNG and EPSILON keep their values.
 
 Only ``best`` arrives in the choice cycle itself: the PRNG and EPSILON change only in a choice cycle (or by a SEED or
-EPSILON write), at least a whole record apart, so the draw is computed ahead, in registers, every cycle (issue 15:
-the xorshift step, the multiply and the action select in one cycle were the core's slowest xc7 path, 4.06 ns)::
+EPSILON write), at least a whole record apart, so the draw is computed ahead, in registers, every cycle (the
+xorshift step, the multiply and the action select in one cycle were the core's slowest xc7 path, 4.06 ns)::
 
     draw       <- x                                  (x of the current PRNG state)
     rand_prod  <- draw[31:16] * N_ACTIONS            (the multiplier's output register)
@@ -85,7 +85,7 @@ def action_choice(
     prng_next = Signal(intbv(first_draw)[32:])
     draw = Signal(intbv(first_draw)[32:])
     prng_step = Signal(bool(0))
-    rand_prod = Signal(intbv(0)[len(n_actions) + 16 :])  # the full product (DESIGN.md section 5)
+    rand_prod = Signal(intbv(0)[len(n_actions) + 16 :])  # the full product (docs/design.md, MyHDL lessons)
     eps_prod = Signal(intbv(0)[2 * cf + 2 :])
 
     # # #

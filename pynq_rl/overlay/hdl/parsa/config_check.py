@@ -7,7 +7,7 @@ can arrive every two beats::
     C4  rows = n_t ** ndims (a select), past or rows > room  -> ``bad`` (sticky until ``clear``)
 
 Every product is registered as it leaves its multiplier, with nothing behind it in the same cycle (a DSP48's P
-register; issue 15: the C2 -> C3 chain of two multiplies and a select was the ParSa core's slowest xc7 path). C3
+register: the C2 -> C3 chain of two multiplies and a select was the ParSa core's slowest xc7 path). C3
 multiplies a gated copy of the square, not its bare register: a DSP48 fed from a bare register takes that register
 as its own input register (yosys ``xilinx_dsp``), which left the square's multiplier with neither M nor P.
 
@@ -46,7 +46,7 @@ def parsa_config_check(bad, strobe, word0, word1, n_dims, clear, clock, reset, w
     c3_n3, c3_n4 = Signal(intbv(0)[24:]), Signal(intbv(0)[32:])
     c1_base = Signal(intbv(0)[32:])
     # TILES_PER_WORKER - base, and base past the bank already (all unsigned: a signed compare against an
-    # unsigned operand would become unsigned in Verilog, DESIGN.md section 5)
+    # unsigned operand would become unsigned in Verilog, docs/design.md, MyHDL lessons)
     c2_room = Signal(intbv(0, min=0, max=spec.tiles_per_worker + 1))
     c3_room = Signal(intbv(0, min=0, max=spec.tiles_per_worker + 1))
     c2_past, c3_past = Signal(bool(0)), Signal(bool(0))

@@ -43,7 +43,7 @@ def _window_memory(lo_mem, hi_mem, rd_lo, rd_hi, w_strobe, w_addr, w_data, rd_in
 
     The read is registered so that the LUT RAM's output goes straight to a flip-flop: read asynchronously, it ran
     through the stream multiplexer into the core's record and LOAD logic in the same cycle, the ParSa test build's
-    critical path on the ECP5 (issue 15: ``mailbox_index`` -> DPRAM -> 8 LUTs -> STATUS.SATURATED, 97.6 MHz).
+    critical path on the ECP5 (``mailbox_index`` -> DPRAM -> 8 LUTs -> STATUS.SATURATED, 97.6 MHz).
 
     lo_mem, hi_mem : lists of Signal(32) -- record word halves (written by the bus, no reset: LUT RAM)
     rd_lo, rd_hi   : Signal(32), out -- the halves of record word ``rd_index`` of the previous cycle (registered)

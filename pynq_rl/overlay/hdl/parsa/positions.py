@@ -11,7 +11,7 @@ Pipeline (``go`` starts it; dimension d is issued d cycles later)::
     P4             u_d = min(product >> 24, 65535) written to u_mem[d]
 
 so u_d is readable :data:`LATENCY` cycles after ``go`` + d. The partial products are split by hand and summed a
-cycle later (issue 15): as one 31 x 32 multiply, yosys built it from four multipliers whose outputs ran through
+cycle later: as one 31 x 32 multiply, yosys built it from four multipliers whose outputs ran through
 the partial-product adders in the same cycle, no multiplier used its output register (xc7), and on the ECP5 that
 multiplier and its 44-stage carry chain was the test build's critical path after the mailbox read was registered
 (107 MHz). The positions are registers, not a memory: every worker reads four of them at once (a 4 x WORKERS-port

@@ -6,7 +6,7 @@ configuration for this N_DIMS. The latch takes every in-range register at START,
 with the values of its own operation whatever the host writes meanwhile.
 
 Registers compare as the unsigned 32-bit values they are (a signed compare against a Python-int bound converts to an
-unsigned Verilog compare, DESIGN.md section 5).
+unsigned Verilog compare, docs/design.md, MyHDL lessons).
 """
 
 from myhdl import always_comb, always_seq, block

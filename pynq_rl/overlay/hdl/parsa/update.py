@@ -6,8 +6,8 @@ increment every hit tile of the previous state gets (OPaL's update; the model is
     t_upd 2   m = ALPHA * sat(raw_delta) + 2**(COEF_FRAC-1)                   (sat to VALUE_W: delta_clamp)
     t_upd 3   increment = m >> COEF_FRAC, upd_go: the workers add it to the rows of the previous (s, a)
 
-Each product is held at full width before its shift (DESIGN.md section 5: a shifted product expression converts to
-Verilog that truncates it first).
+Each product is held at full width before its shift (docs/design.md, MyHDL lessons: a shifted product expression
+converts to Verilog that truncates it first).
 """
 
 from myhdl import Signal, always_seq, block, intbv

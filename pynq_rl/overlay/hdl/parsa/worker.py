@@ -17,11 +17,11 @@ key memory is never read and written at one address in one cycle).
 
 The descriptor memory is read one cycle ahead of the issue (its address is the index S0 takes next), so the
 descriptor is registered at the end of S0 and S1's position muxes start from a register, not from the block RAM's
-clock-to-out (issue 15: RAMB36 -> the 20:1 position mux -> the DSP48's A input was the Pynq-Z2 build's slowest xc7
+clock-to-out (RAMB36 -> the 20:1 position mux -> the DSP48's A input was the Pynq-Z2 build's slowest xc7
 path, 4.04 ns), at no cycle's cost.
 
 A Horner stage past ``ndims`` multiplies 0 and adds h (the operands are selected, not the result), so each stage
-is one multiply-add straight into its register: a DSP48 with its P register (issue 15; selecting the result after
+is one multiply-add straight into its register: a DSP48 with its P register (selecting the result after
 the add left the Pynq-Z2 build's 12 Horner DSPs without M or P registers, and a product operand straight from the
 previous stage's register let yosys take that register as the next DSP's input register instead, see
 :func:`_horner_operands`).
@@ -34,7 +34,7 @@ UPDATE pass (``upd_go``): the previous rows are read back from the temp memory, 
     U2                the row (or a forwarded one) -> ``src``
     U3                add, saturate, write back
 
-The bank's output goes only to a register (U2): issue 15, a block RAM read, the add, the saturation and the write
+The bank's output goes only to a register (U2): a block RAM read, the add, the saturation and the write
 back in one cycle was the Pynq-Z2 build's slowest path. Tiling j's read (U1) is issued before the writes of tilings
 j - 1 (U3 one cycle later) and j - 2 (U3 on the same edge, read-first) reach the bank, so when j reads the row one
 of them writes (only overlapping descriptors do this) U2 takes that row instead: j - 1's ``new_row`` as U3 computes
@@ -107,7 +107,7 @@ def _horner_operands(a, b, c, h, has_dim, n_t, t):
     when the tiling has the dim (``has_dim``, a register: ``ndims > dim`` decided a stage earlier), else 0, ``n_t``
     and ``h``, so ``h`` passes unchanged through the same multiply-add, on its addend.
 
-    The product's operand is never the previous stage's bare register (issue 15): a DSP48 fed from one takes it as
+    The product's operand is never the previous stage's bare register: a DSP48 fed from one takes it as
     its own input register (yosys ``xilinx_dsp``), leaving the previous stage's multiply-add without its P register
     and its whole multiply in front of the next DSP's input. Which of the two DSPs yosys packs first decided it: the
     Pynq-Z2 ParSa core alone had 3 of 39 DSPs unregistered, the whole overlay none."""
@@ -217,7 +217,7 @@ def parsa_worker(
     new_row = ConcatSignal(*reversed(new_cols)) if ma > 1 else new_cols[0]
     any_flag = Signal(bool(0))
     bank_cols = [Signal(intbv(0, min=-(1 << (vw - 1)), max=1 << (vw - 1))) for _ in range(ma)]
-    # S8: the row registered before the adds (issue 15: a block RAM's clock-to-out, then the accumulators' carry
+    # S8: the row registered before the adds (a block RAM's clock-to-out, then the accumulators' carry
     # chains in one cycle was the Pynq-Z2 build's slowest path, 95.6 MHz on the ECP5)
     row8 = Signal(intbv(0)[widths.row_w :])
 
@@ -318,7 +318,7 @@ def parsa_worker(
     def horner_select():
         # What the Horner stages' operands are selected by: whether the tiling has the stage's dim, decided a stage
         # ahead (a compare of ndims, then the select, then the multiplier in one cycle was the Pynq-Z2 core's
-        # slowest ECP5 path, 98.5 MHz, issue 15), and S3's n_t. Reset, unlike the other stage registers, so that
+        # slowest ECP5 path, 98.5 MHz), and S3's n_t. Reset, unlike the other stage registers, so that
         # synthesis keeps them flip-flops: S1 -> S2 -> S3 is a plain register chain, which yosys (and Vivado) pack
         # into an SRL16E, and an SRL's clock-to-out (1.5 ns) before the DSP48's A -> M setup was the core's slowest
         # xc7 path (4.67 ns); a flip-flop's sync reset costs no logic

@@ -2,7 +2,7 @@
 
 Both are chains of one small block per child with constant widths and indices, so generated structure (K is a
 build parameter) converts to plain Verilog: no list of Signals is ever indexed by a variable (that would make it a
-memory) and no slice bound is a loop variable (DESIGN.md section 5).
+memory) and no slice bound is a loop variable (docs/design.md, MyHDL lessons).
 """
 
 from myhdl import Signal, always_comb, block, intbv

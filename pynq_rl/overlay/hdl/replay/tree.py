@@ -3,12 +3,12 @@
 Level ``l`` (1..LEVELS) holds ``K**l`` nodes; node ``n`` is column ``n mod K`` (its bank: the child position) of word
 ``n div K``, so the K children of a node are one word, read in one cycle. The banks share every address, so they
 are stored side by side in one ``K * w``-bit simple-dual-port memory
-(:func:`~pynq_rl.overlay.hdl.common.bram.ram_sdp_rf`: no reset, registered read in its own process, DESIGN.md
-section 5) rather than as K separate memories: the synthesizer then fills the width of each block RAM or URAM with
-several columns. Measured with yosys 0.23 on the ZCU106 build (2**20 leaves of 16 bits), K separate 16-bit banks
-need 16 URAM288 each (256 in all, the XCZU7EV has 96) or 512 RAMB36 (it has 312); one 256-bit memory needs 64
-URAM288. A write replaces a whole word, so the updater merges its new node value into the K children it read
-(see :mod:`.updater`). Level 1 (one word) is a register.
+(:func:`~pynq_rl.overlay.hdl.common.bram.ram_sdp_rf`: no reset, registered read in its own process, docs/design.md,
+MyHDL lessons) rather than as K separate memories: the synthesizer then fills the width of each block RAM or URAM with
+several columns. Measured with yosys 0.23 on the ZCU106 build (2**20 leaves of 16 bits), K separate 16-bit banks need 16
+URAM288 each (256 in all, the XCZU7EV has 96) or 512 RAMB36 (it has 312); one 256-bit memory needs 64 URAM288. A write
+replaces a whole word, so the updater merges its new node value into the K children it read (see :mod:`.updater`). Level
+1 (one word) is a register.
 
 One read port per level, shared by the updater (SET), the sampler and the dump, and one write port, shared by the
 updater and CLEAR: one kind of operation runs at a time. :class:`TreePorts` holds every level's port signals,

@@ -57,6 +57,7 @@ import numpy as np
 
 from ..priorities import make_priority_backend
 from . import codec
+from .actors import ActorSequences
 from .recovery import ReplayRecovery, write_checkpoint
 
 __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError"]
@@ -123,9 +124,10 @@ class ReplayServer(ReplayRecovery):
         What was restored on start: ``{"checkpoint": bool, "log_records": int, "update_records": int}`` (pushed
         batches and priority updates re-applied from the log).
     recovery : dict
-        What recovery set aside: ``set_aside`` (the side file holding a bad log tail), ``torn_bytes`` (a torn last
-        record, never acknowledged) or ``lost`` (counts of acknowledged records lost, with ``accept_loss``); empty
-        if the log was intact.
+        What recovery set aside: ``set_aside`` (the side file holding a bad log tail); for a torn last record
+        ``torn_bytes`` and ``torn_records``, with ``may_include_acknowledged`` when the log was written without
+        ``sync_wal``; or ``lost`` (counts of acknowledged records lost, with ``accept_loss``); empty if the log was
+        intact.
     max_sample : int
         The largest ``batch_size`` :meth:`sample` accepts: the ``max_sample`` given (``capacity`` if None), capped at
         the rows one gRPC reply holds.
@@ -151,8 +153,6 @@ class ReplayServer(ReplayRecovery):
         self.obs_dtype = codec.check_obs_dtype(obs_dtype)
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
             raise ValueError(f"capacity must be an integer >= 1, not {capacity!r}")
-        if not isinstance(sequence_window, (int, np.integer)) or int(sequence_window) < 1:
-            raise ValueError(f"sequence_window must be an integer >= 1, not {sequence_window!r}")
         if max_sample is not None and (not isinstance(max_sample, (int, np.integer)) or int(max_sample) < 1):
             raise ValueError(f"max_sample must be None or an integer >= 1, not {max_sample!r}")
         if not isinstance(queue_batches, (int, np.integer)) or int(queue_batches) < 1:
@@ -163,7 +163,7 @@ class ReplayServer(ReplayRecovery):
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.queue_batches = int(queue_batches)
         self.sync_wal = bool(sync_wal)
-        self.sequence_window = int(sequence_window)
+        self._actors = ActorSequences(sequence_window)  # the duplicate and window checks of pushes
         self._fields = codec.stored_fields(self.obs_dtype)
         # a packed row is at most codec._ZLIB_SLACK bytes over its two uint8 observations (within the reply's margin)
         itemsize = 1 if self.obs_dtype == "zlib" else np.dtype(self.obs_dtype).itemsize
@@ -200,7 +200,6 @@ class ReplayServer(ReplayRecovery):
         self._log_sequence = 0  # last batch acknowledged (logged)
         self._update_sequence = 0  # last priority update logged
         self._applied_sequence = 0  # last batch inserted into the storage
-        self._last_actor_sequence: dict[str, int] = {}
         self._counters = collections.Counter()
         self._latency_s = collections.defaultdict(float)
         self._closed = False
@@ -315,14 +314,12 @@ class ReplayServer(ReplayRecovery):
             )
         try:
             self._check_open()
-            last = self._last_actor_sequence.get(actor_id, 0)
-            if actor_id and sequence > last + self.sequence_window:
+            try:
+                duplicate = self._actors.is_duplicate(actor_id, int(sequence))
+            except ValueError:
                 self._counters["push_rejected"] += 1
-                raise ValueError(
-                    f"sequence {sequence} of actor {actor_id!r} jumps more than sequence_window = "
-                    f"{self.sequence_window} past its last acknowledged sequence {last}"
-                )
-            if actor_id and sequence and sequence <= last:
+                raise
+            if duplicate:
                 self._counters["push_duplicates"] += 1
                 return {
                     "accepted": 0,
@@ -347,8 +344,7 @@ class ReplayServer(ReplayRecovery):
                 queued = len(self._pending)
                 self._cv.notify_all()
             self._log_sequence = log_sequence
-            if actor_id and sequence:
-                self._last_actor_sequence[actor_id] = int(sequence)
+            self._actors.acknowledge(actor_id, int(sequence))
         finally:
             self._push_lock.release()
         n = len(batch["actions"])

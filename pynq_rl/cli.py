@@ -178,7 +178,7 @@ def _flag(name: str, value: Any) -> str:
 def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
     """One ``train <agent>`` parser per agent, its options generated from the agent's ``Args``
     (:mod:`pynq_rl.host.agents.options`)."""
-    from .host.agents.ppo import CONTINUOUS_DEFAULTS, REWARD_NORMS
+    from .host.agents.ppo_args import CONTINUOUS_DEFAULTS, REWARD_NORMS
     from .host.agents.run import BACKENDS as AGENT_BACKENDS
     from .host.agents.run import NN_BACKENDS
 

@@ -256,9 +256,7 @@ def check_args(args: Args) -> None:
     FieldWarning
         ``total_timesteps`` does not exceed ``learning_starts``: no gradient step would be taken.
     """
-    R.check_tensorboard(args.tensorboard)
-    R.check_backend(args.backend)
-    R.check_seed(args.seed)
+    R.check_common(args)
     R.resolve_nn(args.nn)
     for name in (
         "num_envs",

@@ -53,6 +53,7 @@ __all__ = [
     "FieldValueError",
     "FieldWarning",
     "check_backend",
+    "check_common",
     "check_seed",
     "computed",
     "is_computed",
@@ -118,6 +119,20 @@ def check_seed(seed: int) -> None:
     """Raise :class:`FieldValueError` unless ``seed`` is one numpy's and Python's generators take (0 .. 2**32 - 1)."""
     if not 0 <= int(seed) < 2**32:
         raise FieldValueError(f"seed must be in [0, 2**32), not {seed!r}", "seed")
+
+
+def check_common(args: Any) -> None:
+    """What every agent checks first: its ``tensorboard``, ``backend`` and ``seed`` fields (:func:`check_tensorboard`,
+    :func:`check_backend`, :func:`check_seed`), before any environment, overlay or run directory exists.
+
+    Raises
+    ------
+    FieldValueError
+        One of them is out of range (naming its field).
+    """
+    check_tensorboard(args.tensorboard)
+    check_backend(args.backend)
+    check_seed(args.seed)
 
 
 def computed(default: Any) -> Any:

@@ -296,9 +296,7 @@ def check_args(args: Args) -> None:
         A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
         their flags instead).
     """
-    R.check_tensorboard(args.tensorboard)
-    R.check_backend(args.backend)
-    R.check_seed(args.seed)
+    R.check_common(args)
     if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
         raise R.FieldValueError(
             f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}",

@@ -1,0 +1,190 @@
+"""What a PPO run is asked to do: :class:`Args` (CleanRL's fields, with the GAE offload's), the continuous-control
+defaults :func:`args_for` applies to ``Box`` action spaces, and :func:`check_args`, which refuses bad values before any
+environment or overlay is built.
+
+Apart from :mod:`.ppo` (which re-exports all of it) so that the command line can list PPO's options, and check them,
+without importing the training loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from . import run as R
+
+__all__ = ["Args", "CONTINUOUS_DEFAULTS", "REWARD_NORMS", "args_for", "check_args"]
+
+REWARD_NORMS = (None, "dynamic")
+"""accepted values of :attr:`Args.reward_norm`"""
+CONTINUOUS_DEFAULTS = {
+    "num_envs": 1,
+    "num_steps": 2048,
+    "num_minibatches": 32,
+    "update_epochs": 10,
+    "learning_rate": 3e-4,
+    "anneal_lr": True,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "ent_coef": 0.0,
+    "clip_vloss": True,
+}
+"""CleanRL ``ppo_continuous_action.py``'s hyperparameters, which :func:`args_for` uses for ``Box`` action spaces"""
+
+
+@dataclass
+class Args:
+    exp_name: str = "ppo"
+    """the name of this experiment"""
+    seed: int = 0
+    """seed of the experiment"""
+    nn: str | None = None
+    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or None for torch where it imports"""
+    torch_deterministic: bool = True
+    """if toggled, `torch.backends.cudnn.deterministic=True` and deterministic algorithms where available"""
+    torch_threads: int = 1
+    """number of torch intra-op threads (1 on the board's ARM cores and on shared machines)"""
+    progress: bool = True
+    """if toggled, show a tqdm progress bar"""
+    tensorboard: bool = False
+    """if toggled, also write TensorBoard event files into the run directory (needs tensorboardX)"""
+    out_dir: str = "runs"
+    """directory under which the run directory `run_name` is created"""
+    save_checkpoint: bool = True
+    """if toggled, save a checkpoint at the end of training (and every `checkpoint_every` environment steps)"""
+    checkpoint_every: int = 0
+    """also save a checkpoint every this many environment steps, at the end of the iteration that reaches each
+    multiple (0: only at the end)"""
+    checkpoint_path: str | None = None
+    """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
+    resume: str | None = None
+    """path of a checkpoint to resume from (model, optimizer, reward statistics and global step)"""
+
+    # Algorithm specific arguments
+    env_id: str = "CartPole-v1"
+    """the id of the environment"""
+    total_timesteps: int = 300_000
+    """total timesteps of the experiments"""
+    learning_rate: float = 1e-3
+    """the learning rate of the optimizer"""
+    num_envs: int = 8
+    """the number of parallel game environments"""
+    num_steps: int = 128
+    """the number of steps to run in each environment per policy rollout"""
+    anneal_lr: bool = True
+    """Toggle learning rate annealing for policy and value networks"""
+    gamma: float = 0.99
+    """the discount factor gamma"""
+    gae_lambda: float = 0.95
+    """the lambda for the general advantage estimation"""
+    num_minibatches: int = 4
+    """the number of mini-batches"""
+    update_epochs: int = 10
+    """the K epochs to update the policy"""
+    norm_adv: bool = True
+    """Toggles advantages normalization"""
+    clip_coef: float = 0.2
+    """the surrogate clipping coefficient"""
+    clip_vloss: bool = False
+    """Toggles whether or not to use a clipped loss for the value function, as per the paper."""
+    ent_coef: float = 0.0
+    """coefficient of the entropy"""
+    vf_coef: float = 0.5
+    """coefficient of the value function"""
+    max_grad_norm: float = 0.5
+    """the maximum norm for the gradient clipping"""
+    target_kl: float | None = None
+    """the target KL divergence threshold"""
+
+    # Offload arguments
+    backend: str = "emu"
+    """where GAE runs: `emu` (the GAE core's bit-exact model), `rtl` (its MyHDL simulation), `verilator` (its converted
+    Verilog), `board` (the PL) or `host` (CleanRL's numpy loop, no core)"""
+    board: str | None = None
+    """the board of the overlay (`Pynq-Z2`, `ZCU106`; None: the board PYNQ reports, or the overlay's default)"""
+    timeout_s: float = 5.0
+    """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
+    quantize: bool = True
+    """if toggled, the GAE core runs in q8 mode (8-bit codes, HEPPO); else in raw mode (full-width fixed point)"""
+    reward_norm: str | None = None
+    """reward standardization before GAE: None or `dynamic` (HEPPO's running mean/std over every reward seen)"""
+
+    # Continuous-control wrappers (CleanRL's ppo_continuous_action)
+    norm_obs: bool | None = None
+    """normalize observations (NormalizeObservation + clip); None: on for Box action spaces, off for Discrete"""
+    norm_reward: bool | None = None
+    """normalize rewards (NormalizeReward + clip); None: on for Box action spaces unless `reward_norm` is set"""
+    clip_obs: float = 10.0
+    """bound of the normalized observations"""
+    clip_reward: float = 10.0
+    """bound of the normalized rewards"""
+
+    # to be filled in runtime
+    batch_size: int = R.computed(0)
+    """the batch size (computed in runtime)"""
+    minibatch_size: int = R.computed(0)
+    """the mini-batch size (computed in runtime)"""
+    num_iterations: int = R.computed(0)
+    """the number of iterations (computed in runtime)"""
+
+
+def args_for(env_id: str, **overrides: Any) -> Args:
+    """:class:`Args` for ``env_id``: CleanRL's continuous-control defaults (:data:`CONTINUOUS_DEFAULTS`) when its action
+    space is a ``Box``, the discrete defaults otherwise; ``overrides`` win over both.
+
+    Raises
+    ------
+    TypeError
+        If an override is not a field of :class:`Args`.
+    """
+    space = R.action_space_of(env_id)
+    defaults = dict(CONTINUOUS_DEFAULTS) if isinstance(space, gym.spaces.Box) else {}
+    return Args(env_id=env_id, **{**defaults, **overrides})
+
+
+def check_args(args: Args) -> None:
+    """Reject argument values and combinations before any environment or overlay is built.
+
+    Raises
+    ------
+    FieldValueError
+        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        their flags instead).
+    """
+    R.check_common(args)
+    if args.reward_norm not in REWARD_NORMS:
+        raise R.FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
+    R.resolve_nn(args.nn)
+    for name in ("clip_obs", "clip_reward", "learning_rate", "clip_coef", "max_grad_norm"):
+        if not float(getattr(args, name)) > 0:
+            raise R.FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
+    for name in ("ent_coef", "vf_coef"):
+        if not float(getattr(args, name)) >= 0:
+            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
+    for name in ("gamma", "gae_lambda"):
+        if not 0.0 <= float(getattr(args, name)) <= 1.0:
+            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
+    if args.target_kl is not None and not float(args.target_kl) > 0:
+        raise R.FieldValueError(f"target_kl must be > 0 (or None: no early stop), not {args.target_kl!r}", "target_kl")
+    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps", "torch_threads"):
+        if int(getattr(args, name)) < 1:
+            raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.num_minibatches:
+        raise R.FieldValueError(
+            f"num_envs * num_steps = {batch_size} is not divisible by num_minibatches = {args.num_minibatches}",
+            "num_envs",
+            "num_steps",
+            "num_minibatches",
+        )
+    if args.total_timesteps < batch_size:
+        raise R.FieldValueError(
+            f"total_timesteps = {args.total_timesteps} is smaller than one batch (num_envs * num_steps = {batch_size})",
+            "total_timesteps",
+            "num_envs",
+            "num_steps",
+        )
+    if args.checkpoint_every < 0:
+        raise R.FieldValueError(f"checkpoint_every must be >= 0, not {args.checkpoint_every!r}", "checkpoint_every")

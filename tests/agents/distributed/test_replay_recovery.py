@@ -9,12 +9,14 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pynq_rl.host.agents.distributed import codec
+from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import wal as wal_module
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.wal import LogFormatError, WriteAheadLog
@@ -176,10 +178,10 @@ def test_a_log_without_a_valid_header_is_refused(tmp_path):
     _populated(tmp_path)
     log = tmp_path / "replay.wal"
     data = log.read_bytes()
-    _flip(log, 20)  # the header's base update sequence
-    with pytest.raises(LogFormatError, match=r"the file header is damaged or this is not a replay log of format 2"):
+    _flip(log, 24)  # the header's base update sequence
+    with pytest.raises(LogFormatError, match=r"the file header is damaged or this is not a replay log of format 3"):
         ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
-    log.write_bytes(data[:8] + struct.pack("<I", 3) + data[12:])
+    log.write_bytes(data[:8] + struct.pack("<I", wal_module.FORMAT + 1) + data[12:])
     with pytest.raises(LogFormatError, match="the file header is damaged"):  # its CRC covers the version too
         ReplayServer(256, OBS, "host", checkpoint_dir=tmp_path)
 
@@ -394,3 +396,99 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
         assert sorted(rows[::20].tolist()) == sorted(acked) and replay.size() == 20 * len(acked)
     finally:
         replay.close()
+
+
+def _append_update(directory: Path, sequence: int, index: int) -> int:
+    """Append an intact (CRC-valid) priority update record for slot ``index`` to the log; return its offset."""
+    request = pb.UpdateRequest()
+    codec.to_tensor(np.array([index], np.int64), request.indices)
+    codec.to_tensor(np.array([2.0]), request.priorities)
+    codec.to_tensor(np.array([1], np.uint64), request.versions)
+    log = WriteAheadLog(directory / "replay.wal")
+    try:
+        offset = log.tell()
+        log.append(wal_module.UPDATE, sequence, request.SerializeToString())
+    finally:
+        log.close()
+    return offset
+
+
+def test_a_record_that_cannot_be_applied_is_refused_naming_it_and_accept_loss_starts_before_it(tmp_path):
+    """An intact log record that names a slot holding no transition (a log from another server, or an edit) refuses
+    the start naming the log file, the offset and the record; accept_loss starts from the records before it and
+    counts the loss."""
+    records = _populated(tmp_path)
+    offset = _append_update(tmp_path, 2, 4000)
+    replay = _refused_then_accepted(
+        tmp_path,
+        rf"^refusing to start: replay log {re.escape(str(tmp_path / 'replay.wal'))}: \d+ bytes from offset {offset} "
+        r"start with a priority update record \(sequence 2\) that cannot be applied: indices\[0\] = 4000 holds no "
+        r"transition \(stored: 70\); lost if dropped: that record and the 0 intact records after it",
+        r"^ACKNOWLEDGED DATA LOST: .*sequence 2\) that cannot be applied",
+    )
+    try:
+        assert replay.size() == 70 and replay.restored["log_records"] == len(records) - 1
+        assert replay.recovery["lost"]["damaged_records"] == 1
+        assert (tmp_path / "replay.wal").stat().st_size == offset
+    finally:
+        replay.close()
+
+
+def _header_flags(path: Path) -> int:
+    magic, version, flags = struct.unpack_from("<8sII", path.read_bytes())
+    assert (magic, version) == (b"PYNQRLWL", wal_module.FORMAT)
+    return flags
+
+
+def test_the_log_says_whether_every_record_was_fsynced(tmp_path):
+    """The SYNCED header flag, which lets recovery call a torn record never acknowledged, holds exactly while every
+    record was fsynced: set by a sync_wal server, cleared before the first append of a server without it (after its
+    recovery has read the flag), set again by a sync_wal server's compaction."""
+    log = tmp_path / "replay.wal"
+    replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path, sync_wal=True)
+    replay.push(make_batch(0, 4), np.ones(4))
+    replay.close()
+    assert _header_flags(log) == wal_module.SYNCED
+    plain = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
+    try:
+        assert _header_flags(log) == wal_module.SYNCED  # nothing unsynced in it yet
+        plain.push(make_batch(4, 4), np.ones(4))
+        assert _header_flags(log) == 0
+        assert plain.size() == 8
+    finally:
+        plain.close()
+    synced = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path, sync_wal=True)
+    try:
+        assert _header_flags(log) == 0  # the unsynced record is still there
+        synced.checkpoint()
+        assert _header_flags(log) == wal_module.SYNCED
+    finally:
+        synced.close()
+
+
+def test_a_format_2_log_is_read_as_unsynced_and_carried_on(tmp_path):
+    """A log written before the header had flags (format 2) still restores; a torn tail in it may have been
+    acknowledged, and the first append rewrites it in the current format."""
+    replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
+    replay.push(make_batch(0, 4), np.ones(4))
+    replay.close()
+    log = tmp_path / "replay.wal"
+    data = log.read_bytes()
+    _, _, _, base_push, base_update, _ = struct.unpack_from("<8sIIQQI", data)
+    head = struct.pack("<8sIQQ", b"PYNQRLWL", 2, base_push, base_update)
+    log.write_bytes(head + struct.pack("<I", zlib.crc32(head)) + data[36:])
+    with open(log, "ab") as f:
+        f.write(struct.pack("<4sIQ", b"PRWL", 9000, 3).ljust(4096 - log.stat().st_size % 4096, b"\x07"))
+    with pytest.warns(RuntimeWarning, match="it may include acknowledged records"):
+        again = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path, sync_wal=True)
+    try:
+        assert again.size() == 4 and again.recovery["may_include_acknowledged"]
+    finally:
+        again.close()
+    plain = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
+    try:
+        plain.push(make_batch(4, 4), np.ones(4))
+        assert _header_flags(log) == 0
+    finally:
+        plain.close()
+    assert ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path).size() == 8

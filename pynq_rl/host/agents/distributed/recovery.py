@@ -15,11 +15,14 @@ On start the checkpoint is loaded and the log's records after it re-applied in o
 goes back into the slot it had, and the ``(actor_id, sequence)`` pairs come back, so an actor retrying a push whose
 reply it lost is still acknowledged without storing the batch twice. Recovery never loses acknowledged data silently:
 
-* a torn last record (a crash mid-write, ending on a page boundary: never acknowledged) is moved to a side file with
-  a warning;
-* a bad checksum, a sequence gap or a log cut mid-record refuses the start with the number of acknowledged records
-  that would be lost, unless ``accept_loss``, which moves the bad tail to a side file and counts the loss in a
-  warning and in ``ReplayServer.recovery``;
+* a torn last record (a write cut by a crash or a power cut, ending on a page boundary) is moved to a side file with
+  a warning. It says what the log's fsync policy lets it know: in a log written with ``sync_wal`` (the file's
+  :data:`~.wal.SYNCED` flag) the record was never acknowledged; otherwise it may have been, and so may records after
+  it that the OS never wrote back, which nothing can count;
+* a bad checksum, a sequence gap, a log cut mid-record, or a record that cannot be applied (intact, but naming a slot
+  that holds no transition, say) refuses the start naming the log file, the offset and the record, with the number
+  of acknowledged records that would be lost, unless ``accept_loss``, which starts from the records before it, moves
+  the bad tail to a side file and counts the loss in a warning and in ``ReplayServer.recovery``;
 * a log that continues a checkpoint that is missing (or older) is refused, and so (unless ``accept_loss``) is a
   checkpoint whose log is missing.
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .. import run as R
 from . import codec
@@ -67,7 +71,7 @@ class ReplayRecovery:
     def _checkpoint_state(self) -> dict[str, Any]:
         """Storage, priorities and sequences as ``replay.ckpt`` holds them (the caller holds the storage lock)."""
         n = self.size()
-        actors = sorted(self._last_actor_sequence)
+        actors = self._actors.items()
         return {
             "replay_format": CHECKPOINT_VERSION,
             "capacity": self.capacity,
@@ -77,8 +81,8 @@ class ReplayRecovery:
             "full": self.full,
             "log_sequence": self._applied_sequence,
             "update_sequence": self._update_sequence,
-            "actor_ids": actors,
-            "actor_sequences": [self._last_actor_sequence[a] for a in actors],
+            "actor_ids": [actor for actor, _ in actors],
+            "actor_sequences": [sequence for _, sequence in actors],
             "priorities": self.priorities.state_dict(),
             "versions": self.versions.copy(),
             **self._storage_state(n),
@@ -149,10 +153,11 @@ class ReplayRecovery:
     def _restore(self, wal: WriteAheadLog) -> None:
         """Load ``replay.ckpt`` (if any), then re-apply the log's records after it, up to the first bad one.
 
-        A torn last record (a crash mid-write, never acknowledged) is moved to a side file with a warning. Damage
-        that loses acknowledged records (a bad checksum, a sequence gap, a file cut mid-record) refuses the start
-        unless ``accept_loss``; then the bad tail is moved to a side file and the loss is counted in a warning and
-        in :attr:`recovery`. A log that continues a checkpoint this directory does not hold is always refused.
+        A torn last record is moved to a side file with a warning (:meth:`_handle_bad_tail`). Damage that loses
+        acknowledged records (a bad checksum, a sequence gap, a file cut mid-record, a record that cannot be applied)
+        refuses the start unless ``accept_loss``; then the records before it stay applied, the bad tail is moved to a
+        side file and the loss is counted in a warning and in :attr:`recovery`. A log that continues a checkpoint this
+        directory does not hold is always refused.
         """
         path = self.checkpoint_dir / "replay.ckpt"
         scan = wal.scan()  # LogFormatError (a ValueError) for a damaged or foreign header
@@ -179,7 +184,13 @@ class ReplayRecovery:
                 scan.reason = f"a sequence gap: {'update' if kind == UPDATE else 'push'} {sequence} follows {applied}"
                 scan.truncate_records(index)
                 break
-            self._apply_record(kind, sequence, payload)
+            try:
+                self._apply_record(kind, sequence, payload)  # checks the record whole before changing anything
+            except (ValueError, DecodeError) as error:
+                name = "priority update" if kind == UPDATE else "push"
+                scan.reason = f"a {name} record (sequence {sequence}) that cannot be applied: {error}"
+                scan.truncate_records(index)
+                break
         if scan.reason is not None:
             self._handle_bad_tail(wal, scan)
 
@@ -230,7 +241,7 @@ class ReplayRecovery:
         self.priorities.load_state_dict(state["priorities"])
         self._log_sequence = self._applied_sequence = int(state["log_sequence"])
         self._update_sequence = int(state["update_sequence"])
-        self._last_actor_sequence = dict(zip(state["actor_ids"], (int(q) for q in state["actor_sequences"])))
+        self._actors.restore(zip(state["actor_ids"], state["actor_sequences"]))
         self.restored["checkpoint"] = True
 
     def _apply_record(self, kind: bytes, sequence: int, payload: bytes) -> None:
@@ -254,8 +265,7 @@ class ReplayRecovery:
         )
         self._insert(batch)
         self._log_sequence = self._applied_sequence = sequence
-        if request.actor_id and request.sequence:
-            self._last_actor_sequence[request.actor_id] = int(request.sequence)
+        self._actors.acknowledge(request.actor_id, int(request.sequence))
         self.restored["log_records"] += 1
 
     def _handle_bad_tail(self, wal: WriteAheadLog, scan: LogScan) -> None:
@@ -265,9 +275,21 @@ class ReplayRecovery:
         )
         if scan.torn:
             side = wal.set_aside(scan.valid_bytes)
-            self.recovery.update(set_aside=str(side), torn_bytes=scan.tail_bytes)
+            self.recovery.update(set_aside=str(side), torn_bytes=scan.tail_bytes, torn_records=1)
+            if scan.synced:
+                what = (
+                    "every record of this log was fsynced before its acknowledgement (sync_wal), so it was never "
+                    "acknowledged"
+                )
+            else:
+                self.recovery["may_include_acknowledged"] = True
+                what = (
+                    "it may include acknowledged records (not fsynced: the log was written without sync_wal), 1 "
+                    "incomplete record here and, after a power cut, any the OS had not yet written back, which "
+                    "cannot be counted"
+                )
             warnings.warn(
-                f"{where}, ending on a page boundary: a write cut by a crash, never acknowledged; moved to {side}",
+                f"{where}, ending on a page boundary: a write cut by a crash or a power cut; {what}; moved to {side}",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -2,10 +2,14 @@
 
 Layout (little-endian), format :data:`FORMAT`:
 
-* a 32-byte file header: ``magic "PYNQRLWL" | format (uint32) | base push sequence (uint64) | base update sequence
-  (uint64) | CRC-32 of the 28 bytes before it``. The base sequences say which checkpoint the log continues: after a
-  compaction the log holds only pushes ``> base push`` and updates ``> base update``, and a server that finds a
-  base above its checkpoint's (or no checkpoint at all) knows records are missing;
+* a 36-byte file header: ``magic "PYNQRLWL" | format (uint32) | flags (uint32) | base push sequence (uint64) | base
+  update sequence (uint64) | CRC-32 of the 32 bytes before it``. The base sequences say which checkpoint the log
+  continues: after a compaction the log holds only pushes ``> base push`` and updates ``> base update``, and a server
+  that finds a base above its checkpoint's (or no checkpoint at all) knows records are missing. The flag
+  :data:`SYNCED` says every record in the file was fsynced before it was acknowledged (a log opened without ``sync``
+  loses the flag before its first append, atomically; a compaction sets it from the writer's ``sync``), so recovery
+  knows whether a torn tail can have been acknowledged. Format 2 logs (a 32-byte header without flags) are still
+  read, as not synced;
 * records: a 20-byte header ``kind (4 bytes) | payload length (uint32) | sequence (uint64) | CRC-32 of the first 16
   header bytes and the payload (uint32)``, then the payload. The server writes two kinds: :data:`PUSH` (a serialized
   ``PushRequest``; sequence = the push's log sequence) and :data:`UPDATE` (a serialized ``UpdateRequest`` with slot
@@ -17,9 +21,11 @@ fsyncs, which survives a power cut and not only a killed process).
 Reading (:meth:`WriteAheadLog.scan`) returns the intact records up to the first bad one and describes the rest: where
 it starts, why it is bad, and the intact records found after it (by searching for record headers whose checksum
 matches), which were acknowledged and are lost if the tail is dropped. A tail that is only an incomplete last record
-ending on a page boundary (:data:`PAGE_BYTES`) is what a crash during a write leaves (the kernel copies a write page
-by page and stops between pages when the process is killed), and that record was never acknowledged; anything else
-(a checksum mismatch, an unknown kind, a file that ends mid-page inside a record) is damage.
+ending on a page boundary (:data:`PAGE_BYTES`) is torn: what a crash during a write leaves (the kernel copies a write
+page by page and stops between pages when the process is killed), and also what a power cut leaves of records the OS
+had not yet written back. In a :data:`SYNCED` log a torn record was never acknowledged (its fsync had not returned);
+in any other log it may have been. Anything else (a checksum mismatch, an unknown kind, a file that ends mid-page
+inside a record) is damage.
 """
 
 from __future__ import annotations
@@ -31,18 +37,21 @@ import time
 import zlib
 from pathlib import Path
 
-__all__ = ["PUSH", "UPDATE", "FORMAT", "PAGE_BYTES", "WriteAheadLog", "LogScan", "LogFormatError"]
+__all__ = ["PUSH", "UPDATE", "FORMAT", "SYNCED", "PAGE_BYTES", "WriteAheadLog", "LogScan", "LogFormatError"]
 
 PUSH = b"PRWL"
 """a pushed batch of transitions"""
 UPDATE = b"PRUP"
 """a priority update (with the slot versions it applied to)"""
-FORMAT = 2
-"""version of the log layout (1: no file header, record CRCs over the payload only)"""
+FORMAT = 3
+"""version of the log layout (1: no file header, record CRCs over the payload only; 2: a header without flags)"""
+SYNCED = 1
+"""file header flag: every record was fsynced before its acknowledgement"""
 PAGE_BYTES = 4096
 """the granularity at which a write interrupted by a crash stops"""
 _MAGIC = b"PYNQRLWL"
-_FILE_HEADER = struct.Struct("<8sIQQI")
+_FILE_HEADER = struct.Struct("<8sIIQQI")
+_FILE_HEADER_V2 = struct.Struct("<8sIQQI")  # format 2: no flags
 _HEADER = struct.Struct("<4sIQI")
 _KINDS = (PUSH, UPDATE)
 
@@ -68,7 +77,10 @@ class LogScan:
     reason : str or None
         Why the record at ``valid_bytes`` is bad; None if the whole file is intact.
     torn : bool
-        The tail is one incomplete record ending on a page boundary: a write cut by a crash, never acknowledged.
+        The tail is one incomplete record ending on a page boundary: a write cut by a crash or a power cut.
+    synced : bool
+        The file header's :data:`SYNCED` flag: every record was fsynced before its acknowledgement, so a torn one was
+        never acknowledged.
     intact_after : list of (bytes, int, bytes, int)
         Intact records found after the bad one (acknowledged: they were written after it).
     """
@@ -79,6 +91,7 @@ class LogScan:
     size: int
     reason: str | None = None
     torn: bool = False
+    synced: bool = False
     intact_after: list = dataclasses.field(default_factory=list)
 
     @property
@@ -135,7 +148,7 @@ class WriteAheadLog:
     path : str or Path
         The log file (created atomically, with a header for base ``(0, 0)``, if missing).
     sync : bool
-        fsync after every append.
+        fsync after every append (and mark the file :data:`SYNCED` when it is created or compacted).
 
     Not thread-safe: the server serializes appends and compaction under its own lock.
     """
@@ -144,13 +157,16 @@ class WriteAheadLog:
         self.path = Path(path)
         self.sync = bool(sync)
         if not self.path.exists():
-            self._replace(self.path, (0, 0), b"")
+            self._replace(self.path, (0, 0), b"", self.sync)
+        # records appended without fsync may not join a file that says all its records were fsynced; the header is
+        # rewritten before the first append (not now: recovery first reads what the records already there were)
+        self._unsync_before_append = not self.sync
         self._file = open(self.path, "ab")
 
     @staticmethod
-    def _replace(path: Path, base: tuple[int, int], records: bytes) -> None:
+    def _replace(path: Path, base: tuple[int, int], records: bytes, synced: bool) -> None:
         """Make ``path`` a whole log (header + ``records``) atomically: written aside, fsynced, renamed."""
-        head = _FILE_HEADER.pack(_MAGIC, FORMAT, base[0], base[1], 0)[:-4]
+        head = _FILE_HEADER.pack(_MAGIC, FORMAT, SYNCED if synced else 0, base[0], base[1], 0)[:-4]
         tmp = path.with_suffix(path.suffix + ".tmp")
         with open(tmp, "wb") as f:
             f.write(head + struct.pack("<I", zlib.crc32(head)) + records)
@@ -172,11 +188,47 @@ class WriteAheadLog:
             raise ValueError(
                 f"a record holds < 4 GiB and a sequence in [0, 2**64), not {len(payload)} bytes, sequence {sequence}"
             )
+        if self._unsync_before_append:
+            self._clear_synced_flag()
         head = _HEADER.pack(kind, len(payload), sequence, 0)[:16]
         self._file.write(head + struct.pack("<I", zlib.crc32(payload, zlib.crc32(head))) + payload)
         self._file.flush()
         if self.sync:
             os.fsync(self._file.fileno())
+
+    def _clear_synced_flag(self) -> None:
+        """Rewrite the file without the :data:`SYNCED` flag (atomically; only if it has it)."""
+        self._unsync_before_append = False
+        self._file.flush()
+        data = self.path.read_bytes()
+        base, synced, header_bytes = self._header(data)
+        if synced or header_bytes != _FILE_HEADER.size:  # a format 2 file is brought to this format too
+            self._replace(self.path, base, data[header_bytes:], False)
+            self._file.close()
+            self._file = open(self.path, "ab")
+
+    def _header(self, data: bytes) -> tuple[tuple[int, int], bool, int]:
+        """``(base, synced, header size)`` of a log's bytes.
+
+        Raises
+        ------
+        LogFormatError
+            The file header is missing, damaged, or of another format.
+        """
+        version = struct.unpack_from("<I", data, 8)[0] if len(data) >= 12 else None
+        header = _FILE_HEADER_V2 if version == 2 else _FILE_HEADER
+        if len(data) < header.size:
+            raise LogFormatError(f"{self.path}: {len(data)} bytes, shorter than the {header.size}-byte header")
+        fields = header.unpack_from(data)
+        if fields[0] != _MAGIC or zlib.crc32(data[: header.size - 4]) != fields[-1]:
+            raise LogFormatError(
+                f"{self.path}: the file header is damaged or this is not a replay log of format "
+                f"{FORMAT} (an older server wrote logs without a header)"
+            )
+        if fields[1] not in (2, FORMAT):
+            raise LogFormatError(f"{self.path}: log format {fields[1]}, this server reads formats 2 and {FORMAT}")
+        flags = 0 if header is _FILE_HEADER_V2 else fields[2]
+        return (fields[-3], fields[-2]), bool(flags & SYNCED), header.size
 
     def tell(self) -> int:
         """Bytes written so far: the end of the last complete record."""
@@ -193,18 +245,9 @@ class WriteAheadLog:
         """
         self._file.flush()
         data = self.path.read_bytes()
-        if len(data) < _FILE_HEADER.size:
-            raise LogFormatError(f"{self.path}: {len(data)} bytes, shorter than the {_FILE_HEADER.size}-byte header")
-        magic, version, base_push, base_update, crc = _FILE_HEADER.unpack_from(data)
-        if magic != _MAGIC or zlib.crc32(data[: _FILE_HEADER.size - 4]) != crc:
-            raise LogFormatError(
-                f"{self.path}: the file header is damaged or this is not a replay log of format "
-                f"{FORMAT} (an older server wrote logs without a header)"
-            )
-        if version != FORMAT:
-            raise LogFormatError(f"{self.path}: log format {version}, this server reads format {FORMAT}")
-        scan = LogScan((base_push, base_update), [], _FILE_HEADER.size, len(data))
-        offset = _FILE_HEADER.size
+        base, synced, header_bytes = self._header(data)
+        scan = LogScan(base, [], header_bytes, len(data), synced=synced)
+        offset = header_bytes
         while offset < len(data):
             record = _record_at(data, offset)
             if isinstance(record, str):
@@ -248,10 +291,12 @@ class WriteAheadLog:
         updates up to ``base[1]``), keeping what was appended since; the new file replaces the old one atomically
         (written aside, fsynced, renamed)."""
         self._file.flush()
-        with open(self.path, "rb") as f:
-            f.seek(max(covered, _FILE_HEADER.size))
-            tail = f.read()
-        self._replace(self.path, base, tail)  # under the server's lock: nothing is appended to the old file meanwhile
+        data = self.path.read_bytes()
+        _, _, header_bytes = self._header(data)
+        # under the server's lock: nothing is appended to the old file meanwhile; what is kept was written by this
+        # writer (after ``covered``), so the new file is synced exactly when this writer syncs
+        self._replace(self.path, base, data[max(covered, header_bytes) :], self.sync)
+        self._unsync_before_append = False
         self._file.close()
         self._file = open(self.path, "ab")
 

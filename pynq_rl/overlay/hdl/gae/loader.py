@@ -53,8 +53,11 @@ def gae_loader(
     load_end = wd.row_signal()  # the chunk's last input row: L (first chunk) or L - 1 (continuation)
     load_first = Signal(bool(0))  # the operation's first chunk: every row is free
     accept, record_done = Signal(bool(0)), Signal(bool(0))  # a beat moves this cycle; it ends a record
-    check_addr = Signal(intbv(0, min=-2, max=depth + 3))  # the row being assembled from the next cycle on
-    row_free_next, row_free = Signal(bool(0)), Signal(bool(0))  # it is free (registered: no carry chain to TREADY)
+    # the row assembled from the next cycle on is free (registered: no carry chain to TREADY); both candidates, this
+    # record's row and the next one's, are compared in parallel and ``record_done`` only selects between the results,
+    # so the PEs' write-back handshake (``results`` -> TREADY -> ``record_done``) never runs into the compare chain
+    step_free, addr_free = Signal(bool(0)), Signal(bool(0))
+    row_free_next, row_free = Signal(bool(0)), Signal(bool(0))
     # lane-batches of this operation still to load, the current one included; chunks of the current lane-batch
     batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
     chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
@@ -164,8 +167,9 @@ def gae_loader(
         load,
         records,
         assign(s_tready, in_ready),
-        mux2(check_addr, asm_step, asm_addr, record_done),
-        _row_free(row_free_next, check_addr, chunk.up, load_first, drain.length, drain.addr, drain.started, drain.up),
+        _row_free(step_free, asm_step, chunk.up, load_first, drain.length, drain.addr, drain.started, drain.up),
+        _row_free(addr_free, asm_addr, chunk.up, load_first, drain.length, drain.addr, drain.started, drain.up),
+        mux2(row_free_next, step_free, addr_free, record_done),
     )
 
 
@@ -241,7 +245,7 @@ def _row_free(free, addr, load_up, load_first, dr_len, dr_addr, dr_started, dr_u
     top slot (row L up, 0 down) was popped before the drain's first read. ``dr_addr`` is the row the drain reads
     next: an up chunk's drain has read the rows above it, a down chunk's those below. The loader registers the
     result (one cycle late on the drain's side only delays a record; the loader's own side is checked for the
-    row it will assemble next), so no carry chain reaches TREADY.
+    row it will assemble next, both candidates in parallel), so no carry chain reaches TREADY.
     """
 
     @always_comb

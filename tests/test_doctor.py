@@ -40,7 +40,7 @@ def test_emu_self_tests_pass_bit_exact_with_cycles_and_throughput():
     assert all(LINE.match(line) for line in lines)
     assert re.search(
         r"emu   gae     PASS  T=32 N=8 raw: bit-exact vs pynq_rl/overlay/models/gae\.py.*\(\d+ cycles, "
-        r"[\d.]+ M/s at 100 MHz, call [\d.]+ ms\)$",
+        r"[\d.]+ M/s at 100 MHz per pynq_rl\.hwh, call [\d.]+ ms\)$",
         "\n".join(lines),
         re.M,
     )
@@ -144,6 +144,53 @@ def test_on_a_board_the_overlay_is_found_by_the_device_name(tmp_path, monkeypatc
     assert [line.split()[:3] for line in lines[:-1]] == [["board", "gae", "PASS"], ["board", "replay", "PASS"]]
     assert "T=32 N=8 raw" in lines[0] and "at 187.5 MHz" in lines[0]
     assert lines[-1] == "doctor: 2 PASS, 0 FAIL, 0 SKIP"
+
+
+def _board_with_hwh(tmp_path, monkeypatch, act_mhz: str | None) -> S.BoardSpec:
+    """A ZCU106 with its GAE core only, installed where RLOverlay looks on a board, its .hwh saying that PL clock 0
+    really runs at ``act_mhz`` (None: the .hwh records no rate)."""
+    import xml.etree.ElementTree as ET
+
+    import pynq
+
+    from pynq_rl.host.backends.emu import EmuDevice
+
+    zcu106 = dataclasses.replace(S.board("ZCU106"), cores=(S.board("ZCU106").slot("gae"),))
+    monkeypatch.setattr(S, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})
+    device = EmuDevice(zcu106)
+    device.install_clocks()
+    monkeypatch.setattr(pynq.Device, "_active_device", device, raising=False)
+    monkeypatch.setattr(host_overlay, "BITSTREAM_DIR", tmp_path)
+    hwh = hwh_build.write_overlay_files(zcu106, tmp_path / "zcu106").with_suffix(".hwh")
+    tree = ET.parse(hwh)
+    params = next(m for m in tree.iter("MODULE") if m.get("MODTYPE") == "zynq_ultra_ps_e").find("PARAMETERS")
+    (act,) = [p for p in params if p.get("NAME") == "PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ"]
+    if act_mhz is None:
+        params.remove(act)
+    else:
+        act.set("VALUE", act_mhz)
+    tree.write(hwh)
+    return zcu106
+
+
+def test_rates_are_at_the_clock_the_loaded_overlays_hwh_records(tmp_path, monkeypatch):
+    """Vivado's PLL gives 187.498 MHz for the 187.5 asked: the throughput is the one at the rate the PL runs at."""
+    _board_with_hwh(tmp_path, monkeypatch, "187.498123")
+    lines = []
+    (result,) = doctor.run_doctor(["board"], echo=lines.append)
+    ol = host_overlay.RLOverlay(backend="board")
+    assert ol.pl_clock == (187.498123, "pynq_rl.hwh")
+    assert ol.info()["fclk_mhz"] == 187.498123 and ol.info()["fclk_source"] == "pynq_rl.hwh"
+    assert result.items_per_s == pytest.approx(32 * 8 * 187.498123e6 / result.cycles)
+    assert "at 187.498 MHz per pynq_rl.hwh" in lines[0]
+
+
+def test_without_a_clock_in_the_hwh_rates_are_at_spec_fclk_and_say_so(tmp_path, monkeypatch):
+    _board_with_hwh(tmp_path, monkeypatch, None)
+    lines = []
+    (result,) = doctor.run_doctor(["board"], echo=lines.append)
+    assert result.items_per_s == pytest.approx(32 * 8 * 187.5e6 / result.cycles)
+    assert "at 187.5 MHz per spec.py (pynq_rl.hwh records no PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ)" in lines[0]
 
 
 def test_a_board_without_a_bitstream_fails_with_the_reason(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ Vivado commands; what it would build (VLNVs, registers, address map, DMA widths,
 build. The build's other steps and outputs (the ``.hwh`` check, install, link, the Makefile, the board backend's
 bitstream lookup) are in ``test_vivado_flow_install.py``."""
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -141,12 +142,18 @@ def test_a_board_part_for_another_fpga_is_refused(tmp_path):
 
 
 @needs_tclsh
-def test_board_repo_is_searched_first(tmp_path):
+def test_board_repo_is_added_to_the_users_board_paths(tmp_path):
+    """``set_param board.repoPaths`` replaces the list: BOARD_REPO is appended to what is set (a Vivado_init.tcl,
+    the Vivado Store's), once, as FINN's Zynq shell does."""
     board = S.board("Pynq-Z2")
     bd = tmp_path / "bd.tcl"
     bd.write_text(V.bd_tcl(board, tmp_path, board_repo="/opt/boards/pynq-z2"))
-    run = _run(bd, board)
-    assert run.calls[1] == ("set_param", "board.repoPaths", "/opt/boards/pynq-z2")
+    run = _run(bd, board, results={"get_param": "/home/me/boards {/opt/my boards}"})
+    assert run.find("get_param") == [("board.repoPaths",)]
+    assert run.find("set_param") == [("board.repoPaths", "/home/me/boards {/opt/my boards} /opt/boards/pynq-z2")]
+    again = _run(bd, board, results={"get_param": "/opt/boards/pynq-z2 /home/me/boards"})
+    assert again.find("set_param") == [("board.repoPaths", "/opt/boards/pynq-z2 /home/me/boards")]
+    assert "set_param" not in _run(_scripts(board, tmp_path / "no_repo")["bd"], board).commands()
 
 
 @needs_tclsh
@@ -363,3 +370,118 @@ def test_generated_tcl_emulated_hwh_and_drivers_agree(tmp_path, name):
     assert sorted(set(ip_dict) - {ps["instance"]}) == sorted(
         f"{slot.name}/{cell}" for slot in board.cores for cell in ("core", "dma")
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the working flows (PYNQ's base designs, FINN, AMD's packaging guide) do that a first build depends on
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _ps_config(board: S.BoardSpec, tmp_path: Path) -> dict[str, str]:
+    return _tcl_design(T.check_script(_scripts(board, tmp_path)["bd"], board))["configs"][V.ps_names(board)["instance"]]
+
+
+def _with_gae_stream(name: str, stream_bytes: int, alone: bool = False) -> S.BoardSpec:
+    """``name``'s board with the GAE core streaming ``stream_bytes`` per beat (``alone``: the only core)."""
+    board = S.board(name)
+    gae = board.slot("gae")
+    wide = dataclasses.replace(gae, spec=dataclasses.replace(gae.spec, stream_bytes=stream_bytes))
+    cores = (wide,) if alone else tuple(wide if slot.name == "gae" else slot for slot in board.cores)
+    return dataclasses.replace(board, cores=cores)
+
+
+@needs_tclsh
+@pytest.mark.parametrize(
+    "name, override, clock",
+    [
+        ("ZCU106", "PSU__OVERRIDE__BASIC_CLOCK", "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ"),
+        ("Pynq-Z2", "PCW_OVERRIDE_BASIC_CLOCK", "PCW_FPGA0_PERIPHERAL_FREQMHZ"),
+    ],
+)
+def test_the_ps_takes_the_pl_clock_request_instead_of_the_board_preset(tmp_path, name, override, clock):
+    """With the basic-clock override left at the preset's value the PS keeps the preset's PL clock and ignores
+    the request; PYNQ's base designs (ZCU104, Pynq-Z2) and FINN's Zynq shell set it to 0 with the frequency."""
+    board = S.board(name)
+    config = _ps_config(board, tmp_path)
+    assert config[override] == "0" and float(config[clock]) == board.fclk_mhz
+    assert list(config).index(override) < list(config).index(clock)  # cleared before the request is made
+
+
+@pytest.mark.parametrize(
+    "name, stream_bytes, alone, hp_bits",
+    [
+        ("Pynq-Z2", 4, True, 32),
+        ("Pynq-Z2", 8, False, 64),
+        ("Pynq-Z2", 16, False, 64),
+        ("ZCU106", 4, True, 32),
+        ("ZCU106", 16, False, 128),
+        ("ZCU106", 64, False, 128),
+    ],
+)
+def test_the_hp_port_width_is_one_the_ps_has(name, stream_bytes, alone, hp_bits):
+    """PS7's S_AXI_HP0 is 32 or 64 bits wide, ZU+'s S_AXI_HP0_FPD 32, 64 or 128: the port takes the narrowest
+    width that holds the widest stream, at most its own; a wider stream keeps its DMA at the stream width and the
+    memory SmartConnect converts down to the port."""
+    board = _with_gae_stream(name, stream_bytes, alone)
+    assert V.hp_port_width(board) == hp_bits
+    text = V.bd_tcl(board)
+    key = "PCW_S_AXI_HP0_DATA_WIDTH" if board.arch == "zynq" else "PSU__SAXIGP2__DATA_WIDTH"
+    assert f'CONFIG.{key} "{hp_bits}"' in text
+    assert f'CONFIG.c_m_axi_mm2s_data_width "{8 * stream_bytes}"' in text
+
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_packaged_interfaces_carry_no_fixed_clock_rate(tmp_path, name):
+    """The packager's FREQ_HZ (100 MHz by default) on the IP's interfaces would clash with PL clock 0 at another
+    rate (BD 41-238 at the ZCU106's 187.5 MHz); removed, the block design propagates the rate of the clock net."""
+    board = S.board(name)
+    run = T.check_script(_scripts(board, tmp_path)["package_gae"], board)
+    removed = [busif for parameter, busif in run.find("ipx::remove_bus_parameter") if parameter == "FREQ_HZ"]
+    (clock,) = {args[args.index("-clock") + 1] for args in run.find("ipx::associate_bus_interfaces")}
+    assert sorted(removed) == sorted([clock, "busif:s_axi_control", "busif:s_axis", "busif:m_axis"])
+    last_removal = max(i for i, call in enumerate(run.calls) if call[0] == "ipx::remove_bus_parameter")
+    assert last_removal < [call[0] for call in run.calls].index("ipx::save_core")
+
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_the_dmas_s2mm_tkeep_is_tied_to_all_ones(tmp_path, name):
+    """The cores' m_axis has no TKEEP (every byte is data, the AXI4-Stream default); the DMA's S2MM input is tied
+    to all ones explicitly rather than left to the IP's default for an unconnected port."""
+    board = S.board(name)
+    design = _tcl_design(T.check_script(_scripts(board, tmp_path)["bd"], board))
+    for slot in board.cores:
+        cell = f"{slot.name}/tkeep_ones"
+        assert design["cells"][cell] == "xilinx.com:ip:xlconstant:9.9"
+        width = slot.spec.stream_bytes
+        assert design["configs"][cell] == {"CONST_WIDTH": str(width), "CONST_VAL": f"0x{(1 << width) - 1:X}"}
+        assert (f"{cell}/dout", f"{slot.name}/dma/s_axis_s2mm_tkeep") in design["nets"]
+
+
+@needs_tclsh
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_dma_parameters_are_set_as_pynqs_base_designs_set_them(tmp_path, name):
+    """One ``set_property -dict`` of ``CONFIG.<lower-case name>`` values on the cell, as PYNQ's base.tcl does for
+    its DMAs and VDMA; a value set by Tcl is a user value, so no ``VALUE_SRC USER`` is written."""
+    board = S.board(name)
+    run = T.check_script(_scripts(board, tmp_path)["bd"], board)
+    for slot in board.cores:
+        (dma,) = [args for args in run.find("set_property") if args[-1] == f"{slot.name}/dma"]
+        assert dma[0] == "-dict" and "VALUE_SRC" not in dma[1]
+        words = dma[1].split()
+        assert all(key.startswith("CONFIG.c_") for key in words[::2])
+
+
+@needs_tclsh
+def test_the_ip_is_named_before_its_files_are_written(tmp_path):
+    """As AMD's packaging guide does: vendor, library and taxonomy at ipx::package_project, then name, version and
+    display name on the core before the GUI files and component.xml are written."""
+    board = S.board("Pynq-Z2")
+    run = T.check_script(_scripts(board, tmp_path)["package_gae"], board)
+    order = [call[0] if call[0] != "set_property" else f"property {call[1]}" for call in run.calls]
+    assert {"-vendor", "-library", "-taxonomy"} <= set(run.find("ipx::package_project")[0])
+    steps = ("ipx::package_project", "ipx::create_xgui_files", "ipx::save_core")
+    packaged, gui, saved = (order.index(step) for step in steps)
+    for prop in ("name", "version", "display_name"):
+        assert packaged < order.index(f"property {prop}") < gui < saved

@@ -79,6 +79,83 @@ def test_check_hwh_requires_every_core(tmp_path):
         V.check_hwh(path, board)
 
 
+#: PL clock 0 parameters of the PS as Vivado writes them into a .hwh (PYNQ's Pynq-Z2 and ZCU104 base designs),
+#: rates as the tools state them: requested, then what the PS's PLL and dividers really give.
+VIVADO_PL0 = {
+    "Pynq-Z2": {
+        "PCW_FPGA0_PERIPHERAL_FREQMHZ": "100",
+        "PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ": "100.000000",
+        "PCW_EN_CLK0_PORT": "1",
+        "PCW_FCLK0_PERIPHERAL_CLKSRC": "IO PLL",
+        "PCW_FPGA_FCLK0_ENABLE": "1",
+    },
+    "ZCU106": {
+        "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ": "187.5",
+        "PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ": "187.498123",
+        "PSU__CRL_APB__PL0_REF_CTRL__SRCSEL": "IOPLL",
+        "PSU__FPGA_PL0_ENABLE": "1",
+    },
+}
+
+
+def _with_ps_parameters(tmp_path: Path, board: S.BoardSpec, values: dict[str, str | None]) -> Path:
+    """The emulated .hwh with the PS's parameters ``values`` set (None: removed), as Vivado would write them."""
+
+    def mutate(root):
+        ps = next(m for m in root.iter("MODULE") if m.get("MODTYPE") == board.ps_vlnv.split(":")[2])
+        params = ps.find("PARAMETERS")
+        for param in list(params):
+            if param.get("NAME") in values:
+                params.remove(param)
+        for name, value in values.items():
+            if value is not None:
+                ET.SubElement(params, "PARAMETER", NAME=name, VALUE=value)
+
+    return _mutated_hwh(tmp_path, board, mutate)
+
+
+@pytest.mark.parametrize("name", BOARD_NAMES)
+def test_check_hwh_accepts_the_pl_clock_vivado_reports(tmp_path, name):
+    """Vivado's PL0 rate is the PLL's, a hair off the request (187.498 MHz for 187.5): within 0.5% it matches."""
+    board = S.board(name)
+    path = _with_ps_parameters(tmp_path, board, VIVADO_PL0[name])
+    V.check_hwh(path, board)
+    clock = V.pl_clock(path, board)
+    assert clock.actual_mhz == float(next(v for k, v in VIVADO_PL0[name].items() if "ACT_" in k))
+    assert clock.requested_mhz == board.fclk_mhz and clock.enabled
+
+
+@pytest.mark.parametrize(
+    "name, values, message",
+    [
+        (
+            "ZCU106",
+            {"PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ": "99.999001"},  # the preset's clock, the request ignored
+            r"PL clock 0 runs at 99\.999 MHz \(PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ; requested 187\.5\), "
+            r"spec\.py fclk_mhz 187\.5: more than 0\.5% apart",
+        ),
+        (
+            "Pynq-Z2",
+            {"PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ": "100.502"},
+            r"PL clock 0 runs at 100\.502 MHz \(PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ; requested 100\)",
+        ),
+        ("Pynq-Z2", {"PCW_FPGA_FCLK0_ENABLE": "0"}, r"PL clock 0 is not enabled \(PCW_FPGA_FCLK0_ENABLE = 0\)"),
+        ("Pynq-Z2", {"PCW_EN_CLK0_PORT": "0"}, r"PL clock 0 is not enabled \(PCW_EN_CLK0_PORT = 0\)"),
+        ("ZCU106", {"PSU__FPGA_PL0_ENABLE": "0"}, r"PL clock 0 is not enabled \(PSU__FPGA_PL0_ENABLE = 0\)"),
+        (
+            "ZCU106",
+            {"PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ": None},
+            r"the PS records no PL clock 0 rate \(PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ\)",
+        ),
+    ],
+)
+def test_check_hwh_refuses_a_pl_clock_other_than_spec(tmp_path, name, values, message):
+    board = S.board(name)
+    path = _with_ps_parameters(tmp_path, board, {**VIVADO_PL0[name], **values})
+    with pytest.raises(V.HwhMismatch, match=message):
+        V.check_hwh(path, board)
+
+
 def _fake_build(tmp_path: Path, board: S.BoardSpec) -> V.BoardPaths:
     """A build directory as the bitstream step leaves it (the emulated .hwh standing in for Vivado's)."""
     p = V.paths(board, tmp_path / "out")
@@ -205,6 +282,7 @@ def test_core_tops_have_the_ports_packaging_infers_interfaces_from(core):
     for stream in (s_axis, m_axis):
         assert {"tdata", "tvalid", "tready", "tlast"} <= set(vars(stream))
         assert len(stream.tdata) == 8 * spec.stream_bytes
+    assert "tkeep" not in vars(m_axis)  # so the block design ties the DMA's S2MM TKEEP to all ones (tie_tkeep)
 
 
 def test_vivado_steps_say_how_to_get_vivado(tmp_path):
@@ -228,6 +306,25 @@ def test_make_bitstream_install_runs_the_steps_in_order():
     )
     steps = re.findall(r"^py -m pynq_rl\.overlay\.build (\w+) --board zcu106 --out out", result.stdout, re.M)
     assert steps == ["verilog", "tcl", "ip", "bd", "bitstream", "install"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_install_waits_for_the_bitstream_it_copies():
+    """``make -j bitstream install`` must not copy before the bitstream exists; ``make install`` alone installs
+    the existing build (the step refuses a missing one) instead of starting a rebuild."""
+
+    def prerequisites(*goals: str) -> list[str]:
+        result = subprocess.run(
+            ["make", "-p", "-n", "-C", str(V.BUILD_DIR), *goals, "BOARD=zcu106", "PYTHON=true"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return re.search(r"^install:(.*)$", result.stdout, re.M).group(1).split()
+
+    assert prerequisites("bitstream", "install") == ["bitstream"]
+    assert prerequisites("all", "install") == ["all"]
+    assert prerequisites("install") == []
 
 
 def test_the_rebuild_hint_names_the_real_make_command():

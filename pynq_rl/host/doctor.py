@@ -4,8 +4,9 @@ On a PYNQ board the overlay is loaded from its bitstream and each core computes 
 self-tests run on ``emu`` (the bit-exact numpy models) and ``rtl`` (the MyHDL cores, small builds so the cycle
 simulation stays quick), and on request (``--backend verilator``) on the board's shipped builds as converted Verilog
 under Verilator. Each result is compared bit for bit with the numpy model in ``pynq_rl/overlay/models`` and
-reported with the core's own cycle count (the CYCLES register) and the throughput that gives at the board's PL
-clock.
+reported with the core's own cycle count (the CYCLES register) and the throughput that gives at the overlay's PL
+clock: the rate its ``.hwh`` records (on a board, the one Vivado really set), ``spec.py``'s ``fclk_mhz`` where it
+records none, the source named on each line.
 
 * GAE: one raw-mode batch (T <= 32 steps, up to LANES environments) of rewards and values that are exact DATA
   codes, so the host's quantization is lossless and the core's advantages and returns must equal
@@ -36,7 +37,7 @@ from ..overlay.models import gae as gae_model
 from ..overlay.models import parsa as parsa_model
 from ..overlay.models import replay as replay_model
 from .backends.verilator_build import VerilatorUnavailable
-from .overlay import ON_TARGET, RLOverlay
+from .overlay import ON_TARGET, PlClockRate, RLOverlay
 
 __all__ = [
     "SelfTest",
@@ -76,7 +77,7 @@ class SelfTest:
     cycles: int | None = None
     """the core's CYCLES register after the last operation"""
     items_per_s: float | None = None
-    """throughput at the board's PL clock from CYCLES (elements or samples per second)"""
+    """throughput at the overlay's PL clock (``RLOverlay.pl_clock``) from CYCLES (elements or samples per second)"""
     wall_s: float | None = None
     """host wall-clock time of the operation, driver and bus included"""
 
@@ -125,7 +126,7 @@ def self_test_gae(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     want_adv = (expected.advantages * spec.data.lsb).astype(np.float32)
     want_ret = (expected.returns * spec.data.lsb).astype(np.float32)
     mismatched = int(np.count_nonzero(advantages != want_adv) + np.count_nonzero(returns != want_ret))
-    rate = _rate(n_steps * n_envs, cycles, ol.board_spec.fclk_mhz)
+    rate = _rate(n_steps * n_envs, cycles, ol.pl_clock.mhz)
     if mismatched:
         return SelfTest(
             backend,
@@ -186,7 +187,7 @@ def self_test_replay(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     got_indices, probabilities, _ = core.sample(count, uniforms=uniforms)
     wall_s = time.perf_counter() - start
     cycles = core.cycles
-    rate = _rate(count, cycles, ol.board_spec.fclk_mhz)
+    rate = _rate(count, cycles, ol.pl_clock.mhz)
     what = f"{n_set} priorities, {count} stratified samples"
     if not np.array_equal(got_indices, want_indices):
         wrong = int(np.count_nonzero(got_indices != want_indices))
@@ -257,7 +258,7 @@ def self_test_parsa(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
     actions, values = core.act_batch(states, rewards, step_keys, terminals, return_values=True)
     wall_s = time.perf_counter() - start
     cycles, cycles_act = core.cycles, core.cycles_act
-    rate = _rate(n, cycles, ol.board_spec.fclk_mhz)
+    rate = _rate(n, cycles, ol.pl_clock.mhz)
     what = f"{n} online steps over {keys} keys"
     want_actions = np.where(expected.actions == S.PARSA_NO_ACTION, -1, expected.actions)
     if not np.array_equal(actions, want_actions) or not np.array_equal(values * 64, expected.q_values):
@@ -351,13 +352,16 @@ def run_doctor(
     """
     results: list[SelfTest] = []
 
+    clock: PlClockRate | None = None
+
     def report(result: SelfTest) -> None:
         results.append(result)
         if echo is not None:
-            echo(format_result(result, fclk_mhz))
+            mhz, source = clock if clock is not None else (None, None)
+            echo(format_result(result, mhz, source))
 
     for backend in backends or default_backends():
-        fclk_mhz = S.board(board).fclk_mhz if backend != "board" else None
+        clock = None
         for cores, factory in _overlays(backend, board):
             try:
                 ol = factory()
@@ -369,7 +373,7 @@ def run_doctor(
                 for core in cores or ["overlay"]:
                     report(SelfTest(backend, core, FAIL, f"overlay did not load: {type(error).__name__}: {error}"))
                 continue
-            fclk_mhz = ol.board_spec.fclk_mhz
+            clock = ol.pl_clock
             for slot in ol.board_spec.cores:
                 test = SELF_TESTS.get(slot.name)
                 if test is None:
@@ -382,14 +386,16 @@ def run_doctor(
     return results
 
 
-def format_result(result: SelfTest, fclk_mhz: float | None = None) -> str:
-    """One line: backend, core, status, detail, then cycles, throughput at ``fclk_mhz`` and wall time."""
+def format_result(result: SelfTest, fclk_mhz: float | None = None, clock_source: str | None = None) -> str:
+    """One line: backend, core, status, detail, then cycles, throughput at ``fclk_mhz`` (read from
+    ``clock_source``) and wall time."""
     line = f"{result.backend:<5} {result.core:<7} {result.status}  {result.detail}"
     extras = []
     if result.cycles is not None:
         extras.append(f"{result.cycles} cycles")
     if result.items_per_s is not None:
-        extras.append(f"{result.items_per_s / 1e6:.1f} M/s" + (f" at {fclk_mhz:g} MHz" if fclk_mhz else ""))
+        at = (f" at {fclk_mhz:g} MHz" + (f" per {clock_source}" if clock_source else "")) if fclk_mhz else ""
+        extras.append(f"{result.items_per_s / 1e6:.1f} M/s{at}")
     if result.wall_s is not None:
         extras.append(f"call {1e3 * result.wall_s:.1f} ms")
     return line + (f" ({', '.join(extras)})" if extras else "")

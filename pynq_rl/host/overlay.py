@@ -24,7 +24,7 @@ import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pynq
 
@@ -35,6 +35,7 @@ except ImportError:  # pynq 3.0 lacks it; 3.1 and 4.0 define it by this same tes
 
 from ..overlay import spec as S
 from ..overlay.build.hwh import OVERLAY_STEM
+from ..overlay.build.hwh_check import HwhMismatch, pl_clock
 from .drivers.gae import GaeCore
 from .drivers.identity import check_identity
 from .drivers.parsa import ParsaCore
@@ -44,7 +45,7 @@ from .drivers.replay import ReplayCore
 if TYPE_CHECKING:
     from .backends.bus import BusStats
 
-__all__ = ["RLOverlay", "BACKENDS", "default_backend", "load_core"]
+__all__ = ["RLOverlay", "BACKENDS", "default_backend", "load_core", "PlClockRate", "overlay_pl_clock"]
 
 BACKENDS = ("board", "emu", "rtl", "verilator")
 #: Where board bitstreams live: ``<board, lower case>/pynq_rl.bit`` + ``.hwh`` (shipped as package data).
@@ -69,6 +70,29 @@ def board_name(device=None) -> str | None:
     if BOARD_NAME_FILE.is_file():
         return BOARD_NAME_FILE.read_bytes().decode(errors="replace").strip("\x00 \n") or None
     return os.environ.get("BOARD") or None
+
+
+class PlClockRate(NamedTuple):
+    """The rate the cores of a loaded overlay run at, and where it was read."""
+
+    mhz: float
+    """PL clock 0 in MHz"""
+    source: str
+    """``pynq_rl.hwh`` (the rate Vivado set, which timing was closed at) or ``spec.py`` with the reason"""
+
+
+def overlay_pl_clock(bitfile: str | os.PathLike, board_spec: S.BoardSpec) -> PlClockRate:
+    """PL clock 0 of the overlay whose bitstream is ``bitfile``: the rate its ``.hwh`` says the PS really generates
+    (``PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ`` / ``PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ``), else ``board_spec.fclk_mhz``
+    with the reason the ``.hwh`` gave none."""
+    hwh = Path(bitfile).with_suffix(".hwh")
+    try:
+        clock = pl_clock(hwh, board_spec)
+    except (OSError, SyntaxError, HwhMismatch) as error:  # SyntaxError: ElementTree's ParseError
+        return PlClockRate(board_spec.fclk_mhz, f"spec.py ({hwh.name} unreadable: {error})")
+    if clock.actual_mhz is None:
+        return PlClockRate(board_spec.fclk_mhz, f"spec.py ({hwh.name} records no {clock.parameter})")
+    return PlClockRate(clock.actual_mhz, hwh.name)
 
 
 def default_backend() -> str:
@@ -109,6 +133,9 @@ class RLOverlay(pynq.Overlay):
         The backend in use.
     board_spec : BoardSpec
         The board's spec (address map, cores, build parameters).
+    pl_clock : PlClockRate
+        The rate the cores run at: PL clock 0 as the loaded overlay's ``.hwh`` records it (Vivado's actual rate on a
+        board), ``spec.py``'s ``fclk_mhz`` where it records none; ``pl_clock.source`` says which.
 
     Raises
     ------
@@ -185,6 +212,7 @@ class RLOverlay(pynq.Overlay):
         self.backend = backend
         self.board_spec = board_spec
         super().__init__(bitfile, download=download, device=device, **kwargs)
+        self.pl_clock = overlay_pl_clock(self.bitfile_name, board_spec)
         if download:
             for slot in board_spec.cores:
                 mmio = pynq.MMIO(board_spec.gp_base + slot.core_offset, slot.window, device=device)
@@ -269,7 +297,8 @@ class RLOverlay(pynq.Overlay):
                 setattr(stats, field, value)
 
     def info(self) -> dict:
-        """Backend, board, PL clock and, per core, its ID and build parameters as the registers report them."""
+        """Backend, board, PL clock (``fclk_mhz``, and ``fclk_source``: where it was read, see ``pl_clock``) and,
+        per core, its ID and build parameters as the registers report them."""
         cores = {}
         for slot in self.board_spec.cores:
             driver = getattr(self, slot.name)
@@ -277,7 +306,8 @@ class RLOverlay(pynq.Overlay):
         return {
             "backend": self.backend,
             "board": self.board_spec.name,
-            "fclk_mhz": self.board_spec.fclk_mhz,
+            "fclk_mhz": self.pl_clock.mhz,
+            "fclk_source": self.pl_clock.source,
             "bitfile": self.bitfile_name,
             "cores": cores,
         }

@@ -81,27 +81,31 @@ def _bus(parent: ET.Element, busname: str, name: str, kind: str, vlnv: str, widt
 
 
 def _clock_parameters(board: S.BoardSpec) -> dict[str, object]:
-    """PL clock 0 at ``fclk_mhz``, clocks 1-3 off, in the PS's own parameter names."""
+    """PL clock 0 at ``fclk_mhz``, clocks 1-3 off, in the PS's own parameter names: the enables and dividers
+    pynq's ``clock_dict`` reads, the requested rate and the rate the dividers give (``ACT``), which Vivado writes
+    and :func:`.hwh_check.pl_clock` reads."""
     params: dict[str, object] = {}
     source_mhz = PL_CLOCK_SOURCE_MHZ[board.arch]
-    if board.arch == "zynq":
-        div0 = max(1, round(source_mhz / board.fclk_mhz))
-        for clk in range(4):
-            params[f"PCW_FPGA_FCLK{clk}_ENABLE"] = 1 if clk == 0 else 0
+    div0 = max(1, round(source_mhz / board.fclk_mhz))
+    for clk in range(4):
+        on = clk == 0
+        divisor = div0 if on else (10 if board.arch == "zynq" else 15)
+        actual = f"{source_mhz / divisor:.6f}"
+        if board.arch == "zynq":
+            params[f"PCW_FPGA_FCLK{clk}_ENABLE"] = int(on)
+            params[f"PCW_EN_CLK{clk}_PORT"] = int(on)
             params[f"PCW_FCLK{clk}_PERIPHERAL_CLKSRC"] = "IO PLL"
-            params[f"PCW_FCLK{clk}_PERIPHERAL_DIVISOR0"] = div0 if clk == 0 else 10
+            params[f"PCW_FCLK{clk}_PERIPHERAL_DIVISOR0"] = divisor
             params[f"PCW_FCLK{clk}_PERIPHERAL_DIVISOR1"] = 1
-            params[f"PCW_FPGA{clk}_PERIPHERAL_FREQMHZ"] = board.fclk_mhz if clk == 0 else 100
-    else:
-        div0 = max(1, round(source_mhz / board.fclk_mhz))
-        for clk in range(4):
-            params[f"PSU__FPGA_PL{clk}_ENABLE"] = 1 if clk == 0 else 0
+            params[f"PCW_FPGA{clk}_PERIPHERAL_FREQMHZ"] = board.fclk_mhz if on else 100
+            params[f"PCW_ACT_FPGA{clk}_PERIPHERAL_FREQMHZ"] = actual
+        else:
+            params[f"PSU__FPGA_PL{clk}_ENABLE"] = int(on)
             params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__SRCSEL"] = "IOPLL"
-            params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__DIVISOR0"] = div0 if clk == 0 else 15
+            params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__DIVISOR0"] = divisor
             params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__DIVISOR1"] = 1
-            params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__ACT_FREQMHZ"] = (
-                f"{source_mhz / div0:.6f}" if clk == 0 else "100.000000"
-            )
+            params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__FREQMHZ"] = board.fclk_mhz if on else 100
+            params[f"PSU__CRL_APB__PL{clk}_REF_CTRL__ACT_FREQMHZ"] = actual
     return params
 
 

@@ -11,10 +11,41 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .. import spec as S
 
-__all__ = ["ps_names", "dma_config", "HwhMismatch", "check_hwh"]
+__all__ = [
+    "ps_names",
+    "dma_config",
+    "HwhMismatch",
+    "check_hwh",
+    "PL0_PARAMETERS",
+    "PL_CLOCK_TOLERANCE",
+    "PlClock",
+    "pl_clock",
+]
+
+#: PL clock 0 in the PS's parameters of a ``.hwh``, by ``BoardSpec.arch``: the rate asked for, the rate the PS's
+#: PLL and dividers really give (what Vivado constrains the PL with), and the parameters that must be 1 for the
+#: clock to run (Zynq-7000: FCLK0 enabled and its FCLK_CLK0 port present). Names as Vivado writes them (PYNQ's
+#: Pynq-Z2 and ZCU104 base designs; pynqmetadata reads the same enables).
+PL0_PARAMETERS: Mapping[str, Mapping[str, str | tuple[str, ...]]] = {
+    "zynq": {
+        "requested": "PCW_FPGA0_PERIPHERAL_FREQMHZ",
+        "actual": "PCW_ACT_FPGA0_PERIPHERAL_FREQMHZ",
+        "enables": ("PCW_FPGA_FCLK0_ENABLE", "PCW_EN_CLK0_PORT"),
+    },
+    "zynq_ultrascale": {
+        "requested": "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ",
+        "actual": "PSU__CRL_APB__PL0_REF_CTRL__ACT_FREQMHZ",
+        "enables": ("PSU__FPGA_PL0_ENABLE",),
+    },
+}
+
+#: How far (relative) the rate PL clock 0 really runs at may be from ``fclk_mhz``: a PLL divided by integers rarely
+#: gives the request exactly (ZU+'s IOPLL/8 is 187.498 MHz for 187.5), a preset's rate is far off (100 MHz).
+PL_CLOCK_TOLERANCE = 0.005
 
 
 def ps_names(board: S.BoardSpec) -> dict[str, str]:
@@ -68,6 +99,72 @@ def dma_config(board: S.BoardSpec, slot: S.CoreSlot) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class PlClock:
+    """PL clock 0 as a ``.hwh`` records it (None where the PS's parameters do not say)."""
+
+    actual_mhz: float | None
+    """the rate the PS really generates, which timing was closed at"""
+    requested_mhz: float | None
+    """the rate the block design asked for"""
+    enabled: bool
+    """every enable of :data:`PL0_PARAMETERS` is 1"""
+    parameter: str
+    """the name of the actual-rate parameter"""
+    disabled_by: str | None = None
+    """the first enable that is not 1, as ``NAME = value``"""
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        return None
+
+
+def _ps_module(root: ET.Element, board: S.BoardSpec) -> ET.Element:
+    ps_type = board.ps_vlnv.split(":")[2]
+    ps = [m for m in root.iter("MODULE") if m.get("MODTYPE") == ps_type]
+    if len(ps) != 1:
+        raise HwhMismatch(f"expected one {ps_type} module, found {len(ps)}")
+    return ps[0]
+
+
+def pl_clock(hwh: str | os.PathLike | ET.Element, board: S.BoardSpec) -> PlClock:
+    """PL clock 0 of ``board``'s PS in the ``.hwh`` at ``hwh`` (a path or its parsed root).
+
+    Read from the file itself: pynq's ``clock_dict`` holds the enables and dividers on every pynq release but the
+    rate only on pynq 4.0's metadata, and there only for Zynq UltraScale+.
+    """
+    root = ET.parse(hwh).getroot() if not isinstance(hwh, ET.Element) else hwh
+    names = PL0_PARAMETERS[board.arch]
+    params = _params(_ps_module(root, board))
+    disabled = [f"{name} = {params.get(name)}" for name in names["enables"] if params.get(name) != "1"]
+    return PlClock(
+        actual_mhz=_float(params.get(str(names["actual"]))),
+        requested_mhz=_float(params.get(str(names["requested"]))),
+        enabled=not disabled,
+        parameter=str(names["actual"]),
+        disabled_by=disabled[0] if disabled else None,
+    )
+
+
+def _check_pl_clock(root: ET.Element, board: S.BoardSpec) -> list[str]:
+    """Disagreements of PL clock 0 in the ``.hwh`` with ``board.fclk_mhz`` (within :data:`PL_CLOCK_TOLERANCE`)."""
+    clock = pl_clock(root, board)
+    if not clock.enabled:
+        return [f"PL clock 0 is not enabled ({clock.disabled_by}): the cores would have no clock"]
+    if clock.actual_mhz is None:
+        return [f"the PS records no PL clock 0 rate ({clock.parameter})"]
+    if abs(clock.actual_mhz - board.fclk_mhz) > PL_CLOCK_TOLERANCE * board.fclk_mhz:
+        requested = "none" if clock.requested_mhz is None else f"{clock.requested_mhz:g}"
+        return [
+            f"PL clock 0 runs at {clock.actual_mhz:g} MHz ({clock.parameter}; requested {requested}), spec.py "
+            f"fclk_mhz {board.fclk_mhz:g}: more than {100 * PL_CLOCK_TOLERANCE:g}% apart"
+        ]
+    return []
+
+
 class HwhMismatch(ValueError):
     """A ``.hwh`` (Vivado's or the emulated one) disagrees with spec.py."""
 
@@ -79,9 +176,11 @@ def _params(module: ET.Element) -> dict[str, str]:
 def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
     """Check that the ``.hwh`` at ``path`` describes ``board``'s overlay as spec.py does.
 
-    Checked: the PS (by name, not version), per core the instance ``/<core>/core`` with its VLNV, register window
-    base and size on the master port, every spec register at its offset with its fields, and its DMA
-    ``/<core>/dma`` with its window and stream widths. Vivado's file holds much more; extra content is ignored.
+    Checked: the PS (by name, not version) and its PL clock 0 (enabled, and the rate it really runs at within
+    :data:`PL_CLOCK_TOLERANCE` of ``fclk_mhz``: the cores' rates and timing assume it), per core the instance
+    ``/<core>/core`` with its VLNV, register window base and size on the master port, every spec register at its
+    offset with its fields, and its DMA ``/<core>/dma`` with its window and stream widths. Vivado's file holds much
+    more; extra content is ignored.
 
     Raises
     ------
@@ -89,13 +188,13 @@ def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
         Listing every disagreement.
     """
     root = ET.parse(path).getroot()
-    problems: list[str] = []
     modules = {m.get("FULLNAME"): m for m in root.iter("MODULE")}
-    ps_type = board.ps_vlnv.split(":")[2]
-    ps = [m for m in modules.values() if m.get("MODTYPE") == ps_type]
-    if len(ps) != 1:
-        raise HwhMismatch(f"{path}: expected one {ps_type} module, found {len(ps)}")
-    ranges = {r.get("INSTANCE"): r for r in ps[0].iter("MEMRANGE")}
+    try:
+        ps = _ps_module(root, board)
+    except HwhMismatch as error:
+        raise HwhMismatch(f"{path}: {error}") from None
+    problems = _check_pl_clock(root, board)
+    ranges = {r.get("INSTANCE"): r for r in ps.iter("MEMRANGE")}
     for slot in board.cores:
         for cell, vlnv, offset in (
             ("core", S.CORE_VLNVS[slot.name], slot.core_offset),

@@ -45,6 +45,7 @@ VIVADO_COMMANDS = frozenset(
     {
         # project, files, properties, catalogs
         "version",
+        "get_param",
         "set_param",
         "create_project",
         "open_project",
@@ -66,6 +67,7 @@ VIVADO_COMMANDS = frozenset(
         "ipx::infer_bus_interface",
         "ipx::get_bus_parameters",
         "ipx::add_bus_parameter",
+        "ipx::remove_bus_parameter",
         "ipx::associate_bus_interfaces",
         "ipx::get_memory_maps",
         "ipx::add_memory_map",
@@ -178,6 +180,20 @@ proc ::_stub {name arguments} {
             return [string map {* x} [lindex $arguments end]]
         }
         make_wrapper { return "pynq_rl_wrapper.v" }
+        get_param {
+            if {[info exists ::stub_result(get_param)]} { return $::stub_result(get_param) }
+            return ""
+        }
+        ipx::get_bus_interfaces {
+            set i 0
+            while {$i < [llength $arguments]} {
+                set word [lindex $arguments $i]
+                if {$word in {-of_objects -filter}} { incr i 2; continue }
+                if {[string match -* $word]} { incr i; continue }
+                return "busif:$word"
+            }
+            return [::_stub_token $name $arguments]
+        }
         get_timing_paths {
             set type [lsearch -exact $arguments -delay_type]
             return "timing_path_[lindex $arguments [expr {$type + 1}]]"
@@ -278,8 +294,9 @@ def run_stubbed(
 
     ``properties`` sets what ``get_property NAME obj`` returns (keys ``NAME`` or ``NAME,obj``; defaults: the
     object for ``NAME``, ``stub:<NAME>`` otherwise), ``results`` what a command returns (e.g. ``version``,
-    ``get_board_parts``), ``file_exists`` what ``file exists`` answers. Unknown commands raise in the script.
-    Stubs of ``ipx::add_*`` and ``ipx::get_registers`` return ``<name>@<parent>``, ``get_ipdefs`` the VLNV its
+    ``get_board_parts``, ``get_param``), ``file_exists`` what ``file exists`` answers. Unknown commands raise in the
+    script. Stubs of ``ipx::add_*`` and ``ipx::get_registers`` return ``<name>@<parent>``, ``ipx::get_bus_interfaces``
+    of a named interface ``busif:<name>``, ``get_param`` an empty value, ``get_ipdefs`` the VLNV its
     filter names (a wildcard version becomes ``9.9``), ``get_timing_paths`` ``timing_path_<max|min>`` (so
     ``SLACK,timing_path_min`` sets the hold slack), other getters and creators their last single-word
     argument (an object name), so the recorded calls can be read back as a netlist.

@@ -10,17 +10,19 @@ Steps (``python -m pynq_rl.overlay.build <step> --board pynq-z2``, or
     write the Vivado scripts into ``out/<board>/tcl/``: ``package_<core>.tcl`` per core, ``bd.tcl``,
     ``bitstream.tcl``. They ``source`` the fixed procedures in ``pynq_rl/overlay/build/tcl/procs.tcl``.
 ``ip``
-    Vivado batch: ``ipx::package_project`` per core, VLNV from spec.py, AXI-Lite/AXI-Stream/clock/reset interfaces,
-    every register and field of the core's spec table declared (``ipx::add_register``), so PYNQ's
-    ``register_map`` works on the board.
+    Vivado batch: ``ipx::package_project`` per core, VLNV from spec.py, AXI-Lite/AXI-Stream/clock/reset interfaces
+    (no fixed ``FREQ_HZ``: the block design gives them PL clock 0's rate), every register and field of the core's
+    spec table declared (``ipx::add_register``), so PYNQ's ``register_map`` works on the board.
 ``bd``
-    Vivado batch: the block design ``pynq_rl``: the board's PS (board preset), per core a hierarchy ``<core>``
-    with ``<core>/core`` and its AXI DMA ``<core>/dma`` (simple mode, widths per spec), SmartConnects for the
-    AXI-Lite windows (addresses per spec) and the DMA memory path, PL clock 0 at ``fclk_mhz``; wrapper, targets.
+    Vivado batch: the block design ``pynq_rl``: the board's PS (board preset; PL clock 0 at ``fclk_mhz`` with the
+    basic-clock override cleared; the HP port as wide as the widest stream, at most the port's width), per core a
+    hierarchy ``<core>`` with ``<core>/core`` and its AXI DMA ``<core>/dma`` (simple mode, widths per spec, S2MM
+    TKEEP tied to all ones), SmartConnects for the AXI-Lite windows (addresses per spec) and the DMA memory path;
+    wrapper, targets.
 ``bitstream``
     Vivado batch: synthesis, implementation to ``route_design``, timing and utilization reports, a failure on
     negative setup or hold slack, then ``write_bitstream``; the hardware handoff ``.hwh`` is copied beside the
-    ``.bit`` and checked against spec.py.
+    ``.bit`` and checked against spec.py, the rate PL clock 0 really runs at included.
 ``install``
     copy ``out/<board>/pynq_rl.{bit,hwh}`` to ``pynq_rl/overlay/bitstreams/<board>/`` (after checking the ``.hwh``).
 
@@ -43,7 +45,7 @@ from pathlib import Path
 
 from .. import spec as S
 from .hwh import OVERLAY_STEM
-from .hwh_check import HwhMismatch, check_hwh, dma_config, ps_names
+from .hwh_check import HwhMismatch, PlClock, check_hwh, dma_config, pl_clock, ps_names
 from .layout import BD_NAME, BITSTREAM_DIR, BUILD_DIR, DEFAULT_OUT, PROCS_TCL, BoardPaths, board_dir_name, paths
 
 __all__ = [
@@ -63,6 +65,8 @@ __all__ = [
     "package_tcl",
     "bd_tcl",
     "bitstream_tcl",
+    "HP_PORT_WIDTHS",
+    "hp_port_width",
     "write_tcl",
     "step_tcl",
     "vivado_command",
@@ -72,6 +76,8 @@ __all__ = [
     "step_install",
     "check_hwh",
     "HwhMismatch",
+    "PlClock",
+    "pl_clock",
     "write_link",
     "ps_names",
     "dma_config",
@@ -111,8 +117,32 @@ def _header(board: S.BoardSpec, what: str) -> list[str]:
     ]
 
 
+#: Data widths (bits) the PS's HP slave port can be configured to: PS7's ``S_AXI_HP0`` (UG585) 32 or 64, Zynq
+#: UltraScale+'s ``S_AXI_HP0_FPD`` (UG1085) 32, 64 or 128. PYNQ's base designs use the widest (Pynq-Z2 64, ZCU104 128).
+HP_PORT_WIDTHS: Mapping[str, tuple[int, ...]] = {"zynq": (32, 64), "zynq_ultrascale": (32, 64, 128)}
+
+
+def hp_port_width(board: S.BoardSpec) -> int:
+    """Width (bits) of the PS's HP port for ``board``: the narrowest the port has that holds the widest stream, at
+    most the port's widest.
+
+    A wider stream is not an error: its DMA keeps the stream's width on its memory side (the AXI DMA's memory width
+    cannot be narrower than its stream) and the memory SmartConnect ``axi_mem`` converts each DMA master to the
+    port's width, as IP integrator does for any width mismatch. The build stays valid; that core's memory
+    bandwidth is then the port's (width x ``fclk_mhz``), which bounds every DMA behind the port anyway.
+    """
+    widths = HP_PORT_WIDTHS[board.arch]
+    widest = max(8 * slot.spec.stream_bytes for slot in board.cores)
+    return next((width for width in widths if width >= widest), widths[-1])
+
+
 def _ps_config(board: S.BoardSpec, hp_width: int) -> dict[str, object]:
-    """PS properties: the master port for AXI-Lite, the HP port for the DMAs, PL clock 0 at ``fclk_mhz``."""
+    """PS properties: the master port for AXI-Lite, the HP port for the DMAs, PL clock 0 at ``fclk_mhz``.
+
+    The basic-clock override is cleared before the PL clock is requested, as PYNQ's base designs (Pynq-Z2, ZCU104)
+    and FINN's Zynq shell do: left at a board preset's 1 the PS keeps the preset's clock and ignores the request
+    without an error (the ``.hwh`` check then reports the rate Vivado really set).
+    """
     if board.arch == "zynq":
         if (board.master_port, board.dma_port) != ("M_AXI_GP0", "S_AXI_HP0"):
             raise ValueError(
@@ -125,6 +155,7 @@ def _ps_config(board: S.BoardSpec, hp_width: int) -> dict[str, object]:
             "PCW_USE_S_AXI_HP0": 1,
             "PCW_S_AXI_HP0_DATA_WIDTH": hp_width,
             "PCW_FPGA_FCLK0_ENABLE": 1,
+            "PCW_OVERRIDE_BASIC_CLOCK": 0,
             "PCW_FPGA0_PERIPHERAL_FREQMHZ": _mhz(board.fclk_mhz),
         }
     if (board.master_port, board.dma_port) != ("M_AXI_HPM0_FPD", "S_AXI_HP0_FPD"):
@@ -141,8 +172,14 @@ def _ps_config(board: S.BoardSpec, hp_width: int) -> dict[str, object]:
         "PSU__USE__S_AXI_GP2": 1,
         "PSU__SAXIGP2__DATA_WIDTH": hp_width,
         "PSU__FPGA_PL0_ENABLE": 1,
+        "PSU__OVERRIDE__BASIC_CLOCK": 0,
         "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ": _mhz(board.fclk_mhz),
     }
+
+
+def _all_ones(bits: int) -> str:
+    """``bits`` ones as the hexadecimal constant ``xlconstant`` takes (``0xFFFF``), as Vivado writes wide ones."""
+    return f"0x{(1 << bits) - 1:X}"
 
 
 def _mhz(value: float) -> str:
@@ -202,14 +239,15 @@ def package_tcl(
 def bd_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, board_repo: str = "") -> str:
     """Vivado script creating the overlay project and its block design ``pynq_rl`` for ``board``.
 
-    ``board_repo``: a directory of board files to search first (PYNQ-Z2's are not bundled with Vivado).
+    ``board_repo``: a directory of board files (PYNQ-Z2's are not bundled with Vivado), added to the board
+    repository paths Vivado already has (``get_param board.repoPaths``), not in their place.
     """
     p = paths(board, out)
     ps = ps_names(board)
     n = len(board.cores)
     if not n:
         raise ValueError(f"board {board.name} has no cores")
-    hp_width = max(8 * slot.spec.stream_bytes for slot in board.cores)
+    hp_width = hp_port_width(board)
     lines = _header(board, "Block design")
     lines += [
         f"set board_part [pynq_rl::board_part {tcl_quote(board.board_part_pattern)} {tcl_quote(board.name)} "
@@ -223,8 +261,8 @@ def bd_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, board_repo:
         "update_ip_catalog",
         f"create_bd_design {BD_NAME}",
         "",
-        f"# processing system: board preset, {board.master_port} for AXI-Lite, {board.dma_port} for the DMAs, "
-        f"PL clock 0 at {board.fclk_mhz:g} MHz",
+        f"# processing system: board preset, {board.master_port} for AXI-Lite, {board.dma_port} ({hp_width} bits) "
+        f"for the DMAs, PL clock 0 at {board.fclk_mhz:g} MHz",
         f"set ps [create_bd_cell -type ip -vlnv [pynq_rl::ipdef {board.ps_vlnv.rsplit(':', 1)[0]}] {ps['instance']}]",
     ]
     if board.arch == "zynq":
@@ -260,6 +298,8 @@ def bd_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, board_repo:
             "",
             f"# {slot.name}: {slot.name}/core ({vlnv}) + {slot.name}/dma, {8 * slot.spec.stream_bytes}-bit streams",
             f"pynq_rl::core_hierarchy {slot.name} {tcl_quote(vlnv)} {_config_list(dma_config(board, slot))}",
+            # the cores' m_axis has no TKEEP (hdl/top.py stream_ports): every byte of a beat is data
+            f"pynq_rl::tie_tkeep {slot.name} {slot.spec.stream_bytes} {_all_ones(slot.spec.stream_bytes)}",
             f"connect_bd_intf_net [get_bd_intf_pins axi_ctrl/[pynq_rl::port M {2 * i}]] "
             f"[get_bd_intf_pins {slot.name}/S_AXI_CORE]",
             f"connect_bd_intf_net [get_bd_intf_pins axi_ctrl/[pynq_rl::port M {2 * i + 1}]] "

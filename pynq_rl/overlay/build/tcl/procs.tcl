@@ -23,11 +23,21 @@ proc pynq_rl::check_version {} {
     return $release
 }
 
+# Add the board file directory `repo` to Vivado's board repository paths, after the ones already set (a user's
+# Vivado_init.tcl, the Vivado Store's): set_param replaces the list, so it is read first, as FINN's shell does.
+proc pynq_rl::add_board_repo {repo} {
+    set paths [get_param board.repoPaths]
+    if {[lsearch -exact $paths $repo] < 0} {
+        lappend paths $repo
+    }
+    set_param board.repoPaths $paths
+}
+
 # The newest installed board part matching `pattern` (e.g. *:pynq-z2:part0:*), checked against the FPGA part.
-# `repo_paths` (may be empty) is prepended to the board repository search path first.
-proc pynq_rl::board_part {pattern board part repo_paths} {
-    if {$repo_paths ne ""} {
-        set_param board.repoPaths $repo_paths
+# `repo` (may be empty) is a directory of board files added to the board repository paths first.
+proc pynq_rl::board_part {pattern board part repo} {
+    if {$repo ne ""} {
+        pynq_rl::add_board_repo $repo
     }
     set found [get_board_parts -quiet -latest_file_version $pattern]
     if {[llength $found] == 0} {
@@ -112,7 +122,8 @@ proc pynq_rl::signal_interface {core port kind} {
     return $found
 }
 
-# Associate every interface in `busifs` with the clock on `clk_port`, the reset `rst_port` (active low) with it.
+# Associate every interface in `busifs` with the clock on `clk_port`, the reset `rst_port` (active low) with it,
+# and leave the clock's rate to the block design (see pynq_rl::unfix_rate).
 proc pynq_rl::clock_and_reset {core clk_port rst_port busifs} {
     set clk [pynq_rl::signal_interface $core $clk_port clock]
     set rst [pynq_rl::signal_interface $core $rst_port reset]
@@ -122,10 +133,21 @@ proc pynq_rl::clock_and_reset {core clk_port rst_port busifs} {
     }
     set_property value ACTIVE_LOW $polarity
     set clk_name [get_property NAME $clk]
+    pynq_rl::unfix_rate $clk
     foreach busif $busifs {
         ipx::associate_bus_interfaces -busif $busif -clock $clk_name $core
+        pynq_rl::unfix_rate [ipx::get_bus_interfaces $busif -of_objects $core]
     }
     ipx::associate_bus_interfaces -clock $clk_name -reset [get_property NAME $rst] $core
+}
+
+# Remove the FREQ_HZ bus parameter packaging may have put on interface `busif`. A fixed rate (the packager's
+# 100 MHz default) would clash in the block design with PL clock 0 at any other rate (BD 41-238, e.g. at the
+# ZCU106's 187.5 MHz); without it IP integrator gives the interface the rate of the clock net that drives it.
+proc pynq_rl::unfix_rate {busif} {
+    if {[llength [ipx::get_bus_parameters -quiet FREQ_HZ -of_objects $busif]] > 0} {
+        ipx::remove_bus_parameter FREQ_HZ $busif
+    }
 }
 
 # The register address block "Reg" (range bytes) of the AXI-Lite slave `busif`, replacing what packaging made.
@@ -202,6 +224,16 @@ proc pynq_rl::core_hierarchy {name vlnv dma_config} {
     connect_bd_net [get_bd_pins $name/aclk] [get_bd_pins $name/core/aclk] [get_bd_pins $name/dma/s_axi_lite_aclk] \
         [get_bd_pins $name/dma/m_axi_mm2s_aclk] [get_bd_pins $name/dma/m_axi_s2mm_aclk]
     connect_bd_net [get_bd_pins $name/aresetn] [get_bd_pins $name/core/aresetn] [get_bd_pins $name/dma/axi_resetn]
+}
+
+# Tie the S2MM TKEEP input of the DMA in hierarchy `name` (a stream of `bytes` bytes per beat) to `ones`, all
+# ones: the cores' m_axis carries no TKEEP, every byte is data, which is what AXI4-Stream means by an absent TKEEP
+# (UG1037). Explicit, rather than whatever the DMA's default is for an input the stream connection leaves
+# undriven; Vivado notes that this net overrides the pin's part of the interface connection (BD 41-1306).
+proc pynq_rl::tie_tkeep {name bytes ones} {
+    set cell [create_bd_cell -type ip -vlnv [pynq_rl::ipdef xilinx.com:ip:xlconstant] $name/tkeep_ones]
+    set_property -dict [list CONFIG.CONST_WIDTH $bytes CONFIG.CONST_VAL $ones] $cell
+    connect_bd_net [get_bd_pins $name/tkeep_ones/dout] [get_bd_pins $name/dma/s_axis_s2mm_tkeep]
 }
 
 # An AXI SmartConnect `name` with `num_si` slave and `num_mi` master ports.

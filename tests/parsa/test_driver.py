@@ -131,6 +131,7 @@ def test_saturation_warns_or_raises(parsa):
         (dict(tiling={"tilings": [{"dims": [0], "tiles": 0}]}), "set 0"),
         (dict(tiling={"tilings": [{"dim": [0]}]}), "dims"),
         (dict(tiling=TOO_MANY_ROWS), "policy rows"),
+        (dict(tiling={"tilings": [{"dims": ["a"]}]}), r"^tiling set 0: dims\[0\] = 'a' is not an integer"),
     ],
 )
 def test_bad_configuration_raises_before_touching_the_core(parsa, kwargs, match):
@@ -174,6 +175,32 @@ def test_tiling_json_round_trip(tmp_path):
     for not_a_file in ("0", "", str(tmp_path), str(tmp_path / "missing.json")):  # found by test_bad_input's fuzzer
         with pytest.raises(ValueError, match="neither a JSON object nor a readable JSON file"):
             load_tiling(not_a_file)
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"tilings": [{"dims": ["a"]}]}, r"tiling set 0: dims\[0\] = 'a' is not an integer"),
+        ({"tilings": [{"dims": []}, {"dims": [0, 1.5]}]}, r"tiling set 1: dims\[1\] = 1\.5 is not an integer"),
+        ({"tilings": [{"dims": [True]}]}, r"tiling set 0: dims\[0\] = True is not an integer"),
+        ({"tilings": [{"dims": [-1]}]}, r"tiling set 0: dims\[0\] = -1 is not an integer in \[0, "),
+        ({"tilings": [{"dims": [0], "tiles": "x"}]}, r"tiling set 0: tiles = 'x' is not an integer in \[1, 255\]"),
+        ({"tilings": [{"dims": [0], "tilings": 2.5}]}, r"tiling set 0: tilings = 2\.5 is not an integer in \[1, 256\]"),
+        ({"tilings": [{"dims": [0], "tilings": None}]}, r"tiling set 0: tilings = None is not an integer"),
+        ({"tilings": [{"dims": [0]}], "n_dims": "q"}, r"n_dims = 'q' is not an integer in \[1, "),
+        ({"tilings": [{"dims": [0]}], "n_dims": 2.7}, r"n_dims = 2\.7 is not an integer"),
+        (
+            {"tilings": [{"dims": [0]}], "tilings_per_set": None},
+            r"tilings_per_set = None is not an integer in \[1, 256\]",
+        ),
+        ({"tilings": [{"dims": [0]}], "tiles_per_dim": "z"}, r"tiles_per_dim = 'z' is not an integer in \[1, 255\]"),
+    ],
+)
+def test_tiling_fields_are_checked_by_name(config, message):
+    """Every field is an integer (a whole float is fine; a bool, a string or 1.5 is not), named with its set."""
+    with pytest.raises(ValueError, match=f"^{message}"):
+        load_tiling(config)
+    assert load_tiling({"tilings": [{"dims": [0.0, 1], "tilings": 2.0}], "n_dims": 3.0}).sets[0].dims == (0, 1)
 
 
 def test_opal_shape_fits_the_zcu106_build():

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...overlay.models.parsa import TilingLayout, TilingSet
+from .arguments import integer
 
 __all__ = ["load_tiling", "tiling_to_dict", "OPAL_DDOS_TILING", "opal_ddos_layout"]
 
@@ -44,7 +45,8 @@ def load_tiling(config: dict | str | Path | TilingLayout) -> TilingLayout:
     Raises
     ------
     ValueError
-        Malformed configuration, with the offending entry named; a path that names no readable file.
+        Malformed configuration, with the offending set and field named (``tiling set 0: dims[0] = 'a' is not an
+        integer in [0, 2147483647]``); a path that names no readable file.
     """
     if isinstance(config, TilingLayout):
         return config
@@ -63,28 +65,55 @@ def load_tiling(config: dict | str | Path | TilingLayout) -> TilingLayout:
     unknown = set(config) - {"n_dims", "tilings_per_set", "tiles_per_dim", "tilings"}
     if unknown:
         raise ValueError(f"unknown tiling configuration keys: {sorted(unknown)}")
-    default_tilings = int(config.get("tilings_per_set", 8))
-    default_tiles = int(config.get("tiles_per_dim", 6))
-    sets = []
-    for i, entry in enumerate(config["tilings"]):
-        if not isinstance(entry, dict) or not isinstance(entry.get("dims"), list):
-            raise ValueError(f'tiling set {i} must be an object with a "dims" list, not {entry!r}')
-        extra = set(entry) - {"dims", "tilings", "tiles"}
-        if extra:
-            raise ValueError(f"tiling set {i}: unknown keys {sorted(extra)}")
-        try:
-            sets.append(
-                TilingSet(
-                    tuple(entry["dims"]),
-                    int(entry.get("tilings", default_tilings)),
-                    int(entry.get("tiles", default_tiles)),
-                )
-            )
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"tiling set {i}: {err}") from None
+    default_tilings = _field("tilings_per_set", config.get("tilings_per_set", 8), 1, _MAX_TILINGS)
+    default_tiles = _field("tiles_per_dim", config.get("tiles_per_dim", 6), 1, _MAX_TILES)
+    sets = [_tiling_set(i, entry, default_tilings, default_tiles) for i, entry in enumerate(config["tilings"])]
     used = max((d for s in sets for d in s.dims), default=-1) + 1
-    n_dims = int(config.get("n_dims", max(used, 1)))
+    n_dims = _field("n_dims", config.get("n_dims", max(used, 1)), 1, _MAX_INDEX)
     return TilingLayout(tuple(sets), n_dims)
+
+
+_MAX_TILINGS, _MAX_TILES = 256, 255
+"""the shifted copies and tiles per dimension a :class:`TilingSet` allows"""
+_MAX_INDEX = 2**31 - 1
+"""the largest dimension index or count a layout may name (the build's own limits are checked when configuring)"""
+
+
+def _field(name: str, value: Any, lo: int, hi: int) -> int:
+    """``value`` as an int in ``[lo, hi]``: an integer, or a float holding a whole number (JSON's ``2.0``); a bool,
+    a string, ``None`` or ``1.5`` is refused, never cast, so a typo cannot become a different layout.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> = <value> is not an integer in [lo, hi]"``.
+    """
+    try:
+        return integer(name, value, lo, hi)
+    except ValueError:
+        raise ValueError(f"{name} = {value!r} is not an integer in [{lo}, {hi}]") from None
+
+
+def _tiling_set(i: int, entry: Any, default_tilings: int, default_tiles: int) -> TilingSet:
+    """Tiling set ``i`` of a configuration, every field checked by name (``tiling set 1: dims[0] = 'a' ...``).
+
+    Raises
+    ------
+    ValueError
+        Not an object with a ``dims`` list, unknown keys, a field that is not an integer in range, or repeated dims.
+    """
+    if not isinstance(entry, dict) or not isinstance(entry.get("dims"), list):
+        raise ValueError(f'tiling set {i} must be an object with a "dims" list, not {entry!r}')
+    extra = set(entry) - {"dims", "tilings", "tiles"}
+    if extra:
+        raise ValueError(f"tiling set {i}: unknown keys {sorted(extra)}")
+    try:
+        dims = tuple(_field(f"dims[{j}]", d, 0, _MAX_INDEX) for j, d in enumerate(entry["dims"]))
+        tilings = _field("tilings", entry.get("tilings", default_tilings), 1, _MAX_TILINGS)
+        tiles = _field("tiles", entry.get("tiles", default_tiles), 1, _MAX_TILES)
+        return TilingSet(dims, tilings, tiles)
+    except ValueError as err:
+        raise ValueError(f"tiling set {i}: {err}") from None
 
 
 def tiling_to_dict(layout: TilingLayout) -> dict[str, Any]:

@@ -143,8 +143,9 @@ class _GaeOffload:
                 f"gae must have a compute(rewards, values, dones, *, gamma, lam, quantize) method, "
                 f"not {type(gae).__name__!r}"
             )
-        if not isinstance(quantize, (bool, np.bool_)):
-            raise TypeError(f"quantize must be a bool, not {quantize!r}")
+        for name, flag in (("quantize", quantize), ("strict", strict)):
+            if not isinstance(flag, (bool, np.bool_)):  # "no" or 0 would read as a choice the caller did not make
+                raise TypeError(f"{name} must be a bool, not {flag!r}")
         self._gae = overlay.gae if overlay is not None else gae
         self.backend = backend
         self.board = board
@@ -252,7 +253,7 @@ class GaeRolloutBuffer(_GaeOffload, RolloutBuffer):
     ------
     TypeError
         More than one of ``overlay``, ``gae`` and ``backend``; ``board`` with ``overlay`` or ``gae``; an ``overlay``
-        without a GAE core; a ``gae`` without ``compute``; a non-bool ``quantize``.
+        without a GAE core; a ``gae`` without ``compute``; a ``quantize`` or ``strict`` that is not a bool.
     """
 
 

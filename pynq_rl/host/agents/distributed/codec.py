@@ -19,7 +19,9 @@ replay core needs only priorities and slots); the learner decompresses the sampl
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import zlib
 from collections.abc import Mapping
 
@@ -41,6 +43,8 @@ __all__ = [
     "ACCESS_ENV",
     "max_sample_rows",
     "resolve_token",
+    "read_pem",
+    "pem_labels",
     "to_tensor",
     "from_tensor",
     "encode_transitions",
@@ -136,6 +140,34 @@ ACCESS_ENV = (TOKEN_ENV, TLS_CA_ENV)
 """the variables that configure access to a replay server (``pynq-rl train apex`` passes them to every Ray worker)"""
 
 
+_PEM_BEGIN = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----")
+
+
+def read_pem(path: str | os.PathLike, what: str) -> bytes:
+    """The bytes of the PEM file ``path``, which ``what`` (``"TLS key"``, ``"tls_ca"``) names in errors.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read, or holds no ``-----BEGIN `` armour (DER, a typo'd path to some other file): one
+        line naming ``what`` and ``path``, for a start-up error rather than a traceback or gRPC's later
+        ``empty address list``.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as error:
+        raise ValueError(f"{what} {os.fspath(path)}: cannot read it ({error.strerror or error})") from None
+    if not pem_labels(data):
+        raise ValueError(f"{what} {os.fspath(path)} is not PEM (no '-----BEGIN ' armour)")
+    return data
+
+
+def pem_labels(data: bytes) -> set[str]:
+    """The labels of the PEM blocks in ``data`` (``"CERTIFICATE"``, ``"PRIVATE KEY"``, ``"RSA PRIVATE KEY"``, ...)."""
+    return {label.decode() for label in _PEM_BEGIN.findall(data)}
+
+
 TRANSITION_FIELDS = ("observations", "actions", "rewards", "next_observations", "discounts")
 """the fields of a transition batch, in message order"""
 ALLOWED_DTYPES = frozenset({"float32", "float64", "int64", "int32", "uint8", "uint64", "bool"})
@@ -157,13 +189,36 @@ def to_tensor(array: np.ndarray, message: pb.Tensor | None = None) -> pb.Tensor:
     return message
 
 
+def _elements(shape: tuple[int, ...], field: str) -> int:
+    """The element count of ``shape``, in Python integers (an int64 product wraps: ``2**32 * 2**32`` is 0).
+
+    Raises
+    ------
+    ValueError
+        A dimension, or the count, larger than one message of :data:`MAX_MESSAGE_BYTES` could carry (checked
+        before anything is allocated or reshaped), naming ``field`` and the shape.
+    """
+    if any(d > MAX_MESSAGE_BYTES for d in shape):
+        raise ValueError(
+            f"{field}: shape {shape} has a dimension larger than one message of {MAX_MESSAGE_BYTES} bytes can carry"
+        )
+    elements = math.prod(shape)
+    if elements > MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"{field}: shape {shape} has {elements} elements: more elements than one message of "
+            f"{MAX_MESSAGE_BYTES} bytes can carry"
+        )
+    return elements
+
+
 def from_tensor(message: pb.Tensor, field: str) -> np.ndarray:
     """The array a ``Tensor`` carries (a read-only view of the message bytes).
 
     Raises
     ------
     ValueError
-        Unknown dtype, negative or too many dimensions, or a byte count that is not ``prod(shape) * itemsize``.
+        Unknown dtype, negative or too many dimensions, a shape larger than one message could carry, or a byte count
+        that is not ``prod(shape) * itemsize`` (all checked before the bytes are reshaped).
     """
     if message.dtype not in ALLOWED_DTYPES:
         raise ValueError(f"{field}: dtype must be one of {sorted(ALLOWED_DTYPES)}, not {message.dtype!r}")
@@ -171,7 +226,7 @@ def from_tensor(message: pb.Tensor, field: str) -> np.ndarray:
     if len(shape) > MAX_DIMS or any(d < 0 for d in shape):
         raise ValueError(f"{field}: shape must have at most {MAX_DIMS} non-negative dimensions, not {shape}")
     dtype = np.dtype(message.dtype).newbyteorder("<")
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = _elements(shape, field) * dtype.itemsize
     if len(message.data) != expected:
         raise ValueError(
             f"{field}: {len(message.data)} bytes of data do not hold a {message.dtype} array of shape "
@@ -202,18 +257,42 @@ def decode_transitions(message: pb.Transitions) -> dict[str, np.ndarray]:
 
     A message with packed frames gives ``frames`` (the list of compressed rows, not decompressed) and
     ``frames_shape`` instead of ``observations`` and ``next_observations``.
+
+    Raises
+    ------
+    ValueError
+        A missing field, or a tensor or ``frames.obs_shape`` that :func:`from_tensor` or the frame shape check
+        refuses (named).
     """
     packed = message.HasField("frames")
     batch: dict = {}
     for name in stored_fields("zlib" if packed else "uint8"):
         if name == "frames":
             batch["frames"] = list(message.frames.rows)
-            batch["frames_shape"] = tuple(int(d) for d in message.frames.obs_shape)
+            batch["frames_shape"] = _frames_shape(message.frames.obs_shape)
             continue
         if not message.HasField(name):
             raise ValueError(f"transitions.{name} is missing")
         batch[name] = from_tensor(getattr(message, name), f"transitions.{name}")
     return batch
+
+
+def _frames_shape(obs_shape) -> tuple[int, ...]:
+    """``transitions.frames.obs_shape`` as a tuple, if it can be the shape of one observation: 1 to :data:`MAX_DIMS`
+    dimensions >= 1 whose product fits in a message (:func:`unpack_batch` allocates and reshapes by it).
+
+    Raises
+    ------
+    ValueError
+        Any other shape, named.
+    """
+    shape = tuple(int(d) for d in obs_shape)
+    if not 1 <= len(shape) <= MAX_DIMS or any(d < 1 for d in shape) or math.prod(shape) > MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"transitions.frames.obs_shape must be 1 to {MAX_DIMS} dimensions >= 1 of at most {MAX_MESSAGE_BYTES} "
+            f"elements in all, not {shape}"
+        )
+    return shape
 
 
 OBS_DTYPES = ("float32", "uint8", "zlib")

@@ -69,11 +69,7 @@ def _actor(layout: str, address: str, index: int, push_batch: int, push_hz: floa
 
     rng = np.random.default_rng(1000 + index)
     host, port = address.rsplit(":", 1)
-    pusher = (
-        ReplayClient(address, actor_id=f"bench{index}")
-        if layout.startswith("in-network")
-        else RedisActorPusher(host, int(port))
-    )
+    pusher = ReplayClient(address, actor=True) if layout.startswith("in-network") else RedisActorPusher(host, int(port))
     latencies, pace = [], FixedRate(push_hz)
     while not stop.is_set():
         batch = _batch(rng, push_batch)

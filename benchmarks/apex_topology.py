@@ -167,7 +167,7 @@ def role_actor(config: dict) -> None:
     else:
         pusher = ReplayClient(
             f"{config['host']}:{SERVER_PORT}",
-            actor_id=f"actor{config['index']}",
+            actor=True,
             pack_frames=codec.FRAME_LEVEL if compressed else None,
         )
     records, pace, k = [], FixedRate(config["push_hz"]), 0

@@ -265,7 +265,8 @@ def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
     from tests.agents.distributed.test_apex_server import OBS, make_batch
 
     server = ReplayServer(256, OBS, backend, seed=3)
-    server.push(make_batch(0, 16), np.ones(16), actor_id="a", sequence=1)
+    a, b = server.open_session(), server.open_session()
+    server.push(make_batch(0, 16), np.ones(16), actor_id=a, sequence=1)
     server.flush()
     try:
 
@@ -294,10 +295,10 @@ def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
         def check(call, value, field):
             before = server_state(server)
             calls = {
-                "push_transitions": lambda: server.push(value, np.ones(4), actor_id="b"),
-                "push_priorities": lambda: server.push(make_batch(100, 4), value, actor_id="b"),
-                "push_field": lambda: server.push({**make_batch(100, 4), field: value}, np.ones(4), actor_id="b"),
-                "push_sequence": lambda: server.push(make_batch(100, 4), np.ones(4), actor_id="a", sequence=value),
+                "push_transitions": lambda: server.push(value, np.ones(4), actor_id=b),
+                "push_priorities": lambda: server.push(make_batch(100, 4), value, actor_id=b),
+                "push_field": lambda: server.push({**make_batch(100, 4), field: value}, np.ones(4), actor_id=b),
+                "push_sequence": lambda: server.push(make_batch(100, 4), np.ones(4), actor_id=a, sequence=value),
                 "sample_n": lambda: server.sample(value),
                 "sample_beta": lambda: server.sample(4, beta=value),
                 "update_indices": lambda: server.update_priorities(value, np.ones(1)),

@@ -52,7 +52,7 @@ def served(request):
     """An in-process replay server (capacity 256) on a free loopback port, and a client."""
     replay = ReplayServer(256, OBS, request.param, seed=3)
     server, port = serve(replay, "127.0.0.1:0")
-    client = ReplayClient(f"127.0.0.1:{port}", actor_id="a0", retry_s=5.0)
+    client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=5.0)
     yield replay, client, port
     client.close()
     server.stop(0).wait()
@@ -99,10 +99,10 @@ def test_ring_wraps_and_stale_updates_are_dropped(served):
 
 def test_duplicate_push_is_acknowledged_not_stored(served):
     replay, _, _ = served
-    batch, priorities = make_batch(0, 10), np.ones(10)
-    first = replay.push(batch, priorities, actor_id="x", sequence=1)
-    retry = replay.push(batch, priorities, actor_id="x", sequence=1)
-    replay.push(make_batch(10, 10), priorities, actor_id="x", sequence=2)
+    batch, priorities, actor = make_batch(0, 10), np.ones(10), replay.open_session()
+    first = replay.push(batch, priorities, actor_id=actor, sequence=1)
+    retry = replay.push(batch, priorities, actor_id=actor, sequence=1)
+    replay.push(make_batch(10, 10), priorities, actor_id=actor, sequence=2)
     replay.flush()
     assert first["duplicate"] is False and retry["duplicate"] is True and retry["accepted"] == 0
     assert replay.size() == 20 and replay.stats()["push_duplicates"] == 1
@@ -286,7 +286,7 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
     port = _free_port()
     process = _start(port, tmp_path)
     try:
-        actor = ReplayClient(f"127.0.0.1:{port}", actor_id="actor0", retry_s=30.0)
+        actor = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=30.0)
         learner = ReplayClient(f"127.0.0.1:{port}", retry_s=30.0)
         acked = 0
         for k in range(6):
@@ -467,7 +467,7 @@ def test_concurrent_pushes_and_samples_stay_consistent(served):
 
     def pusher(offset):
         try:
-            c = ReplayClient(f"127.0.0.1:{port}", actor_id=f"p{offset}")
+            c = ReplayClient(f"127.0.0.1:{port}", actor=True)
             for k in range(10):
                 c.push(make_batch(64 + offset * 10 * 8 + 8 * k, 8), np.ones(8))
             c.close()
@@ -547,7 +547,7 @@ def test_prefetching_sampler_survives_a_server_restart(tmp_path):
     port = _free_port()
     process = _start(port, tmp_path)
     try:
-        client = ReplayClient(f"127.0.0.1:{port}", actor_id="a", retry_s=30.0)
+        client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=30.0)
         client.push(make_batch(0, 64), np.ones(64))
         client.wait_ready(timeout_s=30, min_size=64)
         sampler = PrefetchingSampler(client, 8)

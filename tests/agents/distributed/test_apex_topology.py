@@ -66,7 +66,7 @@ def test_uint8_frames_round_trip_over_grpc(compression):
     replay = ReplayServer(512, (4, 84, 84), "emu", seed=3, obs_dtype="uint8")
     server, port = serve(replay, "127.0.0.1:0", compression=compression)
     try:
-        client = ReplayClient(f"127.0.0.1:{port}", actor_id="a", compression=compression)
+        client = ReplayClient(f"127.0.0.1:{port}", actor=True, compression=compression)
         client.push(frame_batch(0, 40), np.linspace(0.1, 2.0, 40))
         replay.flush()
         check_frames(client.sample(16))
@@ -97,7 +97,7 @@ def test_a_frame_server_fits_four_times_the_rows_of_float32_in_a_reply():
 
 def test_frame_checkpoint_restores_and_refuses_another_obs_dtype(tmp_path):
     replay = ReplayServer(64, (4, 84, 84), "host", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)
-    replay.push(frame_batch(0, 20), np.ones(20), actor_id="a", sequence=1)
+    replay.push(frame_batch(0, 20), np.ones(20), actor_id=replay.open_session(), sequence=1)
     replay.checkpoint()
     replay.close()
     restored = ReplayServer(64, (4, 84, 84), "host", seed=1, obs_dtype="uint8", checkpoint_dir=tmp_path)

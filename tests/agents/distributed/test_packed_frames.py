@@ -96,7 +96,7 @@ def test_packed_frames_cross_grpc_once_compressed_and_are_stored_as_sent():
     replay = ReplayServer(128, SHAPE, "emu", seed=3, obs_dtype="zlib")
     server, port = serve(replay, "127.0.0.1:0")
     try:
-        actor = ReplayClient(f"127.0.0.1:{port}", actor_id="a", pack_frames=codec.FRAME_LEVEL)
+        actor = ReplayClient(f"127.0.0.1:{port}", actor=True, pack_frames=codec.FRAME_LEVEL)
         learner = ReplayClient(f"127.0.0.1:{port}")
         batch = frame_batch(0, 40)
         actor.push(batch, np.linspace(0.1, 2.0, 40))
@@ -149,9 +149,10 @@ def test_a_frame_server_refuses_packed_frames():
 
 def test_packed_storage_restores_from_checkpoint_and_log(tmp_path):
     replay = ReplayServer(64, SHAPE, "host", seed=1, obs_dtype="zlib", checkpoint_dir=tmp_path)
-    replay.push(codec.pack_batch(frame_batch(0, 20)), np.ones(20), actor_id="a", sequence=1)
+    actor = replay.open_session()
+    replay.push(codec.pack_batch(frame_batch(0, 20)), np.ones(20), actor_id=actor, sequence=1)
     replay.checkpoint()
-    replay.push(codec.pack_batch(frame_batch(20, 50)), np.ones(50), actor_id="a", sequence=2)  # wraps: in the log
+    replay.push(codec.pack_batch(frame_batch(20, 50)), np.ones(50), actor_id=actor, sequence=2)  # wraps: in the log
     replay.flush()
     stored = list(replay.frames)
     replay.close()

@@ -89,12 +89,12 @@ def token_served():
 def test_token_round_trip_and_refusals(token_served, monkeypatch):
     replay, port = token_served
     monkeypatch.delenv(codec.TOKEN_ENV, raising=False)
-    with ReplayClient(f"127.0.0.1:{port}", actor_id="a", token="s3cret-token", retry_s=2.0) as client:
+    with ReplayClient(f"127.0.0.1:{port}", actor=True, token="s3cret-token", retry_s=2.0) as client:
         assert client.push(make_batch(0, 10), np.ones(10))["accepted"] == 10
         replay.flush()
         check_rows(client.sample(8, 0.4))
     for token in ("", "wrong", "s3cret-token "):
-        with ReplayClient(f"127.0.0.1:{port}", actor_id="b", token=token, retry_s=2.0) as intruder:
+        with ReplayClient(f"127.0.0.1:{port}", actor=True, token=token, retry_s=2.0) as intruder:
             for call in (
                 lambda: intruder.push(make_batch(10, 5), np.ones(5)),
                 lambda: intruder.sample(4),
@@ -161,7 +161,7 @@ def test_tls_and_token_round_trip(tmp_path, monkeypatch):
     replay = ReplayServer(64, OBS, "host", seed=0)
     server, port = serve(replay, "127.0.0.1:0", token="t", tls=(cert, key))
     try:
-        with ReplayClient(f"127.0.0.1:{port}", actor_id="a", token="t", tls_ca=cert, retry_s=5.0) as client:
+        with ReplayClient(f"127.0.0.1:{port}", actor=True, token="t", tls_ca=cert, retry_s=5.0) as client:
             assert client.push(make_batch(0, 20), np.ones(20))["accepted"] == 20
             replay.flush()
             check_rows(client.sample(16, 0.4))
@@ -216,39 +216,62 @@ def plain_served():
     replay.close()
 
 
-def test_a_sequence_far_ahead_cannot_poison_an_actor(plain_served):
-    replay, port = plain_served
-    request = _push_request(make_batch(0, 4), np.ones(4))
-    request.actor_id, request.sequence = "victim", 2**64 - 1
+def _raw_push(port: int, actor_id: str, sequence: int) -> grpc.RpcError:
+    """A hand-made push (no ReplayClient) under ``actor_id``; returns the server's refusal."""
+    request = _push_request(make_batch(100, 4), np.ones(4))
+    request.actor_id, request.sequence = actor_id, sequence
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-    with pytest.raises(grpc.RpcError) as info:
-        pb_grpc.ReplayStub(channel).Push(request, timeout=5)
-    channel.close()
-    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert info.value.details() == (
-        "sequence 18446744073709551615 of actor 'victim' jumps more than "
-        "sequence_window = 16 past its last acknowledged sequence 0"
-    )
-    with ReplayClient(f"127.0.0.1:{port}", actor_id="victim", retry_s=2.0) as victim:
-        acks = [victim.push(make_batch(10 * k, 10), np.ones(10)) for k in range(3)]
+    try:
+        with pytest.raises(grpc.RpcError) as info:
+            pb_grpc.ReplayStub(channel).Push(request, timeout=5)
+    finally:
+        channel.close()
+    return info.value
+
+
+@pytest.mark.parametrize("sequence", [1, 1024, 2**64 - 1])
+def test_no_one_can_push_as_another_actor_or_move_its_sequence(plain_served, sequence):
+    """The attack that used to work: a push under a real actor's id, numbered ahead, made the actor's next pushes
+    "duplicates" (dropped). Ids are now issued by the server and unguessable: a push under any id the server did not
+    issue is refused with NOT_FOUND, whatever its sequence, and the real actor's pushes all go in."""
+    replay, port = plain_served
+    with ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=2.0) as victim:
+        first = victim.push(make_batch(0, 10), np.ones(10))
+        for forged in ("victim", "v2", victim.actor_id[::-1]):
+            refusal = _raw_push(port, forged, sequence)
+            assert refusal.code() == grpc.StatusCode.NOT_FOUND
+            assert "was not issued by this replay server" in refusal.details()
+        acks = [first] + [victim.push(make_batch(10 * k, 10), np.ones(10)) for k in range(1, 3)]
     assert [(a["accepted"], a["duplicate"]) for a in acks] == [(10, False)] * 3
     replay.flush()
     assert replay.size() == 30 and replay.stats().get("push_duplicates", 0) == 0
 
 
+def test_an_actor_cannot_jump_its_own_sequence_far_ahead(plain_served):
+    """The window still bounds an actor's own sequence (a bug or a replayed request under its id)."""
+    replay, port = plain_served
+    actor_id = replay.open_session()
+    refusal = _raw_push(port, actor_id, 2**64 - 1)
+    assert refusal.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refusal.details() == (
+        f"sequence 18446744073709551615 of actor '{actor_id[:8]}...' jumps more than sequence_window = 16 past its "
+        "last acknowledged sequence 0"
+    )
+
+
 def test_sequence_window_edges():
     replay = ReplayServer(64, OBS, "host", sequence_window=4)
     try:
-        batch, ones = make_batch(0, 2), np.ones(2)
-        assert replay.push(batch, ones, "x", 4)["duplicate"] is False  # 0 + 4: inside the window
+        batch, ones, x = make_batch(0, 2), np.ones(2), replay.open_session()
+        assert replay.push(batch, ones, x, 4)["duplicate"] is False  # 0 + 4: inside the window
         with pytest.raises(
             ValueError,
-            match=r"^sequence 9 of actor 'x' jumps more than sequence_window = 4 past "
+            match=rf"^sequence 9 of actor '{x[:8]}\.\.\.' jumps more than sequence_window = 4 past "
             r"its last acknowledged sequence 4$",
         ):
-            replay.push(batch, ones, "x", 9)
-        assert replay.push(batch, ones, "x", 8)["duplicate"] is False  # a gap of 3 (pushes that gave up)
-        assert replay.push(batch, ones, "x", 8)["duplicate"] is True
+            replay.push(batch, ones, x, 9)
+        assert replay.push(batch, ones, x, 8)["duplicate"] is False  # a gap of 3 (pushes that gave up)
+        assert replay.push(batch, ones, x, 8)["duplicate"] is True
         assert replay.stats()["log_sequence"] == 2
         with pytest.raises(ValueError, match="sequence_window must be an integer >= 1, not 0"):
             ReplayServer(8, OBS, "host", sequence_window=0)
@@ -310,7 +333,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
     process = _start(port, tmp_path, backend="host")
     acked = {}
     try:
-        client = ReplayClient(f"127.0.0.1:{port}", actor_id="a", retry_s=60.0, timeout_s=5.0)
+        client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=60.0, timeout_s=5.0)
         client.push(make_batch(0, 8), np.ones(8))
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)

@@ -364,7 +364,7 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
     acked, stop = [], threading.Event()
 
     def pusher(actor: int) -> None:
-        with ReplayClient(f"127.0.0.1:{port}", actor_id=f"a{actor}", retry_s=60.0) as client:
+        with ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=60.0) as client:
             for k in range(10**6):
                 if stop.is_set():
                     return

@@ -255,7 +255,7 @@ class _ApexActor:
         self.parameter_server = parameter_server_handle(parameter_server)
         self.weight_version = -1
         self._pull_weights()
-        self.client = ReplayClient(address, actor_id=f"actor{index}-{self.incarnation}")
+        self.client = ReplayClient(address, actor=True)
         self.limiter = replay_ratio(args, self.client)
         self.builder = NStepBuilder(args.n_step, args.gamma)
         self.local: list[tuple] = []

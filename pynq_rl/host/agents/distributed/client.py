@@ -6,8 +6,13 @@ over at 10 ms for every call):
 * ``UNAVAILABLE`` (server restarting, connection lost) on every call: gRPC reconnects the channel by itself, the
   client just tries again, so a learner or actor survives a replay-server restart;
 * ``RESOURCE_EXHAUSTED`` (the server's insertion queue is full: back-pressure) on pushes;
-* ``DEADLINE_EXCEEDED`` on pushes: safe because pushes carry ``(actor_id, sequence)`` and the server acknowledges a
-  duplicate without storing it twice.
+* ``DEADLINE_EXCEEDED`` on pushes: safe because an actor's pushes carry ``(actor_id, sequence)`` and the server
+  acknowledges a duplicate without storing it twice.
+
+Actor identity: a client made with ``actor=True`` opens a session at its first push (the ``OpenSession`` call): the
+server issues the actor id (:attr:`ReplayClient.actor_id`, unguessable) that the client's pushes carry, numbered 1, 2,
+3, ... (:mod:`.actors`). If the server answers a push with ``NOT_FOUND`` (it restarted and kept nothing under that id,
+so nothing pushed under it was kept), the client opens a new session and pushes again under the new id.
 
 ``INVALID_ARGUMENT`` becomes ``ValueError`` with the server's message, ``UNAUTHENTICATED`` ``PermissionError``;
 anything else, or a retry budget used up, raises :class:`ReplayUnavailable`.
@@ -19,7 +24,14 @@ next attempt comes within :data:`MAX_BACKOFF_S` of the server listening.
 
 Access: ``token`` (or ``$PYNQ_RL_REPLAY_TOKEN``) is sent as ``authorization: Bearer <token>`` metadata on every
 call; ``tls_ca`` (or ``$PYNQ_RL_REPLAY_TLS_CA``: a PEM certificate, the server's own self-signed one or its CA)
-makes the channel TLS.
+makes the channel TLS. The constructor refuses a ``tls_ca`` that holds no loadable PEM certificate, naming the file,
+and warns when a token is about to travel over plaintext to an address that is not loopback.
+
+TLS that cannot work is not retried: a client whose TLS disagrees with the server's (plaintext against TLS, TLS
+against plaintext, a certificate ``tls_ca`` did not sign or that names another host) raises :class:`TLSMismatch`
+with the reason at the first call, instead of ``UNAVAILABLE`` for ``retry_s``. gRPC reports all of these as
+``UNAVAILABLE``; the client tells them from a server that is merely down by the status details (an SSL handshake
+error), and a plaintext client that gets ``Socket closed`` probes the port with a TLS handshake of its own.
 
 A client is for one thread at a time (the learner's prefetched samples arrive on gRPC's threads, which is fine); give
 each pushing thread its own.
@@ -28,10 +40,14 @@ each pushing thread its own.
 from __future__ import annotations
 
 import collections
+import ipaddress
 import itertools
 import json
 import os
+import socket
+import ssl
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,7 +57,16 @@ from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
 
-__all__ = ["ReplayClient", "PrefetchingSampler", "ReplayUnavailable", "NotReady", "MAX_BACKOFF_S", "CHANNEL_OPTIONS"]
+__all__ = [
+    "ReplayClient",
+    "PrefetchingSampler",
+    "ReplayUnavailable",
+    "TLSMismatch",
+    "NotReady",
+    "MAX_BACKOFF_S",
+    "CHANNEL_OPTIONS",
+    "TLS_PROBE_S",
+]
 
 MAX_BACKOFF_S = 0.25
 """longest wait between two attempts, of a call's retries and of the channel's reconnection"""
@@ -53,8 +78,22 @@ CHANNEL_OPTIONS = codec.GRPC_OPTIONS + [
 """the client channel's options: the shared ones plus reconnection back-off capped at :data:`MAX_BACKOFF_S`"""
 
 
+TLS_PROBE_S = 1.0
+"""how long a plaintext client's TLS probe of a port that closed its connection may take"""
+
+
 class ReplayUnavailable(RuntimeError):
-    """The replay server did not answer (or kept refusing) within the retry budget."""
+    """The replay server did not answer (or kept refusing) within the retry budget, or cannot be spoken to at all
+    (:class:`TLSMismatch`)."""
+
+
+class TLSMismatch(ReplayUnavailable):
+    """The client's TLS settings cannot work with the server's (raised at once: no retry would help); the message
+    says what disagrees."""
+
+
+class _SessionLost(RuntimeError):
+    """The server does not know this actor's id (``NOT_FOUND``): open a new session."""
 
 
 class NotReady(RuntimeError):
@@ -68,9 +107,10 @@ class ReplayClient:
     ----------
     address : str
         ``host:port`` of the server.
-    actor_id : str
-        Tags pushes for de-duplication (empty: no de-duplication); a restarted actor should use a new id or continue
-        its sequence.
+    actor : bool
+        Push as an actor: under an id the server issues (a session, opened at the first push) with numbered pushes,
+        so a retried push is stored once and no one else can push as this actor. False: pushes are not
+        de-duplicated (the learner, tools).
     timeout_s : float
         Deadline of one call.
     retry_s : float
@@ -92,14 +132,27 @@ class ReplayClient:
 
     Attributes
     ----------
+    actor_id : str or None
+        The id the server issued for this actor's pushes (None before the first push, and without ``actor``).
     retries : int
         Retries made so far (all calls).
+
+    Raises
+    ------
+    ValueError
+        A ``tls_ca`` that cannot be read, is not PEM or holds no certificate that loads (one line naming it).
+
+    Warns
+    -----
+    UserWarning
+        A token about to travel over plaintext to an address that is not loopback (127.0.0.0/8, ``::1``,
+        ``localhost``).
     """
 
     def __init__(
         self,
         address: str,
-        actor_id: str = "",
+        actor: bool = False,
         timeout_s: float = 10.0,
         retry_s: float = 60.0,
         token: str | None = None,
@@ -112,7 +165,10 @@ class ReplayClient:
 
         self._grpc = grpc
         self.address = address
-        self.actor_id = actor_id
+        if not isinstance(actor, bool):
+            raise TypeError(f"actor must be a bool (push as an actor, under an id the server issues), not {actor!r}")
+        self.actor = actor
+        self.actor_id: str | None = None
         self.timeout_s = float(timeout_s)
         self.retry_s = float(retry_s)
         self.retries = 0
@@ -123,11 +179,18 @@ class ReplayClient:
         self._credentials = None
         if tls_ca is None:
             tls_ca = os.environ.get(codec.TLS_CA_ENV, "")
-        if tls_ca:
-            with open(tls_ca, "rb") as f:
-                self._credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+        self._tls_ca = os.fspath(tls_ca) if tls_ca else None
+        self._server_name = tls_server_name
+        if self._tls_ca:
+            self._credentials = grpc.ssl_channel_credentials(root_certificates=_read_ca(self._tls_ca))
             if tls_server_name is not None:
                 self._options.append(("grpc.ssl_target_name_override", tls_server_name))
+        elif token and not _is_loopback(address):
+            warnings.warn(
+                f"the replay token will travel in clear to {address}: a plaintext channel to a non-loopback address "
+                f"(give tls_ca, or ${codec.TLS_CA_ENV}, to use TLS)",
+                stacklevel=2,
+            )
         self._compression = codec.grpc_compression(compression)
         if pack_frames is not None and not (isinstance(pack_frames, (int, np.integer)) and 0 <= pack_frames <= 9):
             raise ValueError(f"pack_frames must be None or a zlib level 0-9, not {pack_frames!r}")
@@ -174,6 +237,11 @@ class ReplayClient:
                 refusal = self._refusal(method, error)
                 if refusal is not None:
                     raise refusal from None
+                mismatch = self._tls_mismatch(details) if code == grpc.StatusCode.UNAVAILABLE else None
+                if mismatch is not None:
+                    raise TLSMismatch(
+                        f"replay server {self.address} {method} failed: UNAVAILABLE: {mismatch}"
+                    ) from None
                 if code not in retry_codes or time.monotonic() + delay > deadline:
                     raise ReplayUnavailable(
                         f"replay server {self.address} {method} failed: {code.name}: {details}"
@@ -195,6 +263,27 @@ class ReplayClient:
             return NotReady(f"replay server {self.address}: {details}")
         if code == self._grpc.StatusCode.UNAUTHENTICATED:
             return PermissionError(f"replay server {self.address} refused {method}: {details}")
+        if code == self._grpc.StatusCode.NOT_FOUND:
+            return _SessionLost(details)
+        return None
+
+    def _tls_mismatch(self, details: str | None) -> str | None:
+        """Why this client's TLS cannot work with the server, judged from an ``UNAVAILABLE`` call's details, or None
+        when they point at a server that is down or restarting (retried as before)."""
+        details = details or ""
+        if self._credentials is not None:
+            if "CERTIFICATE_VERIFY_FAILED" in details:
+                return f"the server's certificate is not signed by tls_ca {self._tls_ca} (CERTIFICATE_VERIFY_FAILED)"
+            if "is not in peer certificate" in details:
+                name = self._server_name or _split_address(self.address)[0]
+                return f"the server's certificate does not name {name} (tls_server_name: the name it holds)"
+            if "WRONG_VERSION_NUMBER" in details:
+                return "the server does not speak TLS (a plaintext server?): drop tls_ca, or serve with --tls-cert"
+            if "handshake failed" in details.lower() and "SSL_ERROR_SSL" in details:  # a protocol error, not I/O
+                return f"TLS with tls_ca {self._tls_ca} failed: {details.rsplit(': ', 1)[-1]}"
+            return None
+        if "Socket closed" in details and _speaks_tls(self.address):
+            return f"the server speaks TLS and this client plaintext: give tls_ca (or ${codec.TLS_CA_ENV})"
         return None
 
     # -- calls --------------------------------------------------------------------------------------------------------
@@ -218,16 +307,34 @@ class ReplayClient:
         codes = self._grpc.StatusCode
         if self.pack_frames is not None and "frames" not in transitions:
             transitions = codec.pack_batch(transitions, self.pack_frames)
-        request = pb.PushRequest(actor_id=self.actor_id, sequence=next(self._sequence) if self.actor_id else 0)
+        request = pb.PushRequest()
         codec.encode_transitions(transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
-        reply = self._invoke("Push", request, (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED))
+        retry_codes = (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED)
+        if self.actor and self.actor_id is None:
+            self._open_session()
+        if self.actor:
+            request.actor_id, request.sequence = self.actor_id, next(self._sequence)
+        try:
+            reply = self._invoke("Push", request, retry_codes)
+        except _SessionLost:  # the server kept nothing under the old id: a new session cannot store anything twice
+            self._open_session()
+            request.actor_id, request.sequence = self.actor_id, next(self._sequence)
+            try:
+                reply = self._invoke("Push", request, retry_codes)
+            except _SessionLost as lost:  # forgotten again at once: the server is restarting over and over
+                raise ReplayUnavailable(f"replay server {self.address} Push failed: NOT_FOUND: {lost}") from None
         return {
             "accepted": reply.accepted,
             "duplicate": reply.duplicate,
             "log_sequence": reply.log_sequence,
             "queued": reply.queued,
         }
+
+    def _open_session(self) -> None:
+        """Have the server issue this actor's id; its pushes are numbered from 1 again."""
+        reply = self._invoke("OpenSession", pb.OpenSessionRequest(), (self._grpc.StatusCode.UNAVAILABLE,))
+        self.actor_id, self._sequence = reply.actor_id, itertools.count(1)
 
     def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
         """A prioritized batch: transition fields, ``indices``, ``weights``, ``versions`` (numpy arrays).
@@ -284,6 +391,8 @@ class ReplayClient:
         ------
         TimeoutError
             Not reached within ``timeout_s`` (the message gives the last size seen).
+        TLSMismatch
+            The client cannot speak the server's TLS (at once, not after ``timeout_s``).
         """
         deadline = time.monotonic() + timeout_s
         stats: dict[str, Any] = {}
@@ -292,6 +401,8 @@ class ReplayClient:
                 stats = self.stats(retry_s=max(0.0, min(1.0, deadline - time.monotonic())))
                 if stats["size"] >= min_size:
                     return stats
+            except TLSMismatch:
+                raise
             except ReplayUnavailable:
                 pass
             time.sleep(poll_s)
@@ -299,6 +410,76 @@ class ReplayClient:
             f"replay server {self.address} not ready within {timeout_s} s "
             f"(size {stats.get('size', 'unknown')}, wanted {min_size})"
         )
+
+
+def _read_ca(path: str) -> bytes:
+    """The PEM certificates of ``tls_ca``, checked to load (gRPC itself would only fail each call with ``empty
+    address list``).
+
+    Raises
+    ------
+    ValueError
+        ``path`` is unreadable, not PEM, holds no ``CERTIFICATE`` block, or none that loads: one line naming it.
+    """
+    data = codec.read_pem(path, "tls_ca")
+    labels = codec.pem_labels(data)
+    if "CERTIFICATE" not in labels:
+        raise ValueError(f"tls_ca {path} holds no CERTIFICATE block (found: {', '.join(sorted(labels))})")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=data.decode("ascii", "replace"))
+    except ssl.SSLError as error:
+        raise ValueError(f"tls_ca {path} holds no certificate that can be loaded ({error})") from None
+    return data
+
+
+def _split_address(address: str) -> tuple[str | None, int | None]:
+    """(host, port) of a gRPC target (``host:port``, ``[v6]:port``, ``dns:///host:port``, ``ipv4:a.b.c.d:port``);
+    host None for a Unix socket, port None when the target names none."""
+    if address.startswith(("unix:", "unix-abstract:", "vsock:")):
+        return None, None
+    for scheme in ("ipv4:", "ipv6:"):
+        if address.startswith(scheme):
+            address = address[len(scheme) :].split(",")[0]
+    if address.startswith("dns:"):
+        address = address[len("dns:") :].rsplit("/", 1)[-1]
+    if address.startswith("["):
+        host, _, rest = address[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif address.count(":") == 1:
+        host, port = address.split(":")
+    else:
+        host, port = address, ""
+    return host, int(port) if port.isdigit() else None
+
+
+def _is_loopback(address: str) -> bool:
+    """Whether ``address`` stays on this machine: a Unix socket, ``localhost``, 127.0.0.0/8 or ::1 (also v4-mapped)."""
+    host = _split_address(address)[0]
+    if host is None or host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _speaks_tls(address: str) -> bool:
+    """Whether the server at ``address`` completes a TLS handshake (not verified: this only tells a TLS port from a
+    plaintext one), within :data:`TLS_PROBE_S`. False for anything that cannot be probed or does not answer."""
+    host, port = _split_address(address)
+    if host is None or port is None:
+        return False
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    try:
+        with socket.create_connection((host, port), timeout=TLS_PROBE_S) as sock, context.wrap_socket(sock):
+            return True
+    except OSError:  # refused, timed out, or a handshake that failed (ssl.SSLError is an OSError)
+        return False
 
 
 def _decode_sample(reply: pb.SampleReply) -> dict[str, np.ndarray]:

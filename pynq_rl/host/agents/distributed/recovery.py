@@ -1,8 +1,9 @@
-r"""The durable state of a :class:`~.server.ReplayServer`: what its checkpoint and log records hold, and the recovery
-from them when a server starts.
+r"""The durable state of a :class:`~.server.ReplayServer`: what its checkpoint and log records hold, how a checkpoint is
+taken, and the recovery from them when a server starts.
 
-:class:`ReplayRecovery` is mixed into the server. The server decides *when* to log and checkpoint (under which of its
-locks); this module decides *what* is written, next to the code that reads it back, so the two cannot drift apart:
+:class:`ReplayRecovery` is mixed into the server. The server decides *when* to log (a push, an update, under which of
+its locks); this module decides *what* is written, next to the code that reads it back, so the two cannot drift apart,
+and takes checkpoints (:meth:`ReplayRecovery.checkpoint`, on demand or every ``checkpoint_every_s``):
 
 * ``replay.ckpt``: storage + the priority backend's ``state_dict`` + the sequence counters, as ``.npz`` arrays and a
   JSON header (format :data:`CHECKPOINT_VERSION`, every member protected by its zip CRC-32; never a pickle);
@@ -128,6 +129,49 @@ class ReplayRecovery:
     def _append(self, kind: bytes, sequence: int, payload: bytes) -> None:
         with self._wal_lock:
             self._wal.append(kind, sequence, payload)
+
+    # -- checkpoints --------------------------------------------------------------------------------------------------
+    def checkpoint(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Drain the queue, write storage + priorities atomically to ``replay.ckpt``, truncate the log.
+
+        Pushes wait (or are refused with :class:`~.server.Backpressure`) while it runs.
+
+        Returns
+        -------
+        dict
+            ``path`` and ``log_sequence`` (the last batch the checkpoint holds).
+
+        Raises
+        ------
+        RuntimeError
+            No ``checkpoint_dir``.
+        TimeoutError
+            The queue did not drain in time.
+        """
+        if self.checkpoint_dir is None:
+            raise RuntimeError("this replay server has no checkpoint_dir")
+        with self._push_lock:
+            self.flush(timeout_s)
+            with self._store_lock, self._wal_lock:
+                state = self._checkpoint_state()
+                covered = self._wal.tell()  # the log up to here is in the checkpoint
+                base = (self._applied_sequence, self._update_sequence)
+            path = self.checkpoint_dir / "replay.ckpt"
+            write_checkpoint(path, state)
+            with self._wal_lock:
+                self._wal.compact(covered, base)
+        self._counters["checkpoints"] += 1
+        return {"path": str(path), "log_sequence": state["log_sequence"]}
+
+    def _checkpoint_thread(self, every_s: float) -> None:
+        while True:
+            with self._cv:
+                if self._cv.wait_for(lambda: self._closed, timeout=every_s):
+                    return
+            try:
+                self.checkpoint()
+            except Exception as error:  # noqa: BLE001 - keep serving; the next period tries again
+                warnings.warn(f"replay checkpoint failed: {error!r}", RuntimeWarning, stacklevel=2)
 
     # -- recovery on start ---------------------------------------------------------------------------------------------
     def _recover(self, checkpoint_dir: Path) -> WriteAheadLog:

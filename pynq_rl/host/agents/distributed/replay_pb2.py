@@ -14,7 +14,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0creplay.proto\x12\x0epynq_rl.replay\"4\n\x06Tensor\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"/\n\x0cPackedFrames\x12\x11\n\tobs_shape\x18\x01 \x03(\x03\x12\x0c\n\x04rows\x18\x02 \x03(\x0c\"\x99\x02\n\x0bTransitions\x12,\n\x0cobservations\x18\x01 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07rewards\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\x31\n\x11next_observations\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12)\n\tdiscounts\x18\x05 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12,\n\x06\x66rames\x18\x06 \x01(\x0b\x32\x1c.pynq_rl.replay.PackedFrames\"\x8f\x01\n\x0bPushRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x30\n\x0btransitions\x18\x03 \x01(\x0b\x32\x1b.pynq_rl.replay.Transitions\x12*\n\npriorities\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"V\n\tPushReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x14\n\x0clog_sequence\x18\x03 \x01(\x04\x12\x0e\n\x06queued\x18\x04 \x01(\x04\"1\n\rSampleRequest\x12\x12\n\nbatch_size\x18\x01 \x01(\r\x12\x0c\n\x04\x62\x65ta\x18\x02 \x01(\x01\"\xbb\x01\n\x0bSampleReply\x12\x30\n\x0btransitions\x18\x01 \x01(\x0b\x32\x1b.pynq_rl.replay.Transitions\x12\'\n\x07indices\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07weights\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12(\n\x08versions\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"\x8e\x01\n\rUpdateRequest\x12\'\n\x07indices\x18\x01 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12*\n\npriorities\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12(\n\x08versions\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"-\n\x0bUpdateReply\x12\x0f\n\x07updated\x18\x01 \x01(\x04\x12\r\n\x05stale\x18\x02 \x01(\x04\"\x0e\n\x0cStatsRequest\"\x1a\n\nStatsReply\x12\x0c\n\x04json\x18\x01 \x01(\t\"\x13\n\x11\x43heckpointRequest\"5\n\x0f\x43heckpointReply\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x14\n\x0clog_sequence\x18\x02 \x01(\x04\x32\xf3\x02\n\x06Replay\x12>\n\x04Push\x12\x1b.pynq_rl.replay.PushRequest\x1a\x19.pynq_rl.replay.PushReply\x12\x44\n\x06Sample\x12\x1d.pynq_rl.replay.SampleRequest\x1a\x1b.pynq_rl.replay.SampleReply\x12N\n\x10UpdatePriorities\x12\x1d.pynq_rl.replay.UpdateRequest\x1a\x1b.pynq_rl.replay.UpdateReply\x12\x41\n\x05Stats\x12\x1c.pynq_rl.replay.StatsRequest\x1a\x1a.pynq_rl.replay.StatsReply\x12P\n\nCheckpoint\x12!.pynq_rl.replay.CheckpointRequest\x1a\x1f.pynq_rl.replay.CheckpointReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0creplay.proto\x12\x0epynq_rl.replay\"4\n\x06Tensor\x12\r\n\x05\x64type\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"/\n\x0cPackedFrames\x12\x11\n\tobs_shape\x18\x01 \x03(\x03\x12\x0c\n\x04rows\x18\x02 \x03(\x0c\"\x99\x02\n\x0bTransitions\x12,\n\x0cobservations\x18\x01 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07\x61\x63tions\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07rewards\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\x31\n\x11next_observations\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12)\n\tdiscounts\x18\x05 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12,\n\x06\x66rames\x18\x06 \x01(\x0b\x32\x1c.pynq_rl.replay.PackedFrames\"\x14\n\x12OpenSessionRequest\"$\n\x10OpenSessionReply\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\"\x8f\x01\n\x0bPushRequest\x12\x10\n\x08\x61\x63tor_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x30\n\x0btransitions\x18\x03 \x01(\x0b\x32\x1b.pynq_rl.replay.Transitions\x12*\n\npriorities\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"V\n\tPushReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x11\n\tduplicate\x18\x02 \x01(\x08\x12\x14\n\x0clog_sequence\x18\x03 \x01(\x04\x12\x0e\n\x06queued\x18\x04 \x01(\x04\"1\n\rSampleRequest\x12\x12\n\nbatch_size\x18\x01 \x01(\r\x12\x0c\n\x04\x62\x65ta\x18\x02 \x01(\x01\"\xbb\x01\n\x0bSampleReply\x12\x30\n\x0btransitions\x18\x01 \x01(\x0b\x32\x1b.pynq_rl.replay.Transitions\x12\'\n\x07indices\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12\'\n\x07weights\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12(\n\x08versions\x18\x04 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"\x8e\x01\n\rUpdateRequest\x12\'\n\x07indices\x18\x01 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12*\n\npriorities\x18\x02 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\x12(\n\x08versions\x18\x03 \x01(\x0b\x32\x16.pynq_rl.replay.Tensor\"-\n\x0bUpdateReply\x12\x0f\n\x07updated\x18\x01 \x01(\x04\x12\r\n\x05stale\x18\x02 \x01(\x04\"\x0e\n\x0cStatsRequest\"\x1a\n\nStatsReply\x12\x0c\n\x04json\x18\x01 \x01(\t\"\x13\n\x11\x43heckpointRequest\"5\n\x0f\x43heckpointReply\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x14\n\x0clog_sequence\x18\x02 \x01(\x04\x32\xc8\x03\n\x06Replay\x12S\n\x0bOpenSession\x12\".pynq_rl.replay.OpenSessionRequest\x1a .pynq_rl.replay.OpenSessionReply\x12>\n\x04Push\x12\x1b.pynq_rl.replay.PushRequest\x1a\x19.pynq_rl.replay.PushReply\x12\x44\n\x06Sample\x12\x1d.pynq_rl.replay.SampleRequest\x1a\x1b.pynq_rl.replay.SampleReply\x12N\n\x10UpdatePriorities\x12\x1d.pynq_rl.replay.UpdateRequest\x1a\x1b.pynq_rl.replay.UpdateReply\x12\x41\n\x05Stats\x12\x1c.pynq_rl.replay.StatsRequest\x1a\x1a.pynq_rl.replay.StatsReply\x12P\n\nCheckpoint\x12!.pynq_rl.replay.CheckpointRequest\x1a\x1f.pynq_rl.replay.CheckpointReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -27,26 +27,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PACKEDFRAMES']._serialized_end=133
   _globals['_TRANSITIONS']._serialized_start=136
   _globals['_TRANSITIONS']._serialized_end=417
-  _globals['_PUSHREQUEST']._serialized_start=420
-  _globals['_PUSHREQUEST']._serialized_end=563
-  _globals['_PUSHREPLY']._serialized_start=565
-  _globals['_PUSHREPLY']._serialized_end=651
-  _globals['_SAMPLEREQUEST']._serialized_start=653
-  _globals['_SAMPLEREQUEST']._serialized_end=702
-  _globals['_SAMPLEREPLY']._serialized_start=705
-  _globals['_SAMPLEREPLY']._serialized_end=892
-  _globals['_UPDATEREQUEST']._serialized_start=895
-  _globals['_UPDATEREQUEST']._serialized_end=1037
-  _globals['_UPDATEREPLY']._serialized_start=1039
-  _globals['_UPDATEREPLY']._serialized_end=1084
-  _globals['_STATSREQUEST']._serialized_start=1086
-  _globals['_STATSREQUEST']._serialized_end=1100
-  _globals['_STATSREPLY']._serialized_start=1102
-  _globals['_STATSREPLY']._serialized_end=1128
-  _globals['_CHECKPOINTREQUEST']._serialized_start=1130
-  _globals['_CHECKPOINTREQUEST']._serialized_end=1149
-  _globals['_CHECKPOINTREPLY']._serialized_start=1151
-  _globals['_CHECKPOINTREPLY']._serialized_end=1204
-  _globals['_REPLAY']._serialized_start=1207
-  _globals['_REPLAY']._serialized_end=1578
+  _globals['_OPENSESSIONREQUEST']._serialized_start=419
+  _globals['_OPENSESSIONREQUEST']._serialized_end=439
+  _globals['_OPENSESSIONREPLY']._serialized_start=441
+  _globals['_OPENSESSIONREPLY']._serialized_end=477
+  _globals['_PUSHREQUEST']._serialized_start=480
+  _globals['_PUSHREQUEST']._serialized_end=623
+  _globals['_PUSHREPLY']._serialized_start=625
+  _globals['_PUSHREPLY']._serialized_end=711
+  _globals['_SAMPLEREQUEST']._serialized_start=713
+  _globals['_SAMPLEREQUEST']._serialized_end=762
+  _globals['_SAMPLEREPLY']._serialized_start=765
+  _globals['_SAMPLEREPLY']._serialized_end=952
+  _globals['_UPDATEREQUEST']._serialized_start=955
+  _globals['_UPDATEREQUEST']._serialized_end=1097
+  _globals['_UPDATEREPLY']._serialized_start=1099
+  _globals['_UPDATEREPLY']._serialized_end=1144
+  _globals['_STATSREQUEST']._serialized_start=1146
+  _globals['_STATSREQUEST']._serialized_end=1160
+  _globals['_STATSREPLY']._serialized_start=1162
+  _globals['_STATSREPLY']._serialized_end=1188
+  _globals['_CHECKPOINTREQUEST']._serialized_start=1190
+  _globals['_CHECKPOINTREQUEST']._serialized_end=1209
+  _globals['_CHECKPOINTREPLY']._serialized_start=1211
+  _globals['_CHECKPOINTREPLY']._serialized_end=1264
+  _globals['_REPLAY']._serialized_start=1267
+  _globals['_REPLAY']._serialized_end=1723
 # @@protoc_insertion_point(module_scope)

@@ -39,6 +39,11 @@ class ReplayStub(object):
         Args:
             channel: A grpc.Channel.
         """
+        self.OpenSession = channel.unary_unary(
+                '/pynq_rl.replay.Replay/OpenSession',
+                request_serializer=replay__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=replay__pb2.OpenSessionReply.FromString,
+                _registered_method=True)
         self.Push = channel.unary_unary(
                 '/pynq_rl.replay.Replay/Push',
                 request_serializer=replay__pb2.PushRequest.SerializeToString,
@@ -68,6 +73,12 @@ class ReplayStub(object):
 
 class ReplayServicer(object):
     """Missing associated documentation comment in .proto file."""
+
+    def OpenSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def Push(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -102,6 +113,11 @@ class ReplayServicer(object):
 
 def add_ReplayServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=replay__pb2.OpenSessionRequest.FromString,
+                    response_serializer=replay__pb2.OpenSessionReply.SerializeToString,
+            ),
             'Push': grpc.unary_unary_rpc_method_handler(
                     servicer.Push,
                     request_deserializer=replay__pb2.PushRequest.FromString,
@@ -137,6 +153,33 @@ def add_ReplayServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Replay(object):
     """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pynq_rl.replay.Replay/OpenSession',
+            replay__pb2.OpenSessionRequest.SerializeToString,
+            replay__pb2.OpenSessionReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def Push(request,

@@ -21,22 +21,14 @@ Threads and paths
   :meth:`ReplayServer.update_priorities` writes the learner's new priorities; each slot carries a write count
   (``versions``) so an update for a slot overwritten since it was sampled is dropped instead of mis-assigned.
 
-Durability
-----------
-An acknowledged push is already in the write-ahead log (``replay.wal``, :mod:`.wal`: a versioned header naming the
-checkpoint it continues, then records with a log sequence and a CRC-32 each). What the acknowledgement guarantees:
-
-* default (``sync_wal=False``): the record was written to the operating system before the reply, so it survives the
-  server process crashing or being killed (SIGKILL included), not a power cut or kernel crash, which can drop the
-  last few seconds of acknowledgements (whatever the OS had not yet written back);
-* ``sync_wal=True``: the record was also fsynced, so it survives a power cut too (on a disk that honours fsync).
-
-Priority updates are logged too, under the storage lock before they apply. Checkpoints and log compaction are always
-fsynced: :meth:`ReplayServer.checkpoint` drains the queue, writes storage + core state (``ReplayCore.state_dict``)
-atomically to ``replay.ckpt`` and drops the log records it covers (not those written while it was saving). A server
-started on the same ``checkpoint_dir`` recovers from both (:mod:`.recovery`, which also defines what they hold): every
-acknowledged transition back in its slot with the priority the learner had set, a retried push still recognised, and
-never a silent loss (a damaged log refuses the start unless ``accept_loss``).
+Durability and identity
+-----------------------
+An acknowledged push is already in the write-ahead log (:mod:`.wal`): written to the OS before the reply, and fsynced
+too with ``sync_wal`` (which then survives a power cut, not only a killed process). Priority updates are logged too.
+:meth:`ReplayServer.checkpoint` writes storage + priorities atomically to ``replay.ckpt`` and compacts the log; a
+server started on the same ``checkpoint_dir`` recovers from both (:mod:`.recovery`: what they hold, and what a damaged
+log costs). Pushes carry an actor id the server issued (:meth:`ReplayServer.open_session`) and a sequence number, so a
+retried push is stored once and no one can push as another actor (:mod:`.actors`).
 
 Storage is a ring of ``capacity`` slots (at most the core's ``K**LEVELS``); once full, the oldest transitions are
 overwritten, Ape-X's FIFO eviction.
@@ -48,7 +40,6 @@ import collections
 import os
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -58,7 +49,7 @@ import numpy as np
 from ..priorities import make_priority_backend
 from . import codec
 from .actors import ActorSequences
-from .recovery import ReplayRecovery, write_checkpoint
+from .recovery import ReplayRecovery
 
 __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError"]
 
@@ -103,9 +94,8 @@ class ReplayServer(ReplayRecovery):
     seed : int, optional
         Seed of the sampler.
     sequence_window : int
-        How far past an actor's last acknowledged sequence a push may jump (the first push of an actor counts from
-        0); a push beyond is refused, so one bogus ``sequence=2**64-1`` cannot make every later push of that actor a
-        "duplicate". Gaps come only from pushes whose retries ran out, so a small window is plenty.
+        How far past an actor's last acknowledged sequence a push may jump (a push beyond is refused:
+        :class:`~.actors.ActorSequences`).
     max_sample : int, optional
         Largest ``batch_size`` a :meth:`sample` may ask for; None: ``capacity``, and never more rows than fit in one
         gRPC reply (:data:`codec.GRPC_OPTIONS`). Checked before any work.
@@ -259,6 +249,22 @@ class ReplayServer(ReplayRecovery):
         }
 
     # -- insertion path -----------------------------------------------------------------------------------------------
+    def open_session(self) -> str:
+        """Issue the actor id an actor's pushes carry (:mod:`.actors`): unguessable, so no one else can push as it.
+
+        Raises
+        ------
+        ~pynq_rl.host.agents.distributed.actors.ActorTableFull
+            As many ids are issued as the server keeps.
+        RuntimeError
+            The server is closed or its adding thread failed.
+        """
+        with self._push_lock:
+            self._check_open()
+            actor_id = self._actors.issue()
+        self._counters["sessions_opened"] += 1
+        return actor_id
+
     def push(
         self,
         transitions: Mapping[str, np.ndarray],
@@ -277,9 +283,9 @@ class ReplayServer(ReplayRecovery):
         priorities : array_like
             Initial priority of each transition (the actor's ``|TD error| + eps``), finite and >= 0.
         actor_id, sequence : str, int
-            With a non-empty ``actor_id`` and ``sequence >= 1``: a sequence at or below the last one acknowledged
-            for this actor is a duplicate (a retry) and is acknowledged without being stored again; one more than
-            ``sequence_window`` past it is refused (``ValueError``).
+            An id from :meth:`open_session` (or empty: no de-duplication). With ``sequence >= 1``, a sequence at or
+            below the last one acknowledged for this actor is a duplicate (a retry) and is acknowledged without being
+            stored again; one more than ``sequence_window`` past it is refused (``ValueError``).
         timeout_s : float
             How long to wait for room in the insertion queue.
         payload : bytes, optional
@@ -293,6 +299,8 @@ class ReplayServer(ReplayRecovery):
 
         Raises
         ------
+        ~pynq_rl.host.agents.distributed.actors.UnknownActor
+            ``actor_id`` was not issued by this server (open a new session).
         ValueError
             A malformed batch (see :func:`codec.check_batch`) or a bad sequence.
         Backpressure
@@ -533,49 +541,6 @@ class ReplayServer(ReplayRecovery):
         self._counters["stale_priorities"] += stale
         self._latency_s["update_s"] += time.perf_counter() - start
         return {"updated": updated, "stale": stale}
-
-    # -- checkpoints --------------------------------------------------------------------------------------------------
-    def checkpoint(self, timeout_s: float = 60.0) -> dict[str, Any]:
-        """Drain the queue, write storage + priorities atomically to ``replay.ckpt``, truncate the log.
-
-        Pushes wait (or are refused with :class:`Backpressure`) while it runs.
-
-        Returns
-        -------
-        dict
-            ``path`` and ``log_sequence`` (the last batch the checkpoint holds).
-
-        Raises
-        ------
-        RuntimeError
-            No ``checkpoint_dir``.
-        TimeoutError
-            The queue did not drain in time.
-        """
-        if self.checkpoint_dir is None:
-            raise RuntimeError("this replay server has no checkpoint_dir")
-        with self._push_lock:
-            self.flush(timeout_s)
-            with self._store_lock, self._wal_lock:
-                state = self._checkpoint_state()
-                covered = self._wal.tell()  # the log up to here is in the checkpoint
-                base = (self._applied_sequence, self._update_sequence)
-            path = self.checkpoint_dir / "replay.ckpt"
-            write_checkpoint(path, state)
-            with self._wal_lock:
-                self._wal.compact(covered, base)
-        self._counters["checkpoints"] += 1
-        return {"path": str(path), "log_sequence": state["log_sequence"]}
-
-    def _checkpoint_thread(self, every_s: float) -> None:
-        while True:
-            with self._cv:
-                if self._cv.wait_for(lambda: self._closed, timeout=every_s):
-                    return
-            try:
-                self.checkpoint()
-            except Exception as error:  # noqa: BLE001 - keep serving; the next period tries again
-                warnings.warn(f"replay checkpoint failed: {error!r}", RuntimeWarning, stacklevel=2)
 
     # -- life cycle ---------------------------------------------------------------------------------------------------
     def _check_open(self, closed_ok: bool = False) -> None:

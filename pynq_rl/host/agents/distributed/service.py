@@ -7,7 +7,11 @@ the network: do that only with a token, and with TLS off a trusted network). Wit
 ``PYNQ_RL_REPLAY_TOKEN`` environment variable) every call must carry ``authorization: Bearer <token>`` metadata, checked
 by a server interceptor before the request is decoded; a missing or wrong one gets ``UNAUTHENTICATED``. With
 ``tls=(cert_path, key_path)`` the port speaks TLS (``grpc.ssl_server_credentials``) and clients need the certificate
-(or its CA) as ``tls_ca``.
+(or its CA) as ``tls_ca``; :func:`check_tls` checks the two files before anything is bound, so a missing, non-PEM,
+swapped or mismatched file is one line naming it.
+
+Requests arrive as raw bytes and are decoded by the servicer, so bytes that are no protobuf of the method's request
+get ``INVALID_ARGUMENT`` (``malformed PushRequest: ...``) rather than gRPC's ``INTERNAL``.
 
 Errors map to status codes with the server's message: bad requests (``ValueError``, ``TypeError``, ``KeyError``) to
 ``INVALID_ARGUMENT``, :class:`~.server.Backpressure` to ``RESOURCE_EXHAUSTED``, :class:`~.server.EmptyReplayError`
@@ -21,6 +25,7 @@ import hmac
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 from collections.abc import Callable
@@ -28,14 +33,16 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from ..priorities import PRIORITY_BACKENDS
 from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
+from .actors import ActorTableFull, UnknownActor
 from .server import Backpressure, EmptyReplayError, ReplayServer
 
-__all__ = ["ReplayServicer", "TokenInterceptor", "serve", "main", "DEFAULT_ADDRESS"]
+__all__ = ["ReplayServicer", "TokenInterceptor", "check_tls", "serve", "main", "DEFAULT_ADDRESS"]
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 """where a replay server listens unless told otherwise: loopback only"""
@@ -81,8 +88,10 @@ class TokenInterceptor(grpc.ServerInterceptor):
 class ReplayServicer(pb_grpc.ReplayServicer):
     """The gRPC face of a :class:`ReplayServer`: decodes requests, maps errors to status codes with clear messages.
 
-    ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure` ->
-    ``RESOURCE_EXHAUSTED``; :class:`EmptyReplayError` -> ``FAILED_PRECONDITION``; a closed server -> ``UNAVAILABLE``.
+    :class:`~pynq_rl.host.agents.distributed.actors.UnknownActor` (a push under an id this server did not issue) ->
+    ``NOT_FOUND``; ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure` and
+    :class:`~pynq_rl.host.agents.distributed.actors.ActorTableFull` -> ``RESOURCE_EXHAUSTED``;
+    :class:`EmptyReplayError` -> ``FAILED_PRECONDITION``; a closed server -> ``UNAVAILABLE``.
     """
 
     def __init__(self, replay: ReplayServer, push_timeout_s: float = 0.5) -> None:
@@ -92,14 +101,20 @@ class ReplayServicer(pb_grpc.ReplayServicer):
     def _call(self, context, function, *args, **kwargs):
         try:
             return function(*args, **kwargs)
+        except UnknownActor as error:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(error))
         except (ValueError, TypeError, KeyError) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except Backpressure as error:
+        except (Backpressure, ActorTableFull) as error:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
         except EmptyReplayError as error:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
         except RuntimeError as error:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+
+    def OpenSession(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
+        """Issue the actor id this caller's pushes carry (:meth:`ReplayServer.open_session`)."""
+        return pb.OpenSessionReply(actor_id=self._call(context, self.replay.open_session))
 
     def Push(self, request, context):  # noqa: N802 (gRPC method names)
         """Decode, check and queue one batch; reply with the acknowledgement."""
@@ -157,6 +172,94 @@ class ReplayServicer(pb_grpc.ReplayServicer):
         return pb.CheckpointReply(path=result["path"], log_sequence=result["log_sequence"])
 
 
+_SERVICE = pb.DESCRIPTOR.services_by_name["Replay"]
+"""the ``Replay`` service of ``replay.proto``: its methods, with their request and reply messages, are registered"""
+
+
+def _decoding(method: Callable, request_type: type) -> Callable:
+    """``method`` taking the raw request bytes: decoded here, so undecodable ones get ``INVALID_ARGUMENT`` naming the
+    message (gRPC's own deserializer would answer ``INTERNAL``, as if the server were broken)."""
+
+    def handle(data: bytes, context: grpc.ServicerContext) -> Any:
+        try:
+            request = request_type.FromString(data)
+        except DecodeError as error:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_type.__name__}: {error}")
+        return method(request, context)
+
+    return handle
+
+
+def _add_servicer(servicer: ReplayServicer, server: Any) -> None:
+    """Register ``servicer``'s methods (every one ``replay.proto`` declares) on ``server`` as the generated
+    ``add_ReplayServicer_to_server`` does, but with raw-bytes requests decoded by :func:`_decoding`."""
+    handlers = {
+        method.name: grpc.unary_unary_rpc_method_handler(
+            _decoding(getattr(servicer, method.name), getattr(pb, method.input_type.name)),
+            response_serializer=getattr(pb, method.output_type.name).SerializeToString,
+        )
+        for method in _SERVICE.methods
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE.full_name, handlers),))
+    if hasattr(server, "add_registered_method_handlers"):  # grpcio >= 1.62: the stubs' registered-method fast path
+        server.add_registered_method_handlers(_SERVICE.full_name, handlers)
+
+
+def check_tls(cert_path: str | os.PathLike, key_path: str | os.PathLike) -> tuple[bytes, bytes]:
+    """Read and check a TLS certificate chain and its private key before a server binds with them.
+
+    gRPC reports a bad pair late and vaguely (a traceback for a missing file, ``cannot bind`` for a key that does not
+    match); this says which file is wrong and how. The pair is loaded with the standard library's ``ssl`` (no
+    ``cryptography`` needed), with a password callback so an encrypted key never prompts.
+
+    Parameters
+    ----------
+    cert_path, key_path : str or os.PathLike
+        PEM certificate chain and PEM private key.
+
+    Returns
+    -------
+    cert, key : bytes
+        The two files' contents, for ``grpc.ssl_server_credentials``.
+
+    Raises
+    ------
+    ValueError
+        One line naming the file: unreadable, not PEM, certificate and key swapped, no certificate or no private key
+        in it, an encrypted key, or a key that does not match the certificate.
+    """
+    cert_name, key_name = os.fspath(cert_path), os.fspath(key_path)
+    cert, key = codec.read_pem(cert_path, "TLS certificate"), codec.read_pem(key_path, "TLS key")
+    cert_labels, key_labels = codec.pem_labels(cert), codec.pem_labels(key)
+    cert_has_key = any(label.endswith("PRIVATE KEY") for label in cert_labels)
+    key_has_key = any(label.endswith("PRIVATE KEY") for label in key_labels)
+    if "CERTIFICATE" not in cert_labels and cert_has_key and "CERTIFICATE" in key_labels:
+        raise ValueError(
+            f"TLS certificate {cert_name} and key {key_name} are swapped: the certificate file holds a private key "
+            f"and the key file a certificate"
+        )
+    if "CERTIFICATE" not in cert_labels:
+        raise ValueError(f"TLS certificate {cert_name} holds no CERTIFICATE block (found: {_listed(cert_labels)})")
+    if not key_has_key:
+        raise ValueError(f"TLS key {key_name} holds no PRIVATE KEY block (found: {_listed(key_labels)})")
+    if "ENCRYPTED PRIVATE KEY" in key_labels or b"Proc-Type: 4,ENCRYPTED" in key:
+        raise ValueError(f"TLS key {key_name} is encrypted: gRPC needs an unencrypted key")
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_path, key_path, password=lambda: b"")
+    except ssl.SSLError as error:
+        if error.reason == "KEY_VALUES_MISMATCH":
+            raise ValueError(
+                f"TLS key {key_name} does not match the certificate {cert_name} ({error.reason})"
+            ) from None
+        raise ValueError(f"TLS certificate {cert_name} and key {key_name} cannot be loaded ({error})") from None
+    return cert, key
+
+
+def _listed(labels: set[str]) -> str:
+    """PEM block labels for a message, sorted."""
+    return ", ".join(sorted(labels))
+
+
 def serve(
     replay: ReplayServer,
     address: str = DEFAULT_ADDRESS,
@@ -198,17 +301,13 @@ def serve(
     ------
     RuntimeError
         The address could not be bound.
-    OSError
-        A TLS file could not be read.
+    ValueError
+        A TLS file is missing or wrong (:func:`check_tls`), found before anything is bound.
     """
     token = codec.resolve_token(token)
     credentials = None
     if tls is not None:
-        cert_path, key_path = tls
-        with open(cert_path, "rb") as f:
-            cert = f.read()
-        with open(key_path, "rb") as f:
-            key = f.read()
+        cert, key = check_tls(*tls)
         credentials = grpc.ssl_server_credentials([(key, cert)])
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(
@@ -217,7 +316,7 @@ def serve(
         interceptors=interceptors,
         compression=codec.grpc_compression(compression),
     )
-    pb_grpc.add_ReplayServicer_to_server(ReplayServicer(replay, push_timeout_s), server)
+    _add_servicer(ReplayServicer(replay, push_timeout_s), server)
     try:
         port = (
             server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
@@ -234,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m pynq_rl.host.agents.distributed.service``: run a replay server until SIGINT/SIGTERM.
 
     Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
-    Returns 1 with ``error: ...`` on stderr if the server refuses to start (a damaged checkpoint or log).
+    Returns 1 with ``error: ...`` on stderr if the server refuses to start: a bad TLS file (checked first, before the
+    replay server restores anything), a damaged checkpoint or log, an address it cannot bind.
     """
     parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
     parser.add_argument(
@@ -279,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together")
     try:
+        if args.tls_cert is not None:
+            check_tls(args.tls_cert, args.tls_key)
         replay = ReplayServer(
             args.capacity,
             tuple(args.obs_shape),
@@ -293,11 +395,16 @@ def main(argv: list[str] | None = None) -> int:
             accept_loss=args.accept_loss,
             obs_dtype=args.obs_dtype,
         )
-    except ValueError as error:  # a refused recovery or a bad argument: one line, not a traceback
+    except ValueError as error:  # a bad TLS file, a refused recovery or a bad argument: one line, not a traceback
         print(f"error: {error}", file=sys.stderr)
         return 1
     tls = None if args.tls_cert is None else (args.tls_cert, args.tls_key)
-    server, port = serve(replay, args.address, args.workers, tls=tls, compression=args.compression)
+    try:
+        server, port = serve(replay, args.address, args.workers, tls=tls, compression=args.compression)
+    except (ValueError, RuntimeError) as error:  # a TLS file changed since the check, an address taken
+        print(f"error: {error}", file=sys.stderr)
+        replay.close()
+        return 1
     host = args.address.rsplit(":", 1)[0]
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -143,9 +143,11 @@ def test_train_with_tensorboard_and_plot_the_runs(tmp_path, capsys):
     [
         (
             ["train", "ppo", "--env", "NoSuchEnv-v0", "--steps", "2048"],
-            r"NameNotFound: Environment `NoSuchEnv` doesn't exist",
+            r"--env 'NoSuchEnv-v0' is not a registered gymnasium environment: Environment `NoSuchEnv` doesn't exist",
         ),
         # the message names the flags the user typed (the Python API names the fields: total_timesteps ...)
+        (["train", "dqn", "--env", "NoSuchEnv-v0"], r"--env 'NoSuchEnv-v0' is not a registered gymnasium environment"),
+        (["train", "sarsa", "--env", "mod:"], r"--env 'mod:' is not a registered gymnasium environment"),
         (["train", "ppo", "--steps", "-5"], r"--steps must be >= 1, not -5"),
         (["train", "dqn", "--steps", "0"], r"--steps must be >= 1, not 0"),
         (["train", "dqn", "--steps", "100", "--checkpoint-every", "-1"], r"--checkpoint-every must be >= 0, not -1"),

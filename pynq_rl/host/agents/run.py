@@ -54,6 +54,7 @@ __all__ = [
     "FieldWarning",
     "check_backend",
     "check_common",
+    "check_env_id",
     "check_seed",
     "computed",
     "is_computed",
@@ -122,8 +123,9 @@ def check_seed(seed: int) -> None:
 
 
 def check_common(args: Any) -> None:
-    """What every agent checks first: its ``tensorboard``, ``backend`` and ``seed`` fields (:func:`check_tensorboard`,
-    :func:`check_backend`, :func:`check_seed`), before any environment, overlay or run directory exists.
+    """What every agent checks first: its ``tensorboard``, ``backend``, ``seed`` and ``env_id`` fields
+    (:func:`check_tensorboard`, :func:`check_backend`, :func:`check_seed`, :func:`check_env_id`), before any
+    environment, overlay or run directory exists.
 
     Raises
     ------
@@ -133,6 +135,29 @@ def check_common(args: Any) -> None:
     check_tensorboard(args.tensorboard)
     check_backend(args.backend)
     check_seed(args.seed)
+    check_env_id(args.env_id)
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise :class:`FieldValueError` unless gymnasium's registry knows ``env_id`` (ids of the form
+    ``module:Name-v0``, whose module registers them when gymnasium imports it, are left to ``gym.make``)."""
+    if not isinstance(env_id, str) or not env_id:
+        raise FieldValueError(f"env_id must be a registered gymnasium environment id, not {env_id!r}", "env_id")
+    module, colon, name = env_id.rpartition(":")
+    if colon:  # gym.make imports ``module`` (which registers ``name``) first
+        if all(part.isidentifier() for part in module.split(".")) and name:
+            return
+        raise FieldValueError(
+            f"env_id {env_id!r} is not a registered gymnasium environment: 'module:Name-v0' needs a module path and a "
+            "name",
+            "env_id",
+        )
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as error:
+        raise FieldValueError(
+            f"env_id {env_id!r} is not a registered gymnasium environment: {error}", "env_id"
+        ) from None
 
 
 def computed(default: Any) -> Any:
@@ -217,7 +242,14 @@ def make_env(env_id: str, **kwargs: Any) -> Callable[[], gym.Env]:
 
 
 def action_space_of(env_id: str) -> gym.Space:
-    """The action space of ``env_id`` (made once and closed)."""
+    """The action space of ``env_id`` (made once and closed).
+
+    Raises
+    ------
+    FieldValueError
+        ``env_id`` is not a registered environment (naming the ``env_id`` field).
+    """
+    check_env_id(env_id)
     env = gym.make(env_id)
     try:
         return env.action_space

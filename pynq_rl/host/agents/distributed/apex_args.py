@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..run import FieldValueError, check_backend, check_seed, check_tensorboard
+from ..run import FieldValueError, check_backend, check_env_id, check_seed, check_tensorboard
 
 __all__ = ["Args", "check_args"]
 
@@ -167,6 +167,7 @@ def check_args(args: Args) -> None:
     """
     check_tensorboard(args.tensorboard)
     check_seed(args.seed)
+    check_env_id(args.env_id)
     if args.replay_address is None:
         check_backend(args.backend)
     for name in _AT_LEAST_1:

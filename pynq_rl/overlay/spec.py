@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
@@ -673,6 +673,10 @@ class ReplaySpec:
     """AXI-Stream TDATA width in bytes: one record per beat"""
     max_count: int = 1 << 20
     """largest sample batch (COUNT)"""
+    uram_min_bits: int = field(default=0, compare=False, repr=False)
+    """memories of at least this many bits are UltraRAM (``ram_style = "ultra"``), the others block RAM; 0: none
+    (the part has no UltraRAM). A property of the target part, not of the core: :class:`BoardSpec` sets it from its
+    part (:func:`part_uram_min_bits`), no register reports it, and it takes no part in comparing specs"""
 
     @property
     def sample_depth(self) -> int:
@@ -998,6 +1002,10 @@ class ParsaSpec:
     """wait states a read of MBOX_ACTION may be held while a MAILBOX decision runs (then it answers with DONE = 0
     and the driver reads again): covers a decision of the OPaL shape on either board (95 and 129 cycles); at most
     1,000, below the 1,024 cycles the ``rtl`` backend's AXI-Lite master waits for an answer"""
+    uram_min_bits: int = field(default=0, compare=False, repr=False)
+    """memories of at least this many bits are UltraRAM (``ram_style = "ultra"``), the others block RAM; 0: none
+    (the part has no UltraRAM). A property of the target part, not of the core: :class:`BoardSpec` sets it from its
+    part (:func:`part_uram_min_bits`), no register reports it, and it takes no part in comparing specs"""
 
     def __post_init__(self) -> None:
         if self.value_w not in (8, 16, 32):
@@ -1065,6 +1073,23 @@ class ParsaSpec:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+#: UltraRAM blocks (URAM288) of the supported parts that have any, by device (the part name before its package):
+#: UltraScale+ only, and not every UltraScale+ part (DS891). Parts not listed have none.
+ULTRARAM_BLOCKS: Mapping[str, int] = MappingProxyType({"xczu7ev": 96})
+#: Bits of one URAM288 (4K x 72): the smallest memory :func:`part_uram_min_bits` sends to UltraRAM.
+URAM288_BITS = 4096 * 72
+
+
+def part_uram_min_bits(part: str) -> int:
+    """The ``uram_min_bits`` of a core built for ``part``: one URAM288's bits where the part has UltraRAM, else 0.
+
+    A memory of at least a URAM288 fills the block's 4K x 72 (a replay tree level of 4,096+ words, a ParSa policy
+    bank of 4,096 rows) and takes far fewer blocks there than in RAMB36; a smaller one would leave most of a
+    288 Kbit block empty, so it stays block RAM (or LUT-RAM), where Vivado's defaults put it.
+    """
+    return URAM288_BITS if ULTRARAM_BLOCKS.get(part.split("-")[0].lower(), 0) else 0
+
+
 @dataclass(frozen=True)
 class CoreSlot:
     """One core in an overlay: its hierarchy name, spec, and where its registers and its DMA sit."""
@@ -1106,6 +1131,17 @@ class BoardSpec:
     board_part_pattern: str = ""
     """Vivado board part as a ``get_board_parts`` pattern, version left open (``*:pynq-z2:part0:*``): the build
     takes the newest installed board files instead of pinning a version"""
+
+    def __post_init__(self) -> None:
+        # the memory target is the part's: each core spec that has one gets it from here, not from a literal per slot
+        threshold = part_uram_min_bits(self.part)
+        cores = tuple(
+            replace(slot, spec=replace(slot.spec, uram_min_bits=threshold))
+            if isinstance(slot.spec, (ReplaySpec, ParsaSpec))
+            else slot
+            for slot in self.cores
+        )
+        object.__setattr__(self, "cores", cores)
 
     def slot(self, name: str) -> CoreSlot:
         """The core slot called ``name``; ``KeyError`` names the cores that exist."""

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build import replay_report as R
 
 needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
@@ -42,4 +43,6 @@ def test_full_plan_targets_both_boards_with_uram_only_on_ultrascale():
     builds = {b.board: b for b in R.replay_plan()}
     assert builds["Pynq-Z2"].spec.capacity == 2**16 and builds["Pynq-Z2"].family == "xc7"
     assert builds["ZCU106"].spec.capacity == 2**20 and builds["ZCU106"].family == "xcup"
-    assert builds["ZCU106"].options == "-uram" and builds["Pynq-Z2"].options == ""
+    # no global -uram: the ZCU106 spec carries its part's UltraRAM threshold, the Pynq-Z2's none
+    assert builds["ZCU106"].options == "" and builds["Pynq-Z2"].options == ""
+    assert builds["ZCU106"].spec.uram_min_bits == S.URAM288_BITS and builds["Pynq-Z2"].spec.uram_min_bits == 0

@@ -17,6 +17,11 @@ Programming the PL again (``RLOverlay.download()``) pulses the reset every core 
 back to their reset values, block RAM keeps its contents (as on ``emu``; a board's new bitstream would clear them).
 
 ``vcd="wave"`` writes ``wave_<core>.vcd`` per core (a separate model with tracing compiled in; slower).
+
+Memories without initial contents (the UltraRAM ones of a build for a part with UltraRAM: the converter drops their
+initial loops) start at 0, as Verilator leaves them by default; with ``PYNQ_RL_VERILATOR_GARBAGE_SEED=<n>`` (n > 0) in
+the environment they start at random values of seed ``n`` instead (Verilator's random reset), which is how the tests
+check that a core's behaviour does not depend on what UltraRAM holds at power-up.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import os
 import weakref
 from pathlib import Path
 
@@ -46,6 +52,26 @@ _AXI_TIMEOUT_CYCLES = 1024
 _BUS_ERRORS = {1: "write address", 2: "write response", 3: "read address", 4: "read data"}
 
 _u64, _u32, _p = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p
+#: Environment variable: a seed > 0 starts memories without initial contents at random values (module docstring).
+GARBAGE_SEED_VARIABLE = "PYNQ_RL_VERILATOR_GARBAGE_SEED"
+
+
+def garbage_seed() -> int:
+    """The seed of :data:`GARBAGE_SEED_VARIABLE` (0: memories without initial contents start at 0).
+
+    Raises
+    ------
+    ValueError
+        The variable is set to something other than an integer in [0, 2**31).
+    """
+    text = os.environ.get(GARBAGE_SEED_VARIABLE, "0").strip() or "0"
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 1 << 31:
+        raise ValueError(f"{GARBAGE_SEED_VARIABLE} must be an integer in [0, 2**31), not {text!r}")
+    return seed
 
 
 @functools.cache
@@ -55,7 +81,7 @@ def _load(library: Path) -> ctypes.CDLL:
     signatures = {
         "vcore_stream_bytes": (_u32, []),
         "vcore_traced": (ctypes.c_int, []),
-        "vcore_new": (_p, [ctypes.c_char_p, _u64, _u32, _u32]),
+        "vcore_new": (_p, [ctypes.c_char_p, _u64, _u32, _u32, _u64]),
         "vcore_free": (None, [_p]),
         "vcore_cycle": (_u64, [_p]),
         "vcore_idle": (None, [_p, _u64]),
@@ -111,7 +137,7 @@ class VerilatedCore:
         if vcd and not lib.vcore_traced():
             raise ValueError(f"the {name} model {build.library} was built without tracing: build it with trace=True")
         self.stream_bytes = lib.vcore_stream_bytes()
-        self._handle = lib.vcore_new(vcd.encode() if vcd else None, start, *reset)
+        self._handle = lib.vcore_new(vcd.encode() if vcd else None, start, *reset, garbage_seed())
         self._finalizer = weakref.finalize(self, lib.vcore_free, self._handle)
         self._value, self._moved, self._received, self._last = _u32(), _u64(), _u64(), ctypes.c_int()
         self._out = np.zeros(0, np.uint8)

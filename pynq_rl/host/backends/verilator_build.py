@@ -194,7 +194,8 @@ def core_verilog(core: str, spec) -> Path:
     from ...overlay.build.verilog import convert, module_name
 
     module = module_name(core, spec)
-    key = _digest(core, repr(spec), _sources_digest())
+    # uram_min_bits is not in a spec's repr (nor its equality) but changes the Verilog: its UltraRAM memories
+    key = _digest(core, repr(spec), f"uram_min_bits={getattr(spec, 'uram_min_bits', 0)}", _sources_digest())
     final = cache_root() / "verilog" / key
     path = final / f"{module}.v"
     if path.is_file():

@@ -135,12 +135,16 @@ VCORE_API int vcore_traced() {
 
 // A new core, every register and memory at its initial value, its clock starting at cycle `start`, its reset held
 // low for `low` cycles and then released for `high`; `vcd` (or null) names a VCD file to trace every signal into (a
-// build with PYNQ_RL_TRACE only).
-VCORE_API Core* vcore_new(const char* vcd, uint64_t start, uint32_t low, uint32_t high) {
+// build with PYNQ_RL_TRACE only). `garbage_seed` 0: what has no initial value starts at 0; else at random values of
+// that seed (Verilator's random reset): only the UltraRAM memories, which the converter leaves without initial loop.
+VCORE_API Core* vcore_new(const char* vcd, uint64_t start, uint32_t low, uint32_t high, uint64_t garbage_seed) {
     auto* core = new Core;
     core->context = std::make_unique<VerilatedContext>();
     core->context->debug(0);
-    core->context->randReset(0);  // every register and memory starts at 0, as MyHDL's do (initial_values=True)
+    // every register and memory with an initial value starts at it (MyHDL's, initial_values=True); the rest at 0 or,
+    // with a garbage seed, at random
+    core->context->randReset(garbage_seed ? 2 : 0);
+    if (garbage_seed) core->context->randSeed(static_cast<int>(garbage_seed & 0x7fffffff));
     core->context->fatalOnError(false);
 #ifdef PYNQ_RL_TRACE
     if (vcd != nullptr && vcd[0] != '\0') core->context->traceEverOn(true);

@@ -63,6 +63,11 @@ class ReplayCore(StreamCore):
     Not constructed directly: ``pynq.Overlay`` binds it by VLNV to ``<hierarchy>/core`` and it finds its DMA at
     ``<hierarchy>/dma``; build parameters are read back from the core's registers.
 
+    Binding CLEARs the tree (one cycle per word of the leaf level), and so does :meth:`reprogrammed`: the core's
+    deep levels are UltraRAM on the ZCU106, which has no initial contents to give them, and a core bound again
+    without programming the PL still holds the previous user's priorities. Every build then starts from the empty
+    tree the model starts from, whatever its memories held.
+
     Attributes
     ----------
     spec : ReplaySpec
@@ -89,6 +94,12 @@ class ReplayCore(StreamCore):
             )
         self._alpha = 0.6
         self.strict = False
+        self.clear()  # an empty tree whatever the memories held (see the class docstring)
+
+    def reprogrammed(self) -> None:
+        """The PL was programmed again (:meth:`StreamCore.reprogrammed`): the tree is CLEARed, as at bind."""
+        super().reprogrammed()
+        self.clear()
 
     @property
     def alpha(self) -> float:

@@ -2,7 +2,9 @@
 
 A :class:`BoardBuild` is one core top at one board's parameters on that board's part; :func:`run_board_builds`
 converts each distinct spec once, synthesizes every build (in parallel), and returns one row per build with the
-core's own columns, the yosys counts and the core's block-memory check. A build that fails to convert, times out
+core's own columns, the yosys counts and the core's block-memory check. yosys reads the Verilog Vivado gets: its
+UltraRAM memories marked ``ram_style = "ultra"`` (the part decides which, :func:`.spec.part_uram_min_bits`), every
+other memory with its all-zero initial loop. A build that fails to convert, times out
 or makes yosys fail still gets a row, whose ``status`` says why.
 """
 
@@ -12,13 +14,13 @@ import concurrent.futures
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .. import spec as S
-from .verilog import convert, module_name
-from .yosys import DEVICES, synthesis_source, synthesize
+from .verilog import URAM_ATTRIBUTE, convert, module_name
+from .yosys import DEVICES, synthesize
 
 __all__ = ["BoardBuild", "run_board_builds"]
 
@@ -34,7 +36,11 @@ class BoardBuild:
     part: str
     spec: Any
     options: str = ""
-    """extra ``synth_xilinx`` options (``-uram`` on the ZCU106)"""
+    """extra ``synth_xilinx`` options"""
+
+    def __post_init__(self) -> None:
+        # the memory target is the part's: a spec built for a part with UltraRAM marks its large memories for it
+        object.__setattr__(self, "spec", replace(self.spec, uram_min_bits=S.part_uram_min_bits(self.part)))
 
     @property
     def family(self) -> str:
@@ -61,15 +67,16 @@ def run_board_builds(
     """Convert and synthesize ``builds``; one row per build: ``kind``, board, part, module, family, options, the
     core's ``columns(spec)``, the yosys counts and ``memory_check(build, row)`` (``status`` says why a build has
     no counts)."""
-    sources: dict[Any, tuple[Path, int] | str] = {}
+    sources: dict[Any, Path | str] = {}  # by (spec, its memory target): uram_min_bits takes no part in comparing specs
     for build in builds:
-        if build.spec not in sources:
+        key = (build.spec, build.spec.uram_min_bits)
+        if key not in sources:
             t0 = time.perf_counter()
             try:
-                sources[build.spec] = synthesis_source(convert(build.core, build.spec, work_dir / "verilog"))
+                sources[key] = convert(build.core, build.spec, work_dir / "verilog")
                 log(f"converted {build.top} in {time.perf_counter() - t0:.1f} s")
             except Exception as exc:  # noqa: BLE001 - reported, not fatal
-                sources[build.spec] = f"conversion failed: {type(exc).__name__}: {exc}"
+                sources[key] = f"conversion failed: {type(exc).__name__}: {exc}"
 
     def one(build: BoardBuild) -> dict:
         row = {
@@ -81,15 +88,14 @@ def run_board_builds(
             "options": build.options,
             **columns(build.spec),
         }
-        source = sources[build.spec]
-        if isinstance(source, str):
-            return {**row, "status": source.splitlines()[0]}
-        path, stripped = source
+        path = sources[(build.spec, build.spec.uram_min_bits)]
+        if isinstance(path, str):
+            return {**row, "status": path.splitlines()[0]}
         try:
             result = synthesize(
                 path, build.top, build.family, [], work_dir / "yosys", timeout=timeout, options=build.options
             )
-            result.update(status="ok", memory_init_loops_removed=stripped)
+            result.update(status="ok", uram_memories=path.read_text().count(URAM_ATTRIBUTE))
         except subprocess.TimeoutExpired:
             result = {"status": f"timeout after {timeout:.0f} s"}
         except RuntimeError as exc:

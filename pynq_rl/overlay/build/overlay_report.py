@@ -2,8 +2,9 @@
 
 The per-core rows of ``resources.md`` say what each core costs alone; this says whether the board's overlay as
 ``spec.BOARDS`` defines it (the GAE, replay and ParSa cores at their board parameters) fits the part *together*,
-with room left for what Vivado adds around them. Each core's converted Verilog (memory init loops stripped, as for
-the per-core rows) goes into one file with a generated wrapper, ``pynq_rl_overlay_<board>``, that instantiates the
+with room left for what Vivado adds around them. Each core's converted Verilog (as Vivado gets it: UltraRAM memories
+marked, the others with their initial loops; only the GAE core's all-zero loops stripped, as for its per-core rows)
+goes into one file with a generated wrapper, ``pynq_rl_overlay_<board>``, that instantiates the
 cores on one clock and reset and exposes their AXI ports; yosys ``synth_xilinx`` flattens and maps it in one run.
 
 Not in the netlist: the processing system, the three AXI DMAs, the AXI interconnect/SmartConnect and the reset
@@ -53,7 +54,10 @@ class OverlayTarget:
         return "pynq_rl_overlay_" + re.sub(r"\W", "", self.board.lower().replace("-", "_"))
 
 
-OVERLAY_TARGETS = (OverlayTarget("Pynq-Z2", "xc7z020", "", 0.70), OverlayTarget("ZCU106", "xczu7ev", "-uram", 1.0))
+OVERLAY_TARGETS = (OverlayTarget("Pynq-Z2", "xc7z020", "", 0.70), OverlayTarget("ZCU106", "xczu7ev", "", 1.0))
+#: Cores whose all-zero memory initial loops are stripped before yosys (:func:`.yosys.synthesis_source`): the GAE's
+#: thousands of small block-RAM words unroll too slowly in yosys 0.23 and start at zero in block RAM anyway.
+STRIPPED_CORES = ("gae",)
 
 _PORT = re.compile(r"^\s*(input|output)\s+(?:wire\s+|reg\s+|signed\s+)*(\[[^\]]+\])?\s*(\w+)\s*;", re.MULTILINE)
 #: Ports every core shares in the block design (one PL clock, one reset).
@@ -104,12 +108,14 @@ def wrapper_verilog(top: str, cores: list[tuple[str, str, list[tuple[str, str, s
 def overlay_source(
     target: OverlayTarget, work_dir: Path, slots: tuple[CoreSlot, ...] | None = None
 ) -> tuple[Path, list[dict]]:
-    """Convert the board's cores (or ``slots``), strip their memory init loops and write ``<top>.v`` (cores +
-    wrapper); return its path and one entry per core (slot name, module, loops removed)."""
+    """Convert the board's cores (or ``slots``), strip the memory init loops of :data:`STRIPPED_CORES` and write
+    ``<top>.v`` (cores + wrapper); return its path and one entry per core (slot name, module, loops removed)."""
     verilog_dir = work_dir / "verilog" / target.board
     texts, cores, parts = [], [], []
     for slot in slots if slots is not None else BOARDS[target.board].cores:
-        source, stripped = synthesis_source(convert_core(slot, verilog_dir))
+        source, stripped = convert_core(slot, verilog_dir), 0
+        if slot.name in STRIPPED_CORES:
+            source, stripped = synthesis_source(source)
         text = source.read_text()
         module = source.name.split(".")[0]  # convert_* names the file after the module
         texts.append(text)

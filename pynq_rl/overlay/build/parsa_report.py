@@ -11,7 +11,7 @@ from .yosys import board_fit, fit_table
 from .yosys import format_count as _fmt
 
 #: The ParSa builds: (board, device part, extra ``synth_xilinx`` options); the spec is the board's parsa slot.
-PARSA_TARGETS = (("Pynq-Z2", "xc7z020", ""), ("ZCU106", "xczu7ev", "-uram"))
+PARSA_TARGETS = (("Pynq-Z2", "xc7z020", ""), ("ZCU106", "xczu7ev", ""))
 #: Quick mode: 2 workers x 256 rows, enough for the banks to need block RAM.
 PARSA_QUICK = ("quick", "xc7z020", S.ParsaSpec(workers=2, tiles_per_worker=256, max_tilings=16, keys=4), "")
 
@@ -95,7 +95,9 @@ def parsa_markdown(section: dict) -> list[str]:
         "The whole AXI top (`parsa_core_top`): register file, positions unit (31 x 32-bit multiply), WORKERS "
         "workers (descriptor banks, index pipeline with 7 small multiplies, a policy bank of MAX_ACTIONS x VALUE_W "
         "bit rows, key-row memory, update pass), sum and argmax trees, Sarsa arithmetic, emitter and control. "
-        "URAM is allowed on the ZCU106 build (`-uram`). act/update depth: CYCLES_ACT = n_dims + busiest + act "
+        'On the ZCU106 the policy banks (at least one URAM288\'s bits each) carry `ram_style = "ultra"` and no '
+        "initial loop; every other memory keeps its all-zero initial loop (no global `-uram`). "
+        "act/update depth: CYCLES_ACT = n_dims + busiest + act "
         "depth, CYCLES_UPDATE = busiest + update depth.",
         "",
         "| board | module | family | WORKERS | rows/worker | actions | keys | LUT | FF | DSP | RAMB18 | RAMB36 | "

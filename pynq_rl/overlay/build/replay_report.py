@@ -1,5 +1,5 @@
-"""The replay core's part of the resource report: its board builds (Pynq-Z2 xc7, ZCU106 xcup with URAM), the
-fit checks and the check that the deep tree levels became block memory."""
+"""The replay core's part of the resource report: its board builds (Pynq-Z2 xc7, ZCU106 xcup with its largest tree
+levels marked for URAM), the fit checks and the check that the deep tree levels became block memory."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .yosys import format_count as _fmt
 #: board's own replay slot in ``spec.BOARDS`` replaces the default spec when it has one.
 REPLAY_TARGETS = (
     ("Pynq-Z2", "xc7z020", S.ReplaySpec(k=16, levels=4), ""),
-    ("ZCU106", "xczu7ev", S.ReplaySpec(k=16, levels=5), "-uram"),
+    ("ZCU106", "xczu7ev", S.ReplaySpec(k=16, levels=5), ""),
 )
 #: Quick mode: a 4096-leaf build, large enough that its leaf level must become block RAM.
 REPLAY_QUICK = ("quick", "xc7z020", S.ReplaySpec(k=16, levels=3), "")
@@ -26,7 +26,7 @@ ReplayBuild = BoardBuild
 
 
 def replay_plan(quick: bool = False) -> list[ReplayBuild]:
-    """The replay builds: the Pynq-Z2 (xc7) and ZCU106 (xcup, URAM allowed) builds, or the quick one."""
+    """The replay builds: the Pynq-Z2 (xc7) and ZCU106 (xcup, large levels in URAM) builds, or the quick one."""
     if quick:
         return [ReplayBuild(*REPLAY_QUICK)]
     builds = []
@@ -101,9 +101,10 @@ def replay_markdown(section: dict) -> list[str]:
         "## Replay core (sum tree)",
         "",
         "The whole AXI top (`replay_core_top`): register file, K-ary sum tree (one memory per level, K columns "
-        "wide; level 1 and the root are registers), updater, sampler, dump/clear and control. URAM is allowed "
-        "on the ZCU106 build (`synth_xilinx -uram`: yosys 0.23 maps large memories to URAM288 for xcup only "
-        "when asked). set/sample depth: CYCLES = n + depth.",
+        "wide; level 1 and the root are registers), updater, sampler, dump/clear and control. yosys reads the "
+        "Verilog Vivado gets: on the ZCU106 the levels of at least one URAM288's bits carry `ram_style = "
+        '"ultra"` and no initial loop (no global `-uram`: yosys 0.23, like Vivado, puts only those in URAM), '
+        "every other memory keeps its all-zero initial loop. set/sample depth: CYCLES = n + depth.",
         "",
         "| board | module | family | K | LEVELS | capacity | LUT | FF | DSP | RAMB18 | RAMB36 | BRAM36 eq. | "
         "URAM | carry | ltp [levels] | set/sample depth | yosys [s] |",

@@ -21,15 +21,15 @@ for each 64-lane core). ``--quick`` synthesizes one PE (k = 2, xc7) and one tiny
 the netlist simulation, for tests (about 15 s).
 
 The replay core (:mod:`.replay_report`: ``replay_plan``, ``run_replay_builds``): the whole top for the Pynq-Z2 build
-(K=16, LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup with ``-uram``: yosys
-0.23 maps large memories to URAM288 only when asked, and without URAM the 2**20 leaves do not fit the XCZU7EV's block
-RAM), each checked to fit its device (< 100% of every resource) and to hold its deep levels in BRAM/URAM
-(``replay_memory_check``); about 10 minutes per build on 2 CPUs. ``--cores replay`` synthesizes only these and updates
-the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick`` builds a 4096-leaf core. The ParSa
-core (:mod:`.parsa_report`): the Pynq-Z2 and ZCU106 builds, likewise (``--cores parsa``). The yosys runs, the cell
-classes counted and the fit checks live in :mod:`.yosys`. The whole overlay (:mod:`.overlay_report`, ``--cores
-overlay``, not in quick mode): each board's cores in one netlist, checked against its part with the headroom the block
-design's Vivado IP needs. The Markdown page is rendered by :mod:`.report_markdown`.
+(K=16, LEVELS=4, 2**16 leaves; xc7) and the ZCU106 build (K=16, LEVELS=5, 2**20 leaves; xcup: its large levels carry
+``ram_style = "ultra"`` in the Verilog, which yosys 0.23 honours as Vivado does, without a global ``-uram``; without
+URAM the 2**20 leaves do not fit the XCZU7EV's block RAM), each checked to fit its device (< 100% of every resource) and
+to hold its deep levels in BRAM/URAM (``replay_memory_check``); about 10 minutes per build on 2 CPUs. ``--cores replay``
+synthesizes only these and updates the replay part of an existing ``resources.json`` / ``resources.md``; ``--quick``
+builds a 4096-leaf core. The ParSa core (:mod:`.parsa_report`): the Pynq-Z2 and ZCU106 builds, likewise (``--cores
+parsa``). The yosys runs, the cell classes counted and the fit checks live in :mod:`.yosys`. The whole overlay
+(:mod:`.overlay_report`, ``--cores overlay``, not in quick mode): each board's cores in one netlist, checked against its
+part with the headroom the block design's Vivado IP needs. The Markdown page is rendered by :mod:`.report_markdown`.
 
 What is counted (yosys ``stat`` after ``synth_xilinx``): LUT = LUT1..LUT6 and INV (a LUT1) plus LUTs used as
 memory or shift registers (RAM32M/RAM64M/..., SRL16E/SRLC32E), FF = FDRE/FDSE/FDCE/FDPE (+ latches),

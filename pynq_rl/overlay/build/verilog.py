@@ -3,11 +3,17 @@
 ``python -m pynq_rl.overlay.build.verilog [--board Pynq-Z2] [--out pynq_rl/overlay/build/out]`` converts each core
 of the board's overlay to ``<out>/<core>_<params>.v`` (``initial_values=True``, so memories start at 0 as in MyHDL)
 and lints it with ``verilator --lint-only -Wall -Wno-WIDTH``. Generated Verilog is a build artifact, never committed.
+
+UltraRAM: MyHDL cannot emit Verilog attributes, so :func:`mark_uram` rewrites the converted text: every memory that
+``hdl.common.bram.ram_sdp_rf`` built with style ``"ultra"`` (named ``<instance>_uram``) gets
+``(* ram_style = "ultra" *)`` (UG901; UG949 lists it first of the three ways to UltraRAM) and loses its all-zero
+``initial`` loop, which UltraScale+ UltraRAM cannot hold (no INIT attribute). Other memories keep theirs.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import warnings
@@ -16,6 +22,7 @@ from pathlib import Path
 from myhdl import ResetSignal, Signal
 
 from .. import spec as S
+from ..hdl.common.bram import URAM_SUFFIX
 from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 
@@ -24,6 +31,8 @@ __all__ = [
     "convert",
     "convert_block",
     "convert_core",
+    "mark_uram",
+    "URAM_ATTRIBUTE",
     "lint",
     "MODULE_NAMES",
     "DEFAULT_OUT",
@@ -89,9 +98,41 @@ def convert(core: str, spec, out_dir: str | Path = DEFAULT_OUT, name: str | None
     )
 
 
+#: A memory declaration as MyHDL writes it (``reg [255:0] core_tree_level5_banks_uram [0:65536-1];``).
+_MEMORY_DECLARATION = re.compile(r"^reg (?:signed )?\[\d+:0\] (?P<name>\w+) \[0:\d+-1\];\n", re.M)
+#: MyHDL's all-zero initial loop of memory ``name`` (``initial_values=True``), blank line after it included.
+_INITIAL_LOOP = (
+    r"initial begin: INITIALIZE_{upper}\n\s*integer i;\n\s*for\(i=0; i<\d+; i=i\+1\) begin\n"
+    r"\s*{name}\[i\] = 0;\n\s*end\nend\n\n?"
+)
+URAM_ATTRIBUTE = '(* ram_style = "ultra" *)'
+
+
+def mark_uram(text: str) -> tuple[str, list[str]]:
+    """``text`` (MyHDL Verilog) with every ``*_uram`` memory marked ``(* ram_style = "ultra" *)`` and its all-zero
+    initial loop removed; return it and the names of the memories marked (none: ``text`` unchanged).
+
+    Raises
+    ------
+    ValueError
+        A ``*_uram`` memory has no all-zero initial loop to remove (MyHDL's output changed): the memory would keep
+        initial contents Vivado cannot put in UltraRAM.
+    """
+    names = [m["name"] for m in _MEMORY_DECLARATION.finditer(text) if m["name"].endswith(URAM_SUFFIX)]
+    for name in names:
+        loop = re.compile(_INITIAL_LOOP.format(upper=re.escape(name.upper()), name=re.escape(name)))
+        text, removed = loop.subn("", text)
+        if removed != 1:
+            raise ValueError(f"UltraRAM memory {name}: expected one all-zero initial loop, found {removed}")
+        declaration = re.compile(rf"^(reg (?:signed )?\[\d+:0\] {re.escape(name)} \[)", re.M)
+        text = declaration.sub(lambda m: f"{URAM_ATTRIBUTE}\n{m[1]}", text, count=1)
+    return text, names
+
+
 def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_warnings: tuple[str, ...] = ()) -> Path:
-    """Convert the MyHDL block ``build(*args)`` to ``<out_dir>/<name>.v`` (``initial_values=True``, no testbench);
-    return the path. Warnings matching a regular expression of ``expected_warnings`` are silenced.
+    """Convert the MyHDL block ``build(*args)`` to ``<out_dir>/<name>.v`` (``initial_values=True``, no testbench,
+    UltraRAM memories marked by :func:`mark_uram`); return the path. Warnings matching a regular expression of
+    ``expected_warnings`` are silenced.
 
     Elaboration and conversion both run through :func:`.elaborate`: ``Block.convert`` elaborates the design a second
     time (MyHDL's ``_clear`` calls the block function again), so a conversion on the caller's stack pays MyHDL's
@@ -104,7 +145,11 @@ def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_w
         for message in expected_warnings:
             warnings.filterwarnings("ignore", message=message)
         elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
-    return out_dir / f"{name}.v"
+    path = out_dir / f"{name}.v"
+    text, marked = mark_uram(path.read_text())
+    if marked:
+        path.write_text(text)
+    return path
 
 
 def convert_core(slot: S.CoreSlot, out_dir: str | Path = DEFAULT_OUT) -> Path:

@@ -89,7 +89,8 @@ def synthesis_source(verilog: Path) -> tuple[Path, int]:
     Xilinx block RAM starts at zero without them, and yosys 0.23 unrolls those loops very slowly (7 s of CPU for 8
     lanes x 1025 words; the 64-lane core had not left the Verilog frontend after 8 minutes). Measured on a 2-lane
     core (xc7): the same FF, DSP and BRAM counts, LUTs within 0.4% (ABC sees a differently ordered netlist).
-    Returns the path and the number of loops removed (the original path when there are none).
+    Returns the path and the number of loops removed (the original path when there are none). Used for the GAE core
+    only: the replay and ParSa builds are synthesized as Vivado gets them (their UltraRAM memories have no loop).
     """
     text = verilog.read_text()
     stripped, count = _MEMORY_INIT.subn("", text)
@@ -137,8 +138,11 @@ def yosys_script(
     depth: bool = True,
     options: str = "",
 ) -> str:
-    """The yosys script of one build: read, keep the loop registers, ``synth_xilinx`` (plus ``options``, e.g.
-    ``-uram``), ``stat``, depth proxies."""
+    """The yosys script of one build: read, keep the loop registers, ``synth_xilinx`` (plus ``options``), ``stat``,
+    depth proxies. UltraRAM comes from the memories' ``ram_style = "ultra"`` attributes, which ``memory_libmap``
+    honours for xcup without ``-uram`` (that switch would also let yosys move unmarked large memories, so the counts
+    would no longer say what the Verilog asks of Vivado).
+    """
     lines = [f"read_verilog {verilog}", f"hierarchy -top {top}"]
     lines += [f"setattr -set keep 1 w:{name}" for name in keep]
     lines.append(f"synth_xilinx -family {family} -noiopad {options + ' ' if options else ''}-top {top}")

@@ -20,7 +20,7 @@ VALUE_W bits: the header's with a flag (STATUS.SATURATED), the REWARD register's
 from myhdl import Signal, always_comb, block, concat, intbv
 
 from ..common.arith import saturate
-from ..common.bram import ram_sdp_rf
+from ..common.bram import memory_style, ram_sdp_rf
 from .params import ParsaWidths
 
 __all__ = ["key_memory"]
@@ -81,9 +81,11 @@ def key_memory(
     pend_sat = Signal(intbv(0, min=vlo, max=vhi + 1))
 
     # # #
-    key_mem = ram_sdp_rf(key_q, key_wdata, hdr_key_lo, key_we, key_raddr, key_ren, clock, 1 << kb)
+    # valid bits in the FSM, not zero contents, say which words hold anything: either style works
+    key_style, pend_style = (memory_style(wd.spec.uram_min_bits, 1 << kb, w) for w in (ab + vw, vw))
+    key_mem = ram_sdp_rf(key_q, key_wdata, hdr_key_lo, key_we, key_raddr, key_ren, clock, 1 << kb, key_style)
     key_mem.name = "key_mem"
-    pend_mem = ram_sdp_rf(pend_q, pend_wdata, pend_waddr, pend_we, key_raddr, key_ren, clock, 1 << kb)
+    pend_mem = ram_sdp_rf(pend_q, pend_wdata, pend_waddr, pend_we, key_raddr, key_ren, clock, 1 << kb, pend_style)
     pend_mem.name = "pend_mem"
     insts = [key_mem, pend_mem]
     if vw < 32:

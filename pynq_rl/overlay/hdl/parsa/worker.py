@@ -44,7 +44,7 @@ it, else j - 2's as written (``last_row``); the hits are compared in U1. The res
 from myhdl import ConcatSignal, Signal, always, always_comb, always_seq, block, intbv, modbv
 
 from ..common.arith import saturate
-from ..common.bram import ram_sdp_rf
+from ..common.bram import memory_style, ram_sdp_rf
 from ..common.mux import field_signed, field_unsigned, mux_tree
 from .params import ParsaWidths, WorkerBus
 
@@ -311,7 +311,8 @@ def parsa_worker(
         tmp_waddr.next = s1_i
         tmp_raddr.next = u0_i
 
-    insts.append(ram_sdp_rf(key_q, s7_row, key_waddr, v7, key_raddr, s0_valid, clock, keys * mt))
+    key_style = memory_style(spec.uram_min_bits, keys * mt, rb)  # valid per key in the FSM: no zero init needed
+    insts.append(ram_sdp_rf(key_q, s7_row, key_waddr, v7, key_raddr, s0_valid, clock, keys * mt, key_style))
     insts.append(ram_sdp_rf(tmp_q, key_q, tmp_waddr, s1_valid, tmp_raddr, u0_valid, clock, mt))
 
     @always_seq(clock.posedge, reset=reset)
@@ -445,7 +446,9 @@ def parsa_worker(
             bank_re.next = bus.pol_ren
             bank_raddr.next = bus.pol_raddr
 
-    insts.append(ram_sdp_rf(bank_q, bank_wdata, bank_waddr, bank_we, bank_raddr, bank_re, clock, tpw))
+    # UltraRAM on a part that has it (no initial contents: CLEAR or LOAD_POLICY writes every row before use)
+    bank_style = memory_style(spec.uram_min_bits, tpw, widths.row_w)
+    insts.append(ram_sdp_rf(bank_q, bank_wdata, bank_waddr, bank_we, bank_raddr, bank_re, clock, tpw, bank_style))
 
     @always_comb
     def dump_port():

@@ -18,7 +18,7 @@ updater and CLEAR: one kind of operation runs at a time. :class:`TreePorts` hold
 from myhdl import Signal, always, always_comb, block, intbv
 
 from ...spec import ReplaySpec
-from ..common.bram import ram_sdp_rf
+from ..common.bram import memory_style, ram_sdp_rf
 
 __all__ = ["sum_tree", "TreePorts", "tree_level", "level_depth", "level_row", "row_columns"]
 
@@ -96,6 +96,7 @@ def sum_tree(tree: TreePorts, dump_addr, mode_set, mode_dump, rd_en, clear, clea
             clock,
             spec.k,
             level,
+            memory_style(spec.uram_min_bits, level_depth(spec.k, level), spec.k * spec.level_width(level)),
         )
         inst.name = f"level{level}"
         insts.append(inst)
@@ -119,6 +120,7 @@ def tree_level(
     clock,
     k: int,
     level: int,
+    style: str = "block",
 ):
     """The memory of ``level`` and its port multiplexers.
 
@@ -135,6 +137,8 @@ def tree_level(
     clear       : Signal(bool), in -- write 0 at ``clear_addr`` (its low address bits)
     clear_addr  : Signal(intbv), in
     clock       : Signal(bool), in
+    style       : ``ram_sdp_rf``'s style of the level's memory (``"ultra"``: UltraRAM, no initial contents: the driver
+                  CLEARs the tree when it binds, see ``host/drivers/replay.py``)
     """
     depth = level_depth(k, level)
     wr_data = Signal(intbv(0)[len(row) :])
@@ -160,7 +164,7 @@ def tree_level(
     addr_bits = (depth - 1).bit_length()
     rd_addr = Signal(intbv(0, min=0, max=depth))
     wr_addr = Signal(intbv(0, min=0, max=depth))
-    ram = ram_sdp_rf(row, wr_data, wr_addr, wr_en, rd_addr, rd_en, clock, depth)
+    ram = ram_sdp_rf(row, wr_data, wr_addr, wr_en, rd_addr, rd_en, clock, depth, style)
     ram.name = "banks"
 
     @always_comb

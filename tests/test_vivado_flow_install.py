@@ -18,8 +18,11 @@ from pynq_rl.host import overlay as host_overlay
 from pynq_rl.host.drivers.identity import REBUILD_HINT, BitstreamMismatchError
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build import hwh as hwh_build
+from pynq_rl.overlay.build import layout
 from pynq_rl.overlay.build import vivado as V
+from pynq_rl.overlay.build.__main__ import STEP_NAMES
 from pynq_rl.overlay.build.__main__ import main as build_main
+from pynq_rl.overlay.build.verilog import URAM_ATTRIBUTE
 
 BOARD_NAMES = sorted(S.BOARDS)
 
@@ -382,3 +385,22 @@ def test_the_board_name_comes_from_the_image_when_the_device_name_is_xrts(tmp_pa
     assert host_overlay.board_name(xrt_device) == "Ultra96"  # unsupported: spec.board() names the supported ones
     with pytest.raises(ValueError, match=r"unsupported board: expected one of \['Pynq-Z2', 'ZCU106'\], not 'Ultra96'"):
         host_overlay.RLOverlay(backend="board")
+
+
+def test_the_first_build_checklist_names_the_files_the_flow_writes():
+    """The bitstream README's first-build checklist sends the reader to report and log files: each one is a file the
+    flow really writes (the timing procedure's reports, the per-step logs, the layout's directories), and the URAM
+    attribute it tells them to look for is the one the Verilog step writes."""
+    readme = (V.BITSTREAM_DIR / "README.md").read_text(encoding="utf-8")
+    checklist = readme[readme.index("## The first build") : readme.index("## Delivery")]
+    procs = V.PROCS_TCL.read_text(encoding="utf-8")
+    written = set(re.findall(r"file join \$report_dir (\S+?\.rpt)\]", procs))
+    named = set(re.findall(r"`(?:out/<board>/)?reports/(\S+?\.rpt)`|`(\S+?\.rpt)`", checklist))
+    named = {a or b for a, b in named}
+    assert named and named <= written, f"checklist names {sorted(named - written)}, the flow writes {sorted(written)}"
+    board = layout.paths(S.board("ZCU106"), "out")
+    assert (board.reports.name, board.logs.name) == ("reports", "logs")
+    assert "out/<board>/logs/<step>.log" in checklist
+    for step in set(re.findall(r"`(\w+)\.log`", checklist)) - {"runme"}:  # runme.log: Vivado's, per run
+        assert step in STEP_NAMES, f"no build step writes {step}.log"
+    assert URAM_ATTRIBUTE in checklist

@@ -454,6 +454,7 @@ def test_the_log_says_whether_every_record_was_fsynced(tmp_path):
         assert _header_flags(log) == wal_module.SYNCED  # nothing unsynced in it yet
         plain.push(make_batch(4, 4), np.ones(4))
         assert _header_flags(log) == 0
+        plain.flush()  # the adding thread inserts what push() queued
         assert plain.size() == 8
     finally:
         plain.close()

@@ -17,6 +17,10 @@ annealed, gamma 0.99, lambda 0.95, observation normalization):
     (``--backend emu --norm-reward``): it separates the 8-bit inputs from the standardization;
 ``float-dynamic`` (a control, only with ``--settings``)
     GAE in float on the host with HEPPO's dynamic reward standardization (``--backend host --reward-norm dynamic``).
+``runs8x32-emulated``, ``runs8x32p2-emulated`` (candidates, only with ``--settings``)
+    float GAE on rewards and values encoded and decoded by a candidate encoding of ``benchmarks/gae_encodings.py``
+    (8-bit codes with a per-run OFFSET and an exact or power-of-two SCALE per 32 steps of a lane), CleanRL's
+    reward wrapper: what PPO would learn with that encoding in the core, before it is built.
 
 Metrics per run: the final mean return (last 20 episodes), the area under the learning curve (the trapezoidal
 integral of the episodic return over environment steps, divided by the steps: the average return over training),
@@ -55,6 +59,8 @@ SETTINGS = {
     "q8": dict(backend="emu", quantize=True, reward_norm="dynamic"),
     "q8-wrapper": dict(backend="emu", quantize=True, norm_reward=True),
     "float-dynamic": dict(backend="host", reward_norm="dynamic"),
+    "runs8x32-emulated": dict(encoding="runs 8x32 exact"),
+    "runs8x32p2-emulated": dict(encoding="runs 8x32 pow2"),
 }
 """the settings, as :class:`pynq_rl.host.agents.ppo.Args` overrides (the first three run by default)"""
 SETTING_NAMES = {
@@ -63,6 +69,8 @@ SETTING_NAMES = {
     "q8": "emu core, q8 + dynamic std.",
     "q8-wrapper": "emu core, q8 + reward wrapper",
     "float-dynamic": "float GAE (host) + dynamic std.",
+    "runs8x32-emulated": "runs 8x32 exact (float emulation)",
+    "runs8x32p2-emulated": "runs 8x32 pow2 (float emulation)",
 }
 DEFAULT_STEPS = {"Pendulum-v1": 300_000, "Hopper-v5": 300_000, "HalfCheetah-v5": 300_000}
 """environment steps per run by default (the experiment runs the MuJoCo tasks for at least 300k steps)"""
@@ -83,6 +91,8 @@ def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
     from pynq_rl.host.agents import ppo
 
     task, setting, seed, steps, nn, runs = job
+    overrides = dict(SETTINGS[setting])
+    encoding = overrides.pop("encoding", None)
     args = ppo.args_for(
         task,
         seed=seed,
@@ -91,9 +101,14 @@ def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
         progress=False,
         save_checkpoint=False,
         out_dir=str(Path(runs) / task / setting / str(seed)),
-        **SETTINGS[setting],
+        **overrides,
     )
-    summary = ppo.train(args)
+    if encoding is None:
+        summary = ppo.train(args)
+    else:
+        from gae_encodings import EncodedGae
+
+        summary = ppo.train(args, gae=EncodedGae(encoding, seed))
     episode_steps, returns = _episodes(Path(summary["run_dir"]))
     return {
         "task": task,
@@ -129,6 +144,14 @@ def summarize(task: str, rows: list[dict]) -> dict:
         }
     initial = float(np.mean([r["first_return_first20"] for r in rows]))
     out["initial_return_first20"] = initial
+    if "float" in out["settings"]:
+        flt = out["settings"]["float"]["final_return_mean"]
+        for setting, s in out["settings"].items():
+            if setting != "float":
+                s["over_float"] = s["final_return_mean"] / flt if flt > 0 else None
+                s["share_of_float_improvement"] = (
+                    (s["final_return_mean"] - initial) / (flt - initial) if flt != initial else None
+                )
     if not {"float", "q8"} <= set(out["settings"]):
         out["q8_over_float"] = out["q8_share_of_float_improvement"] = None
         return out
@@ -148,9 +171,8 @@ def markdown(result: dict) -> str:
         "CleanRL `ppo_continuous_action` defaults (1 env x 2048 steps, 10 epochs x 32 minibatches, lr 3e-4 "
         "annealed, gamma 0.99, lambda 0.95, observation normalization). Settings: "
         + "; ".join(f"**{k}** = {SETTING_NAMES[k]}" for k in result["settings"])
-        + ". float, raw and "
-        "q8-wrapper use CleanRL's reward normalization wrapper; q8 and float-dynamic use HEPPO's dynamic reward "
-        "standardization instead.",
+        + ". float, raw, q8-wrapper and the emulated encodings use CleanRL's reward normalization wrapper; q8 and "
+        "float-dynamic use HEPPO's dynamic reward standardization instead.",
         "",
         "Final = mean return of the last 20 episodes; AUC = average episodic return over training (trapezoid "
         "over steps); steps/s include the environment, the networks and the GAE step.",
@@ -178,15 +200,18 @@ def markdown(result: dict) -> str:
                 f"| {SETTING_NAMES[setting]} | {s['final_return_mean']:.1f} ({s['final_return_std']:.1f}) | "
                 f"{s['auc_mean']:.1f} | {s['steps_per_s_mean']:.0f} |"
             )
-        ratio, share = summary["q8_over_float"], summary["q8_share_of_float_improvement"]
-        if {"float", "q8"} <= set(summary["settings"]):
-            lines += [
-                "",
-                f"q8 against float: final return ratio "
+        if "float" in summary["settings"]:
+            lines.append("")
+        for setting, s in summary["settings"].items():
+            if "over_float" not in s:
+                continue
+            ratio, share = s["over_float"], s["share_of_float_improvement"]
+            lines.append(
+                f"{setting} against float: final return ratio "
                 f"{'n/a (negative returns)' if ratio is None else f'{ratio:.1%}'}; share of float's "
                 f"improvement over the first 20 episodes ({summary['initial_return_first20']:.1f}): "
-                f"{'n/a' if share is None else f'{share:.1%}'}.",
-            ]
+                f"{'n/a' if share is None else f'{share:.1%}'}."
+            )
         lines += ["", f"![{task} learning curves]({result['name']}_{task}.png)", ""]
     missing = [t for t in result["tasks"] if t not in result["summaries"]]
     if missing:

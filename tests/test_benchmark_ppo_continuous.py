@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "ppo_continuous.py"
@@ -109,3 +110,42 @@ def test_a_control_setting_writes_its_own_files(tmp_path):
     assert "emu core, q8 + reward wrapper" in (tmp_path / "out" / "control.md").read_text()
     assert (tmp_path / "out" / "control_Pendulum-v1.png").is_file()
     assert not (tmp_path / "out" / "ppo_continuous.json").exists()
+
+
+def test_every_setting_is_compared_with_float():
+    """Candidate encodings get the same standing against float as q8: the ratio of final returns and the share of
+    float's improvement over the first episodes."""
+    rows = [
+        {"setting": s, "seed": seed, "final_return_last20": f, "first_return_first20": 10.0, "auc": 1.0}
+        | {"steps_per_s": 1.0}
+        for s, f in (("float", 110.0), ("runs8x32-emulated", 105.0), ("q8", 60.0))
+        for seed in (0, 1)
+    ]
+    summary = _script().summarize("Hopper-v5", rows)
+    candidate = summary["settings"]["runs8x32-emulated"]
+    assert candidate["over_float"] == pytest.approx(105 / 110)
+    assert candidate["share_of_float_improvement"] == pytest.approx(95 / 100)
+    assert summary["q8_over_float"] == pytest.approx(60 / 110)
+    assert "over_float" not in summary["settings"]["float"]
+
+
+def test_an_emulated_encoding_setting_trains_through_its_injected_gae_step():
+    script = _script()
+    assert script.SETTINGS["runs8x32-emulated"] == {"encoding": "runs 8x32 exact"}
+    sys.path.insert(0, str(SCRIPT.parent))
+    from gae_encodings import EncodedGae
+
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        EncodedGae("no such encoding")
+    rng = np.random.default_rng(0)
+    rewards = rng.standard_normal((64, 2)).astype(np.float32)
+    values = rng.standard_normal((65, 2)).astype(np.float32)
+    dones = np.zeros((64, 2), np.float32)
+    advantages, returns = EncodedGae("runs 8x32 exact").compute(
+        rewards, values, dones, gamma=0.99, lam=0.95, quantize=True
+    )
+    from pynq_rl.host.agents.advantages import compute_gae
+
+    exact, _ = compute_gae(rewards, values, dones, 0.99, 0.95)
+    assert advantages.shape == returns.shape == (64, 2)
+    assert 0 < np.sqrt(np.mean((advantages - exact) ** 2)) < 0.05 * np.std(exact)

@@ -335,7 +335,9 @@ def markdown(result: dict) -> str:
         "",
         f"Commit `{env.get('git_commit', '?')}`; `python benchmarks/gae_encodings.py` (seed {result['seed']}, "
         f"{result['steps']:,} steps of float PPO per task, every {result['every']}th GAE batch kept), "
-        f"{result['wall[s]']} s. Error = rms(A from decoded inputs - A from the originals) / std(A), in float64; "
+        f"{result['wall[s]']} s"
+        + (f" (recordings of an earlier run measured again: {', '.join(result['reused'])})" if result["reused"] else "")
+        + ". Error = rms(A from decoded inputs - A from the originals) / std(A), in float64; "
         "bits = stored bits per reward or value element, every header counted (OFFSET 32 bits, exact SCALE 25, "
         "power-of-two scale 6).",
         "",
@@ -405,11 +407,12 @@ def main(argv: list[str] | None = None) -> int:
         measured[recorded["task"]] = measure(recorded, core, opts.seed)
         print(f"{recorded['task']}: {len(recorded['batches'])} batches measured", flush=True)
 
-    jobs = []
+    jobs, reused = [], []
     for task in tasks:
         saved = batches_file(opts.runs, task, opts.seed, opts.steps, opts.every)
         if opts.reuse and saved.exists():
             measured_one(load_recorded(saved))
+            reused.append(task)
         else:
             jobs.append((task, opts.seed, opts.steps, opts.every, opts.runs))
     with multiprocessing.get_context("spawn").Pool(max(1, min(opts.jobs, len(jobs)))) as pool:
@@ -419,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": opts.seed,
         "steps": opts.steps,
         "every": opts.every,
+        "reused": reused,
         "environment": environment(),
         "tasks": {t: measured[t] for t in tasks},
         "wall[s]": round(time.perf_counter() - start, 1),

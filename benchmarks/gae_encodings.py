@@ -36,6 +36,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -135,13 +136,22 @@ class Companded:
         return decoded * spread + center, x.size * self.bits + 2 * HEADER_WORD_BITS
 
 
+class Codec(Protocol):
+    """What a candidate does to one array: decode(encode(x)) and the bits it stored, headers included."""
+
+    def apply(self, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        """Decoded ``x`` (same shape) and the bits its codes and headers take (``rng`` draws stochastic
+        roundings)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Candidate:
     """An encoding of the GAE inputs: one codec for rewards, one for values; ``note`` says what it costs the PE."""
 
     key: str
-    rewards: object
-    values: object
+    rewards: Codec
+    values: Codec
     note: str
 
     def apply(
@@ -224,7 +234,8 @@ class EncodedGae:
         """Float GAE of the decoded batch; the returns ``A + V`` use the decoded values, as the core's do."""
         from pynq_rl.host.agents.advantages import compute_gae
 
-        r_hat, v_hat, _ = self.candidate.apply(np.float64(rewards), np.float64(values), self.rng)
+        r, v = np.asarray(rewards, np.float64), np.asarray(values, np.float64)
+        r_hat, v_hat, _ = self.candidate.apply(r, v, self.rng)
         return compute_gae(r_hat.astype(np.float32), v_hat.astype(np.float32), dones, gamma, lam)
 
 

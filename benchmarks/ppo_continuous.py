@@ -1,4 +1,4 @@
-"""HEPPO's own experiment: continuous-control PPO with GAE on the q8 core against float GAE.
+"""HEPPO's own experiment: continuous-control PPO with GAE on the 8-bit core against float GAE.
 
 For each task (Pendulum-v1, and Hopper-v5 / HalfCheetah-v5 where MuJoCo is installed: ``pip install
 'pynq-rl[mujoco]'``) and each seed, three settings of the same PPO (CleanRL's ``ppo_continuous_action`` defaults,
@@ -10,11 +10,14 @@ annealed, gamma 0.99, lambda 0.95, observation normalization):
 ``raw``
     GAE on the emulated GAE core in raw Q15.16 (``--backend emu --raw``), the same reward wrapper;
 ``q8``
-    GAE on the emulated core in q8 (8-bit block codes) with HEPPO's dynamic reward standardization
-    (``--backend emu --reward-norm dynamic``), which replaces the reward wrapper;
-``q8-wrapper`` (a control, only with ``--settings``)
-    GAE on the emulated core in q8 with CleanRL's reward wrapper instead of HEPPO's standardization
-    (``--backend emu --norm-reward``): it separates the 8-bit inputs from the standardization;
+    GAE on the emulated core in q8 block mode (HEPPO's 8-bit block codes) with HEPPO's dynamic reward
+    standardization (``--backend emu --q8-encoding block --reward-norm dynamic``), which replaces the reward wrapper;
+``q8-wrapper`` (only with ``--settings``)
+    GAE on the emulated core in q8 block mode with CleanRL's reward wrapper instead of HEPPO's standardization
+    (``--backend emu --q8-encoding block --norm-reward``): it separates the 8-bit inputs from the standardization;
+``q8-runs`` (only with ``--settings``)
+    GAE on the emulated core in its default 8-bit mode, q8-runs (a SCALE and OFFSET per lane and 32 steps), with
+    the defaults of a Box task (CleanRL's reward wrapper): ``--backend emu``;
 ``float-dynamic`` (a control, only with ``--settings``)
     GAE in float on the host with HEPPO's dynamic reward standardization (``--backend host --reward-norm dynamic``).
 ``runs8x32-emulated``, ``runs8x32p2-emulated`` (candidates, only with ``--settings``)
@@ -31,7 +34,7 @@ returns too). Runs go to ``--runs`` (one directory per task/setting/seed); resul
 seeds with min-max band, :func:`pynq_rl.host.agents.plot.plot_runs`), rewritten after each task completes.
 
 Run: ``python benchmarks/ppo_continuous.py [--tasks Pendulum-v1 Hopper-v5] [--steps Pendulum-v1=300000]
-[--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8 q8-wrapper] [--name ppo_continuous]`` (``--name``
+[--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8-wrapper q8-runs] [--name ppo_continuous]`` (``--name``
 names the result files, so a control run does not overwrite the main one).
 """
 
@@ -56,8 +59,9 @@ from _common import environment, write_results
 SETTINGS = {
     "float": dict(backend="host"),
     "raw": dict(backend="emu", quantize=False),
-    "q8": dict(backend="emu", quantize=True, reward_norm="dynamic"),
-    "q8-wrapper": dict(backend="emu", quantize=True, norm_reward=True),
+    "q8": dict(backend="emu", quantize=True, q8_encoding="block", reward_norm="dynamic"),
+    "q8-wrapper": dict(backend="emu", quantize=True, q8_encoding="block", norm_reward=True),
+    "q8-runs": dict(backend="emu", quantize=True, q8_encoding="runs"),
     "float-dynamic": dict(backend="host", reward_norm="dynamic"),
     "runs8x32-emulated": dict(encoding="runs 8x32 exact"),
     "runs8x32p2-emulated": dict(encoding="runs 8x32 pow2"),
@@ -66,8 +70,9 @@ SETTINGS = {
 SETTING_NAMES = {
     "float": "float GAE (host)",
     "raw": "emu core, raw Q15.16",
-    "q8": "emu core, q8 + dynamic std.",
-    "q8-wrapper": "emu core, q8 + reward wrapper",
+    "q8": "emu core, q8 block + dynamic std.",
+    "q8-wrapper": "emu core, q8 block + reward wrapper",
+    "q8-runs": "emu core, q8-runs (the default)",
     "float-dynamic": "float GAE (host) + dynamic std.",
     "runs8x32-emulated": "runs 8x32 exact (float emulation)",
     "runs8x32p2-emulated": "runs 8x32 pow2 (float emulation)",

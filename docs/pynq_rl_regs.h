@@ -24,6 +24,7 @@
 #define PYNQ_RL_PYNQ_Z2_GAE_T_MAX                            1024u
 #define PYNQ_RL_PYNQ_Z2_GAE_LOOKAHEAD                        2u
 #define PYNQ_RL_PYNQ_Z2_GAE_FORMAT                           0x08171020u
+#define PYNQ_RL_PYNQ_Z2_GAE_RUN_LENGTH                       32u
 
 /* Pynq-Z2 replay core: its build-parameter registers read */
 #define PYNQ_RL_PYNQ_Z2_REPLAY_K                             16u
@@ -53,6 +54,7 @@
 #define PYNQ_RL_ZCU106_GAE_T_MAX                             1024u
 #define PYNQ_RL_ZCU106_GAE_LOOKAHEAD                         2u
 #define PYNQ_RL_ZCU106_GAE_FORMAT                            0x08171020u
+#define PYNQ_RL_ZCU106_GAE_RUN_LENGTH                        32u
 
 /* ZCU106 replay core: its build-parameter registers read */
 #define PYNQ_RL_ZCU106_REPLAY_K                              16u
@@ -161,19 +163,19 @@
 #define PYNQ_RL_GAE_GAMMA_LAMBDA_OFFSET                      0x2Cu
 #define PYNQ_RL_GAE_GAMMA_LAMBDA_RESET                       0x00000000u
 
-/* R_SCALE (read-write): q8 mode: reward dequantization scale, a DATA code within the 25-bit SCALE range (code x scale is one DSP); START refuses others */
+/* R_SCALE (read-write): q8 block mode: reward dequantization scale, a DATA code within the 25-bit SCALE range (code x scale is one DSP); START refuses others */
 #define PYNQ_RL_GAE_R_SCALE_OFFSET                           0x30u
 #define PYNQ_RL_GAE_R_SCALE_RESET                            0x00000000u
 
-/* R_OFFSET (read-write): q8 mode: reward dequantization offset (DATA format) */
+/* R_OFFSET (read-write): q8 block mode: reward dequantization offset (DATA format) */
 #define PYNQ_RL_GAE_R_OFFSET_OFFSET                          0x34u
 #define PYNQ_RL_GAE_R_OFFSET_RESET                           0x00000000u
 
-/* V_SCALE (read-write): q8 mode: value dequantization scale, a DATA code within the 25-bit SCALE range; START refuses others */
+/* V_SCALE (read-write): q8 block mode: value dequantization scale, a DATA code within the 25-bit SCALE range; START refuses others */
 #define PYNQ_RL_GAE_V_SCALE_OFFSET                           0x38u
 #define PYNQ_RL_GAE_V_SCALE_RESET                            0x00000000u
 
-/* V_OFFSET (read-write): q8 mode: value dequantization offset (DATA format) */
+/* V_OFFSET (read-write): q8 block mode: value dequantization offset (DATA format) */
 #define PYNQ_RL_GAE_V_OFFSET_OFFSET                          0x3Cu
 #define PYNQ_RL_GAE_V_OFFSET_RESET                           0x00000000u
 
@@ -185,8 +187,12 @@
 #define PYNQ_RL_GAE_CHUNKS_OFFSET                            0x44u
 #define PYNQ_RL_GAE_CHUNKS_RESET                             0x00000001u
 
+/* RUN_LENGTH (read-only): Build parameter: input records per run in q8-runs mode (each run headed by a SCALE and an OFFSET header record) */
+#define PYNQ_RL_GAE_RUN_LENGTH_OFFSET                        0x48u
+
 #define PYNQ_RL_GAE_MODE_RAW                                 0u
 #define PYNQ_RL_GAE_MODE_Q8                                  1u
+#define PYNQ_RL_GAE_MODE_Q8_RUNS                             2u
 
 /* replay core: pynq-rl.org:rl:replay_core:1.0 */
 #define PYNQ_RL_REPLAY_MAGIC                                 0x5E9Au

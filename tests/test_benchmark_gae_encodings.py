@@ -99,11 +99,20 @@ def test_the_float_emulation_of_q8_is_what_the_emulated_core_does():
     a, _ = gae_float64(r, v, d, 0.99, 0.95)
     r_hat, v_hat, bits = E.CANDIDATES[0].apply(r, v, np.random.default_rng(0))
     emulated = E.relative_error(gae_float64(r_hat, v_hat, d, 0.99, 0.95)[0], a)
-    a_core, _ = load_core("gae", "emu").compute(rewards, values, dones, gamma=0.99, lam=0.95, quantize=True)
+    gae = load_core("gae", "emu")
+    a_core, _ = gae.compute(rewards, values, dones, gamma=0.99, lam=0.95, quantize="block")
     core = E.relative_error(np.asarray(a_core, np.float64), a)
     assert E.CANDIDATES[0].key == "q8 (today)" and bits == pytest.approx(8.0, abs=0.05)
     assert core == pytest.approx(emulated, rel=0.1), (core, emulated)
     assert 0.005 < core < 0.5  # q8's error is real on such inputs: the study is not comparing noise
+    # the default mode, q8-runs, is the "runs 8x32 exact" candidate with its SCALE and OFFSET rounded to DATA codes
+    runs = {c.key: c for c in E.CANDIDATES}["runs 8x32 exact"]
+    r_hat, v_hat, _ = runs.apply(r, v, np.random.default_rng(0))
+    emulated_runs = E.relative_error(gae_float64(r_hat, v_hat, d, 0.99, 0.95)[0], a)
+    a_runs, _ = gae.compute(rewards, values, dones, gamma=0.99, lam=0.95)
+    core_runs = E.relative_error(np.asarray(a_runs, np.float64), a)
+    assert core_runs == pytest.approx(emulated_runs, rel=0.2), (core_runs, emulated_runs)
+    assert core_runs * 3 < core  # 3.1x on this synthetic batch; 8-11x on the recorded PPO rollouts
 
 
 def test_runs_beat_one_batch_scale_on_alive_bonus_values():

@@ -52,13 +52,14 @@ def test_each_call_costs_what_it_costs():
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_gae_streams_every_lane_batch_in_one_operation(backend):
     """The GAE budget: all lane-batches in one operation (BATCHES), so one DMA transfer each way, and the
-    same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 host calls; q8 mode adds its
-    four scale registers (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own) as one burst."""
+    same register accesses for 8 lane-batches (3 on ``rtl``) as for one, at most 12 host calls; q8-runs (the default
+    8-bit mode) as many as raw (its scales travel in the stream), q8 block mode adds its four scale registers
+    (R_SCALE, R_OFFSET, V_SCALE, V_OFFSET: each call's block has its own) as one burst."""
     overlay = make_overlay(backend, board="Pynq-Z2", cores=("gae",))
     lanes = overlay.gae.spec.lanes
     rng = np.random.default_rng(0)
     costs, batches = {}, 3 if backend == "rtl" else 8
-    for envs, quantize in ((lanes, False), (batches * lanes, False), (lanes, True)):
+    for envs, quantize in ((lanes, False), (batches * lanes, False), (lanes, "block"), (lanes, True)):
         bus = steady(
             overlay,
             lambda: overlay.gae.compute(
@@ -67,13 +68,14 @@ def test_gae_streams_every_lane_batch_in_one_operation(backend):
         )
         assert bus.dma_transfers == 2
         costs[envs, quantize] = bus
-    one, many, q8 = costs.values()
+    one, many, q8, runs = costs.values()
     assert many.register_writes == one.register_writes
     assert many.register_accesses == one.register_accesses  # on rtl the wait lets the known cycles pass
     assert many.register_calls == one.register_calls <= 12
     assert many.dma_bytes_from_pl == batches * one.dma_bytes_from_pl
     assert q8.register_writes == one.register_writes + 4 and q8.register_reads == one.register_reads
     assert q8.register_calls == one.register_calls + 1 <= 12
+    assert runs.register_calls == one.register_calls and runs.register_writes == one.register_writes
 
 
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])

@@ -129,7 +129,12 @@ def operations(ip):
     ip.write(R["T"]["address_offset"], 2)
     ip.write(R["CTRL"]["address_offset"], int(S.Ctrl.START))
     seen["started"] = ip.read(R["STATUS"]["address_offset"])
-    ip.stream_in(stream, last=True)
+    sent = 0
+    for _ in range(200):  # the core takes a record's last beat once the record before it is in its stacks
+        sent += ip.stream_in(stream[sent:], last=True)
+        if sent == len(stream):
+            break
+        ip.read(R["STATUS"]["address_offset"])  # time passes while TREADY is low, as it does for a DMA
     for _ in range(200):
         ip.stream_out(1 << 16)
         seen["finished"] = ip.read(R["STATUS"]["address_offset"])

@@ -16,6 +16,7 @@ import pytest
 from pynq_rl.host.agents import ppo as ppo_module
 from pynq_rl.host.agents.ppo import (
     Args,
+    check_args,
     collect_rollout,
     compute_gae,
     load_checkpoint,
@@ -23,7 +24,7 @@ from pynq_rl.host.agents.ppo import (
     save_checkpoint,
     train,
 )
-from pynq_rl.host.agents.run import make_envs, torch_available
+from pynq_rl.host.agents.run import FieldValueError, make_envs, torch_available
 from pynq_rl.host.agents.standardize import RewardStandardizer
 
 NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
@@ -299,6 +300,16 @@ def test_train_with_injected_gae_core(tmp_path):
     assert call["shapes"] == ((64, 2), (65, 2), (64, 2))
     assert call["dtypes"] == (np.float32, np.float32, np.float32)
     assert (call["gamma"], call["lam"], call["quantize"]) == (0.98, 0.9, False)
+
+
+@pytest.mark.parametrize(("encoding", "expected"), [("runs", "runs"), ("block", "block")])
+def test_the_8_bit_encoding_reaches_the_gae_core(tmp_path, encoding, expected):
+    """``q8_encoding`` picks the driver's 8-bit mode (q8-runs by default, HEPPO's block codes as an option)."""
+    fake = ReferenceGae()
+    train(tiny_args(tmp_path, backend="emu", q8_encoding=encoding, total_timesteps=128), gae=fake)
+    assert {call["quantize"] for call in fake.calls} == {expected}
+    with pytest.raises(FieldValueError, match="q8_encoding must be one of"):
+        check_args(tiny_args(tmp_path, q8_encoding="mu-law"))
 
 
 @pytest.mark.parametrize("nn", NN_BACKENDS)

@@ -5,13 +5,12 @@ GAMMA_LAMBDA clamp: C**j is right 3 (j - 1) cycles after the clamp register take
 in a k = 8 build. Nothing holds the operation while the chain settles: the guarantee is structural. A product
 C**j x delta_{t+j} (or C**k x A_{t+k}) only counts once j (or k) elements were issued ahead of it; before that its
 data operand is a delay-line slot the bootstrap row cleared, and rnd(C * 0) + x = x whatever C is. Those elements
-had to be loaded first (one record per beat at best) and popped (one per cycle). Counting edges from the START
-edge (0) and calling d the edge at which the clamp register takes the new value (a register written one edge
-earlier), element i of a T-step operation (t = T - 1 - i) reads C**j at edge T + 15 + i (PE stage 4: load T + 1
-beats, the full stack handed to the compute, 2 waits, the bootstrap pop, i pops, BRAM, 4 dequantizer and 4 PE
-stages) and C**k at T + 18 + i (stage 7);
-with i >= j and T >= i + 1 a tap has 18 - j cycles to spare and the tail 21 - k: the least, 11, is C**7 of a k = 8
-build (the spec caps k at 8) at T = 8.
+had to be loaded first (a record per LOAD_LATENCY + 1 = 4 cycles at best: the dequantizers take one record at a
+time) and popped (one per cycle). Counting edges from the START edge (0) and calling d the edge at which the clamp
+register takes the new value (a register written one edge earlier), the new margins are those of the old loader
+(one record per beat, dequantized on the pop side: 18 - j and 21 - k) plus 3 cycles per loaded record, less the 3
+dequantizer stages the pop path lost: measured 35 for C**7 of a k = 8 build (the spec caps k at 8) at T = 8 and 39
+at T = 9 (the least, q8; raw records take more beats).
 
 The bench drives :func:`gae_core` directly (no AXI-Lite in between, one input beat per cycle on one-beat q8
 records) and lets the new GAMMA_LAMBDA reach the clamp ``d`` cycles *after* the START edge. The result must equal
@@ -38,9 +37,9 @@ from tests.gae.test_rtl import operation, run_operation
 #: The largest lookahead a GaeSpec allows, and a build whose q8 records are one 8-byte beat (3 lanes: 7 bytes).
 K_MAX = 8
 SPEC = S.GaeSpec(lanes=3, t_max=24, lookahead=K_MAX, stream_bytes=8)
-#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 18 - 7;
-#: T = 9, C**7 read one cycle later (12) and C**8 in play (21 - 8 = 13)
-MARGINS = [(K_MAX, 18 - (K_MAX - 1)), (K_MAX + 1, 19 - (K_MAX - 1))]
+#: (T, the latest cycle after START at which GAMMA_LAMBDA may reach the clamp register): T = 8, C**7's 18 - 7 plus
+#: 3 x (T + 1) - 3 (the loader's 4-cycle records, the pop path's 3 stages fewer); T = 9, one record (4 cycles) later
+MARGINS = [(K_MAX, 18 - (K_MAX - 1) + 3 * K_MAX), (K_MAX + 1, 18 - (K_MAX - 1) + 3 * K_MAX + 4)]
 
 
 @block

@@ -270,15 +270,16 @@ def test_user_buffers_land_in_emulated_memory(overlay):
 @pytest.mark.parametrize("backend", ["emu", "rtl", "verilator"])
 def test_long_rollout_of_many_envs_is_one_operation_within_the_budget(backend):
     """The GAE bus budget for any N and T: T = 2.5 x T_MAX over LANES + 3 envs (two lane-batches of three
-    chained chunks each) is one DMA transfer each way and at most 12 host register calls, raw and q8 (whose four
-    scale registers are one burst: one call more than raw)."""
+    chained chunks each) is one DMA transfer each way and at most 12 host register calls, raw, q8-runs (its scales
+    travel in the stream: as many calls as raw) and q8 block (whose four scale registers are one burst: one call more
+    than raw)."""
     board = RTL_TEST_BOARD if backend == "rtl" else None  # rtl: a small build (T_MAX 40); emu: the Pynq-Z2's
     overlay = make_overlay(backend, board=board, cores=("gae",))
     spec = overlay.gae.spec
     n_steps, n_envs = 5 * spec.t_max // 2, spec.lanes + 3
     rng = np.random.default_rng(0)
     costs = {}
-    for quantize in (False, True):
+    for quantize in (False, True, "block"):
 
         def call():
             overlay.gae.compute(
@@ -294,5 +295,6 @@ def test_long_rollout_of_many_envs_is_one_operation_within_the_budget(backend):
         costs[quantize] = bus
         assert bus.dma_transfers == 2 and bus.register_calls <= 12, bus
         assert overlay.gae.cycles == spec.cycles(n_steps, 2)
-    raw, q8 = costs[False], costs[True]
-    assert q8.register_calls == raw.register_calls + 1 and q8.register_writes == raw.register_writes + 4
+    raw, runs, block = costs[False], costs[True], costs["block"]
+    assert block.register_calls == raw.register_calls + 1 and block.register_writes == raw.register_writes + 4
+    assert runs.register_calls == raw.register_calls and runs.dma_bytes_to_pl < raw.dma_bytes_to_pl / 2

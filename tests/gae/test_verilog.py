@@ -83,6 +83,18 @@ def random_cases(spec: S.GaeSpec, seeds) -> list:
             1.0,
         ),
         case("two whole chunks, saturating", spec, S.GaeMode.RAW, rng, 2 * spec.t_max, spec.lanes, 1.0, 1.0, 4096.0),
+        case("q8-runs, one lane, T=1", spec, S.GaeMode.Q8_RUNS, rng, 1, 1, 0.99, 0.95, 1.0),
+        case(
+            "q8-runs, chained chunks of two lane-batches, saturating",
+            spec,
+            S.GaeMode.Q8_RUNS,
+            rng,
+            5 * spec.t_max // 2,
+            spec.lanes + 2,
+            0.99,
+            0.95,
+            4096.0,
+        ),
     ]
     for seed in seeds:
         rng = np.random.default_rng(seed)
@@ -132,6 +144,22 @@ def error_cases(spec: S.GaeSpec) -> list:
         ),
         two,
         (*case("TLAST one beat late", spec, S.GaeMode.Q8, rng, 6, 3, 0.9, 0.9, 1.0, cut=+1), ERROR_COMPARE),
+        good,
+        (
+            *case(
+                "q8-runs, TLAST on the SCALE header",
+                spec,
+                S.GaeMode.Q8_RUNS,
+                rng,
+                6,
+                spec.lanes,
+                0.9,
+                0.9,
+                1.0,
+                cut=-(spec.input_batch_bytes(S.GaeMode.Q8_RUNS, 6) - spec.header_record_bytes) // spec.stream_bytes,
+            ),
+            ERROR_COMPARE,
+        ),
         good,
         (
             *case(
@@ -248,13 +276,14 @@ def test_verilog_equals_model_bit_for_bit(converted):
 @needs_icarus
 @pytest.mark.parametrize("converted", [2], indirect=True, ids=["k2"])  # error handling does not depend on k
 def test_verilog_flags_errors_like_the_model(converted):
-    """TLAST one beat early / late / before the last lane-batch or chunk -> ERR_STREAM, bad configurations (CHUNKS 0
+    """TLAST one beat early / late / before the last lane-batch or chunk / on a q8-runs header -> ERR_STREAM, bad
+    configurations (CHUNKS 0
     among them) -> ERR_CONFIG, and the next operation is good."""
     spec, verilog, work = converted
     vectors = make_vectors(spec, error_cases(spec))
     expected = [S.Status(c["expected"]["status"]) for c in vectors["cases"]]
-    assert expected[0] == expected[2] == expected[4] == expected[6] == S.Status.DONE | S.Status.ERR_STREAM
-    assert expected[8] == expected[10] == expected[12] == expected[14] == S.Status.DONE | S.Status.ERR_CONFIG
+    assert expected[0:10:2] == [S.Status.DONE | S.Status.ERR_STREAM] * 5
+    assert expected[10:18:2] == [S.Status.DONE | S.Status.ERR_CONFIG] * 4
     assert all(status == S.Status.DONE for status in expected[1::2])
     run_cocotb(spec, verilog, vectors, work)
 

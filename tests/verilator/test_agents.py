@@ -6,10 +6,10 @@
   (losses, replay totals, the core's cycle counts) and identical checkpoints (networks, replay leaves and PRNG state,
   the Sarsa policy).
 * ``benchmarks/verilator_agents.py`` runs end to end at a tiny size and writes complete results.
-* ``slow``: PPO on CartPole-v1, GAE on the verilated core, seed 0, the default hyperparameters, solves it within 100k
-  steps (the mean return of the last 20 episodes >= 475, CartPole-v1's reward threshold). The same configuration on
-  ``emu`` ends at 500.0 with identical episodes (``benchmarks/results/verilator_agents.md``); the project's own
-  acceptance runs (tests/agents/test_ppo.py) ask for >= 450 within 300k steps.
+* ``slow``: PPO on CartPole-v1, GAE on the verilated core (q8-runs, the default 8-bit mode), seed 0, the default
+  hyperparameters, solves it within 300k steps (the mean return of the last 20 episodes >= 475, CartPole-v1's reward
+  threshold; the README's claim for seeds 0-2). On ``emu``, bit-exact with it, the same run first averages 483 over
+  20 episodes at step 39,304, dips to 276.5 at 100k and ends at 500.0: a 100k-step bar tests the dip, not the core.
 """
 
 import csv
@@ -185,10 +185,10 @@ def test_the_benchmark_runs_tiny_and_writes_complete_results(tmp_path):
 
 
 @pytest.mark.slow
-def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_100k_steps(tmp_path):
+def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_300k_steps(tmp_path):
     summary = ppo.train(
         ppo.Args(
-            total_timesteps=100_000,
+            total_timesteps=300_000,
             seed=0,
             backend="verilator",
             out_dir=str(tmp_path),
@@ -196,5 +196,5 @@ def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_100k_steps(tm
             save_checkpoint=False,
         )
     )
-    assert summary["global_step"] == 99_328  # 97 rollouts of 8 envs x 128 steps
+    assert summary["global_step"] == 299_008  # 292 rollouts of 8 envs x 128 steps
     assert summary["mean_return_last20"] >= 475, summary["episode_returns"][-20:]

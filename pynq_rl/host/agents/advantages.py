@@ -94,7 +94,7 @@ def offloaded_gae(
     *,
     gamma: float,
     lam: float,
-    quantize: bool,
+    quantize: bool | str,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run ``gae.compute`` on float32 arrays and check what comes back."""
     r, v, d = (np.ascontiguousarray(x, dtype=np.float32) for x in (rewards, values, dones))

@@ -20,7 +20,8 @@ truncated; a truncation's ``gamma * V(final_obs)`` is folded into ``r_t``):
 Special cases: ``lam = 1`` gives the bootstrapped discounted return minus V; ``lam = 0`` the one-step TD error.
 ``backend="emu"`` (the default), ``"rtl"``, ``"verilator"`` and ``"board"`` run the GAE core of an
 :class:`~pynq_rl.host.overlay.RLOverlay` through its driver's ``compute()`` (float32 numpy in and out; ``quantize``
-selects q8 or raw mode); ``backend="host"`` runs :func:`compute_gae` (CleanRL's backward loop, in numpy, no core).
+selects 8-bit codes, ``q8_encoding`` which: q8-runs by default, or raw mode); ``backend="host"`` runs
+:func:`compute_gae` (CleanRL's backward loop, in numpy, no core).
 With ``reward_norm="dynamic"`` the rewards entering GAE are standardized by HEPPO's running statistics
 (:class:`~pynq_rl.host.agents.standardize.RewardStandardizer`, updated with every rollout's raw rewards *before*
 standardizing it); the truncation bootstrap is folded in *after* standardization, because V is then learnt in
@@ -355,7 +356,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                     rollout.dones,
                     gamma=args.gamma,
                     lam=args.gae_lambda,
-                    quantize=args.quantize,
+                    quantize=args.q8_encoding if args.quantize else False,
                 )
             t2 = time.perf_counter()
 

@@ -8,7 +8,8 @@ traffic from the MyHDL simulation):
   one sets ``DONE | ERR_CONFIG`` and nothing else happens. Otherwise the operation's parameters are the registers'
   values at START (writes while BUSY take effect at the next START, as in the HDL) and the core is ``BUSY``; it accepts
   ``BATCHES x (S + 1)`` input records, ``S = T + (CHUNKS - 1) x T_MAX`` steps per lane-batch (its chunks latest
-  first, :meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`).
+  first, :meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`), in q8-runs mode with two header records ahead of
+  every run of RUN_LENGTH records.
 * LOAD: stream bytes are accepted while loading; the record count must end exactly at TLAST, else
   ``ERR_STREAM`` (extra bytes are swallowed up to TLAST so the DMA never hangs).
 * COMPUTE: the bit-exact model (:func:`pynq_rl.overlay.models.gae.gae_fixed`) over all the batches' lanes;
@@ -75,30 +76,26 @@ class GaeCoreIP(StreamCoreIP):
         self.begin_load()
 
     def close_input(self, data: bytes) -> None:
-        """TLAST: exactly BATCHES x (S + 1) records, or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
+        """TLAST: exactly BATCHES x (S + 1) records (and in q8-runs mode their runs' header
+        records), or ERR_STREAM (the bytes up to TLAST were swallowed, so the DMA
         never hangs)."""
         spec, mode, v = self.spec, self._mode, self.started  # the registers at START
         n_batches = v["BATCHES"]
         n_steps = v["T"] + (v["CHUNKS"] - 1) * spec.t_max
-        expected = n_batches * (n_steps + 1) * spec.input_record_bytes(mode)
+        expected = n_batches * spec.input_batch_bytes(mode, n_steps)
         if len(data) != expected:
             self.finish(S.Status.ERR_STREAM)
             return
-        records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
-        rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches)
-        signed = {name: self._signed(name, v) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")}
-        result = model.gae_fixed(
-            spec,
-            rewards,
-            values,
-            dones,
-            v["GAMMA"],
-            v["GAMMA_LAMBDA"],
-            mode,
-            signed["R_SCALE"],
-            signed["R_OFFSET"],
-            signed["V_SCALE"],
-            signed["V_OFFSET"],
-        )
+        if mode == S.GaeMode.Q8_RUNS:  # every element's scale and offset from its run's header records
+            stream = np.frombuffer(data, dtype=np.uint8)
+            *codes, r_scale, r_offset, v_scale, v_offset = model.unpack_input_runs(
+                spec, stream, n_steps, v["LANES_USED"], n_batches
+            )
+            scales = (r_scale, r_offset, v_scale, v_offset)
+        else:
+            records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
+            codes = list(model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches))
+            scales = tuple(self._signed(name, v) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET"))
+        result = model.gae_fixed(spec, *codes, v["GAMMA"], v["GAMMA_LAMBDA"], mode, *scales)
         output = model.pack_output(spec, result.advantages, result.returns)
         self.drain(output, result.cycles, S.Status.SATURATED if result.saturated else S.Status(0))

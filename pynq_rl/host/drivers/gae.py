@@ -1,7 +1,8 @@
 """``GaeCore``: the driver of the GAE core (HEPPO), bound by VLNV, identical on every backend.
 
-One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, encodes them (raw
-fixed point, or HEPPO's 8-bit block standardization, one block over everything one operation holds), streams all
+One call, :meth:`GaeCore.compute`, means "GAE of these float inputs". The driver validates them, encodes them (8-bit
+codes in runs of RUN_LENGTH steps per lane, each run with its own scale and offset, by default; HEPPO's 8-bit block
+standardization with one block over everything one operation holds; or raw fixed point), streams all
 LANES-wide lane-batches (the BATCHES register) of all T steps (the CHUNKS register) through the core in one
 operation, one DMA transfer each way, waits for DONE with a deadline and decodes the results back to float32. An
 operation holds as many lane-batches as the DMA's largest transfer and the batch counter allow (all of them for any
@@ -11,14 +12,15 @@ Any T is one operation: the core chains T_MAX chunks itself. Each lane-batch str
 to the earliest (:meth:`~pynq_rl.overlay.spec.GaeSpec.stream_rows`) and gets its results back newest first
 (:meth:`~pynq_rl.overlay.spec.GaeSpec.output_rows`: the core drains a chunk while it writes it back; decoding flips
 them with a view); the PEs keep their recursion state from one chunk to the next, so the result is the
-one-long-sequence recursion bit for bit (no carry folded into a bootstrap value, no extra rounding), and in q8 mode
-one block (one set of scale registers) covers all chunks.
+one-long-sequence recursion bit for bit (no carry folded into a bootstrap value, no extra rounding); in q8-runs mode
+the runs go on across the chunks, and in q8 (block) mode one block (one set of scale registers) covers them all.
 
-Parameter registers are cached (``StreamCore._write_parameter``); the four q8 scale registers, which change
-with every rollout, go out as one burst (all four whenever any differs; raw mode leaves them alone, as the core
-reads them only in q8). Measured on ``emu`` (``RLOverlay.bus_stats``), steady state, 64 envs x 1024 or 2560 steps
-on the Pynq-Z2 build: 10 host register calls in raw mode (5 reads, 5 writes: START and the DMA's), 11 in q8 (the
-scales' burst, 4 words), and one DMA transfer each way.
+Parameter registers are cached (``StreamCore._write_parameter``); the four q8 (block) scale registers, which change
+with every rollout, go out as one burst (all four whenever any differs; the other modes leave them alone, as the
+core reads them only in q8 block mode; q8-runs carries its scales in the stream). Measured on ``emu``
+(``RLOverlay.bus_stats``), steady state, 64 envs x 1024 or 2560 steps on the Pynq-Z2 build: 10 host register calls in
+raw and q8-runs mode (5 reads, 5 writes: START and the DMA's), 11 in q8 block mode (the scales' burst, 4 words), and
+one DMA transfer each way.
 """
 
 from __future__ import annotations
@@ -34,13 +36,24 @@ from .arguments import float_array, number
 from .polling import check_timeout
 from .stream_core import StreamCore
 
-__all__ = ["GaeCore", "GaeSaturationWarning"]
+__all__ = ["GaeCore", "GaeSaturationWarning", "QUANTIZE_MODES"]
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: The q8 dequantization registers, consecutive in the register map (one burst).
 _SCALE_REGISTERS = ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")
+
+
+QUANTIZE_MODES = {True: S.GaeMode.Q8_RUNS, "runs": S.GaeMode.Q8_RUNS, "block": S.GaeMode.Q8, False: S.GaeMode.RAW}
+"""``compute(quantize=...)`` values and the core mode each selects: True is the default 8-bit mode, q8-runs"""
+
+
+def _mode_of(quantize: bool | str) -> S.GaeMode:
+    """The core mode ``quantize`` names (:data:`QUANTIZE_MODES`), or a ValueError naming the choices."""
+    if isinstance(quantize, (bool, np.bool_)) or quantize in ("runs", "block"):
+        return QUANTIZE_MODES[bool(quantize) if isinstance(quantize, (bool, np.bool_)) else quantize]
+    raise ValueError(f"quantize must be True, False, 'runs' or 'block', not {quantize!r}")
 
 
 class GaeSaturationWarning(UserWarning):
@@ -75,6 +88,7 @@ class GaeCore(StreamCore):
             t_max=self._reg("T_MAX"),
             lookahead=self._reg("LOOKAHEAD"),
             code_bits=fmt["CODE_BITS"],
+            run_length=self._reg("RUN_LENGTH"),
             data=S.QFormat(fmt["DATA_W"], fmt["FRAC_BITS"]),
             coef=S.QFormat(fmt["COEF_FRAC"] + 1, fmt["COEF_FRAC"], signed=False),
             stream_bytes=self.stream_bytes,
@@ -88,6 +102,7 @@ class GaeCore(StreamCore):
             "data_format": str(self.spec.data),
             "coef_format": str(self.spec.coef),
             "code_bits": self.spec.code_bits,
+            "run_length": self.spec.run_length,
             "stream_bytes": self.spec.stream_bytes,
         }
 
@@ -99,7 +114,7 @@ class GaeCore(StreamCore):
         dones,
         gamma: float = 0.99,
         lam: float = 0.95,
-        quantize: bool = True,
+        quantize: bool | str = True,
         strict: bool = False,
         timeout_s: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -116,9 +131,12 @@ class GaeCore(StreamCore):
             1 where env n's episode ended at step t: neither V(s_{t+1}) nor A_{t+1} flows back into step t.
         gamma, lam : float
             Discount and GAE lambda, each in [0, 1].
-        quantize : bool
-            True: 8-bit block-standardized codes (HEPPO; error bounded by ``models.gae.error_bound``).
-            False: raw Q15.16 fixed point (saturates beyond +-32768).
+        quantize : bool or str
+            True or ``"runs"``: 8-bit codes, each lane's runs of RUN_LENGTH steps standardized on their own (a scale
+            and an offset per lane and run in the stream: 10 bits per element for runs of 32). ``"block"``: HEPPO's
+            block standardization, one scale and offset per operation (8 bits per element; its error grows with
+            the spread of the whole rollout, measured 4-11x the default's on PPO rollouts). Both are bounded by
+            ``models.gae.error_bound``. False: raw Q15.16 fixed point (saturates beyond +-32768).
         strict : bool
             Raise instead of warning when a value saturates.
         timeout_s : float or None
@@ -155,6 +173,8 @@ class GaeCore(StreamCore):
         if not np.all((dones == 0) | (dones == 1)):
             raise ValueError("dones must be 0 or 1 (or booleans)")
         gamma, lam = number("gamma", gamma, 0.0, 1.0), number("lam", lam, 0.0, 1.0)
+        mode = _mode_of(quantize)
+        quantize = mode != S.GaeMode.RAW
         absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
         if quantize and not model.advantage_bound(absmax, gamma, lam) <= _FLOAT32_MAX:
             raise ValueError(
@@ -166,18 +186,18 @@ class GaeCore(StreamCore):
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)
         returns = np.empty((n_steps, n_envs), dtype=np.float32)
         saturated = False
-        group = self._batches_per_operation(n_steps, quantize) * self.spec.lanes
+        group = self._batches_per_operation(n_steps, mode) * self.spec.lanes
         for env0 in range(0, n_envs, group):
             envs = slice(env0, min(env0 + group, n_envs))
             adv, ret, sat = self._run(
-                rewards[:, envs], values[:, envs], dones[:, envs], float(gamma), float(lam), quantize, timeout_s
+                rewards[:, envs], values[:, envs], dones[:, envs], float(gamma), float(lam), mode, timeout_s
             )
             advantages[:, envs], returns[:, envs] = adv, ret
             saturated |= sat
         if saturated:
             message = (
                 "GAE core saturated: a reward, value, advantage or return left the fixed-point range "
-                f"({'8-bit block codes' if quantize else f'raw {self.spec.data}'}); results are clipped"
+                f"({'8-bit codes' if quantize else f'raw {self.spec.data}'}); results are clipped"
             )
             if strict:
                 raise ValueError(message)
@@ -185,7 +205,7 @@ class GaeCore(StreamCore):
         return advantages, returns
 
     # -- one operation through the core ------------------------------------------------------------------------------
-    def _batches_per_operation(self, n_steps: int, quantize: bool) -> int:
+    def _batches_per_operation(self, n_steps: int, mode: S.GaeMode) -> int:
         """Lane-batches of ``n_steps`` (all their chunks) that one operation may hold: the core's batch counter and
         the DMA's largest transfer each way bound it.
 
@@ -195,8 +215,7 @@ class GaeCore(StreamCore):
             One lane-batch of ``n_steps`` alone exceeds the DMA's largest transfer or the chunk counter.
         """
         spec = self.spec
-        mode = S.GaeMode.Q8 if quantize else S.GaeMode.RAW
-        per_batch = max((n_steps + 1) * spec.input_record_bytes(mode), n_steps * spec.output_record_bytes)
+        per_batch = max(spec.input_batch_bytes(mode, n_steps), n_steps * spec.output_record_bytes)
         chunks, _ = spec.chunking(n_steps)
         if per_batch > self._dma_max_bytes or chunks > spec.chunks_max:
             raise ValueError(
@@ -206,33 +225,32 @@ class GaeCore(StreamCore):
             )
         return max(1, min(spec.batches_max, self._dma_max_bytes // per_batch))
 
-    def _encode(self, rewards, values, gamma, lam, quantize):
-        """Integer codes + dequantization registers + working unit for one operation (one q8 block over all its
-        lanes); host-side saturation flag."""
+    def _encode(self, rewards, values, dones, gamma, lam, mode):
+        """The input stream of one operation in ``mode`` (q8 modes: one working unit over all its lanes), the q8
+        block registers (None in the other modes), the working unit and the host-side saturation flag."""
         spec = self.spec
-        if quantize:
-            absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
-            unit = model.choose_unit(absmax, gamma, lam, spec.data)
-            r_block, v_block = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
-            regs = {
-                "R_SCALE": r_block.scale,
-                "R_OFFSET": r_block.offset,
-                "V_SCALE": v_block.scale,
-                "V_OFFSET": v_block.offset,
-            }
-            return S.GaeMode.Q8, r_block.codes, v_block.codes, regs, unit, False
-        r_codes, r_sat = fixed.quantize(rewards, spec.data)
-        v_codes, v_sat = fixed.quantize(values, spec.data)
-        regs = {"R_SCALE": 0, "R_OFFSET": 0, "V_SCALE": 0, "V_OFFSET": 0}
-        return S.GaeMode.RAW, r_codes, v_codes, regs, 1.0, r_sat or v_sat
+        if mode == S.GaeMode.RAW:
+            r_codes, r_sat = fixed.quantize(rewards, spec.data)
+            v_codes, v_sat = fixed.quantize(values, spec.data)
+            return model.pack_input(spec, mode, r_codes, v_codes, dones), None, 1.0, r_sat or v_sat
+        absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
+        unit = model.choose_unit(absmax, gamma, lam, spec.data)
+        if mode == S.GaeMode.Q8_RUNS:
+            n_steps = rewards.shape[0]
+            run, n_runs = spec.run_of_rows(n_steps), spec.runs(n_steps + 1)
+            r_runs = model.encode_runs(rewards, unit, spec, run[:n_steps], n_runs)
+            v_runs = model.encode_runs(values, unit, spec, run, n_runs)
+            return model.pack_input_runs(spec, r_runs, v_runs, dones), None, unit, False
+        r_block, v_block = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
+        registers = [r_block.scale, r_block.offset, v_block.scale, v_block.offset]
+        return model.pack_input(spec, mode, r_block.codes, v_block.codes, dones), registers, unit, False
 
-    def _run(self, rewards, values, dones, gamma, lam, quantize, timeout_s):
+    def _run(self, rewards, values, dones, gamma, lam, mode, timeout_s):
         spec = self.spec
         n_steps, n_envs = rewards.shape
         n_batches = model.batches(spec, n_envs)
         n_lanes = n_envs - (n_batches - 1) * spec.lanes
-        mode, r_codes, v_codes, regs, unit, host_sat = self._encode(rewards, values, gamma, lam, quantize)
-        records = model.pack_input(spec, mode, r_codes, v_codes, dones)
+        stream, registers, unit, host_sat = self._encode(rewards, values, dones, gamma, lam, mode)
         n_chunks, first = spec.chunking(n_steps)
         self._check_idle()
         self._write_parameter("T", first)
@@ -241,12 +259,12 @@ class GaeCore(StreamCore):
         self._write_parameter("BATCHES", n_batches)
         self._write_parameter("GAMMA", int(fixed.quantize(gamma, spec.coef)[0]))
         self._write_parameter("GAMMA_LAMBDA", int(fixed.quantize(gamma * lam, spec.coef)[0]))
-        if mode == S.GaeMode.Q8:  # raw mode never reads them (START checks them only in q8)
-            self._write_scales([regs[name] for name in _SCALE_REGISTERS])
+        if registers is not None:  # q8 block mode only (START checks them only then)
+            self._write_scales(registers)
         out_bytes = n_batches * n_steps * spec.output_record_bytes
         received = self._transfer(
             mode,
-            records,
+            stream,
             out_bytes,
             timeout_s,
             f"T={n_steps}{f' ({n_chunks} chunks)' if n_chunks > 1 else ''}, "

@@ -132,7 +132,7 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
     backend, board : optional
         The overlay to build when ``gae`` is None (None: the overlay's default backend).
     quantize : bool
-        q8 (True) or raw Q15.16 (False) mode of the core.
+        8-bit codes in q8-runs mode (True) or raw Q15.16 words (False) in the core.
 
     Raises
     ------

@@ -41,8 +41,9 @@ reward, mark the step done). Row 0 of ``episode_starts`` is not used, in SB3 or 
 Precision (``tests/agents/test_sb3.py``): ``quantize=False`` (raw Q15.16) stays within
 :func:`pynq_rl.overlay.models.gae.error_bound` of SB3's float32 loop and, measured, within 1e-4 for PPO's usual
 ``gamma * gae_lambda <= 0.95`` with ``|V|`` up to 50 (1.01e-4 was seen at ``gamma * gae_lambda = 0.97``: rounding
-errors add over ``1 / (1 - gamma * gae_lambda)`` steps); ``quantize=True`` (HEPPO's 8-bit block codes) stays within
-the same function's q8 bound, per LANES-wide batch.
+errors add over ``1 / (1 - gamma * gae_lambda)`` steps); ``quantize=True`` (8-bit codes, a scale and offset per lane and
+run of 32 steps) and ``quantize="block"`` (HEPPO's block codes) stay within the same function's bound for their
+largest scale.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ The core computes it with a **k-step lookahead** (HEPPO eq. 10/11) so the loop-c
 Fixed point (formats in :class:`~pynq_rl.overlay.spec.GaeSpec`; DATA = Q15.16 in int32, COEF = UQ1.23), every
 product rounded half up (:func:`~pynq_rl.overlay.fixed.rshift_round`) and every sum saturated to DATA:
 
-1. inputs: raw mode takes DATA words; q8 mode dequantizes ``x = sat(code * SCALE + OFFSET)`` (exact product);
+1. inputs: raw mode takes DATA words; the q8 modes dequantize ``x = sat(code * SCALE + OFFSET)`` (exact product),
+   with one SCALE and OFFSET per operation (q8) or per lane and run of RUN_LENGTH records (q8-runs);
 2. ``gv_t = rnd(GAMMA * V_{t+1})`` or 0 when ``d_t``; ``delta_t = sat(r_t + gv_t - V_t)``;
 3. ``C**j`` codes from :meth:`GaeSpec.lookahead_powers`; each term ``rnd(C**j * delta_{t+j})`` (0 past ``T``);
 4. ``A_t = sat(delta_t + sum_j terms + rnd(C**k * A_{t+k}))``; ``R_t = sat(A_t + V_t)``.
@@ -28,8 +29,9 @@ Two implementations share these primitives and must agree bit for bit (tested): 
 lanes and over the k independent chains of the lookahead, and, where numba is installed, a compiled loop that is
 an order of magnitude faster. Both are deterministic integer code, so they cannot drift apart silently.
 
-The q8 encoding (HEPPO's block standardization) lives here too, because its rounding is part of the contract:
-see :func:`encode_q8`.
+The 8-bit encodings live here too, because their rounding is part of the contract: :func:`encode_q8` (HEPPO's block
+standardization, one block per operation) and :func:`encode_runs` (one block per lane and run of records, the
+default), with their stream packing (:func:`pack_input`, :func:`pack_input_runs`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ except ImportError:  # pragma: no cover - exercised on machines without numba
 __all__ = [
     "GaeResult",
     "Q8Block",
+    "Q8Runs",
     "gae_fixed",
     "encode_q8",
+    "encode_runs",
     "choose_unit",
     "advantage_bound",
     "gae_float64",
@@ -61,6 +65,8 @@ __all__ = [
     "batches",
     "pack_input",
     "unpack_input",
+    "pack_input_runs",
+    "unpack_input_runs",
     "pack_output",
     "unpack_output",
     "HAVE_NUMBA",
@@ -97,6 +103,24 @@ class Q8Block:
     """OFFSET register: DATA code of the block mean, in working units"""
     error: float
     """bound on ``|x - dequantized(x)|`` for every element, in the input's own units"""
+
+
+@dataclass(frozen=True)
+class Q8Runs:
+    """One array coded in runs (q8-runs mode): codes plus every lane's SCALE and OFFSET of every run."""
+
+    codes: np.ndarray
+    """int8-range codes, same shape as the input (rows, N)"""
+    scale: np.ndarray
+    """SCALE of each run and lane, shape (runs, N): DATA code of one code step, in working units"""
+    offset: np.ndarray
+    """OFFSET of each run and lane, shape (runs, N): DATA code of the run's mid-range, in working units"""
+    error: float
+    """bound on ``|x - dequantized(x)|`` for every element, in the input's own units"""
+
+    def expanded(self, run_of_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(SCALE, OFFSET) of every element, shape (rows, N): what dequantizes ``codes`` element by element."""
+        return self.scale[run_of_rows], self.offset[run_of_rows]
 
 
 def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom_bits: int = 1) -> float:
@@ -157,6 +181,52 @@ def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
     return Q8Block(codes=codes, scale=scale, offset=offset, error=error)
 
 
+def encode_runs(x: np.ndarray, unit: float, spec: GaeSpec, run_of_rows: np.ndarray, n_runs: int) -> Q8Runs:
+    """Code ``x`` (rows, N) in runs: the rows of each run (``run_of_rows``, ints in ``[0, n_runs)``) of each column
+    form one block: OFFSET its mid-range rounded to DATA, SCALE its largest deviation from OFFSET over the largest
+    code, rounded up (as :func:`encode_q8`), so ``|x/u - (code * SCALE + OFFSET)| <= SCALE / 2``. The mid-range, not
+    the mean, centres the codes: a run of a trending reward or value is skewed, and the mean would spend up to half
+    the codes on a side with no elements.
+
+    A run with no rows of ``x`` (the bootstrap record alone carries no reward) gets SCALE = OFFSET = 0. Per-lane runs
+    of a few tens of steps follow a slowly varying reward, where one block per operation rounds it the same way
+    step after step (an error GAE sums over its 1 / (1 - gamma lambda) horizon).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    fixed.check_finite("x", x)
+    run_of_rows = np.asarray(run_of_rows, dtype=np.int64)
+    if x.ndim != 2 or run_of_rows.shape != x.shape[:1]:
+        raise ValueError(f"expected x (rows, N) and run_of_rows (rows,), not {x.shape} and {run_of_rows.shape}")
+    data, code = spec.data, spec.code
+    n_cols = x.shape[1]
+    scale = np.zeros((n_runs, n_cols), dtype=np.int64)
+    offset = np.zeros((n_runs, n_cols), dtype=np.int64)
+    codes = np.zeros(x.shape, dtype=np.int64)
+    if not x.size:
+        return Q8Runs(codes=codes, scale=scale, offset=offset, error=0.5 * data.lsb * unit)
+    order = np.argsort(run_of_rows, kind="stable")  # each run's rows together
+    runs_sorted = run_of_rows[order]
+    starts = np.flatnonzero(np.r_[True, runs_sorted[1:] != runs_sorted[:-1]])
+    present = runs_sorted[starts]
+    y = x[order] / unit
+    middle = (np.maximum.reduceat(y, starts, axis=0) + np.minimum.reduceat(y, starts, axis=0)) / 2
+    offset[present], _ = fixed.quantize(middle, data)
+    centered = y - offset[runs_sorted] * data.lsb
+    spread = np.maximum.reduceat(np.abs(centered), starts, axis=0)
+    steps = np.ceil(spread / code.max_code / data.lsb)
+    if np.any(steps > spec.scale.max_code):
+        raise ValueError(
+            f"a run's spread {float(spread.max()):g} (working units) needs SCALE {int(steps.max())}, above the "
+            f"register's {spec.scale.max_code}: choose a larger unit"
+        )
+    scale[present] = steps.astype(np.int64)
+    run_scale = scale[runs_sorted]
+    coded, _ = fixed.quantize(centered / (np.maximum(run_scale, 1) * data.lsb), code)
+    codes[order] = np.where(run_scale > 0, coded, 0)
+    error = 0.5 * max(int(scale.max()), 1) * data.lsb * unit
+    return Q8Runs(codes=codes, scale=scale, offset=offset, error=error)
+
+
 def gae_float64(
     rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, gamma: float, lam: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +280,7 @@ def error_bound(
 
 def input_record_dtype(spec: GaeSpec, mode: GaeMode) -> np.dtype:
     """numpy dtype of one input stream record (see :class:`GaeSpec`): ``reward``, ``value``, ``done`` fields."""
-    word = np.dtype(np.int8) if GaeMode(mode) == GaeMode.Q8 else np.dtype("<i4")
+    word = np.dtype("<i4") if GaeMode(mode) == GaeMode.RAW else np.dtype(np.int8)
     lanes = spec.lanes
     return np.dtype(
         {
@@ -307,6 +377,78 @@ def unpack_input(
     return rewards, values, _from_batches(dones.astype(np.int64), n_envs)
 
 
+def pack_input_runs(
+    spec: GaeSpec, rewards: Q8Runs, values: Q8Runs, dones: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The q8-runs input stream of one operation, as bytes: each lane-batch's records (:func:`pack_input`, q8 record
+    format) cut into runs of RUN_LENGTH in stream order, each run after its SCALE and OFFSET header records
+    (raw-record format: the reward field the lanes' reward words, the value field their value words).
+
+    ``rewards`` and ``values`` come from :func:`encode_runs` with ``run_of_rows = spec.run_of_rows(T)`` (the
+    rewards' rows ``[:T]``). ``out``, if given, is a uint8 array of at least the stream's length to fill in place.
+    """
+    n_steps, n_envs = rewards.codes.shape
+    n_batches, n_rows = batches(spec, n_envs), n_steps + 1
+    run_len, n_runs = spec.run_length, spec.runs(n_rows)
+    data_bytes, head_bytes = spec.input_record_bytes(GaeMode.Q8_RUNS), spec.header_record_bytes
+    records = pack_input(spec, GaeMode.Q8_RUNS, rewards.codes, values.codes, dones)
+    per_run = 2 * head_bytes + run_len * data_bytes
+    body = np.zeros((n_batches, n_runs, per_run), dtype=np.uint8)
+    padded = np.zeros((n_batches, n_runs * run_len * data_bytes), dtype=np.uint8)
+    padded[:, : n_rows * data_bytes] = records.view(np.uint8).reshape(n_batches, -1)
+    body[:, :, 2 * head_bytes :] = padded.reshape(n_batches, n_runs, -1)
+    headers = np.zeros((n_batches, n_runs, 2), dtype=input_record_dtype(spec, GaeMode.RAW))
+    for slot, (r_word, v_word) in enumerate(((rewards.scale, values.scale), (rewards.offset, values.offset))):
+        headers["reward"][:, :, slot] = _to_batches(spec, r_word)
+        headers["value"][:, :, slot] = _to_batches(spec, v_word)
+    body[:, :, : 2 * head_bytes] = headers.view(np.uint8).reshape(n_batches, n_runs, -1)
+    length = spec.input_batch_bytes(GaeMode.Q8_RUNS, n_steps)
+    stream = body.reshape(n_batches, -1)[:, :length].reshape(-1)
+    if out is None:
+        return stream
+    out[: len(stream)] = stream
+    return out[: len(stream)]
+
+
+def unpack_input_runs(
+    spec: GaeSpec, stream: np.ndarray, n_steps: int, n_lanes: int, n_batches: int = 1
+) -> tuple[np.ndarray, ...]:
+    """Inverse of :func:`pack_input_runs`: codes (T, N), (T + 1, N), dones (T, N), then every element's SCALE and
+    OFFSET as the core reads them (R_SCALE, R_OFFSET shaped like the rewards, V_SCALE, V_OFFSET like the values;
+    a SCALE is the header word's low 25 bits, signed)."""
+    n_rows = n_steps + 1
+    run_len, n_runs = spec.run_length, spec.runs(n_rows)
+    data_bytes, head_bytes = spec.input_record_bytes(GaeMode.Q8_RUNS), spec.header_record_bytes
+    per_run = 2 * head_bytes + run_len * data_bytes
+    length = spec.input_batch_bytes(GaeMode.Q8_RUNS, n_steps)
+    body = np.zeros((n_batches, n_runs * per_run), dtype=np.uint8)
+    body[:, :length] = np.asarray(stream, dtype=np.uint8).reshape(n_batches, length)
+    body = body.reshape(n_batches, n_runs, per_run)
+    records = body[:, :, 2 * head_bytes :].reshape(n_batches, -1)[:, : n_rows * data_bytes].reshape(-1)
+    records = records.view(input_record_dtype(spec, GaeMode.Q8_RUNS))
+    rewards, values, dones = unpack_input(spec, GaeMode.Q8_RUNS, records, n_lanes, n_batches)
+    headers = np.ascontiguousarray(body[:, :, : 2 * head_bytes]).view(input_record_dtype(spec, GaeMode.RAW))
+    headers = headers.reshape(n_batches, n_runs, 2)
+    n_envs = rewards.shape[1]
+    scale_bits = spec.scale.width
+    words = {}
+    for name, field, slot in (("rs", "reward", 0), ("ro", "reward", 1), ("vs", "value", 0), ("vo", "value", 1)):
+        word = _from_batches(headers[field][:, :, slot].astype(np.int64), n_envs)
+        if slot == 0:  # the core reads a SCALE word's low bits, signed
+            word = ((word & ((1 << scale_bits) - 1)) ^ (1 << (scale_bits - 1))) - (1 << (scale_bits - 1))
+        words[name] = word
+    run = spec.run_of_rows(n_steps)
+    return (
+        rewards,
+        values,
+        dones,
+        words["rs"][run[:n_steps]],
+        words["ro"][run[:n_steps]],
+        words["vs"][run],
+        words["vo"][run],
+    )
+
+
 def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
     """Pack int codes (T, N) into the output stream of one operation: B lane-batches of T records each (unused
     lanes are 0), each newest first (time T - 1 down to 0, :meth:`GaeSpec.output_rows`)."""
@@ -369,10 +511,10 @@ def gae_fixed(
     gamma_code: int,
     gamma_lambda_code: int,
     mode: GaeMode = GaeMode.RAW,
-    r_scale: int = 0,
-    r_offset: int = 0,
-    v_scale: int = 0,
-    v_offset: int = 0,
+    r_scale: int | np.ndarray = 0,
+    r_offset: int | np.ndarray = 0,
+    v_scale: int | np.ndarray = 0,
+    v_offset: int | np.ndarray = 0,
     use_numba: bool | None = None,
 ) -> GaeResult:
     """Run one GAE operation on integer codes exactly as the core does.
@@ -382,7 +524,7 @@ def gae_fixed(
     spec : GaeSpec
         Build parameters (formats, lookahead k).
     rewards, values, dones : np.ndarray
-        Integer codes, shapes (T, N), (T + 1, N), (T, N): DATA codes in raw mode, CODE_BITS codes in q8 mode;
+        Integer codes, shapes (T, N), (T + 1, N), (T, N): DATA codes in raw mode, CODE_BITS codes in q8 modes;
         dones are 0/1. N may be anything: the core runs it as ``ceil(N / LANES)`` lane-batches of one operation
         (BATCHES), which only CYCLES sees. T may be anything too: beyond T_MAX the core runs each lane-batch as
         CHUNKS chunks whose recursion state carries over, so the result is this one long recursion and again only
@@ -390,9 +532,11 @@ def gae_fixed(
     gamma_code, gamma_lambda_code : int
         GAMMA and GAMMA_LAMBDA register values (COEF format).
     mode : GaeMode
-        RAW or Q8.
-    r_scale, r_offset, v_scale, v_offset : int
-        q8 dequantization registers (DATA codes); ignored in raw mode.
+        RAW, Q8 or Q8_RUNS.
+    r_scale, r_offset, v_scale, v_offset : int or np.ndarray
+        Dequantization codes (DATA format; scales within :attr:`GaeSpec.scale`): the four q8 registers (ints), or
+        in q8-runs mode one code per element (arrays shaped like rewards and values: :meth:`Q8Runs.expanded`, or
+        :func:`unpack_input_runs`); ignored in raw mode.
     use_numba : bool or None
         Force the compiled (True) or numpy (False) path; None picks numba where installed.
 
@@ -420,16 +564,23 @@ def gae_fixed(
             raise ValueError(f"{name} must be a coefficient code in [0, {1 << spec.coef.frac}], not {code!r}")
     data = spec.data
     saturated = False
-    if GaeMode(mode) == GaeMode.Q8:
+    if GaeMode(mode) in (GaeMode.Q8, GaeMode.Q8_RUNS):
         _check_codes("reward", rewards, spec.code)
         _check_codes("value", values, spec.code)
-        for name, reg, fmt in (
-            ("R_SCALE", r_scale, spec.scale),
-            ("R_OFFSET", r_offset, data),
-            ("V_SCALE", v_scale, spec.scale),
-            ("V_OFFSET", v_offset, data),
-        ):
-            if not fmt.min_code <= reg <= fmt.max_code:
+        per_element = GaeMode(mode) == GaeMode.Q8_RUNS
+        checks = (
+            ("R_SCALE", r_scale, spec.scale, rewards.shape),
+            ("R_OFFSET", r_offset, data, rewards.shape),
+            ("V_SCALE", v_scale, spec.scale, values.shape),
+            ("V_OFFSET", v_offset, data, values.shape),
+        )
+        for name, reg, fmt, shape in checks:
+            if per_element:
+                reg = np.asarray(reg, dtype=np.int64)
+                if reg.shape != shape:
+                    raise ValueError(f"{name} must have one code per element, shape {shape}, not {reg.shape}")
+                _check_codes(name, reg.reshape(shape[0], -1), fmt)
+            elif not fmt.min_code <= reg <= fmt.max_code:
                 raise ValueError(f"{name} must be a code in [{fmt.min_code}, {fmt.max_code}], not {reg!r}")
         rewards, sat_r = fixed.saturate(rewards * r_scale + r_offset, data)
         values, sat_v = fixed.saturate(values * v_scale + v_offset, data)

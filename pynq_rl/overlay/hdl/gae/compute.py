@@ -130,7 +130,7 @@ def pe_coefficients(gamma_c, powers, cfg, clock, spec: GaeSpec):
         # Registered: the 32-bit compare and select would otherwise sit in front of the PE's gamma multiply (the
         # core's critical path after the dequantizer's, ECP5). The registers are static during an operation and
         # are first read after LOAD, the pop, the BRAM read and the dequantizer, so the one cycle changes no result;
-        # the lookahead powers behind gamma_lambda_c settle with 11 or more cycles to spare (coef_powers).
+        # the lookahead powers behind gamma_lambda_c settle with 35 or more cycles to spare (coef_powers).
         if cfg.gamma <= one:
             gamma_c.next = cfg.gamma[len(gamma_c) :]
         else:

@@ -7,7 +7,7 @@ IDLE from anywhere and clears STATUS. The engines see the state decoded (:class:
 
 from myhdl import Signal, always_comb, always_seq, block, enum
 
-from ...spec import GaeSpec
+from ...spec import GaeMode, GaeSpec
 from ..common.arith import assign
 
 __all__ = ["gae_control"]
@@ -16,11 +16,12 @@ t_state = enum("IDLE", "BUSY")
 
 
 @block
-def gae_control(phase, q8, cfg, sat_flags, load_failed, comp_busy, drain, clock, reset, spec: GaeSpec):
+def gae_control(phase, coded, runs, cfg, sat_flags, load_failed, comp_busy, drain, clock, reset, spec: GaeSpec):
     """The operation's state, STATUS and the engines' view of it.
 
     phase       : Phase, out
-    q8          : Signal(bool), out -- the operation's records are q8 (CTRL.MODE at START)
+    coded       : Signal(bool), out -- the operation's data records are q8 codes (CTRL.MODE q8 or q8-runs at START)
+    runs        : Signal(bool), out -- q8-runs mode: header records head every run
     cfg         : CoreConfig -- the registers and START / SOFT_RESET in; ``busy``, ``done``, ``err_config``,
                   ``err_stream``, ``saturated`` out
     sat_flags   : list of Signal(bool), in -- a lane's dequantizer or PE saturated (STATUS.SATURATED)
@@ -32,6 +33,7 @@ def gae_control(phase, q8, cfg, sat_flags, load_failed, comp_busy, drain, clock,
     spec        : GaeSpec
     """
     one = 1 << spec.coef.frac
+    raw_mode, block_mode, runs_mode = int(GaeMode.RAW), int(GaeMode.Q8), int(GaeMode.Q8_RUNS)
     state = Signal(t_state.IDLE)
     config_ok, scales_ok, any_sat = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
 
@@ -48,8 +50,8 @@ def gae_control(phase, q8, cfg, sat_flags, load_failed, comp_busy, drain, clock,
             and cfg.chunks <= spec.chunks_max
             and cfg.gamma <= one
             and cfg.gamma_lambda <= one
-            and cfg.mode <= 1
-            and (cfg.mode == 0 or scales_ok)
+            and cfg.mode <= runs_mode
+            and (cfg.mode != block_mode or scales_ok)
         )
 
     @always_comb
@@ -80,7 +82,8 @@ def gae_control(phase, q8, cfg, sat_flags, load_failed, comp_busy, drain, clock,
                 if config_ok:
                     state.next = t_state.BUSY
                     cfg.busy.next = True
-                    q8.next = cfg.mode == 1
+                    coded.next = cfg.mode != raw_mode
+                    runs.next = cfg.mode == runs_mode
                 else:
                     cfg.done.next = True
                     cfg.err_config.next = True

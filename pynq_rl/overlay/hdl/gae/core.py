@@ -13,21 +13,22 @@ consecutive chunks at the same time, so the stream, not the phases, sets the pac
   steps: the first (latest) T steps and the bootstrap row, then T_MAX steps each without one); TLAST ends only the
   last record of the last chunk of the last batch (earlier: ERR_STREAM; missing: the core discards up to TLAST, then
   ERR_STREAM). The last batch uses LANES_USED lanes, the others all of them.
-* Loader (:func:`~.loader.gae_loader`): beats of ``s_axis`` into records, each record one row (one word per lane:
-  reward, value, done) of the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV), chunks in
-  alternating directions so the previous chunk's drain frees exactly the rows the next one loads.
+* Loader (:func:`~.loader.gae_loader`): beats of ``s_axis`` into records, each data record dequantized
+  (:func:`~.dequant.dequant`: :data:`~.dequant.LOAD_LATENCY` stages; q8 codes scaled by each lane's SCALE and
+  OFFSET, which q8-runs header records reload every run) into one row (one DATA word per lane: reward, value, done)
+  of the lanes' FILO stacks (one simple-dual-port BRAM per lane, HEPPO section IV), chunks in alternating
+  directions so the previous chunk's drain frees exactly the rows the next one loads.
 * Compute (:func:`~.compute.gae_compute`): once a chunk is loaded and the previous one written back, its rows are
-  popped backward, one per cycle, dequantized (:func:`~.dequant.dequant`: :data:`~.dequant.DEQUANT_LATENCY`
-  stages) and fed to the PEs (:func:`~.pe.gae_pe`: ``PE_LATENCY`` stages); each PE's A_t and R_t are written back
-  in place. ``cycles`` counts the compute's cycles but not its yields to the drain: ``T + spec.pipeline_depth`` per
-  chunk.
+  popped backward, one per cycle, registered (:data:`~.lane.READ_LATENCY`) and fed to the PEs (:func:`~.pe.gae_pe`:
+  ``PE_LATENCY`` stages); each PE's A_t and R_t are written back in place. ``cycles`` counts the compute's cycles
+  but not its yields to the drain: ``T + spec.pipeline_depth`` per chunk.
 * Drain (:func:`~.drain.gae_drain`): each chunk's results are read newest first, each once written back, so the
   drain trails the compute instead of waiting for A_0; they leave on ``m_axis`` as output records, TLAST on the
   operation's last beat (a lane-batch's output is in reverse time order: :meth:`GaeSpec.output_rows`).
 
 The stacks' one write port and one read port are shared (:func:`~.ports.stack_ports`): write-backs before the
 loader's rows, the drain's reads before pops. :func:`~.control.gae_control` holds the operation's state and STATUS;
-:func:`~.lane.gae_lane` is one lane's stack, dequantizer and PE. Stream handshakes are AXI4-Stream (a beat moves on
+:func:`~.lane.gae_lane` is one lane's dequantizer, stack and PE. Stream handshakes are AXI4-Stream (a beat moves on
 ``tvalid and tready``)::
 
     aclk     _/^\\_/^\\_/^\\_/^\\_/^\\_
@@ -98,16 +99,30 @@ def gae_core(
     wd = GaeWidths(spec)
     one = 1 << spec.coef.frac
     phase, chunk, comp, drain, stacks = Phase(), LoadedChunk(wd), ComputeState(wd), DrainState(wd), StackPorts(wd)
-    q8 = Signal(bool(0))
+    coded, runs = Signal(bool(0)), Signal(bool(0))
     rd_words = [Signal(intbv(0)[wd.word :]) for _ in range(spec.lanes)]  # the stacks' read data
     pe_valid, pe_sat, dq_sat = ([Signal(bool(0)) for _ in range(spec.lanes)] for _ in range(3))
     out_valid = Signal(bool(0))
     gamma_c = Signal(intbv(0, min=0, max=one + 1))
     powers = [Signal(intbv(0, min=0, max=one + 1)) for _ in range(spec.lookahead + 1)]
 
-    control = gae_control(phase, q8, cfg, pe_sat + dq_sat, chunk.failed, comp.busy, drain, clock, reset, spec)
+    control = gae_control(phase, coded, runs, cfg, pe_sat + dq_sat, chunk.failed, comp.busy, drain, clock, reset, spec)
     loader = gae_loader(
-        s_tready, chunk, s_tdata, s_tvalid, s_tlast, q8, phase, comp.busy, out_valid, drain, cfg, clock, reset, wd
+        s_tready,
+        chunk,
+        s_tdata,
+        s_tvalid,
+        s_tlast,
+        coded,
+        runs,
+        phase,
+        comp.busy,
+        out_valid,
+        drain,
+        cfg,
+        clock,
+        reset,
+        wd,
     )
     compute = gae_compute(comp, chunk, phase, drain.holds, out_valid, cfg, clock, reset, wd)
     drainer = gae_drain(
@@ -129,7 +144,21 @@ def gae_core(
     insts.append(results)
     for n in range(spec.lanes):
         lane = gae_lane(
-            rd_words[n], pe_valid[n], pe_sat[n], dq_sat[n], chunk, stacks, comp, q8, gamma_c, powers, cfg, clock, n, wd
+            rd_words[n],
+            pe_valid[n],
+            pe_sat[n],
+            dq_sat[n],
+            chunk,
+            stacks,
+            comp,
+            coded,
+            phase.launching,
+            gamma_c,
+            powers,
+            cfg,
+            clock,
+            n,
+            wd,
         )
         lane.name = f"lane{n}"
         insts.append(lane)

@@ -1,121 +1,137 @@
-"""The GAE core's dequantizer: a lane's stack word to the PE's inputs, raw words passed, q8 codes scaled."""
+"""The GAE core's dequantizer: one lane's word of each input record to its FILO stack word, on the way in.
 
-from myhdl import Signal, always, always_comb, block, intbv
+Raw words pass; q8 codes become ``sat(code * SCALE + OFFSET)`` with the lane's own SCALE and OFFSET registers, which
+START loads from the q8 block registers (R_/V_SCALE, R_/V_OFFSET) and, in q8-runs mode, each run's two header records
+load again. Records arrive forward in time with every run after its headers, so dequantizing on the way in needs
+one register pair per lane and no memory of past runs: a run's parameters are gone by the time the compute pops its
+rows backward, and the stacks hold DATA words in every mode.
+
+One operation per register stage, as the core's timing needs (no carry chain behind an unregistered multiplier, no
+multiplier behind the record register's fan-out)::
+
+    M  r_prod = code * SCALE            (the DSP's M register; the raw words and the done bit copied beside it)
+    P  r_sum = r_prod + OFFSET          (a post-adder with its P register on a DSP48)
+    S  word = {done, value, reward}     (q8 modes: the clamped sums; raw: the words), the clamp flag with it
+
+The stages run every cycle on the record register (``chunk.row``), which holds a record from its last beat until the
+next record's: the loader accepts a record only when the one before is written (:func:`~.loader.gae_loader`), so
+``word`` is that record's while the write waits for the port.
+"""
+
+from myhdl import Signal, always, always_comb, block, concat, intbv
 
 from ..common.arith import saturate
 from .params import CODE_SLOT_BITS, GaeWidths
 
-__all__ = ["dequant", "DEQUANT_LATENCY"]
+__all__ = ["dequant", "LOAD_LATENCY"]
 
-#: Register stages from a stack word on the BRAM output to the PE inputs (:func:`dequant`: multiply, add, clamp).
-DEQUANT_LATENCY = 4
+#: Register stages from the record register to the stack word (:func:`dequant`: multiply, add, clamp).
+LOAD_LATENCY = 3
 
 
 @block
-def dequant(
-    reward, value, done, valid, boot, saturated, word, in_valid, in_boot, q8, lane_active, cfg, clock, wd: GaeWidths
-):
-    """Stack word -> PE inputs in :data:`DEQUANT_LATENCY` register stages: raw words pass; q8 codes become
-    sat(code * SCALE + OFFSET).
+def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, lane: int, wd: GaeWidths):
+    """Lane ``lane``'s stack word ``{done, value, reward}`` of the record in ``chunk.row``, :data:`LOAD_LATENCY`
+    cycles after it, and its SCALE / OFFSET registers.
 
-    One operation per stage, so no carry chain sits behind an unregistered multiplier (it was all one cycle, the
-    core's critical path: 70-81 MHz on the ECP5-85), and no multiplier behind a BRAM's read data (the BRAM stacks'
-    clock-to-out then LUT, multiply and carry chain: 78.6 MHz on the ECP5-85)::
-
-        0  R   word0 = word                   (the stack's read data registered: a BRAM output register)
-        1  M   r_prod = code * SCALE          (the DSP's M register; the stack word is copied beside it)
-        2  P   r_sum = r_prod + OFFSET        (a post-adder with its P register on a DSP48; the word copied on)
-        3  S   reward = q8 ? sat(r_sum) : word, saturated = the q8 clamp flag of a valid, active, non-bootstrap row
-
-    Only the latency changes (:attr:`GaeSpec.pipeline_depth` counts it); the values are those of one cycle.
-
-    reward, value   : Signal(DATA), out -- the PE's r_t and V_t
-    done            : Signal(bool), out -- d_t
-    valid, boot     : Signal(bool), out -- an element, the bootstrap row (the pop's flags, delayed with the word)
-    saturated       : Signal(bool), out -- a q8 clamp of this lane
-    word            : Signal(word), in  -- the stack's read data ``{done, value, reward}``
-    in_valid, in_boot : Signal(bool), in -- the pop's flags, with ``word``
-    q8              : Signal(bool), in
-    lane_active     : Signal(bool), in  -- the lane is in use (its clamps count)
-    cfg             : CoreConfig, in    -- SCALE and OFFSET registers
-    clock           : Signal(bool), in
-    wd              : GaeWidths
+    word        : Signal(word), out -- the stack word of the record that entered three cycles before
+    saturated   : Signal(bool), out -- its q8 clamp flag (a bootstrap record's reward does not count)
+    chunk       : LoadedChunk, in   -- ``row``, ``row_boot``, ``header_scale``, ``header_offset``, ``dq_exit``
+    coded       : Signal(bool), in  -- the operation's records are q8 codes (q8 or q8-runs mode)
+    launching   : Signal(bool), in  -- START: load SCALE and OFFSET from the q8 block registers
+    lane_active : Signal(bool), in  -- the lane is in use in the loading lane-batch (its clamps count)
+    cfg         : CoreConfig, in    -- R_/V_SCALE and R_/V_OFFSET
+    clock       : Signal(bool), in
+    lane        : int
+    wd          : GaeWidths
     """
-    spec, data = wd.spec, wd.data
+    spec, data, lanes = wd.spec, wd.data, wd.spec.lanes
     lo, hi = spec.data.min_code, spec.data.max_code
-    scale_bits = spec.scale.width
-    code_bits = CODE_SLOT_BITS  # q8 words hold sign-extended codes in their low byte
+    scale_bits, code = spec.scale.width, CODE_SLOT_BITS
+    row = chunk.row
+    base_q8 = wd.raw_record - wd.q8_record  # a q8 record sits in the top bits of the record register
+    r_raw, v_raw, d_raw = data * lane, data * (lanes + lane), 2 * data * lanes + lane
+    r_q8, v_q8, d_q8 = base_q8 + code * lane, base_q8 + code * (lanes + lane), base_q8 + 2 * code * lanes + lane
     # code x scale fits 8 + 25 bits (-128 x -2**24 = 2**31 is the one product needing the 33rd); + OFFSET: 34
-    prod_range = dict(min=-(1 << (code_bits + scale_bits - 2)), max=(1 << (code_bits + scale_bits - 2)) + 1)
-    sum_range = dict(min=-(1 << (code_bits + scale_bits - 1)), max=1 << (code_bits + scale_bits - 1))
-    r_code = Signal(intbv(0, min=-(1 << (code_bits - 1)), max=1 << (code_bits - 1)))
-    v_code = Signal(intbv(0, min=-(1 << (code_bits - 1)), max=1 << (code_bits - 1)))
-    r_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))  # 8 x 25: one DSP
-    v_scale = Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))
-    # stage 0
-    word0 = Signal(intbv(0)[wd.word :])
-    valid0, boot0, active0 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    # stage 1
-    r_prod, v_prod = Signal(intbv(0, **prod_range)), Signal(intbv(0, **prod_range))
-    word1 = Signal(intbv(0)[wd.word :])
-    valid1, boot1, active1 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    # stage 2
-    r_sum, v_sum = Signal(intbv(0, **sum_range)), Signal(intbv(0, **sum_range))
-    word2 = Signal(intbv(0)[wd.word :])
-    valid2, boot2, active2 = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    prod_range = dict(min=-(1 << (code + scale_bits - 2)), max=(1 << (code + scale_bits - 2)) + 1)
+    sum_range = dict(min=-(1 << (code + scale_bits - 1)), max=1 << (code + scale_bits - 1))
+
+    def scale_signal():
+        return Signal(intbv(0, min=-(1 << (scale_bits - 1)), max=1 << (scale_bits - 1)))
+
+    def code_signal():
+        return Signal(intbv(0, min=-(1 << (code - 1)), max=1 << (code - 1)))
+
+    r_scale, v_scale, head_r_scale, head_v_scale = (scale_signal() for _ in range(4))
+    r_offset, v_offset = wd.data_signal(), wd.data_signal()
+    r_code, v_code = code_signal(), code_signal()
     r_word, v_word = wd.data_signal(), wd.data_signal()
+    done_bit = Signal(bool(0))
+    # stage M
+    r_prod, v_prod = Signal(intbv(0, **prod_range)), Signal(intbv(0, **prod_range))
+    r_word1, v_word1 = wd.data_signal(), wd.data_signal()
+    done1, boot1 = Signal(bool(0)), Signal(bool(0))
+    # stage P
+    r_sum, v_sum = Signal(intbv(0, **sum_range)), Signal(intbv(0, **sum_range))
+    r_word2, v_word2 = wd.data_signal(), wd.data_signal()
+    done2, boot2 = Signal(bool(0)), Signal(bool(0))
 
     @always_comb
     def split():
-        r_code.next = word0[code_bits:0].signed()
-        v_code.next = word0[data + code_bits : data].signed()
-        r_scale.next = cfg.r_scale[scale_bits:].signed()  # START refused scales outside this range
-        v_scale.next = cfg.v_scale[scale_bits:].signed()
-        r_word.next = word2[data:0].signed()
-        v_word.next = word2[2 * data : data].signed()
+        r_code.next = row[r_q8 + code : r_q8].signed()
+        v_code.next = row[v_q8 + code : v_q8].signed()
+        r_word.next = row[r_raw + data : r_raw].signed()
+        v_word.next = row[v_raw + data : v_raw].signed()
+        head_r_scale.next = row[r_raw + scale_bits : r_raw].signed()  # a header's SCALE: the word's low bits
+        head_v_scale.next = row[v_raw + scale_bits : v_raw].signed()
+        if coded:
+            done_bit.next = row[d_q8]
+        else:
+            done_bit.next = row[d_raw]
 
     @always(clock.posedge)
-    def read_register():
-        word0.next = word
-        valid0.next = in_valid
-        boot0.next = in_boot
-        active0.next = lane_active
+    def parameters():
+        if launching:
+            r_scale.next = cfg.r_scale[scale_bits:].signed()  # START refused q8 block scales outside this range
+            v_scale.next = cfg.v_scale[scale_bits:].signed()
+            r_offset.next = cfg.r_offset
+            v_offset.next = cfg.v_offset
+        elif chunk.header_scale:
+            r_scale.next = head_r_scale
+            v_scale.next = head_v_scale
+        elif chunk.header_offset:
+            r_offset.next = r_word
+            v_offset.next = v_word
 
     @always(clock.posedge)
     def multiply():
         r_prod.next = r_code * r_scale
         v_prod.next = v_code * v_scale
-        word1.next = word0
-        valid1.next = valid0
-        boot1.next = boot0
-        active1.next = active0
+        r_word1.next = r_word
+        v_word1.next = v_word
+        done1.next = done_bit
+        boot1.next = chunk.row_boot
 
     @always(clock.posedge)
     def offset():
-        r_sum.next = r_prod + cfg.r_offset
-        v_sum.next = v_prod + cfg.v_offset
-        word2.next = word1
-        valid2.next = valid1
+        r_sum.next = r_prod + r_offset
+        v_sum.next = v_prod + v_offset
+        r_word2.next = r_word1
+        v_word2.next = v_word1
+        done2.next = done1
         boot2.next = boot1
-        active2.next = active1
 
     r_sat, v_sat = wd.data_signal(), wd.data_signal()
     r_flag, v_flag = Signal(bool(0)), Signal(bool(0))
     clamps = [saturate(r_sat, r_flag, r_sum, lo, hi), saturate(v_sat, v_flag, v_sum, lo, hi)]
-    done_bit = 2 * data
 
     @always(clock.posedge)
     def select():
-        valid.next = valid2
-        boot.next = boot2
-        done.next = word2[done_bit]
-        if q8:
-            reward.next = r_sat
-            value.next = v_sat
-            saturated.next = ((r_flag and not boot2) or v_flag) and valid2 and active2
+        if coded:
+            word.next = concat(done2, v_sat[data:], r_sat[data:])
+            saturated.next = ((r_flag and not boot2) or v_flag) and chunk.dq_exit and lane_active
         else:
-            reward.next = r_word
-            value.next = v_word
+            word.next = concat(done2, v_word2[data:], r_word2[data:])
             saturated.next = False
 
-    return split, read_register, multiply, offset, clamps, select
+    return split, parameters, multiply, offset, clamps, select

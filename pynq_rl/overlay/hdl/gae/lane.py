@@ -1,8 +1,8 @@
-"""One lane of the GAE core: its word of each input record, its FILO stack, dequantizer and processing element, and
-the result it writes back. LANES of them work in step on the shared stack ports.
+"""One lane of the GAE core: its word of each input record, dequantized on the way in, its FILO stack and processing
+element, and the result it writes back. LANES of them work in step on the shared stack ports.
 
-A stack word is ``{done, value, reward}`` as loaded (DATA words; q8 codes sign-extended in them) and ``{0, R, A}``
-as written back; the drain reads the written-back words.
+A stack word is ``{done, value, reward}`` as loaded (DATA words in every mode: :func:`~.dequant.dequant` has scaled
+q8 codes already) and ``{0, R, A}`` as written back; the drain reads the written-back words.
 """
 
 from myhdl import Signal, always, always_comb, block, concat, intbv
@@ -10,65 +10,69 @@ from myhdl import Signal, always, always_comb, block, concat, intbv
 from ..common.arith import and2
 from ..common.bram import ram_sdp_rf
 from .dequant import dequant
-from .params import CODE_SLOT_BITS, GaeWidths
+from .params import GaeWidths
 from .pe import gae_pe
 
-__all__ = ["gae_lane"]
+__all__ = ["gae_lane", "READ_LATENCY"]
+
+#: Register stages from the stack's read data to the PE's inputs (:func:`_read_register`).
+READ_LATENCY = 1
 
 
 @block
 def gae_lane(
-    rd_word, pe_valid, pe_sat, dq_sat, chunk, stacks, comp, q8, gamma, powers, cfg, clock, lane: int, wd: GaeWidths
+    rd_word,
+    pe_valid,
+    pe_sat,
+    dq_sat,
+    chunk,
+    stacks,
+    comp,
+    coded,
+    launching,
+    gamma,
+    powers,
+    cfg,
+    clock,
+    lane: int,
+    wd: GaeWidths,
 ):
-    """Lane ``lane``: stack, dequantizer, PE and write-back word.
+    """Lane ``lane``: dequantizer, stack, PE and write-back word.
 
-    rd_word  : Signal(word), out  -- the stack's read data (to the drain)
-    pe_valid : Signal(bool), out  -- the PE's result is valid (a write-back)
-    pe_sat   : Signal(bool), out  -- the PE saturated (an active lane only)
-    dq_sat   : Signal(bool), out  -- the dequantizer clamped a q8 value
-    chunk    : LoadedChunk, in    -- the input record being written (``row``) and ``writing``
-    stacks   : StackPorts, in     -- the shared write and read ports
-    comp     : ComputeState, in   -- the pop's flags (``rd_valid``, ``rd_boot``) and ``last_batch``
-    q8       : Signal(bool), in
-    gamma    : Signal(COEF), in
-    powers   : list of k + 1 Signal(COEF), in -- C**j
-    cfg      : CoreConfig, in     -- LANES_USED, the q8 scales and offsets
-    clock    : Signal(bool), in
-    lane     : int
-    wd       : GaeWidths
+    rd_word   : Signal(word), out  -- the stack's read data (to the drain)
+    pe_valid  : Signal(bool), out  -- the PE's result is valid (a write-back)
+    pe_sat    : Signal(bool), out  -- the PE saturated (an active lane only)
+    dq_sat    : Signal(bool), out  -- the dequantizer clamped a q8 value of an active lane
+    chunk     : LoadedChunk, in    -- the record register and its flags, ``writing``, ``last_batch``
+    stacks    : StackPorts, in     -- the shared write and read ports
+    comp      : ComputeState, in   -- the pop's flags (``rd_valid``, ``rd_boot``) and ``last_batch``
+    coded     : Signal(bool), in   -- q8 or q8-runs mode
+    launching : Signal(bool), in   -- START (the dequantizer loads the q8 block registers)
+    gamma     : Signal(COEF), in
+    powers    : list of k + 1 Signal(COEF), in -- C**j
+    cfg       : CoreConfig, in     -- LANES_USED, the q8 block scales and offsets
+    clock     : Signal(bool), in
+    lane      : int
+    wd        : GaeWidths
     """
     spec = wd.spec
     load_word, wb_word, wr_word = (Signal(intbv(0)[wd.word :]) for _ in range(3))
-    unpack = _lane_unpack(load_word, chunk.row, q8, lane, wd)
+    load_active, active = Signal(bool(0)), Signal(bool(0))
+    deq = dequant(load_word, dq_sat, chunk, coded, launching, load_active, cfg, clock, lane, wd)
     ram = ram_sdp_rf(rd_word, wr_word, stacks.wr_addr, stacks.wr_en, stacks.rd_addr, stacks.rd_en, clock, wd.depth)
-    active = Signal(bool(0))
     reward, value = wd.data_signal(), wd.data_signal()
-    dq_done, dq_valid, dq_boot = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    deq = dequant(
-        reward,
-        value,
-        dq_done,
-        dq_valid,
-        dq_boot,
-        dq_sat,
-        rd_word,
-        comp.rd_valid,
-        comp.rd_boot,
-        q8,
-        active,
-        cfg,
-        clock,
-        wd,
-    )
+    rd_done, rd_valid, rd_boot = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    read = _read_register(reward, value, rd_done, rd_valid, rd_boot, rd_word, comp.rd_valid, comp.rd_boot, clock, wd)
     adv, ret = wd.data_signal(), wd.data_signal()
     raw_sat = Signal(bool(0))
-    pe = gae_pe(adv, ret, pe_valid, raw_sat, reward, value, dq_done, dq_valid, dq_boot, gamma, powers, clock, spec)
-    unpack.name, ram.name, deq.name, pe.name = "unpack", "filo", "dequant", "pe"
+    pe = gae_pe(adv, ret, pe_valid, raw_sat, reward, value, rd_done, rd_valid, rd_boot, gamma, powers, clock, spec)
+    deq.name, ram.name, read.name, pe.name = "dequant", "filo", "read", "pe"
     return (
-        unpack,
-        ram,
         deq,
+        ram,
+        read,
         pe,
+        _lane_active(load_active, cfg.lanes_used, chunk.last_batch, lane),
         _lane_active(active, cfg.lanes_used, comp.last_batch, lane),
         and2(pe_sat, raw_sat, active),
         _result_word(wb_word, ret, adv, active, wd.data),
@@ -77,41 +81,20 @@ def gae_lane(
 
 
 @block
-def _lane_unpack(word, row, q8, lane: int, wd: GaeWidths):
-    """Lane ``lane``'s stack word ``{done, value, reward}`` from an assembled input record: LANES rewards, LANES
-    values, then the done bits, DATA words (raw) or one-byte codes (q8)."""
-    lanes, data = wd.spec.lanes, wd.data
-    code = CODE_SLOT_BITS
-    base_q8 = wd.raw_record - wd.q8_record  # a q8 record sits in the top bits of the record register
-    r_raw, v_raw, d_raw = data * lane, data * (lanes + lane), 2 * data * lanes + lane
-    r_q8, v_q8, d_q8 = base_q8 + code * lane, base_q8 + code * (lanes + lane), base_q8 + 2 * code * lanes + lane
-    reward, value = wd.data_signal(), wd.data_signal()
-    done = Signal(bool(0))
+def _read_register(reward, value, done, valid, boot, word, in_valid, in_boot, clock, wd: GaeWidths):
+    """The stack's read data registered into the PE's inputs (a BRAM output register): ``word = {done, value,
+    reward}`` split, the pop's flags delayed with it (:data:`READ_LATENCY`)."""
+    data = wd.data
 
-    @always_comb
-    def pick():
-        if q8:
-            reward.next = row[r_q8 + code : r_q8].signed()
-            value.next = row[v_q8 + code : v_q8].signed()
-            done.next = row[d_q8]
-        else:
-            reward.next = row[r_raw + data : r_raw].signed()
-            value.next = row[v_raw + data : v_raw].signed()
-            done.next = row[d_raw]
+    @always(clock.posedge)
+    def logic():
+        reward.next = word[data:0].signed()
+        value.next = word[2 * data : data].signed()
+        done.next = word[2 * data]
+        valid.next = in_valid
+        boot.next = in_boot
 
-    pack = _word_pack(word, done, value, reward, data)
-    return pick, pack
-
-
-@block
-def _word_pack(word, done, value, reward, data: int):
-    """``word = {done, value, reward}``: one FILO stack word (``value`` and ``reward`` ``data`` bits each)."""
-
-    @always_comb
-    def pack():
-        word.next = concat(done, value[data:], reward[data:])
-
-    return pack
+    return logic
 
 
 @block

@@ -1,11 +1,17 @@
 """The GAE core's loader: beats of ``s_axis`` into records, records into rows of the lanes' FILO stacks, chunk after
 chunk; it owns the operation's position (lane-batch, chunk) and hands each loaded chunk to the compute.
 
-Beats shift into a record register; each complete record is one row (one word per lane: reward, value, done) of
-the stacks. Chunks alternate direction: time t at row t ("up"), then at row L - t ("down"), L the chunk's length.
-The previous chunk's drain frees its rows newest first, which is exactly the order the next chunk loads them, so a
-record waits (TREADY low on its last beat) only until the drain has read its row (:func:`_row_free`); no second
-buffer. A row is written when the write port is free of write-backs (the loader holds it meanwhile).
+Beats shift into a record register; each complete data record is one row (one word per lane: reward, value, done)
+of the stacks, dequantized on its way there (:func:`~.dequant.dequant`, :data:`~.dequant.LOAD_LATENCY` stages in each
+lane). In q8-runs mode two header records (SCALE, then OFFSET; raw-sized) go ahead of every RUN_LENGTH data records
+of a lane-batch: they load the lanes' dequantization registers and take no row. A record's last beat waits until the
+record before it is written (the dequantizers work on the record register, so one record is in flight at a time:
+a record per LOAD_LATENCY + 1 cycles at most, faster than any drain, whose output records are wider).
+
+Chunks alternate direction: time t at row t ("up"), then at row L - t ("down"), L the chunk's length. The previous
+chunk's drain frees its rows newest first, which is exactly the order the next chunk loads them, so a record waits
+(TREADY low on its last beat) only until the drain has read its row (:func:`_row_free`); no second buffer. A row is
+written when the write port is free of write-backs (the loader holds it meanwhile).
 
 Load states: LOAD (records of the current chunk), FULL (waiting for the compute), DISCARD (the operation's records
 are in but TLAST has not come: beats are dropped up to it), FAIL (a stream error: the operation ends once the
@@ -14,6 +20,7 @@ chunks before it are out), IDLE.
 
 from myhdl import Signal, always_comb, always_seq, block, concat, enum, intbv
 
+from ...spec import GaeMode
 from ..common.arith import assign, mux2
 from .params import GaeWidths
 
@@ -24,7 +31,21 @@ t_load = enum("IDLE", "LOAD", "DISCARD", "FULL", "FAIL")
 
 @block
 def gae_loader(
-    s_tready, chunk, s_tdata, s_tvalid, s_tlast, q8, phase, comp_busy, results, drain, cfg, clock, reset, wd: GaeWidths
+    s_tready,
+    chunk,
+    s_tdata,
+    s_tvalid,
+    s_tlast,
+    coded,
+    runs,
+    phase,
+    comp_busy,
+    results,
+    drain,
+    cfg,
+    clock,
+    reset,
+    wd: GaeWidths,
 ):
     """Records in, rows out, chunk by chunk: the load state and the operation's position here, the record register
     in :func:`_records`.
@@ -34,7 +55,8 @@ def gae_loader(
     s_tdata   : Signal(beat), in
     s_tvalid  : Signal(bool), in
     s_tlast   : Signal(bool), in
-    q8        : Signal(bool), in  -- the operation's records are q8 (else raw)
+    coded     : Signal(bool), in  -- the operation's data records are q8 codes (q8 or q8-runs mode; else raw)
+    runs      : Signal(bool), in  -- q8-runs mode: header records head every run
     phase     : Phase, in
     comp_busy : Signal(bool), in  -- the compute has a chunk (the loaded one waits)
     results   : Signal(bool), in  -- the PEs' results are valid: a write-back takes the write port this cycle
@@ -45,6 +67,7 @@ def gae_loader(
     wd        : GaeWidths
     """
     spec, depth = wd.spec, wd.depth
+    runs_mode = int(GaeMode.Q8_RUNS)
     load_state = Signal(t_load.IDLE)
     row_valid = Signal(bool(0))  # ``row`` is assembled and not yet written (a write-back may hold it)
     asm_row = Signal(intbv(0, min=0, max=depth + 2))  # time index of the record being assembled
@@ -62,18 +85,32 @@ def gae_loader(
     batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
     chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
     last_chunk, last_beat_of_record, in_ready = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
+    # q8-runs: header records due before the next data record (2: SCALE next, 1: OFFSET next), data records of the run
+    headers_due = Signal(intbv(0, min=0, max=3))
+    run_count = Signal(intbv(0, min=0, max=spec.run_length + 1))
+    header, boot_record = Signal(bool(0)), Signal(bool(0))  # the record being assembled is a header; the bootstrap
+    # a record is in the dequantizers (entered, or in stage M or P: ``chunk.dq_exit`` is stage S)
+    entered, in_stage_m = Signal(bool(0)), Signal(bool(0))
+    slot_free = Signal(bool(0))  # no record in flight and the last one written (or being written now)
     len_bits = len(chunk.length)  # T as the chunk length register holds it
     batch_bits, chunk_bits = len(batches_left), len(chunks_left)
 
     @always_comb
+    def record_kind():
+        header.next = runs and headers_due != 0
+        boot_record.next = asm_row == load_end and not chunk.cont
+
+    @always_comb
     def handshake():
+        slot_free.next = not (entered or in_stage_m or chunk.dq_exit) and not (row_valid and results)
         in_ready.next = load_state == t_load.DISCARD or (
-            load_state == t_load.LOAD and (not last_beat_of_record or (row_free and not (row_valid and results)))
+            load_state == t_load.LOAD and (not last_beat_of_record or (slot_free and (header or row_free)))
         )
         chunk.writing.next = row_valid and not results
         accept.next = load_state == t_load.LOAD and s_tvalid and in_ready
-        record_done.next = load_state == t_load.LOAD and s_tvalid and in_ready and last_beat_of_record
-        chunk.go.next = phase.running and load_state == t_load.FULL and not comp_busy
+        # a data record completes (a header takes no row: the next row's candidate stays the current one)
+        record_done.next = load_state == t_load.LOAD and s_tvalid and in_ready and last_beat_of_record and not header
+        chunk.go.next = phase.running and load_state == t_load.FULL and not comp_busy and slot_free
         chunk.failed.next = load_state == t_load.FAIL
 
     @always_comb
@@ -88,6 +125,11 @@ def gae_loader(
             load_state.next = t_load.IDLE
         elif phase.launching:
             load_state.next = t_load.LOAD
+            run_count.next = 0
+            if cfg.mode == runs_mode:
+                headers_due.next = 2
+            else:
+                headers_due.next = 0
             asm_row.next = 0
             asm_addr.next = 0
             asm_step.next = 1
@@ -103,8 +145,18 @@ def gae_loader(
             if drain.last_beat:  # the operation ends
                 load_state.next = t_load.IDLE
             row_free.next = row_free_next
-            if accept:  # one record per row (:func:`_records` assembles it)
+            if accept and last_beat_of_record and header:  # a header record: no row
+                headers_due.next = headers_due - 1
+                if s_tlast:
+                    load_state.next = t_load.FAIL
+            elif accept:  # one record per row (:func:`_records` assembles it)
                 if last_beat_of_record:
+                    if run_count == spec.run_length - 1:  # q8-runs: the next record opens a run
+                        run_count.next = 0
+                        if runs:
+                            headers_due.next = 2
+                    else:
+                        run_count.next = run_count + 1
                     asm_row.next = asm_row + 1
                     asm_addr.next = asm_step
                     if chunk.up:
@@ -134,7 +186,10 @@ def gae_loader(
                     chunk.up.next = not chunk.up
                     asm_row.next = 0
                     row_free.next = False  # checked again next cycle, against the new chunk
-                    if last_chunk:  # the next lane-batch, from its first chunk
+                    if last_chunk:  # the next lane-batch, from its first chunk (and its first run)
+                        run_count.next = 0
+                        if runs:
+                            headers_due.next = 2
                         batches_left.next = batches_left - 1
                         chunks_left.next = cfg.chunks[chunk_bits:]
                         chunk.cont.next = False
@@ -158,10 +213,27 @@ def gae_loader(
                 load_state.next = t_load.IDLE
 
     records = _records(
-        chunk, row_valid, last_beat_of_record, s_tdata, accept, asm_addr, q8, phase, cfg, clock, reset, wd
+        chunk,
+        row_valid,
+        last_beat_of_record,
+        entered,
+        in_stage_m,
+        s_tdata,
+        accept,
+        asm_addr,
+        coded,
+        header,
+        headers_due,
+        boot_record,
+        phase,
+        cfg,
+        clock,
+        reset,
+        wd,
     )
     records.name = "records"
     return (
+        record_kind,
         handshake,
         batch_end,
         load,
@@ -175,17 +247,38 @@ def gae_loader(
 
 @block
 def _records(
-    chunk, row_valid, last_beat_of_record, s_tdata, accept, asm_addr, q8, phase, cfg, clock, reset, wd: GaeWidths
+    chunk,
+    row_valid,
+    last_beat_of_record,
+    entered,
+    in_stage_m,
+    s_tdata,
+    accept,
+    asm_addr,
+    coded,
+    header,
+    headers_due,
+    boot_record,
+    phase,
+    cfg,
+    clock,
+    reset,
+    wd: GaeWidths,
 ):
-    """Beats into the record register, a complete record into ``chunk.row`` (held until it is written).
+    """Beats into the record register (``chunk.row``), a complete record's flags, and the dequantizers' progress.
 
-    chunk               : LoadedChunk -- ``row``, ``row_addr`` out; ``writing`` in (the row takes the write port)
-    row_valid           : Signal(bool), out -- ``row`` is assembled and not yet written
-    last_beat_of_record : Signal(bool), out -- the next beat ends a record (raw or q8 length)
+    chunk               : LoadedChunk -- ``row``, ``row_addr``, ``row_boot``, ``header_scale``, ``header_offset``,
+                          ``dq_exit`` out; ``writing`` in (the row takes the write port)
+    row_valid           : Signal(bool), out -- the dequantized row is ready and not yet written
+    last_beat_of_record : Signal(bool), out -- the next beat ends a record (a raw-sized or a q8 record)
+    entered, in_stage_m : Signal(bool), out -- a data record entered the dequantizers / is in their stage M
     s_tdata             : Signal(beat), in
     accept              : Signal(bool), in -- a beat of the chunk moves this cycle
     asm_addr            : Signal(intbv), in -- the stack row of the record being assembled
-    q8                  : Signal(bool), in
+    coded               : Signal(bool), in -- data records are q8 codes
+    header              : Signal(bool), in -- the record being assembled is a q8-runs header (raw-sized)
+    headers_due         : Signal(intbv), in -- 2: it is the SCALE header, 1: the OFFSET header
+    boot_record         : Signal(bool), in -- the record being assembled is the bootstrap row
     phase               : Phase, in
     cfg                 : CoreConfig, in -- SOFT_RESET
     clock, reset        : in
@@ -208,27 +301,41 @@ def _records(
 
     @always_comb
     def record_end():
-        if q8:
+        if coded and not header:
             last_beat_of_record.next = beat_count == beats_q8 - 1
         else:
             last_beat_of_record.next = beat_count == beats_raw - 1
 
     @always_seq(clock.posedge, reset=reset)
     def assemble():
+        chunk.header_scale.next = False
+        chunk.header_offset.next = False
+        entered.next = False
+        in_stage_m.next = entered
+        chunk.dq_exit.next = in_stage_m
         if cfg.soft_reset:
             row_valid.next = False
+            in_stage_m.next = False
+            chunk.dq_exit.next = False
         elif phase.launching:
             beat_count.next = 0
         elif phase.running:
             if chunk.writing:
                 row_valid.next = False
+            if chunk.dq_exit:  # the dequantized row is in the lanes' word registers from the next cycle on
+                row_valid.next = True
             if accept:
                 record.next = record_shifted
                 if last_beat_of_record:
                     beat_count.next = 0
                     chunk.row.next = concat(s_tdata, record)
-                    row_valid.next = True
-                    chunk.row_addr.next = asm_addr[row_bits:]
+                    if header:
+                        chunk.header_scale.next = headers_due == 2
+                        chunk.header_offset.next = headers_due == 1
+                    else:
+                        entered.next = True
+                        chunk.row_addr.next = asm_addr[row_bits:]
+                        chunk.row_boot.next = boot_record
                 else:
                     beat_count.next = beat_count + 1
 

@@ -50,7 +50,7 @@ class GaeWidths:
 
     @property
     def q8_record(self) -> int:
-        """an input record in q8 mode (whole beats)"""
+        """an input record in the q8 modes (whole beats; a q8-runs header record is raw-sized)"""
         return 8 * self.spec.input_record_bytes(GaeMode.Q8)
 
     @property
@@ -105,9 +105,13 @@ class LoadedChunk:
     cont       : a continuation chunk (no bootstrap row)
     last_batch : it belongs to the operation's last lane-batch
     last       : the operation's last chunk
-    row        : the assembled input record of the row being written
-    row_addr   : its stack row
-    writing    : ``row`` takes the write port this cycle (write-backs come first)
+    row        : the record register: the last complete input record (a data record or a header)
+    row_addr   : the stack row of the last data record
+    row_boot   : the last data record is the bootstrap row (its reward is not dequantized into a flag)
+    header_scale, header_offset : a q8-runs SCALE / OFFSET header record is in ``row`` (one cycle)
+    dq_exit    : the last data record leaves the dequantizers' last stage this cycle (its stack words are ready
+                 from the next cycle on)
+    writing    : the dequantized row takes the write port this cycle (write-backs come first)
     failed     : the loader saw a stream error (waits for the chunks before it)
     """
 
@@ -117,6 +121,8 @@ class LoadedChunk:
         self.length = wd.row_signal()
         self.row = Signal(intbv(0)[wd.raw_record :])
         self.row_addr = wd.row_signal(0)
+        self.row_boot, self.dq_exit = Signal(bool(0)), Signal(bool(0))
+        self.header_scale, self.header_offset = Signal(bool(0)), Signal(bool(0))
         self.writing, self.failed = Signal(bool(0)), Signal(bool(0))
 
 

@@ -323,7 +323,8 @@ class GaeMode(enum.IntEnum):
     """rewards and values as full-width fixed point (DATA format)"""
     Q8 = 1
     """rewards and values as CODE_BITS codes, dequantized on chip as code * SCALE + OFFSET with one SCALE and
-    OFFSET per operation (the R_/V_SCALE and R_/V_OFFSET registers: HEPPO's block standardization)"""
+    OFFSET per operation (the ``R_SCALE``, ``V_SCALE``, ``R_OFFSET`` and ``V_OFFSET`` registers: HEPPO's block
+    standardization)"""
     Q8_RUNS = 2
     """rewards and values as CODE_BITS codes in runs of RUN_LENGTH records, each run headed by two header records
     that carry every lane's own reward and value SCALE, then OFFSET (:class:`GaeSpec`): the default 8-bit mode"""
@@ -417,7 +418,7 @@ class GaeSpec:
       field: LANES value scales; int32 words of which the core reads the low 25 bits as a signed SCALE code), the
       second every lane's OFFSET (DATA words); their done bytes are ignored. Each code of the run's records is
       dequantized with its own lane's pair: ``sat(code x SCALE + OFFSET)``. Runs restart with each lane-batch and
-      run on across its chunks. The R_/V_SCALE and R_/V_OFFSET registers are not read.
+      run on across its chunks. The ``R_SCALE``, ``V_SCALE``, ``R_OFFSET`` and ``V_OFFSET`` registers are not read.
     * a lane-batch of ``S > T_MAX`` steps is ``CHUNKS = C`` chunks (:meth:`chunking`), streamed from the latest to the
       earliest: first steps ``[S - T, S)`` and the bootstrap row ``V(s_S)`` (T + 1 records, the register T holds
       this first chunk's length), then each earlier T_MAX steps in forward order without a bootstrap row (T_MAX

@@ -1,10 +1,10 @@
 """The GAE core's dequantizer: one lane's word of each input record to its FILO stack word, on the way in.
 
 Raw words pass; q8 codes become ``sat(code * SCALE + OFFSET)`` with the lane's own SCALE and OFFSET registers, which
-START loads from the q8 block registers (R_/V_SCALE, R_/V_OFFSET) and, in q8-runs mode, each run's two header records
-load again. Records arrive forward in time with every run after its headers, so dequantizing on the way in needs
-one register pair per lane and no memory of past runs: a run's parameters are gone by the time the compute pops its
-rows backward, and the stacks hold DATA words in every mode.
+START loads from the q8 block registers (``R_SCALE``, ``V_SCALE``, ``R_OFFSET``, ``V_OFFSET``) and, in q8-runs mode,
+each run's two header records load again. Records arrive forward in time with every run after its headers, so
+dequantizing on the way in needs one register pair per lane and no memory of past runs: a run's parameters are gone by
+the time the compute pops its rows backward, and the stacks hold DATA words in every mode.
 
 One operation per register stage, as the core's timing needs (no carry chain behind an unregistered multiplier, no
 multiplier behind the record register's fan-out)::
@@ -40,7 +40,7 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
     coded       : Signal(bool), in  -- the operation's records are q8 codes (q8 or q8-runs mode)
     launching   : Signal(bool), in  -- START: load SCALE and OFFSET from the q8 block registers
     lane_active : Signal(bool), in  -- the lane is in use in the loading lane-batch (its clamps count)
-    cfg         : CoreConfig, in    -- R_/V_SCALE and R_/V_OFFSET
+    cfg         : CoreConfig, in    -- ``R_SCALE``, ``V_SCALE``, ``R_OFFSET`` and ``V_OFFSET``
     clock       : Signal(bool), in
     lane        : int
     wd          : GaeWidths

@@ -181,6 +181,14 @@ def test_bad_inputs_raise_before_touching_the_core(overlay, args, error, message
     assert overlay.gae.idle
 
 
+@pytest.mark.parametrize("quantize", ["mu-law", "RUNS", 8, None])
+def test_an_unknown_8_bit_mode_raises_naming_the_choices(overlay, quantize):
+    rewards, values, dones = rollout(5, 4, 2)
+    with pytest.raises(ValueError, match=r"quantize must be True, False, 'runs' or 'block'"):
+        overlay.gae.compute(rewards, values, dones, quantize=quantize)
+    assert overlay.gae.idle
+
+
 @pytest.mark.parametrize("gamma, lam", [(1.5, 0.9), (0.9, -0.1), (float("nan"), 0.9), ("0.9", 0.9)])
 def test_bad_coefficients_raise(overlay, gamma, lam):
     rewards, values, dones = rollout(5, 4, 2)

@@ -107,7 +107,7 @@ def test_a_control_setting_writes_its_own_files(tmp_path):
         True,
     )
     assert data["summaries"]["Pendulum-v1"]["q8_over_float"] is None
-    assert "emu core, q8 + reward wrapper" in (tmp_path / "out" / "control.md").read_text()
+    assert "emu core, q8 block + reward wrapper" in (tmp_path / "out" / "control.md").read_text()
     assert (tmp_path / "out" / "control_Pendulum-v1.png").is_file()
     assert not (tmp_path / "out" / "ppo_continuous.json").exists()
 

@@ -34,11 +34,8 @@ def run_runs(spec, rewards, values, dones, gamma, lam):
     """q8-runs, as the driver encodes it: runs of RUN_LENGTH records in stream order (the chunks latest first)."""
     n_steps = rewards.shape[0]
     unit = model.choose_unit(max(np.abs(rewards).max(), np.abs(values).max()), gamma, lam, spec.data)
-    run, n_runs = spec.run_of_rows(n_steps), spec.runs(n_steps + 1)
-    rr = model.encode_runs(rewards, unit, spec, run[:n_steps], n_runs)
-    vr = model.encode_runs(values, unit, spec, run, n_runs)
-    r_scale, r_offset = rr.expanded(run[:n_steps])
-    v_scale, v_offset = vr.expanded(run)
+    rr, vr = model.encode_rollout_runs(rewards, values, unit, spec)
+    run = spec.run_of_rows(n_steps)
     result = model.gae_fixed(
         spec,
         rr.codes,
@@ -46,10 +43,8 @@ def run_runs(spec, rewards, values, dones, gamma, lam):
         dones,
         *coef_codes(spec, gamma, lam),
         GaeMode.Q8_RUNS,
-        r_scale,
-        r_offset,
-        v_scale,
-        v_offset,
+        *rr.expanded(run[:n_steps]),
+        *vr.expanded(run),
     )
     scale = spec.data.lsb * unit
     return result, result.advantages * scale, result.returns * scale, unit, rr, vr
@@ -184,9 +179,10 @@ def test_runs_stream_round_trips_and_sizes_count_every_header():
     spec = GaeSpec(lanes=3, t_max=10, run_length=4)
     rng = np.random.default_rng(6)
     n_steps, n_envs = 23, 5  # 3 chunks, 2 lane-batches (the last 2 lanes wide), runs across chunk boundaries
-    run, n_runs = spec.run_of_rows(n_steps), spec.runs(n_steps + 1)
-    rr = model.encode_runs(rng.normal(size=(n_steps, n_envs)), 1.0, spec, run[:n_steps], n_runs)
-    vr = model.encode_runs(rng.normal(size=(n_steps + 1, n_envs)), 1.0, spec, run, n_runs)
+    run = spec.run_of_rows(n_steps)
+    rr, vr = model.encode_rollout_runs(
+        rng.normal(size=(n_steps, n_envs)), rng.normal(size=(n_steps + 1, n_envs)), 1.0, spec
+    )
     dones = rng.integers(0, 2, (n_steps, n_envs))
     stream = model.pack_input_runs(spec, rr, vr, dones)
     assert len(stream) == 2 * spec.input_batch_bytes(GaeMode.Q8_RUNS, n_steps)

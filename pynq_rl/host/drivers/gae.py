@@ -236,10 +236,7 @@ class GaeCore(StreamCore):
         absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
         unit = model.choose_unit(absmax, gamma, lam, spec.data)
         if mode == S.GaeMode.Q8_RUNS:
-            n_steps = rewards.shape[0]
-            run, n_runs = spec.run_of_rows(n_steps), spec.runs(n_steps + 1)
-            r_runs = model.encode_runs(rewards, unit, spec, run[:n_steps], n_runs)
-            v_runs = model.encode_runs(values, unit, spec, run, n_runs)
+            r_runs, v_runs = model.encode_rollout_runs(rewards, values, unit, spec)
             return model.pack_input_runs(spec, r_runs, v_runs, dones), None, unit, False
         r_block, v_block = model.encode_q8(rewards, unit, spec), model.encode_q8(values, unit, spec)
         registers = [r_block.scale, r_block.offset, v_block.scale, v_block.offset]

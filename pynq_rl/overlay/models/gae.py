@@ -29,20 +29,40 @@ Two implementations share these primitives and must agree bit for bit (tested): 
 lanes and over the k independent chains of the lookahead, and, where numba is installed, a compiled loop that is
 an order of magnitude faster. Both are deterministic integer code, so they cannot drift apart silently.
 
-The 8-bit encodings live here too, because their rounding is part of the contract: :func:`encode_q8` (HEPPO's block
-standardization, one block per operation) and :func:`encode_runs` (one block per lane and run of records, the
-default), with their stream packing (:func:`pack_input`, :func:`pack_input_runs`).
+The 8-bit encodings, whose rounding is part of the contract, are in :mod:`~pynq_rl.overlay.models.gae_encoding`
+(:func:`encode_q8`, HEPPO's block standardization; :func:`encode_runs`, one block per lane and run of records, the
+default) and the stream formats in :mod:`~pynq_rl.overlay.models.gae_stream`; this module re-exports both, so
+``models.gae`` is the one name a caller needs.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import fixed
 from ..spec import GaeMode, GaeSpec, QFormat
+from .gae_encoding import (
+    Q8Block,
+    Q8Runs,
+    advantage_bound,
+    choose_unit,
+    encode_q8,
+    encode_rollout_runs,
+    encode_runs,
+)
+from .gae_stream import (
+    batches,
+    input_record_dtype,
+    output_record_dtype,
+    pack_input,
+    pack_input_runs,
+    pack_output,
+    unpack_input,
+    unpack_input_runs,
+    unpack_output,
+)
 
 try:  # numba is optional: the numpy path gives identical bits where no wheel exists
     import numba as _numba
@@ -56,6 +76,7 @@ __all__ = [
     "gae_fixed",
     "encode_q8",
     "encode_runs",
+    "encode_rollout_runs",
     "choose_unit",
     "advantage_bound",
     "gae_float64",
@@ -89,142 +110,6 @@ class GaeResult:
     cycles: int
     """cycles of the compute phases (the CYCLES register): ``B x (T + CHUNKS x pipeline_depth)`` for N envs in
     ``B = ceil(N / LANES)`` lane-batches of ``CHUNKS = ceil(T / T_MAX)`` chunks (:meth:`GaeSpec.cycles`)"""
-
-
-@dataclass(frozen=True)
-class Q8Block:
-    """One block-standardized array: codes plus the registers that dequantize them (HEPPO section IV)."""
-
-    codes: np.ndarray
-    """int8-range codes, same shape as the input"""
-    scale: int
-    """SCALE register: DATA code of the value of one code step, in working units"""
-    offset: int
-    """OFFSET register: DATA code of the block mean, in working units"""
-    error: float
-    """bound on ``|x - dequantized(x)|`` for every element, in the input's own units"""
-
-
-@dataclass(frozen=True)
-class Q8Runs:
-    """One array coded in runs (q8-runs mode): codes plus every lane's SCALE and OFFSET of every run."""
-
-    codes: np.ndarray
-    """int8-range codes, same shape as the input (rows, N)"""
-    scale: np.ndarray
-    """SCALE of each run and lane, shape (runs, N): DATA code of one code step, in working units"""
-    offset: np.ndarray
-    """OFFSET of each run and lane, shape (runs, N): DATA code of the run's mid-range, in working units"""
-    error: float
-    """bound on ``|x - dequantized(x)|`` for every element, in the input's own units"""
-
-    def expanded(self, run_of_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(SCALE, OFFSET) of every element, shape (rows, N): what dequantizes ``codes`` element by element."""
-        return self.scale[run_of_rows], self.offset[run_of_rows]
-
-
-def choose_unit(absmax: float, gamma: float, lam: float, data: QFormat, headroom_bits: int = 1) -> float:
-    """Power-of-two working unit ``u`` so that every intermediate of a batch fits DATA with ``headroom_bits`` spare.
-
-    With ``M = max|r|, max|V|`` the magnitudes are bounded by ``|delta| <= (2 + gamma) M``,
-    ``|A| <= |delta| / (1 - gamma*lambda)`` and ``|R| <= |A| + M``; ``u`` is the smallest power of two with
-    ``bound / u <= DATA.max_value / 2**headroom_bits``. A power of two keeps the rescaling exact in float.
-    """
-    if not math.isfinite(absmax) or absmax < 0:
-        raise ValueError(f"absmax must be finite and >= 0, not {absmax!r}")
-    if absmax == 0.0:
-        return 1.0
-    bound = advantage_bound(absmax, gamma, lam)
-    if not math.isfinite(bound):
-        raise ValueError(f"absmax {absmax!r} bounds the advantages by {bound!r}: no float64 working unit holds them")
-    ratio = bound / (data.max_value / 2**headroom_bits)
-    # a subnormal absmax makes ratio underflow to 0: the smallest normal unit still codes every input (as ~0)
-    return 2.0 ** max(math.ceil(math.log2(ratio)), -1022) if ratio > 0.0 else 2.0**-1022
-
-
-def advantage_bound(absmax: float, gamma: float, lam: float) -> float:
-    """The bound :func:`choose_unit` works from: ``|A| + M`` for inputs of magnitude at most ``M = absmax``, with
-    ``|A| <= (2 + gamma) M / (1 - gamma*lambda)`` (a horizon of 1e6 steps when ``gamma*lambda = 1``)."""
-    c = gamma * lam
-    horizon = 1.0 / (1.0 - c) if c < 1.0 else 1e6
-    return (2.0 + gamma) * absmax * horizon + absmax
-
-
-def encode_q8(x: np.ndarray, unit: float, spec: GaeSpec) -> Q8Block:
-    """Block-standardize ``x`` into CODE_BITS codes that the core dequantizes as ``code * SCALE + OFFSET``.
-
-    The block's mean becomes OFFSET and its largest deviation maps to the largest code, so nothing clips and the
-    per-element error is bounded: SCALE is rounded *up* to a DATA code (so ``|x - mean| / SCALE <= 2**(b-1) - 1``)
-    and codes round half up, giving ``|x/u - (code * SCALE + OFFSET)| <= SCALE / 2`` (or half an LSB when the
-    block is constant). HEPPO scales by the standard deviation instead, which clips heavy tails with unbounded
-    error; scaling by the largest deviation is what makes :func:`error_bound` hold for every input.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    fixed.check_finite("x", x)
-    data, code = spec.data, spec.code
-    y = x / unit
-    mean = float(y.mean()) if y.size else 0.0
-    offset = int(fixed.quantize(mean, data)[0])
-    centered = y - offset * data.lsb
-    spread = float(np.max(np.abs(centered))) if y.size else 0.0
-    scale = int(math.ceil(spread / code.max_code / data.lsb)) if spread > 0 else 0
-    if scale > spec.scale.max_code:
-        raise ValueError(
-            f"block spread {spread:g} (working units) needs SCALE {scale}, above the register's "
-            f"{spec.scale.max_code}: choose a larger unit"
-        )
-    if scale > 0:
-        codes, _ = fixed.quantize(centered / (scale * data.lsb), code)
-    else:
-        codes = np.zeros(x.shape, dtype=np.int64)
-    error = 0.5 * max(scale, 1) * data.lsb * unit
-    return Q8Block(codes=codes, scale=scale, offset=offset, error=error)
-
-
-def encode_runs(x: np.ndarray, unit: float, spec: GaeSpec, run_of_rows: np.ndarray, n_runs: int) -> Q8Runs:
-    """Code ``x`` (rows, N) in runs: the rows of each run (``run_of_rows``, ints in ``[0, n_runs)``) of each column
-    form one block: OFFSET its mid-range rounded to DATA, SCALE its largest deviation from OFFSET over the largest
-    code, rounded up (as :func:`encode_q8`), so ``|x/u - (code * SCALE + OFFSET)| <= SCALE / 2``. The mid-range, not
-    the mean, centres the codes: a run of a trending reward or value is skewed, and the mean would spend up to half
-    the codes on a side with no elements.
-
-    A run with no rows of ``x`` (the bootstrap record alone carries no reward) gets SCALE = OFFSET = 0. Per-lane runs
-    of a few tens of steps follow a slowly varying reward, where one block per operation rounds it the same way
-    step after step (an error GAE sums over its 1 / (1 - gamma lambda) horizon).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    fixed.check_finite("x", x)
-    run_of_rows = np.asarray(run_of_rows, dtype=np.int64)
-    if x.ndim != 2 or run_of_rows.shape != x.shape[:1]:
-        raise ValueError(f"expected x (rows, N) and run_of_rows (rows,), not {x.shape} and {run_of_rows.shape}")
-    data, code = spec.data, spec.code
-    n_cols = x.shape[1]
-    scale = np.zeros((n_runs, n_cols), dtype=np.int64)
-    offset = np.zeros((n_runs, n_cols), dtype=np.int64)
-    codes = np.zeros(x.shape, dtype=np.int64)
-    if not x.size:
-        return Q8Runs(codes=codes, scale=scale, offset=offset, error=0.5 * data.lsb * unit)
-    order = np.argsort(run_of_rows, kind="stable")  # each run's rows together
-    runs_sorted = run_of_rows[order]
-    starts = np.flatnonzero(np.r_[True, runs_sorted[1:] != runs_sorted[:-1]])
-    present = runs_sorted[starts]
-    y = x[order] / unit
-    middle = (np.maximum.reduceat(y, starts, axis=0) + np.minimum.reduceat(y, starts, axis=0)) / 2
-    offset[present], _ = fixed.quantize(middle, data)
-    centered = y - offset[runs_sorted] * data.lsb
-    spread = np.maximum.reduceat(np.abs(centered), starts, axis=0)
-    steps = np.ceil(spread / code.max_code / data.lsb)
-    if np.any(steps > spec.scale.max_code):
-        raise ValueError(
-            f"a run's spread {float(spread.max()):g} (working units) needs SCALE {int(steps.max())}, above the "
-            f"register's {spec.scale.max_code}: choose a larger unit"
-        )
-    scale[present] = steps.astype(np.int64)
-    run_scale = scale[runs_sorted]
-    coded, _ = fixed.quantize(centered / (np.maximum(run_scale, 1) * data.lsb), code)
-    codes[order] = np.where(run_scale > 0, coded, 0)
-    error = 0.5 * max(int(scale.max()), 1) * data.lsb * unit
-    return Q8Runs(codes=codes, scale=scale, offset=offset, error=error)
 
 
 def gae_float64(
@@ -276,202 +161,6 @@ def error_bound(
     if contraction <= 0.0:  # gamma*lambda == 1: errors add up over the whole rollout
         return float("inf")
     return numerator / contraction + v_error + 0.5 * lsb
-
-
-def input_record_dtype(spec: GaeSpec, mode: GaeMode) -> np.dtype:
-    """numpy dtype of one input stream record (see :class:`GaeSpec`): ``reward``, ``value``, ``done`` fields."""
-    word = np.dtype("<i4") if GaeMode(mode) == GaeMode.RAW else np.dtype(np.int8)
-    lanes = spec.lanes
-    return np.dtype(
-        {
-            "names": ["reward", "value", "done"],
-            "formats": [(word, (lanes,)), (word, (lanes,)), (np.uint8, (spec.done_bytes,))],
-            "offsets": [0, lanes * word.itemsize, 2 * lanes * word.itemsize],
-            "itemsize": spec.input_record_bytes(mode),
-        }
-    )
-
-
-def output_record_dtype(spec: GaeSpec) -> np.dtype:
-    """numpy dtype of one output stream record: ``advantage`` then ``ret`` (A + V), int32 each."""
-    lanes = spec.lanes
-    return np.dtype(
-        {
-            "names": ["advantage", "ret"],
-            "formats": [("<i4", (lanes,)), ("<i4", (lanes,))],
-            "offsets": [0, 4 * lanes],
-            "itemsize": spec.output_record_bytes,
-        }
-    )
-
-
-def batches(spec: GaeSpec, n_envs: int) -> int:
-    """Lane-batches (the BATCHES register) that ``n_envs`` environments take: ``ceil(n_envs / LANES)``."""
-    return -(-n_envs // spec.lanes)
-
-
-def _to_batches(spec: GaeSpec, x: np.ndarray) -> np.ndarray:
-    """(rows, N) -> (B, rows, LANES): lane-batch b holds columns b * LANES ..., zero-padded past N."""
-    n_rows, n_envs = x.shape
-    n_batches = batches(spec, n_envs)
-    padded = np.zeros((n_rows, n_batches * spec.lanes), dtype=x.dtype)
-    padded[:, :n_envs] = x
-    return padded.reshape(n_rows, n_batches, spec.lanes).transpose(1, 0, 2)
-
-
-def _from_batches(x: np.ndarray, n_envs: int) -> np.ndarray:
-    """(B, rows, LANES) -> (rows, N): the inverse of :func:`_to_batches`."""
-    n_batches, n_rows, lanes = x.shape
-    return x.transpose(1, 0, 2).reshape(n_rows, n_batches * lanes)[:, :n_envs]
-
-
-def pack_input(
-    spec: GaeSpec,
-    mode: GaeMode,
-    rewards: np.ndarray,
-    values: np.ndarray,
-    dones: np.ndarray,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """Pack codes (T, N), (T + 1, N), (T, N) into the input stream of one operation: ``B = ceil(N / LANES)``
-    lane-batches of T + 1 records each, back to back (unused lanes of the last batch are 0), each lane-batch's
-    records in :meth:`GaeSpec.stream_rows` order (T > T_MAX: its T_MAX chunks from the latest to the earliest).
-
-    ``out``, if given, is a record array of at least B x (T + 1) records to fill in place (e.g. a DMA buffer view).
-    """
-    n_steps, n_envs = rewards.shape
-    n_batches = batches(spec, n_envs)
-    n_records = n_batches * (n_steps + 1)
-    records = np.zeros(n_records, dtype=input_record_dtype(spec, mode)) if out is None else out[:n_records]
-    if out is not None:
-        records.view(np.uint8)[:] = 0
-    shaped = records.reshape(n_batches, n_steps + 1)
-    order = spec.stream_rows(n_steps)
-    boot = int(np.flatnonzero(order == n_steps)[0])  # the bootstrap row's position: T of the first chunk
-    steps = np.delete(order, boot)  # the time rows, in stream order
-    slots = np.delete(np.arange(n_steps + 1), boot)
-    chunked = n_steps > spec.t_max
-    shaped["value"][:] = _to_batches(spec, values[order] if chunked else values)
-    shaped["reward"][:, slots] = _to_batches(spec, rewards[steps] if chunked else rewards)
-    done_bits = _to_batches(spec, np.asarray(dones[steps] if chunked else dones, dtype=np.uint8))
-    shaped["done"][:, slots] = np.packbits(done_bits, axis=2, bitorder="little")
-    return records
-
-
-def unpack_input(
-    spec: GaeSpec, mode: GaeMode, records: np.ndarray, n_lanes: int, n_batches: int = 1
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inverse of :func:`pack_input`: int64 codes (T, N), (T + 1, N) and 0/1 dones (T, N) of ``n_batches``
-    lane-batches, the last one ``n_lanes`` wide (``N = (n_batches - 1) * LANES + n_lanes``)."""
-    n_envs = (n_batches - 1) * spec.lanes + n_lanes
-    shaped = records.reshape(n_batches, -1)
-    n_steps = shaped.shape[1] - 1
-    order = spec.stream_rows(n_steps)
-    boot = int(np.flatnonzero(order == n_steps)[0])
-    slots = np.delete(np.arange(n_steps + 1), boot)
-    back = np.argsort(order)  # stream position of each time row
-    back_steps = np.argsort(np.delete(order, boot))
-    values = _from_batches(shaped["value"][:, back].astype(np.int64), n_envs)
-    rewards = _from_batches(shaped["reward"][:, slots][:, back_steps].astype(np.int64), n_envs)
-    dones = np.unpackbits(shaped["done"][:, slots][:, back_steps], axis=2, bitorder="little", count=spec.lanes)
-    return rewards, values, _from_batches(dones.astype(np.int64), n_envs)
-
-
-def pack_input_runs(
-    spec: GaeSpec, rewards: Q8Runs, values: Q8Runs, dones: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
-    """The q8-runs input stream of one operation, as bytes: each lane-batch's records (:func:`pack_input`, q8 record
-    format) cut into runs of RUN_LENGTH in stream order, each run after its SCALE and OFFSET header records
-    (raw-record format: the reward field the lanes' reward words, the value field their value words).
-
-    ``rewards`` and ``values`` come from :func:`encode_runs` with ``run_of_rows = spec.run_of_rows(T)`` (the
-    rewards' rows ``[:T]``). ``out``, if given, is a uint8 array of at least the stream's length to fill in place.
-    """
-    n_steps, n_envs = rewards.codes.shape
-    n_batches, n_rows = batches(spec, n_envs), n_steps + 1
-    run_len, n_runs = spec.run_length, spec.runs(n_rows)
-    data_bytes, head_bytes = spec.input_record_bytes(GaeMode.Q8_RUNS), spec.header_record_bytes
-    records = pack_input(spec, GaeMode.Q8_RUNS, rewards.codes, values.codes, dones)
-    per_run = 2 * head_bytes + run_len * data_bytes
-    body = np.zeros((n_batches, n_runs, per_run), dtype=np.uint8)
-    padded = np.zeros((n_batches, n_runs * run_len * data_bytes), dtype=np.uint8)
-    padded[:, : n_rows * data_bytes] = records.view(np.uint8).reshape(n_batches, -1)
-    body[:, :, 2 * head_bytes :] = padded.reshape(n_batches, n_runs, -1)
-    headers = np.zeros((n_batches, n_runs, 2), dtype=input_record_dtype(spec, GaeMode.RAW))
-    for slot, (r_word, v_word) in enumerate(((rewards.scale, values.scale), (rewards.offset, values.offset))):
-        headers["reward"][:, :, slot] = _to_batches(spec, r_word)
-        headers["value"][:, :, slot] = _to_batches(spec, v_word)
-    body[:, :, : 2 * head_bytes] = headers.view(np.uint8).reshape(n_batches, n_runs, -1)
-    length = spec.input_batch_bytes(GaeMode.Q8_RUNS, n_steps)
-    stream = body.reshape(n_batches, -1)[:, :length].reshape(-1)
-    if out is None:
-        return stream
-    out[: len(stream)] = stream
-    return out[: len(stream)]
-
-
-def unpack_input_runs(
-    spec: GaeSpec, stream: np.ndarray, n_steps: int, n_lanes: int, n_batches: int = 1
-) -> tuple[np.ndarray, ...]:
-    """Inverse of :func:`pack_input_runs`: codes (T, N), (T + 1, N), dones (T, N), then every element's SCALE and
-    OFFSET as the core reads them (R_SCALE, R_OFFSET shaped like the rewards, V_SCALE, V_OFFSET like the values;
-    a SCALE is the header word's low 25 bits, signed)."""
-    n_rows = n_steps + 1
-    run_len, n_runs = spec.run_length, spec.runs(n_rows)
-    data_bytes, head_bytes = spec.input_record_bytes(GaeMode.Q8_RUNS), spec.header_record_bytes
-    per_run = 2 * head_bytes + run_len * data_bytes
-    length = spec.input_batch_bytes(GaeMode.Q8_RUNS, n_steps)
-    body = np.zeros((n_batches, n_runs * per_run), dtype=np.uint8)
-    body[:, :length] = np.asarray(stream, dtype=np.uint8).reshape(n_batches, length)
-    body = body.reshape(n_batches, n_runs, per_run)
-    records = body[:, :, 2 * head_bytes :].reshape(n_batches, -1)[:, : n_rows * data_bytes].reshape(-1)
-    records = records.view(input_record_dtype(spec, GaeMode.Q8_RUNS))
-    rewards, values, dones = unpack_input(spec, GaeMode.Q8_RUNS, records, n_lanes, n_batches)
-    headers = np.ascontiguousarray(body[:, :, : 2 * head_bytes]).view(input_record_dtype(spec, GaeMode.RAW))
-    headers = headers.reshape(n_batches, n_runs, 2)
-    n_envs = rewards.shape[1]
-    scale_bits = spec.scale.width
-    words = {}
-    for name, field, slot in (("rs", "reward", 0), ("ro", "reward", 1), ("vs", "value", 0), ("vo", "value", 1)):
-        word = _from_batches(headers[field][:, :, slot].astype(np.int64), n_envs)
-        if slot == 0:  # the core reads a SCALE word's low bits, signed
-            word = ((word & ((1 << scale_bits) - 1)) ^ (1 << (scale_bits - 1))) - (1 << (scale_bits - 1))
-        words[name] = word
-    run = spec.run_of_rows(n_steps)
-    return (
-        rewards,
-        values,
-        dones,
-        words["rs"][run[:n_steps]],
-        words["ro"][run[:n_steps]],
-        words["vs"][run],
-        words["vo"][run],
-    )
-
-
-def pack_output(spec: GaeSpec, advantages: np.ndarray, returns: np.ndarray) -> np.ndarray:
-    """Pack int codes (T, N) into the output stream of one operation: B lane-batches of T records each (unused
-    lanes are 0), each newest first (time T - 1 down to 0, :meth:`GaeSpec.output_rows`)."""
-    n_steps, n_envs = advantages.shape
-    n_batches = batches(spec, n_envs)
-    records = np.zeros(n_batches * n_steps, dtype=output_record_dtype(spec))
-    shaped = records.reshape(n_batches, n_steps)
-    shaped["advantage"] = _to_batches(spec, advantages[::-1])
-    shaped["ret"] = _to_batches(spec, returns[::-1])
-    return records
-
-
-def unpack_output(
-    spec: GaeSpec, records: np.ndarray, n_lanes: int, n_batches: int = 1
-) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`pack_output`: int64 codes (T, N) of advantages and returns of ``n_batches`` lane-batches,
-    the last one ``n_lanes`` wide, in time order (the stream carries them newest first)."""
-    n_envs = (n_batches - 1) * spec.lanes + n_lanes
-    shaped = records.reshape(n_batches, -1)[:, ::-1]
-    return (
-        _from_batches(shaped["advantage"].astype(np.int64), n_envs),
-        _from_batches(shaped["ret"].astype(np.int64), n_envs),
-    )
 
 
 def _minmax_numpy(codes: np.ndarray) -> tuple[int, int]:
@@ -579,7 +268,7 @@ def gae_fixed(
                 reg = np.asarray(reg, dtype=np.int64)
                 if reg.shape != shape:
                     raise ValueError(f"{name} must have one code per element, shape {shape}, not {reg.shape}")
-                _check_codes(name, reg.reshape(shape[0], -1), fmt)
+                _check_codes(name, reg, fmt)
             elif not fmt.min_code <= reg <= fmt.max_code:
                 raise ValueError(f"{name} must be a code in [{fmt.min_code}, {fmt.max_code}], not {reg!r}")
         rewards, sat_r = fixed.saturate(rewards * r_scale + r_offset, data)

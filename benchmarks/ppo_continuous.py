@@ -1,7 +1,7 @@
 """HEPPO's own experiment: continuous-control PPO with GAE on the 8-bit core against float GAE.
 
 For each task (Pendulum-v1, and Hopper-v5 / HalfCheetah-v5 where MuJoCo is installed: ``pip install
-'pynq-rl[mujoco]'``) and each seed, three settings of the same PPO (CleanRL's ``ppo_continuous_action`` defaults,
+'pynq-rl[mujoco]'``) and each seed, four settings of the same PPO (CleanRL's ``ppo_continuous_action`` defaults,
 :func:`pynq_rl.host.agents.ppo.args_for`: Gaussian policy, 1 env x 2048 steps, 10 epochs of 32 minibatches, lr 3e-4
 annealed, gamma 0.99, lambda 0.95, observation normalization):
 
@@ -12,12 +12,12 @@ annealed, gamma 0.99, lambda 0.95, observation normalization):
 ``q8``
     GAE on the emulated core in q8 block mode (HEPPO's 8-bit block codes) with HEPPO's dynamic reward
     standardization (``--backend emu --q8-encoding block --reward-norm dynamic``), which replaces the reward wrapper;
+``q8-runs``
+    GAE on the emulated core in its default 8-bit mode, q8-runs (a SCALE and OFFSET per lane and 32 steps), with
+    the defaults of a Box task (CleanRL's reward wrapper): ``--backend emu``;
 ``q8-wrapper`` (only with ``--settings``)
     GAE on the emulated core in q8 block mode with CleanRL's reward wrapper instead of HEPPO's standardization
     (``--backend emu --q8-encoding block --norm-reward``): it separates the 8-bit inputs from the standardization;
-``q8-runs`` (only with ``--settings``)
-    GAE on the emulated core in its default 8-bit mode, q8-runs (a SCALE and OFFSET per lane and 32 steps), with
-    the defaults of a Box task (CleanRL's reward wrapper): ``--backend emu``;
 ``float-dynamic`` (a control, only with ``--settings``)
     GAE in float on the host with HEPPO's dynamic reward standardization (``--backend host --reward-norm dynamic``).
 ``runs8x32-emulated``, ``runs8x32p2-emulated`` (candidates, only with ``--settings``)
@@ -27,15 +27,21 @@ annealed, gamma 0.99, lambda 0.95, observation normalization):
 
 Metrics per run: the final mean return (last 20 episodes), the area under the learning curve (the trapezoidal
 integral of the episodic return over environment steps, divided by the steps: the average return over training),
-steps/s and wall time. Per task: the mean over seeds per setting, q8's final return as a fraction of float's (when
-float's is positive) and q8's share of float's improvement over the first 20 episodes (defined for negative
-returns too). Runs go to ``--runs`` (one directory per task/setting/seed); results to ``--out``:
-``ppo_continuous.json``, ``ppo_continuous.md`` and ``ppo_continuous_<task>.png`` (learning curves, mean over
-seeds with min-max band, :func:`pynq_rl.host.agents.plot.plot_runs`), rewritten after each task completes.
+steps/s and wall time; per setting, the bits a stored reward or value takes (:meth:`GaeSpec.bits_per_element
+<pynq_rl.overlay.spec.GaeSpec.bits_per_element>`: every scale and offset counted; 64 for float64 on the host). Per
+task: the mean over seeds per setting, each setting's final return as a fraction of float's (when float's is
+positive) and its share of float's improvement over the first 20 episodes (defined for negative returns too).
+Runs go to ``--runs`` (one directory per task/setting/seed); results to ``--out``: ``ppo_continuous.json``,
+``ppo_continuous.md`` and ``ppo_continuous_<task>.png`` (learning curves, mean over seeds with min-max band,
+:func:`pynq_rl.host.agents.plot.plot_runs`), rewritten after each task completes.
+
+``--reuse`` resumes an interrupted experiment: a (task, setting, seed) whose run directory already holds a finished
+run (``summary.json``, not interrupted) made with the same arguments is read back instead of trained again. It
+trusts that the code has not changed since; after a change, give ``--runs`` a fresh directory.
 
 Run: ``python benchmarks/ppo_continuous.py [--tasks Pendulum-v1 Hopper-v5] [--steps Pendulum-v1=300000]
-[--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8-wrapper q8-runs] [--name ppo_continuous]`` (``--name``
-names the result files, so a control run does not overwrite the main one).
+[--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8 q8-runs] [--name ppo_continuous] [--reuse]``
+(``--name`` names the result files, so a control run does not overwrite the main one).
 """
 
 from __future__ import annotations
@@ -50,11 +56,15 @@ import multiprocessing
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
 from _common import environment, write_results
+
+if TYPE_CHECKING:
+    from pynq_rl.host.agents.ppo import Args
 
 SETTINGS = {
     "float": dict(backend="host"),
@@ -66,7 +76,9 @@ SETTINGS = {
     "runs8x32-emulated": dict(encoding="runs 8x32 exact"),
     "runs8x32p2-emulated": dict(encoding="runs 8x32 pow2"),
 }
-"""the settings, as :class:`pynq_rl.host.agents.ppo.Args` overrides (the first three run by default)"""
+"""the settings, as :class:`pynq_rl.host.agents.ppo.Args` overrides"""
+DEFAULT_SETTINGS = ("float", "raw", "q8", "q8-runs")
+"""what runs without ``--settings``: float GAE, the core raw, HEPPO's 8-bit mode and the core's default 8-bit mode"""
 SETTING_NAMES = {
     "float": "float GAE (host)",
     "raw": "emu core, raw Q15.16",
@@ -81,6 +93,22 @@ DEFAULT_STEPS = {"Pendulum-v1": 300_000, "Hopper-v5": 300_000, "HalfCheetah-v5":
 """environment steps per run by default (the experiment runs the MuJoCo tasks for at least 300k steps)"""
 
 
+def bits_per_element(setting: str) -> float | None:
+    """Bits a stored reward or value takes in ``setting`` (every scale and offset counted): the core's mode's
+    :meth:`~pynq_rl.overlay.spec.GaeSpec.bits_per_element`, 64 for float64 on the host, None for a float emulation of
+    a candidate encoding (``benchmarks/gae_encodings.py`` counts its bits)."""
+    from pynq_rl.host.drivers.gae import QUANTIZE_MODES
+    from pynq_rl.overlay.spec import GaeSpec
+
+    overrides = SETTINGS[setting]
+    if "encoding" in overrides:
+        return None
+    if overrides["backend"] == "host":
+        return 64.0
+    quantize = overrides["q8_encoding"] if overrides["quantize"] else False
+    return GaeSpec().bits_per_element(QUANTIZE_MODES[quantize])
+
+
 def area_under_curve(steps: np.ndarray, returns: np.ndarray) -> float:
     """Trapezoidal integral of the episodic return over environment steps, divided by the steps it spans (the
     average return over training; NaN with fewer than two episodes)."""
@@ -91,11 +119,30 @@ def area_under_curve(steps: np.ndarray, returns: np.ndarray) -> float:
     return area / float(steps[-1] - steps[0])
 
 
-def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
-    """Train one (task, setting, seed) and return its row (module-level: a multiprocessing worker)."""
+def finished_run(out_dir: Path, args: Args) -> dict | None:
+    """The ``summary.json`` of a finished, uninterrupted run under ``out_dir`` whose ``args.json`` holds what
+    :func:`~pynq_rl.host.agents.ppo.train` would run ``args`` (an :class:`~pynq_rl.host.agents.ppo.Args`) with, or
+    None: what ``--reuse`` reads back instead of training."""
+    import dataclasses
+    import json
+
+    from pynq_rl.host.agents.ppo import resolve_args
+
+    wanted = json.loads(json.dumps(dataclasses.asdict(resolve_args(args))))
+    for summary_path in sorted(out_dir.glob("*/summary.json"), reverse=True):  # newest run name first
+        summary = json.loads(summary_path.read_text())
+        saved = json.loads((summary_path.parent / "args.json").read_text())
+        if not summary.get("interrupted") and saved == wanted:
+            return summary
+    return None
+
+
+def run_one(job: tuple[str, str, int, int, str, str, bool]) -> dict:
+    """Train one (task, setting, seed), or read it back with ``reuse``, and return its row (module-level: a
+    multiprocessing worker)."""
     from pynq_rl.host.agents import ppo
 
-    task, setting, seed, steps, nn, runs = job
+    task, setting, seed, steps, nn, runs, reuse = job
     overrides = dict(SETTINGS[setting])
     encoding = overrides.pop("encoding", None)
     args = ppo.args_for(
@@ -108,12 +155,11 @@ def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
         out_dir=str(Path(runs) / task / setting / str(seed)),
         **overrides,
     )
-    if encoding is None:
-        summary = ppo.train(args)
-    else:
+    summary = finished_run(Path(args.out_dir), args) if reuse else None
+    if summary is None:
         from gae_encodings import EncodedGae
 
-        summary = ppo.train(args, gae=EncodedGae(encoding, seed))
+        summary = ppo.train(args, gae=None if encoding is None else EncodedGae(encoding, seed))
     episode_steps, returns = _episodes(Path(summary["run_dir"]))
     return {
         "task": task,
@@ -124,6 +170,7 @@ def run_one(job: tuple[str, str, int, int, str, str]) -> dict:
         "final_return_last20": float(summary["mean_return_last20"]),
         "first_return_first20": float(np.mean(returns[:20])) if returns.size else float("nan"),
         "auc": area_under_curve(episode_steps, returns),
+        "bits_per_element": bits_per_element(setting),
         "steps_per_s": float(summary["sps"]),
         "wall[s]": round(float(summary["wall_time_s"]), 1),
         "run_dir": summary["run_dir"],
@@ -145,6 +192,7 @@ def summarize(task: str, rows: list[dict]) -> dict:
             "final_return_mean": float(np.mean([r["final_return_last20"] for r in mine])),
             "final_return_std": float(np.std([r["final_return_last20"] for r in mine])),
             "auc_mean": float(np.mean([r["auc"] for r in mine])),
+            "bits_per_element": mine[0]["bits_per_element"],
             "steps_per_s_mean": float(np.mean([r["steps_per_s"] for r in mine])),
         }
     initial = float(np.mean([r["first_return_first20"] for r in rows]))
@@ -199,10 +247,15 @@ def markdown(result: dict) -> str:
             f"{r['steps_per_s']:.0f} | {r['episodes']} |"
             for r in rows
         ]
-        lines += ["", "| setting | final, mean over seeds (std) | AUC, mean | steps/s, mean |", "|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "| setting | bits per element | final, mean over seeds (std) | AUC, mean | steps/s, mean |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for setting, s in summary["settings"].items():
+            bits = "n/a" if s["bits_per_element"] is None else f"{s['bits_per_element']:g}"
             lines.append(
-                f"| {SETTING_NAMES[setting]} | {s['final_return_mean']:.1f} ({s['final_return_std']:.1f}) | "
+                f"| {SETTING_NAMES[setting]} | {bits} | {s['final_return_mean']:.1f} ({s['final_return_std']:.1f}) | "
                 f"{s['auc_mean']:.1f} | {s['steps_per_s_mean']:.0f} |"
             )
         if "float" in summary["settings"]:
@@ -232,10 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (processes)")
     parser.add_argument("--nn", default="numpy", choices=("numpy", "torch"))
-    parser.add_argument("--settings", nargs="+", default=["float", "raw", "q8"], choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="+", default=list(DEFAULT_SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--name", default="ppo_continuous", help="stem of the result files")
     parser.add_argument("--runs", default="runs/ppo_continuous")
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--reuse", action="store_true", help="read back finished runs with the same arguments")
     opts = parser.parse_args(argv)
     steps = dict(DEFAULT_STEPS)
     for item in opts.steps:
@@ -251,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - a task gymnasium cannot make (no mujoco extra) is skipped, not fatal
             print(f"skipping {task}: {exc!r}", file=sys.stderr)
     jobs = [
-        (task, setting, seed, steps[task], opts.nn, opts.runs)
+        (task, setting, seed, steps[task], opts.nn, opts.runs, opts.reuse)
         for task in tasks
         for seed in opts.seeds
         for setting in opts.settings
@@ -288,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 plot_runs(
                     [r["run_dir"] for r in task_rows],
                     out / f"{opts.name}_{task}.png",
-                    title=f"PPO {task}: float GAE vs emu core (raw, q8), seeds {opts.seeds}",
+                    title=f"PPO {task}: {', '.join(opts.settings)}, seeds {opts.seeds}",
                 )
                 result["wall[s]"] = round(time.perf_counter() - start, 1)
                 write_results(out, opts.name, result, markdown(result))

@@ -53,16 +53,18 @@ def test_pendulum_rows_summary_page_and_plot(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     data = json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
-    assert [(r["setting"], r["seed"], r["steps"]) for r in data["rows"]] == [
-        ("float", 0, 2048),
-        ("raw", 0, 2048),
-        ("q8", 0, 2048),
+    assert [(r["setting"], r["seed"], r["steps"], r["bits_per_element"]) for r in data["rows"]] == [
+        ("float", 0, 2048, 64.0),
+        ("raw", 0, 2048, 32.0),
+        ("q8", 0, 2048, 8.0),
+        ("q8-runs", 0, 2048, 10.0),
     ]
     assert all(r["episodes"] == 10 and r["final_return_last20"] < 0 and r["steps_per_s"] > 0 for r in data["rows"])
     summary = data["summaries"]["Pendulum-v1"]
-    assert sorted(summary["settings"]) == ["float", "q8", "raw"] and summary["q8_over_float"] is None
+    assert sorted(summary["settings"]) == ["float", "q8", "q8-runs", "raw"] and summary["q8_over_float"] is None
     page = (tmp_path / "out" / "ppo_continuous.md").read_text()
-    assert "## Pendulum-v1 (2,048 steps per run)" in page and "| q8 | 0 |" in page
+    assert "## Pendulum-v1 (2,048 steps per run)" in page and "| q8-runs | 0 |" in page
+    assert "| emu core, q8-runs (the default) | 10 |" in page
     assert (tmp_path / "out" / "ppo_continuous_Pendulum-v1.png").stat().st_size > 1000
     assert data["environment"]["git_commit"]
 
@@ -112,12 +114,39 @@ def test_a_control_setting_writes_its_own_files(tmp_path):
     assert not (tmp_path / "out" / "ppo_continuous.json").exists()
 
 
+def _pendulum(tmp_path, *options):
+    """Run the script on Pendulum-v1 for one 2048-step iteration of q8-runs, seed 0, and return its JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048", "--seeds", "0"]
+        + ["--jobs", "1", "--settings", "q8-runs", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
+        + list(options),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
+
+
+def test_reuse_reads_back_a_finished_run_with_the_same_arguments(tmp_path):
+    """``--reuse`` resumes an experiment: a finished run is read back, not trained again (no new run directory);
+    a run with other arguments (more steps) is trained."""
+    first = _pendulum(tmp_path)
+    run_dirs = lambda: sorted((tmp_path / "runs" / "Pendulum-v1" / "q8-runs" / "0").iterdir())  # noqa: E731
+    assert len(run_dirs()) == 1
+    again = _pendulum(tmp_path, "--reuse")
+    assert len(run_dirs()) == 1 and again["rows"] == first["rows"]
+    longer = _pendulum(tmp_path, "--reuse", "--steps", "Pendulum-v1=4096")
+    assert len(run_dirs()) == 2 and longer["rows"][0]["steps"] == 4096
+
+
 def test_every_setting_is_compared_with_float():
     """Candidate encodings get the same standing against float as q8: the ratio of final returns and the share of
     float's improvement over the first episodes."""
     rows = [
         {"setting": s, "seed": seed, "final_return_last20": f, "first_return_first20": 10.0, "auc": 1.0}
-        | {"steps_per_s": 1.0}
+        | {"steps_per_s": 1.0, "bits_per_element": None}
         for s, f in (("float", 110.0), ("runs8x32-emulated", 105.0), ("q8", 60.0))
         for seed in (0, 1)
     ]

@@ -87,6 +87,7 @@ __all__ = [
     "GaeCompute",
     "Rollout",
     "REWARD_NORMS",
+    "resolve_args",
     "check_args",
     "collect_rollout",
     "compute_gae",
@@ -180,6 +181,36 @@ _METRIC_KEYS = (
 )
 
 
+def resolve_args(args: Args) -> Args:
+    """The arguments :func:`train` runs with and saves in ``args.json``: ``args`` checked, ``nn`` resolved,
+    observation and reward normalization decided by the action space where left None (on for a Box task, reward
+    normalization only without ``reward_norm``), the batch sizes derived. A copy; ``args`` is not changed.
+
+    Raises
+    ------
+    ValueError
+        An invalid field (:func:`check_args`), or an action space PPO does not support (Discrete and
+        one-dimensional Box are).
+    """
+    check_args(args)
+    space = R.action_space_of(args.env_id)
+    if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
+        isinstance(space, gym.spaces.Box) and len(space.shape) != 1
+    ):
+        raise ValueError(f"PPO supports Discrete and one-dimensional Box action spaces, not {space!r}")
+    continuous = isinstance(space, gym.spaces.Box)
+    args = replace(
+        args,
+        nn=R.resolve_nn(args.nn),
+        norm_obs=continuous if args.norm_obs is None else bool(args.norm_obs),
+        norm_reward=(continuous and args.reward_norm is None) if args.norm_reward is None else bool(args.norm_reward),
+    )
+    args.batch_size = int(args.num_envs * args.num_steps)
+    args.minibatch_size = int(args.batch_size // args.num_minibatches)
+    args.num_iterations = args.total_timesteps // args.batch_size
+    return args
+
+
 def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     """Train PPO and return summary metrics.
 
@@ -222,22 +253,8 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         A ``RuntimeWarning``: with ``reward_norm="dynamic"``, once, if every reward seen so far is the same constant
         (CartPole's +1): the standardized rewards are then all 0 and the agent cannot learn.
     """
-    check_args(args)
-    space = R.action_space_of(args.env_id)
-    if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
-        isinstance(space, gym.spaces.Box) and len(space.shape) != 1
-    ):
-        raise ValueError(f"PPO supports Discrete and one-dimensional Box action spaces, not {space!r}")
-    continuous = isinstance(space, gym.spaces.Box)
-    args = replace(
-        args,
-        nn=R.resolve_nn(args.nn),
-        norm_obs=continuous if args.norm_obs is None else bool(args.norm_obs),
-        norm_reward=(continuous and args.reward_norm is None) if args.norm_reward is None else bool(args.norm_reward),
-    )
-    args.batch_size = int(args.num_envs * args.num_steps)
-    args.minibatch_size = int(args.batch_size // args.num_minibatches)
-    args.num_iterations = args.total_timesteps // args.batch_size
+    args = resolve_args(args)
+    continuous = isinstance(R.action_space_of(args.env_id), gym.spaces.Box)
     resume_state = load_checkpoint(args.resume) if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 

@@ -17,7 +17,7 @@ outdir=$(cd "$outdir" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/pynq-rl-wheel.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 tar -C "$repo" -cf - --exclude='./.git' --exclude='./.venv*' --exclude='./.cache' --exclude='./build' \
-    --exclude='./dist' --exclude='*.egg-info' --exclude='__pycache__' --exclude='./runs' \
+    --exclude='./dist' --exclude='./docs/_build' --exclude='*.egg-info' --exclude='__pycache__' --exclude='./runs' \
     --exclude='.pytest_cache' --exclude='.hypothesis' . | tar -C "$work" -xf -
 if ! "$python" -I -c "import build" 2>/dev/null; then  # -I: a build/ directory here must not count
     "$python" -m venv "$work/.build-venv"

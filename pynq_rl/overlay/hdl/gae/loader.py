@@ -20,7 +20,6 @@ chunks before it are out), IDLE.
 
 from myhdl import Signal, always_comb, always_seq, block, concat, enum, intbv
 
-from ...spec import GaeMode
 from ..common.arith import assign, mux2
 from .params import GaeWidths
 
@@ -67,7 +66,6 @@ def gae_loader(
     wd        : GaeWidths
     """
     spec, depth = wd.spec, wd.depth
-    runs_mode = int(GaeMode.Q8_RUNS)
     load_state = Signal(t_load.IDLE)
     row_valid = Signal(bool(0))  # ``row`` is assembled and not yet written (a write-back may hold it)
     asm_row = Signal(intbv(0, min=0, max=depth + 2))  # time index of the record being assembled
@@ -85,7 +83,8 @@ def gae_loader(
     batches_left = Signal(intbv(0, min=0, max=spec.batches_max + 1))
     chunks_left = Signal(intbv(0, min=0, max=spec.chunks_max + 1))
     last_chunk, last_beat_of_record, in_ready = Signal(bool(0)), Signal(bool(0)), Signal(bool(0))
-    # q8-runs: header records due before the next data record (2: SCALE next, 1: OFFSET next), data records of the run
+    # header records due before the next data record (2: SCALE next, 1: OFFSET next) and data records of the run so
+    # far; counted in every mode, read only in q8-runs (``header`` is gated by ``runs``), so no branch on the mode
     headers_due = Signal(intbv(0, min=0, max=3))
     run_count = Signal(intbv(0, min=0, max=spec.run_length + 1))
     header, boot_record = Signal(bool(0)), Signal(bool(0))  # the record being assembled is a header; the bootstrap
@@ -126,10 +125,7 @@ def gae_loader(
         elif phase.launching:
             load_state.next = t_load.LOAD
             run_count.next = 0
-            if cfg.mode == runs_mode:
-                headers_due.next = 2
-            else:
-                headers_due.next = 0
+            headers_due.next = 2
             asm_row.next = 0
             asm_addr.next = 0
             asm_step.next = 1
@@ -151,10 +147,9 @@ def gae_loader(
                     load_state.next = t_load.FAIL
             elif accept:  # one record per row (:func:`_records` assembles it)
                 if last_beat_of_record:
-                    if run_count == spec.run_length - 1:  # q8-runs: the next record opens a run
+                    if run_count == spec.run_length - 1:  # the next record opens a run
                         run_count.next = 0
-                        if runs:
-                            headers_due.next = 2
+                        headers_due.next = 2
                     else:
                         run_count.next = run_count + 1
                     asm_row.next = asm_row + 1
@@ -188,8 +183,7 @@ def gae_loader(
                     row_free.next = False  # checked again next cycle, against the new chunk
                     if last_chunk:  # the next lane-batch, from its first chunk (and its first run)
                         run_count.next = 0
-                        if runs:
-                            headers_due.next = 2
+                        headers_due.next = 2
                         batches_left.next = batches_left - 1
                         chunks_left.next = cfg.chunks[chunk_bits:]
                         chunk.cont.next = False

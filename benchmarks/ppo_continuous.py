@@ -183,11 +183,23 @@ def _episodes(run_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0], data[:, 1]
 
 
+def gap_standard_error(finals: list[float], float_finals: list[float]) -> float | None:
+    """Standard error of the difference of two means of final returns (each setting's seeds independent, unequal
+    variances: Welch's), or None with fewer than two seeds on either side. A gap to float within about two of these
+    is within the seed-to-seed spread."""
+    if len(finals) < 2 or len(float_finals) < 2:
+        return None
+    return float(np.sqrt(np.var(finals, ddof=1) / len(finals) + np.var(float_finals, ddof=1) / len(float_finals)))
+
+
 def summarize(task: str, rows: list[dict]) -> dict:
-    """Means over seeds per setting and q8's standing against float on one task (None without both)."""
+    """Means over seeds per setting, each setting's standing against float (ratio of final returns, share of float's
+    improvement, the gap and its standard error) and q8's on one task (None without both)."""
     out: dict = {"task": task, "settings": {}}
+    finals = {}
     for setting in dict.fromkeys(r["setting"] for r in rows):
         mine = [r for r in rows if r["setting"] == setting]
+        finals[setting] = [r["final_return_last20"] for r in mine]
         out["settings"][setting] = {
             "final_return_mean": float(np.mean([r["final_return_last20"] for r in mine])),
             "final_return_std": float(np.std([r["final_return_last20"] for r in mine])),
@@ -205,6 +217,8 @@ def summarize(task: str, rows: list[dict]) -> dict:
                 s["share_of_float_improvement"] = (
                     (s["final_return_mean"] - initial) / (flt - initial) if flt != initial else None
                 )
+                s["gap_to_float"] = s["final_return_mean"] - flt
+                s["gap_standard_error"] = gap_standard_error(finals[setting], finals["float"])
     if not {"float", "q8"} <= set(out["settings"]):
         out["q8_over_float"] = out["q8_share_of_float_improvement"] = None
         return out
@@ -224,8 +238,8 @@ def markdown(result: dict) -> str:
         "CleanRL `ppo_continuous_action` defaults (1 env x 2048 steps, 10 epochs x 32 minibatches, lr 3e-4 "
         "annealed, gamma 0.99, lambda 0.95, observation normalization). Settings: "
         + "; ".join(f"**{k}** = {SETTING_NAMES[k]}" for k in result["settings"])
-        + ". float, raw, q8-wrapper and the emulated encodings use CleanRL's reward normalization wrapper; q8 and "
-        "float-dynamic use HEPPO's dynamic reward standardization instead.",
+        + ". float, raw, q8-runs, q8-wrapper and the emulated encodings use CleanRL's reward normalization wrapper; "
+        "q8 and float-dynamic use HEPPO's dynamic reward standardization instead.",
         "",
         "Final = mean return of the last 20 episodes; AUC = average episodic return over training (trapezoid "
         "over steps); steps/s include the environment, the networks and the GAE step.",
@@ -263,12 +277,14 @@ def markdown(result: dict) -> str:
         for setting, s in summary["settings"].items():
             if "over_float" not in s:
                 continue
-            ratio, share = s["over_float"], s["share_of_float_improvement"]
+            ratio, share, se = s["over_float"], s["share_of_float_improvement"], s["gap_standard_error"]
             lines.append(
-                f"{setting} against float: final return ratio "
+                f"- {setting} against float: final return ratio "
                 f"{'n/a (negative returns)' if ratio is None else f'{ratio:.1%}'}; share of float's "
                 f"improvement over the first 20 episodes ({summary['initial_return_first20']:.1f}): "
-                f"{'n/a' if share is None else f'{share:.1%}'}."
+                f"{'n/a' if share is None else f'{share:.1%}'}; gap {s['gap_to_float']:+.1f}"
+                + ("" if se is None else f" +- {se:.1f} (standard error over seeds)")
+                + "."
             )
         lines += ["", f"![{task} learning curves]({result['name']}_{task}.png)", ""]
     missing = [t for t in result["tasks"] if t not in result["summaries"]]

@@ -156,6 +156,16 @@ def test_every_setting_is_compared_with_float():
     assert candidate["share_of_float_improvement"] == pytest.approx(95 / 100)
     assert summary["q8_over_float"] == pytest.approx(60 / 110)
     assert "over_float" not in summary["settings"]["float"]
+    assert candidate["gap_to_float"] == pytest.approx(-5.0) and candidate["gap_standard_error"] == 0.0
+
+
+def test_the_gap_to_float_comes_with_its_standard_error():
+    """Welch's standard error of the difference of the means: the seed-to-seed spread a gap is read against."""
+    gap_se = _script().gap_standard_error
+    finals, float_finals = [1335.2, 1598.0, 1724.3], [2103.3, 1640.2, 1789.5]
+    expected = math.sqrt(np.var(finals, ddof=1) / 3 + np.var(float_finals, ddof=1) / 3)
+    assert gap_se(finals, float_finals) == pytest.approx(expected) and 150 < expected < 250
+    assert gap_se([1.0], float_finals) is None
 
 
 def test_an_emulated_encoding_setting_trains_through_its_injected_gae_step():

@@ -278,7 +278,7 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
 
 PENDULUM_STEPS = 300_000
 PENDULUM_THRESHOLD = -400.0
-"""measured (benchmarks/results/ppo_continuous.md, 300k steps, q8 setting): seed 0 -169.2, seeds 0-2 all above -300;
+"""measured (benchmarks/results/ppo_continuous.md, 300k steps, q8 setting): seed 0 -163.3, seeds 0-2 all above -300;
 the first 20 episodes average about -1230"""
 
 

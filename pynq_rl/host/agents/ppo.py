@@ -254,7 +254,6 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         (CartPole's +1): the standardized rewards are then all 0 and the agent cannot learn.
     """
     args = resolve_args(args)
-    continuous = isinstance(R.action_space_of(args.env_id), gym.spaces.Box)
     resume_state = load_checkpoint(args.resume) if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
@@ -286,6 +285,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         if args.norm_reward:
             envs = R.normalized_rewards(envs, args.gamma, args.clip_reward)
         obs_shape, act_shape = envs.single_observation_space.shape, envs.single_action_space.shape
+        continuous = isinstance(envs.single_action_space, gym.spaces.Box)
         n_actions = int(envs.single_action_space.n) if not continuous else int(np.prod(act_shape))
 
         agent = make_actor_critic(

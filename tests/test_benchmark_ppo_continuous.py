@@ -21,6 +21,21 @@ def _script():
     return module
 
 
+def _pendulum(tmp_path, *options, name="ppo_continuous"):
+    """Run the script on Pendulum-v1 for one 2048-step iteration (``options`` choose seeds, settings, ...; a later
+    ``--steps`` overrides), into ``tmp_path``, and return the JSON of the result files ``name``."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048", "--jobs", "1"]
+        + ["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), *options],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return json.loads((tmp_path / "out" / f"{name}.json").read_text())
+
+
 def test_area_under_curve_is_the_mean_height_of_the_trapezoids():
     auc = _script().area_under_curve
     assert auc([0, 10, 30], [0.0, 10.0, 10.0]) == pytest.approx((50 + 200) / 30)
@@ -29,30 +44,7 @@ def test_area_under_curve_is_the_mean_height_of_the_trapezoids():
 
 
 def test_pendulum_rows_summary_page_and_plot(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--tasks",
-            "Pendulum-v1",
-            "--steps",
-            "Pendulum-v1=2048",
-            "--seeds",
-            "0",
-            "--jobs",
-            "1",
-            "--runs",
-            str(tmp_path / "runs"),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    data = json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
+    data = _pendulum(tmp_path, "--seeds", "0")
     assert [(r["setting"], r["seed"], r["steps"], r["bits_per_element"]) for r in data["rows"]] == [
         ("float", 0, 2048, 64.0),
         ("raw", 0, 2048, 32.0),
@@ -71,34 +63,7 @@ def test_pendulum_rows_summary_page_and_plot(tmp_path):
 
 def test_a_control_setting_writes_its_own_files(tmp_path):
     """``--settings q8-wrapper --name ...``: q8 GAE with CleanRL's reward wrapper, in files of its own."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "--tasks",
-            "Pendulum-v1",
-            "--steps",
-            "Pendulum-v1=2048",
-            "--seeds",
-            "1",
-            "--jobs",
-            "1",
-            "--settings",
-            "q8-wrapper",
-            "--name",
-            "control",
-            "--runs",
-            str(tmp_path / "runs"),
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    data = json.loads((tmp_path / "out" / "control.json").read_text())
+    data = _pendulum(tmp_path, "--seeds", "1", "--settings", "q8-wrapper", "--name", "control", name="control")
     assert [(r["setting"], r["seed"]) for r in data["rows"]] == [("q8-wrapper", 1)]
     with open(Path(data["rows"][0]["run_dir"]) / "args.json") as f:
         args = json.load(f)
@@ -114,30 +79,18 @@ def test_a_control_setting_writes_its_own_files(tmp_path):
     assert not (tmp_path / "out" / "ppo_continuous.json").exists()
 
 
-def _pendulum(tmp_path, *options):
-    """Run the script on Pendulum-v1 for one 2048-step iteration of q8-runs, seed 0, and return its JSON."""
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048", "--seeds", "0"]
-        + ["--jobs", "1", "--settings", "q8-runs", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
-        + list(options),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    return json.loads((tmp_path / "out" / "ppo_continuous.json").read_text())
+Q8_RUNS_SEED0 = ("--seeds", "0", "--settings", "q8-runs")
 
 
 def test_reuse_reads_back_a_finished_run_with_the_same_arguments(tmp_path):
     """``--reuse`` resumes an experiment: a finished run is read back, not trained again (no new run directory);
     a run with other arguments (more steps) is trained."""
-    first = _pendulum(tmp_path)
+    first = _pendulum(tmp_path, *Q8_RUNS_SEED0)
     run_dirs = lambda: sorted((tmp_path / "runs" / "Pendulum-v1" / "q8-runs" / "0").iterdir())  # noqa: E731
     assert len(run_dirs()) == 1
-    again = _pendulum(tmp_path, "--reuse")
+    again = _pendulum(tmp_path, *Q8_RUNS_SEED0, "--reuse")
     assert len(run_dirs()) == 1 and again["rows"] == first["rows"]
-    longer = _pendulum(tmp_path, "--reuse", "--steps", "Pendulum-v1=4096")
+    longer = _pendulum(tmp_path, *Q8_RUNS_SEED0, "--reuse", "--steps", "Pendulum-v1=4096")
     assert len(run_dirs()) == 2 and longer["rows"][0]["steps"] == 4096
 
 

@@ -15,7 +15,9 @@ The calls (Pynq-Z2 build unless named, each core alone):
   ``emu`` and ``verilator`` also OPaL's DDoS shape (20 dims, 136 tilings, 10 actions) on the ZCU106 build;
 * ``replay.sample(256)`` and ``replay.update(256)``: a batch of 256 with 4,096 stored priorities;
 * ``gae.compute``: 64 envs x 1,024 steps on ``emu`` and ``verilator`` (8 lane-batches of this 8-lane build,
-  streamed in one operation); 24 x 64 (3 lane-batches) on ``rtl``; raw fixed point and q8 codes.
+  streamed in one operation); 24 x 64 (3 lane-batches) on ``rtl``; raw fixed point, q8-runs codes (the default
+  8-bit mode: a scale and an offset per lane and run in the stream) and q8 block codes (one scale and offset per
+  operation, in registers).
 
 Run: ``python benchmarks/bus_costs.py [--out benchmarks/results] [--backends emu,verilator,rtl] [--no-rtl]``.
 Writes ``bus_costs.json`` and ``bus_costs.md``.
@@ -57,9 +59,12 @@ def calls(backend: str) -> dict:
 
     rollouts = iter(range(1 << 30))
 
-    def q8_rollout(core):  # each call a new rollout, so a new q8 block (its scale registers change), as in training
-        scale = 1.0 + 0.25 * (next(rollouts) % 4)
-        core.compute(scale * rewards, scale * values, dones, quantize=True)
+    def q8_rollout(quantize: str):
+        def call(core):  # each call a new rollout, so new scales (registers or headers change), as in training
+            scale = 1.0 + 0.25 * (next(rollouts) % 4)
+            core.compute(scale * rewards, scale * values, dones, quantize=quantize)
+
+        return call
 
     def opal_setup(core):
         from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
@@ -98,7 +103,15 @@ def calls(backend: str) -> dict:
             lambda core: core.compute(rewards, values, dones, quantize=False),
             "Pynq-Z2",
         ),
-        f"gae.compute q8 ({envs} envs x {steps} steps, new data)": ("gae", lambda core: None, q8_rollout, "Pynq-Z2"),
+        **{
+            f"gae.compute {name} ({envs} envs x {steps} steps, new data)": (
+                "gae",
+                lambda core: None,
+                q8_rollout(quantize),
+                "Pynq-Z2",
+            )
+            for name, quantize in (("q8-runs", "runs"), ("q8 block", "block"))
+        },
     }
 
 

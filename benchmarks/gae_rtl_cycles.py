@@ -1,10 +1,10 @@
-"""Cycle counts of the GAE core, measured in the cycle-accurate MyHDL simulation (the ``rtl`` backend's engine).
+"""Cycle counts of the GAE core, measured cycle by cycle on its converted Verilog (Verilator) or its MyHDL source.
 
 For each (LANES, T, mode) one operation runs through the core's AXI-Lite and AXI-Stream ports with an always-ready
-stream source and sink driven in the same cycles (the DMA's two channels, ``RtlCoreIP.stream_duplex``), timed in
-clock cycles:
+stream source and sink driven in the same cycles (the DMA's two channels, ``stream_duplex``), timed in clock cycles:
 
-* ``load[cyc]``: START to the last input beat of the first lane-batch (T + 1 records of input_record_bytes / beat),
+* ``load[cyc]``: START to the last input beat of the first lane-batch (``GaeSpec.input_batch_bytes`` / beat: T + 1
+  records, and in q8-runs mode two header records per run of RUN_LENGTH),
 * ``compute[cyc]``: the core's own CYCLES register (``T + pipeline_depth``, bubbles not counted),
 * ``drain[cyc]``: the first output beat to the last of the first lane-batch (T records of output_record_bytes /
   beat); the drain trails the write-backs, so it overlaps the compute.
@@ -22,8 +22,12 @@ Chained chunks (CHUNKS): a lane-batch of T = 2.5 x T_MAX steps on a small build 
 lanes) runs as 3 chained chunks in one operation; its CYCLES is set against ``GaeSpec.cycles`` (T + 3 pipeline
 depths) and its end-to-end time against the same T on a build deep enough for one chunk.
 
-Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--lanes 1,8] [--steps 16,64,256]
-[--batch-steps 64] [--chain-tmax 64]``.
+The engine (``--engine``): ``verilator`` runs the Verilog that Vivado is given (the ``verilator`` backend's models,
+built on first use), ``rtl`` the MyHDL simulation; the two agree cycle for cycle (the backends' equivalence tests),
+and Verilator takes minutes where MyHDL takes hours for the 64-lane ZCU106 operations.
+
+Run: ``python benchmarks/gae_rtl_cycles.py [--out benchmarks/results] [--engine verilator|rtl] [--lanes 1,8]
+[--steps 16,64,256] [--batch-steps 64] [--chain-tmax 64]``.
 """
 
 from __future__ import annotations
@@ -39,8 +43,13 @@ from pathlib import Path
 import numpy as np
 
 from pynq_rl.host.backends.rtl import RtlCoreIP, RtlSimulation
+from pynq_rl.host.backends.verilator import VerilatorCoreIP, VerilatorSimulation
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
+
+#: engine name -> (simulation, core IP): the two cycle-accurate simulations of the same core
+ENGINES = {"verilator": (VerilatorSimulation, VerilatorCoreIP), "rtl": (RtlSimulation, RtlCoreIP)}
+ENGINE_TEXT = {"verilator": "the converted Verilog under Verilator", "rtl": "the MyHDL simulation"}
 
 
 def _offset(name: str) -> int:
@@ -57,6 +66,25 @@ def _board(
     return dataclasses.replace(board, cores=(dataclasses.replace(slot, spec=spec),)), spec
 
 
+def random_input(spec: S.GaeSpec, mode: S.GaeMode, n_steps: int, n_envs: int, seed: int = 0) -> np.ndarray:
+    """The input stream (bytes) of one operation of random codes in ``mode``: DATA words up to 2**20 LSB in raw
+    mode, full-range codes otherwise, and in q8-runs mode every run's header records (SCALE 2**10 LSB, OFFSET 0),
+    so every record the core takes in a real operation is there, and no more."""
+    rng = np.random.default_rng(seed)
+    hi = 1 << 20 if mode == S.GaeMode.RAW else 1 << (spec.code_bits - 1)
+    rewards, values = rng.integers(-hi, hi, (n_steps, n_envs)), rng.integers(-hi, hi, (n_steps + 1, n_envs))
+    dones = (rng.random((n_steps, n_envs)) < 0.01).astype(np.int64)
+    if mode != S.GaeMode.Q8_RUNS:
+        return model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
+    runs = spec.runs(n_steps + 1)
+
+    def coded(codes: np.ndarray) -> model.Q8Runs:
+        scale = np.full((runs, n_envs), 1 << 10, dtype=np.int64)
+        return model.Q8Runs(codes, scale, np.zeros_like(scale), error=0.0)
+
+    return model.pack_input_runs(spec, coded(rewards), coded(values), dones)
+
+
 def measure(
     lanes: int,
     n_steps: int,
@@ -65,23 +93,20 @@ def measure(
     n_batches: int = 1,
     board_name: str | None = None,
     t_max: int | None = None,
+    engine: str = "verilator",
 ) -> dict:
-    """Run one operation of ``n_batches`` lane-batches on a fresh simulation of a ``lanes``-wide core (``t_max``
-    deep: T beyond it runs as chained chunks); return its phase cycle counts (load and drain: of the first batch,
-    all its chunks)."""
+    """Run one operation of ``n_batches`` lane-batches on a fresh ``engine`` simulation of a ``lanes``-wide core
+    (``t_max`` deep: T beyond it runs as chained chunks); return its phase cycle counts (load and drain: of the first
+    batch, all its chunks)."""
     board, spec = _board(lanes, n_steps, board_name, t_max)
     n_chunks, first = spec.chunking(n_steps)
-    rng = np.random.default_rng(seed)
-    hi = 127 if mode == S.GaeMode.Q8 else 1 << 20
-    n_envs = n_batches * lanes
-    rewards, values = rng.integers(-hi, hi, (n_steps, n_envs)), rng.integers(-hi, hi, (n_steps + 1, n_envs))
-    dones = (rng.random((n_steps, n_envs)) < 0.01).astype(np.int64)
-    stream = model.pack_input(spec, mode, rewards, values, dones).view(np.uint8).ravel()
-    first_batch = (n_steps + 1) * spec.input_record_bytes(mode)
-    sim = RtlSimulation(board)
+    stream = random_input(spec, mode, n_steps, n_batches * lanes, seed)
+    first_batch = spec.input_batch_bytes(mode, n_steps)
+    simulation, core_ip = ENGINES[engine]
+    sim = simulation(board)
     wall = time.perf_counter()
     try:
-        ip = RtlCoreIP(sim, "gae", spec, S.GAE_REGISTERS)
+        ip = core_ip(sim, "gae", spec, S.GAE_REGISTERS)
         for name, value in {
             "T": first,
             "CHUNKS": n_chunks,
@@ -121,10 +146,11 @@ def measure(
     finally:
         sim.end("measured")
     wall = time.perf_counter() - wall
-    in_beats = (n_steps + 1) * spec.input_record_bytes(mode) // spec.stream_bytes
+    in_beats = first_batch // spec.stream_bytes
     out_beats = n_steps * spec.output_record_bytes // spec.stream_bytes
     return {
         "board": board.name,
+        "engine": engine,
         "lanes": lanes,
         "T": n_steps,
         "t_max": spec.t_max,
@@ -145,10 +171,10 @@ def measure(
     }
 
 
-def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
+def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode, engine: str = "verilator") -> dict:
     """Time operations of 1 and 3 lane-batches on ``board_name``'s GAE build; the per-batch slope and the bound."""
     lanes = S.board(board_name).slot("gae").spec.lanes
-    one, three = (measure(lanes, n_steps, mode, n_batches=b, board_name=board_name) for b in (1, 3))
+    one, three = (measure(lanes, n_steps, mode, n_batches=b, board_name=board_name, engine=engine) for b in (1, 3))
     per_batch = (three["total[cyc]"] - one["total[cyc]"]) / 2
     bound = max(one["input_beats_per_batch"], one["output_beats_per_batch"])
     return {
@@ -164,11 +190,12 @@ def multi_batch(board_name: str, n_steps: int, mode: S.GaeMode) -> dict:
     }
 
 
-def chained(t_max: int, mode: S.GaeMode) -> dict:
+def chained(t_max: int, mode: S.GaeMode, engine: str = "verilator") -> dict:
     """T = 2.5 x ``t_max`` on the Pynq-Z2's lanes: chained in a ``t_max``-deep build against one chunk in a deep one."""
     lanes = S.board(None).slot("gae").spec.lanes
     n_steps = 5 * t_max // 2
-    chain, single = measure(lanes, n_steps, mode, t_max=t_max), measure(lanes, n_steps, mode)
+    chain = measure(lanes, n_steps, mode, t_max=t_max, engine=engine)
+    single = measure(lanes, n_steps, mode, engine=engine)
     return {key: chain[key] for key in ("lanes", "T", "t_max", "chunks", "mode", "expected_cycles")} | {
         "cycles": chain["compute[cyc]"],
         "total[cyc]": chain["total[cyc]"],
@@ -185,22 +212,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-steps", type=int, default=64, help="T of the multi-batch operations")
     parser.add_argument("--chain-tmax", type=int, default=64, help="T_MAX of the chained-chunk build")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"), help="output directory")
+    parser.add_argument("--engine", choices=sorted(ENGINES), default="verilator", help="simulation to count cycles in")
     args = parser.parse_args(argv)
+    engine = args.engine
     rows = [
-        measure(lanes, steps, mode)
+        measure(lanes, steps, mode, engine=engine)
         for lanes in map(int, args.lanes.split(","))
         for steps in map(int, args.steps.split(","))
         for mode in S.GaeMode
     ]
     streams = [
-        multi_batch(board_name, args.batch_steps, mode) for board_name in ("Pynq-Z2", "ZCU106") for mode in S.GaeMode
+        multi_batch(board_name, args.batch_steps, mode, engine)
+        for board_name in ("Pynq-Z2", "ZCU106")
+        for mode in S.GaeMode
     ]
-    chains = [chained(args.chain_tmax, mode) for mode in S.GaeMode]
+    chains = [chained(args.chain_tmax, mode, engine) for mode in S.GaeMode]
     fclk = S.board(None).fclk_mhz
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit,
+        "engine": engine,
         "pipeline_depth": S.GaeSpec().pipeline_depth,
         "fclk[mhz]": fclk,
     }
@@ -210,10 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps({"meta": meta, "rows": rows, "multi_batch": streams, "chained": chains}, indent=2)
     )
     lines = [
-        "# GAE core cycle counts (MyHDL simulation)",
+        "# GAE core cycle counts",
         "",
-        f"`benchmarks/gae_rtl_cycles.py`, {meta['date']}, commit `{commit}`. Measured in the cycle-accurate "
-        f"simulation with an always-ready stream source and sink in the same cycles (both DMA channels); "
+        f"`benchmarks/gae_rtl_cycles.py --engine {engine}`, {meta['date']}, commit `{commit}`. Counted cycle by "
+        f"cycle in {ENGINE_TEXT[engine]}, with an always-ready stream source and sink in the same cycles "
+        "(both DMA channels); "
         f"64-bit stream (Pynq-Z2's HP port). Time columns: cycles at the Pynq-Z2's {fclk:g} MHz PL clock.",
         "",
         "| LANES | T | mode | load [cyc] | compute [cyc] = CYCLES | drain [cyc] | elements / compute cycle | "
@@ -229,9 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         f"Compute is T + {meta['pipeline_depth']} cycles whatever LANES is (one element per lane per "
-        "cycle after the pipeline fills); load and drain are bound by the stream: q8 records carry 4x less "
-        "data than raw ones. Simulation speed: "
-        f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s (CPython).",
+        "cycle after the pipeline fills, in every mode); load and drain are bound by the stream: q8 records "
+        "carry 4x less data than raw ones, and q8-runs adds two raw-sized header records per run of "
+        f"{S.GaeSpec().run_length} records. Simulation speed: "
+        f"{np.median([r['sim_cycles_per_s'] for r in rows]):.0f} cycles/s ({engine}, Python driving every cycle).",
         "",
         "## Multi-batch streams (BATCHES)",
         "",

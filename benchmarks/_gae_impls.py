@@ -209,7 +209,7 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
         try:
             overlay = RLOverlay(backend="emu", board=board)
         except Exception as err:  # noqa: BLE001 - recorded, not raised
-            for q in ("raw", "q8"):
+            for q in DRIVER_MODES:
                 impls.append(
                     Impl(f"driver_{_slug(board)}_{q}", f"driver emu {board} {q}", None, f"{type(err).__name__}: {err}")
                 )
@@ -221,11 +221,11 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
             "stream_bytes": core.spec.stream_bytes,
             "fclk[mhz]": overlay.board_spec.fclk_mhz,
         }
-        for quantize in (False, True):
+        for q, quantize in DRIVER_MODES.items():
             impls.append(
                 Impl(
-                    f"driver_{_slug(board)}_{'q8' if quantize else 'raw'}",
-                    f"driver emu {board} ({core.spec.lanes} lanes) {'q8' if quantize else 'raw'}",
+                    f"driver_{_slug(board)}_{q}",
+                    f"driver emu {board} ({core.spec.lanes} lanes) {DRIVER_MODE_NAMES[q]}",
                     _driver_impl(core, board, quantize, model, overlay.board_spec.fclk_mhz),
                 )
             )
@@ -265,6 +265,18 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
     return impls, info
 
 
+#: driver row suffix -> ``compute(quantize=...)``: raw fixed point, q8-runs (the default 8-bit mode), q8 block
+DRIVER_MODES = {"raw": False, "q8runs": "runs", "q8block": "block"}
+DRIVER_MODE_NAMES = {
+    "raw": "raw",
+    "q8runs": "q8-runs",
+    "q8block": "q8 block",
+    False: "raw",
+    "runs": "q8-runs",
+    "block": "q8 block",
+}
+
+
 def _slug(board: str) -> str:
     return board.lower().replace("-", "")
 
@@ -286,9 +298,9 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
         if quantize:
 
             def tolerance():
-                return _q8_bound(core.spec, model, r, v, d)
+                return _q8_bound(core.spec, model, r, v, d, quantize)
 
-            note += "; tolerance = models.gae.error_bound of the operation's one q8 block"
+            note += f"; tolerance = models.gae.error_bound of the operation's {DRIVER_MODE_NAMES[quantize]} codes"
         batches = math.ceil(n_envs / lanes)
         cycles = core.spec.cycles(n_steps, batches)
         extra = {
@@ -309,13 +321,17 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
     return prepare
 
 
-def _q8_bound(spec, model, rewards, values, dones) -> float:
-    """``models.gae.error_bound`` of the one q8 block the driver encodes: every env and step of the rollout in one
-    operation (all lane-batches, all chained T_MAX chunks)."""
+def _q8_bound(spec, model, rewards, values, dones, quantize: str) -> float:
+    """``models.gae.error_bound`` of the codes the driver sends in ``quantize`` mode for one operation (every env
+    and step of the rollout, all lane-batches and chained T_MAX chunks): one q8 block (``"block"``), or runs of
+    RUN_LENGTH per lane (``"runs"``; the largest coding error of any run)."""
     r, v, d = (np.asarray(x, np.float64) for x in (rewards, values, dones))
     absmax = float(max(np.abs(r).max(), np.abs(v).max()))
     unit = model.choose_unit(absmax, GAMMA, LAM, spec.data)
-    r_block, v_block = model.encode_q8(r, unit, spec), model.encode_q8(v, unit, spec)
+    if quantize == "runs":
+        r_block, v_block = model.encode_rollout_runs(r, v, unit, spec)
+    else:
+        r_block, v_block = model.encode_q8(r, unit, spec), model.encode_q8(v, unit, spec)
     adv, _ = reference_gae(r, v, d, GAMMA, LAM)
     delta = r + GAMMA * (1.0 - d) * v[1:] - v[:-1]
     return model.error_bound(

@@ -12,9 +12,10 @@ Implementations (``key``: what is timed):
 * ``model_numba`` / ``model_numpy``: :func:`pynq_rl.overlay.models.gae.gae_fixed`, the bit-exact model of the core,
   on Q15.16 integer codes quantized once outside the timed region (the kernel, i.e. what the emulated core does
   per operation), through its numba and its numpy path.
-* ``driver_<board>_raw`` / ``driver_<board>_q8``: the whole driver path in emulation,
-  ``RLOverlay(backend="emu", board=...).gae.compute(..., quantize=False/True)``: validation, encoding, LANES-wide
-  batching through the emulated AXI DMA, decoding to float32.
+* ``driver_<board>_raw`` / ``driver_<board>_q8runs`` / ``driver_<board>_q8block``: the whole driver path in
+  emulation, ``RLOverlay(backend="emu", board=...).gae.compute(..., quantize=False / "runs" / "block")``:
+  validation, encoding (q8-runs, the default 8-bit mode: a scale and an offset per lane and run of 32 records; q8
+  block: one per operation), LANES-wide batching through the emulated AXI DMA, decoding to float32.
 * ``cleanrl_numpy``: the ``lastgaelam`` loop of cleanrl/ppo.py in numpy float32, vectorized over envs.
 * ``torchrl_gae`` / ``torchrl_vec_gae``: torchrl's ``generalized_advantage_estimate`` and
   ``vec_generalized_advantage_estimate`` on float32 tensors already in torchrl's layout ``[N, T, 1]`` (time at
@@ -25,8 +26,8 @@ Implementations (``key``: what is timed):
 * ``numba_float64``: the same loop as ``cleanrl_numpy`` compiled with numba in float64 (the fast float peer).
 
 Before timing, each output is checked against a float64 reference (the recursion written out here, independent of
-the package): float peers within 1e-4, raw fixed point within 1e-3, q8 within the model's own ``error_bound`` for
-each LANES batch. The largest |error| over advantages and returns is recorded.
+the package): float peers within 1e-4, raw fixed point within 1e-3, q8 modes within the model's own ``error_bound`` of
+the codes sent. The largest |error| over advantages and returns is recorded.
 
 Run: ``python benchmarks/gae_emu.py [--sizes 64x1024,1024x1024] [--repeats 7] [--out benchmarks/results]``.
 Writes ``gae_emu.json`` and ``gae_emu.md`` under ``--out`` and prints the table.

@@ -57,7 +57,7 @@ def gae_call(overlay, envs: int, steps: int, quantize: bool, seed: int) -> tuple
     dones = (rng.random((steps, envs)) < 0.01).astype(np.float32)
     gae = overlay.gae
     return (
-        f"gae.compute {envs}x{steps} {'q8' if quantize else 'raw'}",
+        f"gae.compute {envs}x{steps} {'q8-runs' if quantize else 'raw'}",
         lambda: gae.compute(rewards, values, dones, quantize=quantize),
     )
 

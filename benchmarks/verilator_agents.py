@@ -4,7 +4,8 @@ What: each agent trains twice in one run, its core on ``emu`` (the bit-exact num
 ``verilator`` (the Verilog ``pynq-rl build verilog`` writes for the board, compiled by Verilator behind the C++ AXI
 harness), same seed, same arguments:
 
-* ``ppo``: PPO on CartPole-v1, GAE on the GAE core (``backend``, q8), ``--ppo-steps`` (100k) steps;
+* ``ppo``: PPO on CartPole-v1, GAE on the GAE core (``backend``, q8-runs: the default 8-bit codes), ``--ppo-steps``
+  (100k) steps;
 * ``dqn``: Double DQN with prioritized replay on CartPole-v1, priorities in the replay core (``backend``),
   ``--dqn-steps`` (the agent's default, 150k, with which dqn.py's docstring and the README report CartPole solved);
 * ``sarsa``: tile-coded Sarsa in the ParSa core (``backend``) on MountainCar-v0, the agent's default settings,
@@ -63,7 +64,7 @@ NAME = "verilator_agents"
 BACKENDS = ("emu", "verilator")
 AGENTS = ("ppo", "dqn", "sarsa")
 ENVS = {"ppo": "CartPole-v1", "dqn": "CartPole-v1", "sarsa": "MountainCar-v0"}
-OFFLOAD = {"ppo": "GAE core (q8)", "dqn": "replay core (priorities)", "sarsa": "ParSa core (Sarsa in the core)"}
+OFFLOAD = {"ppo": "GAE core (q8-runs)", "dqn": "replay core (priorities)", "sarsa": "ParSa core (Sarsa in the core)"}
 SOLVED = {"ppo": 475.0, "dqn": 475.0, "sarsa": -150.0}
 """the 20-episode mean that counts as solved: CartPole-v1's reward threshold; the README's Sarsa bar on MountainCar"""
 WINDOW = 20
@@ -286,7 +287,8 @@ def render(result: dict) -> str:
         f"included, after an untimed tiny run on the same backend (warm-up: numba compiling the emu models, loading "
         f"the verilated model's library); an agent's two backends ran back to back.",
         "",
-        f"Runs: PPO {cfg['ppo_steps']:,} steps (GAE in q8), DQN + PER {cfg['dqn_steps']:,} steps (learning from step "
+        f"Runs: PPO {cfg['ppo_steps']:,} steps (GAE in q8-runs), DQN + PER {cfg['dqn_steps']:,} steps (learning "
+        "from step "
         f"{cfg['dqn_learning_starts']:,}), Sarsa {cfg['sarsa_episodes']:,} episodes; every other argument the agent's "
         f"default. Solved: a {WINDOW}-episode mean >= {SOLVED['ppo']:g} on CartPole-v1 (gymnasium's threshold), "
         f">= {SOLVED['sarsa']:g} on MountainCar-v0 (the README's Sarsa bar).",

@@ -8,7 +8,8 @@ agent can train against the simulated cores at all. Everything runs on the shipp
 
 1. **Cycles per wall second while a core works**: how far the board's clock (``overlay.device.simulation.cycle``)
    advances during driver calls, over their wall time. The work: ``gae.compute`` of ``--gae`` (envs x steps, the
-   driver's default q8 codes); ``replay.update`` of ``--replay`` priorities, then ``replay.sample`` of as many;
+   driver's default 8-bit codes, q8-runs); ``replay.update`` of ``--replay`` priorities, then ``replay.sample`` of
+   as many;
    ``parsa.act_batch`` of ``--parsa`` records with rewards, after one ``configure`` (MountainCar's layout: 2 dims,
    8 tilings x 8x8 tiles, 3 actions). Each core alone (``RLOverlay(cores=(name,))``), and the whole board: one
    overlay of all three cores working in turn, one round = the three calls (a verilated core idles up to the board's

@@ -13,6 +13,16 @@ multiplier behind the record register's fan-out)::
     P  r_sum = r_prod + OFFSET          (a post-adder with its P register on a DSP48)
     S  word = {done, value, reward}     (q8 modes: the clamped sums; raw: the words), the clamp flag with it
 
+On a fabric of 18 x 18 multipliers (``GaeSpec.multiplier_port_bits = 18``, the ECP5 place-and-route stand-in) the
+25-bit SCALE does not fit one port: synthesized whole, ``code * SCALE`` becomes two multipliers summed by a carry
+chain before the M register, the slowest path of the routed GAE builds. There SCALE is split at bit 17 and stage M
+registers the two partial products right behind their multipliers; stage P adds them with the OFFSET::
+
+    M  r_lo = code * SCALE[16:0],  r_hi = code * (SCALE >> 17)
+    P  r_sum = r_hi * 2**17 + r_lo + OFFSET
+
+the same sum, so the same words and the same latency.
+
 The stages run every cycle on the record register (``chunk.row``), which holds a record from its last beat until the
 next record's: the loader accepts a record only when the one before is written (:func:`~.loader.gae_loader`), so
 ``word`` is that record's while the write waits for the port.
@@ -21,6 +31,7 @@ next record's: the loader accepts a record only when the one before is written (
 from myhdl import Signal, always, always_comb, block, concat, intbv
 
 from ..common.arith import saturate
+from ..common.mac import product_range, ranged
 from .params import CODE_SLOT_BITS, GaeWidths
 
 __all__ = ["dequant", "LOAD_LATENCY"]
@@ -53,7 +64,6 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
     r_raw, v_raw, d_raw = data * lane, data * (lanes + lane), 2 * data * lanes + lane
     r_q8, v_q8, d_q8 = base_q8 + code * lane, base_q8 + code * (lanes + lane), base_q8 + 2 * code * lanes + lane
     # code x scale fits 8 + 25 bits (-128 x -2**24 = 2**31 is the one product needing the 33rd); + OFFSET: 34
-    prod_range = dict(min=-(1 << (code + scale_bits - 2)), max=(1 << (code + scale_bits - 2)) + 1)
     sum_range = dict(min=-(1 << (code + scale_bits - 1)), max=1 << (code + scale_bits - 1))
 
     def scale_signal():
@@ -67,11 +77,10 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
     r_code, v_code = code_signal(), code_signal()
     r_word, v_word = wd.data_signal(), wd.data_signal()
     done_bit = Signal(bool(0))
-    # stage M
-    r_prod, v_prod = Signal(intbv(0, **prod_range)), Signal(intbv(0, **prod_range))
+    # beside stage M
     r_word1, v_word1 = wd.data_signal(), wd.data_signal()
     done1, boot1 = Signal(bool(0)), Signal(bool(0))
-    # stage P
+    # stage P, and beside it
     r_sum, v_sum = Signal(intbv(0, **sum_range)), Signal(intbv(0, **sum_range))
     r_word2, v_word2 = wd.data_signal(), wd.data_signal()
     done2, boot2 = Signal(bool(0)), Signal(bool(0))
@@ -104,22 +113,23 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
             v_offset.next = v_word
 
     @always(clock.posedge)
-    def multiply():
-        r_prod.next = r_code * r_scale
-        v_prod.next = v_code * v_scale
+    def carry():  # the raw words, the done bit and the bootstrap mark beside stages M and P
         r_word1.next = r_word
         v_word1.next = v_word
         done1.next = done_bit
         boot1.next = chunk.row_boot
-
-    @always(clock.posedge)
-    def offset():
-        r_sum.next = r_prod + r_offset
-        v_sum.next = v_prod + v_offset
         r_word2.next = r_word1
         v_word2.next = v_word1
         done2.next = done1
         boot2.next = boot1
+
+    scaling = [
+        _scale_and_offset(total, code_in, scale_in, offset_in, clock, spec.multiplier_port_bits)
+        for total, code_in, scale_in, offset_in in (
+            (r_sum, r_code, r_scale, r_offset),
+            (v_sum, v_code, v_scale, v_offset),
+        )
+    ]
 
     r_sat, v_sat = wd.data_signal(), wd.data_signal()
     r_flag, v_flag = Signal(bool(0)), Signal(bool(0))
@@ -134,4 +144,62 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
             word.next = concat(done2, v_word2[data:], r_word2[data:])
             saturated.next = False
 
-    return split, parameters, multiply, offset, clamps, select
+    return split, parameters, carry, scaling, clamps, select
+
+
+#: SCALE is split here on a fabric of 18 x 18 multipliers: an unsigned low part for one port, a signed high part.
+_SCALE_SPLIT_BIT = 17
+
+
+@block
+def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
+    """``total = code * scale + offset``, two clock edges after its operands (stages M and P of :func:`dequant`).
+
+    ``scale`` wider than ``port_bits``: split at bit 17 into two partial products, each registered behind its
+    multiplier (the module docstring); otherwise one product, as a DSP48 computes it with its M and P registers.
+
+    total  : Signal(signed), out -- wide enough for every sum
+    code   : Signal(signed), in
+    scale  : Signal(signed), in
+    offset : Signal(signed), in
+    clock  : Signal(bool), in
+    """
+    if len(scale) <= port_bits:
+        product = ranged(*product_range(code, scale))
+
+        @always(clock.posedge)
+        def multiply():
+            product.next = code * scale
+
+        @always(clock.posedge)
+        def add():
+            total.next = product + offset
+
+        return multiply, add
+
+    width = len(scale)
+    scale_lo, scale_hi = Signal(intbv(0)[_SCALE_SPLIT_BIT:]), ranged(*_signed_range(width - _SCALE_SPLIT_BIT))
+    lo_min, lo_max = product_range(code, scale_lo)
+    part_lo = ranged(min(lo_min, -1), lo_max)  # declared signed: the sum below stays a signed Verilog expression
+    part_hi = ranged(*product_range(code, scale_hi))
+
+    @always_comb
+    def split():
+        scale_lo.next = scale[_SCALE_SPLIT_BIT:]
+        scale_hi.next = scale[width:_SCALE_SPLIT_BIT].signed()
+
+    @always(clock.posedge)
+    def multiply():
+        part_lo.next = code * scale_lo
+        part_hi.next = code * scale_hi
+
+    @always(clock.posedge)
+    def add():
+        total.next = (part_hi << _SCALE_SPLIT_BIT) + part_lo + offset
+
+    return split, multiply, add
+
+
+def _signed_range(bits: int) -> tuple[int, int]:
+    """[min, max] of a ``bits``-wide two's-complement value."""
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1

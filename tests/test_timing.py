@@ -336,3 +336,15 @@ def test_an_only_run_stopped_midway_lists_just_the_builds_it_wrote(monkeypatch, 
     written = json.loads((tmp_path / "timing.json").read_text())
     assert written["reruns"][-1]["modules"] == ["gae_pe_k2"]
     assert [r["label"] for r in written["rows"]] == ["new", "test"]
+
+
+def test_a_build_re_run_twice_is_listed_with_its_latest_re_run_only():
+    """Two ``--only`` runs of the same builds: the page names the later one for their rows, and an earlier re-run
+    whose every row was replaced is dropped (the page listed both, each claiming the rows were its own)."""
+    first = {"modules": ["gae_core_a", "gae_core_b"], "date": "1", "git_commit": "a", "git_describe": "a"}
+    second = {"modules": ["gae_core_a"], "date": "2", "git_commit": "b", "git_describe": "b"}
+    third = {"modules": ["gae_core_a", "gae_core_b"], "date": "3", "git_commit": "c", "git_describe": "c"}
+    assert T.latest_reruns([first, second]) == [dict(first, modules=["gae_core_b"]), second]
+    assert T.latest_reruns([first, second, third]) == [third]
+    current = dict(third, modules=[])  # a re-run before its first row: listed, so the page says it started
+    assert T.latest_reruns([first, current]) == [first, current]

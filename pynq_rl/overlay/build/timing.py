@@ -116,6 +116,7 @@ __all__ = [
     "build_timing",
     "select",
     "merge_rows",
+    "latest_reruns",
     "ROUTE_TIMEOUT_S",
     "main",
 ]
@@ -485,10 +486,24 @@ def build_timing(
         rows = merge_rows(old_rows, new_rows, order) if only else new_rows
         report = make_report(rows, env, arguments, runtime0 if only else time.perf_counter() - t0)
         if reruns:
-            report["reruns"] = reruns
+            report["reruns"] = latest_reruns(reruns)
         (out / "timing.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
         (out / "timing.md").write_text(markdown(report))
     return report
+
+
+def latest_reruns(reruns: list[dict]) -> list[dict]:
+    """The ``--only`` re-runs whose rows a report still holds, oldest first: a module re-run again is listed with its
+    latest re-run only, and an earlier re-run left without modules is dropped (the current one stays, even before
+    its first row)."""
+    later: set[str] = set()
+    kept = []
+    for index, rerun in enumerate(reversed(reruns)):
+        modules = [module for module in rerun["modules"] if module not in later]
+        later.update(rerun["modules"])
+        if modules or index == 0:
+            kept.append({**rerun, "modules": modules})
+    return kept[::-1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ next record's: the loader accepts a record only when the one before is written (
 from myhdl import Signal, always, always_comb, block, concat, intbv
 
 from ..common.arith import saturate
-from ..common.mac import product_range, ranged
+from ..common.mac import _SPLIT_BIT, _halves, _product_signal, _split, product_range, ranged
 from .params import CODE_SLOT_BITS, GaeWidths
 
 __all__ = ["dequant", "LOAD_LATENCY"]
@@ -147,10 +147,6 @@ def dequant(word, saturated, chunk, coded, launching, lane_active, cfg, clock, l
     return split, parameters, carry, scaling, clamps, select
 
 
-#: SCALE is split here on a fabric of 18 x 18 multipliers: an unsigned low part for one port, a signed high part.
-_SCALE_SPLIT_BIT = 17
-
-
 @block
 def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
     """``total = code * scale + offset``, two clock edges after its operands (stages M and P of :func:`dequant`).
@@ -177,16 +173,9 @@ def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
 
         return multiply, add
 
-    width = len(scale)
-    scale_lo, scale_hi = Signal(intbv(0)[_SCALE_SPLIT_BIT:]), ranged(*_signed_range(width - _SCALE_SPLIT_BIT))
-    lo_min, lo_max = product_range(code, scale_lo)
-    part_lo = ranged(min(lo_min, -1), lo_max)  # declared signed: the sum below stays a signed Verilog expression
-    part_hi = ranged(*product_range(code, scale_hi))
-
-    @always_comb
-    def split():
-        scale_lo.next = scale[_SCALE_SPLIT_BIT:]
-        scale_hi.next = scale[width:_SCALE_SPLIT_BIT].signed()
+    scale_lo, scale_hi = _halves(scale)
+    # declared signed, as the MAC's partial products: the sum below stays a signed Verilog expression
+    part_lo, part_hi = _product_signal(code, scale_lo), _product_signal(code, scale_hi)
 
     @always(clock.posedge)
     def multiply():
@@ -195,11 +184,6 @@ def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
 
     @always(clock.posedge)
     def add():
-        total.next = (part_hi << _SCALE_SPLIT_BIT) + part_lo + offset
+        total.next = (part_hi << _SPLIT_BIT) + part_lo + offset
 
-    return split, multiply, add
-
-
-def _signed_range(bits: int) -> tuple[int, int]:
-    """[min, max] of a ``bits``-wide two's-complement value."""
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return _split(scale_lo, scale_hi, scale), multiply, add

@@ -221,12 +221,12 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
             "stream_bytes": core.spec.stream_bytes,
             "fclk[mhz]": overlay.board_spec.fclk_mhz,
         }
-        for q, quantize in DRIVER_MODES.items():
+        for q, (quantize, name) in DRIVER_MODES.items():
             impls.append(
                 Impl(
                     f"driver_{_slug(board)}_{q}",
-                    f"driver emu {board} ({core.spec.lanes} lanes) {DRIVER_MODE_NAMES[q]}",
-                    _driver_impl(core, board, quantize, model, overlay.board_spec.fclk_mhz),
+                    f"driver emu {board} ({core.spec.lanes} lanes) {name}",
+                    _driver_impl(core, board, quantize, name, model, overlay.board_spec.fclk_mhz),
                 )
             )
 
@@ -265,23 +265,16 @@ def build_impls(python_max_elements: int) -> tuple[list[Impl], dict]:
     return impls, info
 
 
-#: driver row suffix -> ``compute(quantize=...)``: raw fixed point, q8-runs (the default 8-bit mode), q8 block
-DRIVER_MODES = {"raw": False, "q8runs": "runs", "q8block": "block"}
-DRIVER_MODE_NAMES = {
-    "raw": "raw",
-    "q8runs": "q8-runs",
-    "q8block": "q8 block",
-    False: "raw",
-    "runs": "q8-runs",
-    "block": "q8 block",
-}
+#: driver row suffix -> (``compute(quantize=...)``, the mode's name): raw fixed point, q8-runs (the default 8-bit
+#: mode), q8 block
+DRIVER_MODES = {"raw": (False, "raw"), "q8runs": ("runs", "q8-runs"), "q8block": ("block", "q8 block")}
 
 
 def _slug(board: str) -> str:
     return board.lower().replace("-", "")
 
 
-def _driver_impl(core, board, quantize, model, fclk_mhz):
+def _driver_impl(core, board, quantize, mode_name, model, fclk_mhz):
     def prepare(data):
         r, v, d = data["rewards"], data["values"], data["dones"]
         n_steps, n_envs = r.shape
@@ -300,7 +293,7 @@ def _driver_impl(core, board, quantize, model, fclk_mhz):
             def tolerance():
                 return _q8_bound(core.spec, model, r, v, d, quantize)
 
-            note += f"; tolerance = models.gae.error_bound of the operation's {DRIVER_MODE_NAMES[quantize]} codes"
+            note += f"; tolerance = models.gae.error_bound of the operation's {mode_name} codes"
         batches = math.ceil(n_envs / lanes)
         cycles = core.spec.cycles(n_steps, batches)
         extra = {

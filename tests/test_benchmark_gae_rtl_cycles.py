@@ -36,8 +36,8 @@ def test_every_mode_runs_its_whole_stream_through_the_core(bench, mode):
 
 
 def test_q8_runs_loads_its_header_records(bench):
-    stream = bench.random_input(S.GaeSpec(lanes=LANES, t_max=STEPS), S.GaeMode.Q8_RUNS, STEPS, LANES)
     spec = S.GaeSpec(lanes=LANES, t_max=STEPS)
+    stream = bench.random_input(spec, S.GaeMode.Q8_RUNS, STEPS, LANES)
     headers = 2 * spec.runs(STEPS + 1) * spec.header_record_bytes
     assert len(stream) == (STEPS + 1) * spec.input_record_bytes(S.GaeMode.Q8_RUNS) + headers
 

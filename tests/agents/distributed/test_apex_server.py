@@ -161,6 +161,39 @@ def test_backpressure_bounded_queue_and_pushes_do_not_wait_for_insertion():
         replay.close()
 
 
+def test_an_actor_opening_its_session_during_a_long_checkpoint_waits_it_out(tmp_path):
+    """A checkpoint holds the push lock while it drains the queue and writes its file (on a loaded CI machine once
+    longer than a call's deadline, and an Ape-X actor's first push died on it): issuing an id waits a bounded time
+    and answers "busy", and the actor's client retries until the checkpoint is done instead of failing the run."""
+    tree = SlowTree(1024, delay_s=0.6)
+    replay = ReplayServer(1024, OBS, tree, checkpoint_dir=tmp_path)
+    server, port = serve(replay, "127.0.0.1:0", push_timeout_s=0.1)
+    try:
+        replay.push(make_batch(0, 8), np.ones(8))
+        replay.flush()
+        tree.slow = True
+        for k in range(1, 3):  # inserted one after the other (0.6 s each) while the checkpoint waits for the queue
+            replay.push(make_batch(8 * k, 8), np.ones(8))
+            time.sleep(0.05)
+        checkpoint = threading.Thread(target=replay.checkpoint)
+        checkpoint.start()
+        time.sleep(0.1)
+        with pytest.raises(Backpressure, match=r"busy \(checkpointing\).*no actor id issued"):
+            replay.open_session(timeout_s=0.1)
+        actor = ReplayClient(f"127.0.0.1:{port}", actor=True, timeout_s=0.3, retry_s=20.0)
+        t0 = time.perf_counter()
+        assert actor.push(make_batch(100, 8), np.ones(8))["accepted"] == 8
+        assert actor.retries > 0 and time.perf_counter() - t0 > 0.3  # it waited the checkpoint out
+        checkpoint.join(timeout=20)
+        assert replay.stats()["checkpoints"] == 1
+        replay.flush(timeout_s=10)
+        assert replay.size() == 32
+        actor.close()
+    finally:
+        server.stop(0).wait()
+        replay.close()
+
+
 def _raw_stub(port: int):
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     return channel, pb_grpc.ReplayStub(channel)

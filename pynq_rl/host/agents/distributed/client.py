@@ -332,8 +332,15 @@ class ReplayClient:
         }
 
     def _open_session(self) -> None:
-        """Have the server issue this actor's id; its pushes are numbered from 1 again."""
-        reply = self._invoke("OpenSession", pb.OpenSessionRequest(), (self._grpc.StatusCode.UNAVAILABLE,))
+        """Have the server issue this actor's id; its pushes are numbered from 1 again.
+
+        Retried like a push (a server busy checkpointing answers ``RESOURCE_EXHAUSTED``; a starved one may miss the
+        deadline): an id issued whose reply was lost is never pushed under, so a retry costs one slot of the
+        server's actor table and stores nothing twice.
+        """
+        codes = self._grpc.StatusCode
+        retry_codes = (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED)
+        reply = self._invoke("OpenSession", pb.OpenSessionRequest(), retry_codes)
         self.actor_id, self._sequence = reply.actor_id, itertools.count(1)
 
     def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:

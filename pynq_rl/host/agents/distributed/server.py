@@ -249,19 +249,32 @@ class ReplayServer(ReplayRecovery):
         }
 
     # -- insertion path -----------------------------------------------------------------------------------------------
-    def open_session(self) -> str:
+    def open_session(self, timeout_s: float | None = None) -> str:
         """Issue the actor id an actor's pushes carry (:mod:`.actors`): unguessable, so no one else can push as it.
+
+        Parameters
+        ----------
+        timeout_s : float, optional
+            How long to wait for the push lock, which a checkpoint holds while it drains the queue and writes the
+            file (seconds on a busy disk); None: as long as it takes. The gRPC path bounds it, so a caller waiting
+            out a checkpoint is told to retry instead of outliving its call's deadline on a blocked server thread.
 
         Raises
         ------
         ~pynq_rl.host.agents.distributed.actors.ActorTableFull
             As many ids are issued as the server keeps.
+        Backpressure
+            The push lock stayed taken for ``timeout_s``.
         RuntimeError
             The server is closed or its adding thread failed.
         """
-        with self._push_lock:
+        if not self._push_lock.acquire(timeout=-1 if timeout_s is None else max(0.0, float(timeout_s))):
+            raise Backpressure(f"replay server busy (checkpointing) for {timeout_s} s: no actor id issued")
+        try:
             self._check_open()
             actor_id = self._actors.issue()
+        finally:
+            self._push_lock.release()
         self._counters["sessions_opened"] += 1
         return actor_id
 

@@ -114,7 +114,7 @@ class ReplayServicer(pb_grpc.ReplayServicer):
 
     def OpenSession(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
         """Issue the actor id this caller's pushes carry (:meth:`ReplayServer.open_session`)."""
-        return pb.OpenSessionReply(actor_id=self._call(context, self.replay.open_session))
+        return pb.OpenSessionReply(actor_id=self._call(context, self.replay.open_session, self.push_timeout_s))
 
     def Push(self, request, context):  # noqa: N802 (gRPC method names)
         """Decode, check and queue one batch; reply with the acknowledgement."""

@@ -6,7 +6,7 @@ adder cascades) are built from instances with plain Signals and convert to clean
 
 from myhdl import Signal, always, always_comb, block, intbv
 
-__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2", "mux2"]
+__all__ = ["dff_en", "delay_line", "mul_round", "saturate", "assign", "and2", "or2", "add2", "mux2", "SPLIT_BIT"]
 
 
 @block
@@ -49,7 +49,11 @@ def delay_line(taps, d, enable, clear, clock):
 #: DSP48E1 multiplier ports: 25 x 18 signed. yosys (0.23) maps a 32 x 25 product onto 4 of them; splitting the
 #: 32-bit operand by hand at bit 17 (an unsigned 17-bit low part and a signed high part) takes 2 (docs/design.md,
 #: MyHDL lessons).
-_DSP_A_BITS, _SPLIT_BIT = 25, 17
+_DSP_A_BITS = 25
+
+#: Where an operand wider than a multiplier's 18-bit port is split: an unsigned low part of this many bits (the
+#: port's unsigned range) and a signed high part; the low product enters a sum shifted right by this many bits.
+SPLIT_BIT = 17
 
 
 @block
@@ -75,12 +79,12 @@ def mul_round(product_rounded, a, b, mask, shift: int):
     if len(a) > 18 and b_bits <= _DSP_A_BITS:
         width = len(a)
         a_signed = a.min < 0
-        a_lo = Signal(intbv(0)[_SPLIT_BIT:])
+        a_lo = Signal(intbv(0)[SPLIT_BIT:])
         # the high part of an unsigned ``a`` is unsigned too: read as two's complement, a set top bit (a coefficient
         # of exactly 1.0, say) would be negative. It gets a sign bit of its own so the product stays signed.
-        hi_bits = width - _SPLIT_BIT if a_signed else width - _SPLIT_BIT + 1
+        hi_bits = width - SPLIT_BIT if a_signed else width - SPLIT_BIT + 1
         a_hi = Signal(intbv(0, min=-(1 << (hi_bits - 1)), max=1 << (hi_bits - 1)))
-        lo_corners = [x * y for x in (0, (1 << _SPLIT_BIT) - 1) for y in (b.min, b.max - 1)] + [0]
+        lo_corners = [x * y for x in (0, (1 << SPLIT_BIT) - 1) for y in (b.min, b.max - 1)] + [0]
         hi_corners = [x * y for x in (a_hi.min, a_hi.max - 1) for y in (b.min, b.max - 1)] + [0]
         # declared signed (min < 0) so the sum below stays a signed Verilog expression: one unsigned operand
         # would make it unsigned and zero-extend the negative high part
@@ -91,14 +95,14 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 
             @always_comb
             def split():
-                a_lo.next = a[_SPLIT_BIT:]
-                a_hi.next = a[width:_SPLIT_BIT].signed()
+                a_lo.next = a[SPLIT_BIT:]
+                a_hi.next = a[width:SPLIT_BIT].signed()
         else:
 
             @always_comb
             def split():
-                a_lo.next = a[_SPLIT_BIT:]
-                a_hi.next = a[width:_SPLIT_BIT]
+                a_lo.next = a[SPLIT_BIT:]
+                a_hi.next = a[width:SPLIT_BIT]
 
         @always_comb
         def partial_products():
@@ -109,13 +113,13 @@ def mul_round(product_rounded, a, b, mask, shift: int):
 
             @always_comb
             def multiply():
-                product.next = (p_hi << _SPLIT_BIT) + p_lo
+                product.next = (p_hi << SPLIT_BIT) + p_lo
         else:
 
             @always_comb
             def multiply():
                 if mask:
-                    product.next = (p_hi << _SPLIT_BIT) + p_lo
+                    product.next = (p_hi << SPLIT_BIT) + p_lo
                 else:
                     product.next = 0
 

@@ -7,7 +7,11 @@ One copy of each for every core that pipelines its arithmetic:
 * :func:`add_stage`: a two-input sum, registered or not (the ParSa worker-sum tree, the multiply-add's P stage);
 * :func:`mac`: ``y = rnd(a * b / 2**shift) + x`` exact, as two DSP48s with their M and P registers (or four
   registered 18 x 18 partial products on a fabric of 18 x 18 multipliers), and :func:`mac_range` to size ``y``;
-* :func:`ranged`, :func:`like` and :func:`product_range`: Signals sized for the values they hold.
+* :func:`ranged`, :func:`like`, :func:`product_range` and :func:`product_signal`: Signals sized for the values they
+  hold;
+* :func:`split_halves` and :func:`split_wiring`: an operand wider than a multiplier port, split at
+  :data:`~.arith.SPLIT_BIT` into an unsigned low and a signed high part (the multiply-add's and the GAE
+  dequantizer's 18 x 18 partial products).
 
 The multiply-add in the shape of two DSP48s (no multiply without its M register, no adder behind an unregistered
 product), ``a`` split at bit 17 into an unsigned low and a signed high part::
@@ -24,13 +28,21 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, Signal, always, always_comb, block, intbv
 
-from .arith import add2, assign, dff_en
+from .arith import SPLIT_BIT, add2, assign, dff_en
 
-__all__ = ["register", "stage", "add_stage", "mac", "mac_range", "ranged", "like", "product_range"]
-
-#: The data operand of a product is split here: an unsigned low part for the DSP48's 18-bit port and a signed
-#: high part; the low product enters the sum shifted right by this many bits.
-_SPLIT_BIT = 17
+__all__ = [
+    "register",
+    "stage",
+    "add_stage",
+    "mac",
+    "mac_range",
+    "ranged",
+    "like",
+    "product_range",
+    "product_signal",
+    "split_halves",
+    "split_wiring",
+]
 
 
 def ranged(lo: int, hi: int) -> Signal:
@@ -153,33 +165,33 @@ def mac(
     """
     if load is not None and not m_reg:
         raise ValueError("mac: load / clear gate the M registers, so they need m_reg")
-    if shift <= _SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
+    if shift <= SPLIT_BIT + 1 or len(a) <= 18 or a.min >= 0:
         raise ValueError(
-            f"mac: needs a signed operand wider than 18 bits and shift > {_SPLIT_BIT + 1}; "
+            f"mac: needs a signed operand wider than 18 bits and shift > {SPLIT_BIT + 1}; "
             f"got {len(a)} bits, min {a.min}, shift {shift}"
         )
-    down = shift - _SPLIT_BIT
+    down = shift - SPLIT_BIT
     b_signed = ranged(-1, b.max - 1)  # a signed copy: a signed product with it stays signed
-    a_lo, a_hi = _halves(a)
-    insts = [assign(b_signed, b), _split(a_lo, a_hi, a)]
+    a_lo, a_hi = split_halves(a)
+    insts = [assign(b_signed, b), split_wiring(a_lo, a_hi, a)]
     if m_reg and len(b_signed) > port_bits:
-        b_lo, b_hi = _halves(b_signed)
+        b_lo, b_hi = split_halves(b_signed)
         q_ll, q_lh, q_hl, q_hh = (
-            _product_signal(u, v) for u, v in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi))
+            product_signal(u, v) for u, v in ((a_lo, b_lo), (a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi))
         )
         insts += [
-            _split(b_lo, b_hi, b_signed),
+            split_wiring(b_lo, b_hi, b_signed),
             _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock, load, clear),
         ]
-        ll_top = (q_ll.max - 1) >> _SPLIT_BIT
-        wired = ranged(q_hh.min << _SPLIT_BIT, ((q_hh.max - 1) << _SPLIT_BIT) + ll_top)  # q_hh * 2**17 + q_ll >> 17
+        ll_top = (q_ll.max - 1) >> SPLIT_BIT
+        wired = ranged(q_hh.min << SPLIT_BIT, ((q_hh.max - 1) << SPLIT_BIT) + ll_top)  # q_hh * 2**17 + q_ll >> 17
         lo_term = ranged(q_lh.min + wired.min, q_lh.max - 1 + wired.max - 1)
         insts += [_wire_below(wired, q_hh, q_ll), add2(lo_term, q_lh, wired)]
         hi_term = q_hl
     else:
         lo_max = product_range(a_lo, b)[1]
         m_lo, hi_term = ranged(0, lo_max), ranged(*product_range(a_hi, b))
-        lo_term = ranged(-1, lo_max >> _SPLIT_BIT)  # declared signed: the final sum stays a signed expression
+        lo_term = ranged(-1, lo_max >> SPLIT_BIT)  # declared signed: the final sum stays a signed expression
         insts.append(_two_products(m_lo, hi_term, lo_term, a_lo, a_hi, b_signed, clock, m_reg, load, clear))
     if x is None:
         addend = c_min = c_max = 1 << (down - 1)
@@ -217,7 +229,7 @@ def _two_products(m_lo, m_hi, lo_term, a_lo, a_hi, b, clock, m_reg: bool, load, 
 
     @always_comb
     def low_part():
-        lo_term.next = m_lo >> _SPLIT_BIT
+        lo_term.next = m_lo >> SPLIT_BIT
 
     return [
         multiply,
@@ -241,26 +253,26 @@ def _round_constant(c, xq, down: int):
     return constant
 
 
-def _halves(value: Signal) -> tuple[Signal, Signal]:
+def split_halves(value: Signal) -> tuple[Signal, Signal]:
     """Signals for ``value`` (signed, wider than 18 bits) split at bit 17: an unsigned low and a signed high part."""
-    top = 1 << (len(value) - _SPLIT_BIT - 1)
-    return Signal(intbv(0)[_SPLIT_BIT:]), ranged(-top, top - 1)
+    top = 1 << (len(value) - SPLIT_BIT - 1)
+    return Signal(intbv(0)[SPLIT_BIT:]), ranged(-top, top - 1)
 
 
 @block
-def _split(low, high, value):
+def split_wiring(low, high, value):
     """``low = value[16:0]`` (unsigned), ``high = value >> 17`` (signed): wiring."""
     width = len(value)
 
     @always_comb
     def wires():
-        low.next = value[_SPLIT_BIT:]
-        high.next = value[width:_SPLIT_BIT].signed()
+        low.next = value[SPLIT_BIT:]
+        high.next = value[width:SPLIT_BIT].signed()
 
     return wires
 
 
-def _product_signal(u: Signal, v: Signal) -> Signal:
+def product_signal(u: Signal, v: Signal) -> Signal:
     """A Signal for ``u * v``, declared signed (sums of such products stay signed expressions)."""
     low, high = product_range(u, v)
     return ranged(min(low, -1), high)
@@ -276,7 +288,7 @@ def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock, loa
     register needs the register right there (the ECP5 stand-in: synthesized whole, a 25-bit ``b`` becomes two
     MULT18X18Ds summed by a 40-bit carry chain before the register, the slowest path of every GAE build).
 
-    q_*         : Signal(signed), out -- as from :func:`_product_signal`
+    q_*         : Signal(signed), out -- as from :func:`product_signal`
     a_lo, b_lo  : Signal(intbv[17]), in -- the unsigned low parts
     a_hi, b_hi  : Signal(signed), in    -- the signed high parts
     clock       : Signal(bool), in
@@ -298,7 +310,7 @@ def _partial_products(q_ll, q_lh, q_hl, q_hh, a_lo, a_hi, b_lo, b_hi, clock, loa
 @block
 def _wire_below(y, high, low):
     """``y = high * 2**17 + low >> 17`` for an unsigned ``low`` below 2**34: wiring (a concatenation)."""
-    joined = ConcatSignal(high, low(2 * _SPLIT_BIT, _SPLIT_BIT))
+    joined = ConcatSignal(high, low(2 * SPLIT_BIT, SPLIT_BIT))
     size = len(joined)
 
     @always_comb

@@ -30,8 +30,8 @@ next record's: the loader accepts a record only when the one before is written (
 
 from myhdl import Signal, always, always_comb, block, concat, intbv
 
-from ..common.arith import saturate
-from ..common.mac import _SPLIT_BIT, _halves, _product_signal, _split, product_range, ranged
+from ..common.arith import SPLIT_BIT, saturate
+from ..common.mac import product_range, product_signal, ranged, split_halves, split_wiring
 from .params import CODE_SLOT_BITS, GaeWidths
 
 __all__ = ["dequant", "LOAD_LATENCY"]
@@ -173,9 +173,9 @@ def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
 
         return multiply, add
 
-    scale_lo, scale_hi = _halves(scale)
+    scale_lo, scale_hi = split_halves(scale)
     # declared signed, as the MAC's partial products: the sum below stays a signed Verilog expression
-    part_lo, part_hi = _product_signal(code, scale_lo), _product_signal(code, scale_hi)
+    part_lo, part_hi = product_signal(code, scale_lo), product_signal(code, scale_hi)
 
     @always(clock.posedge)
     def multiply():
@@ -184,6 +184,6 @@ def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
 
     @always(clock.posedge)
     def add():
-        total.next = (part_hi << _SPLIT_BIT) + part_lo + offset
+        total.next = (part_hi << SPLIT_BIT) + part_lo + offset
 
-    return _split(scale_lo, scale_hi, scale), multiply, add
+    return split_wiring(scale_lo, scale_hi, scale), multiply, add

@@ -102,6 +102,27 @@ def test_missing_checkpoint_is_file_not_found(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# Run directories
+# ---------------------------------------------------------------------------------------------------------------------
+def test_runs_started_in_the_same_second_get_directories_of_their_own(tmp_path, monkeypatch):
+    """CleanRL's run name has one-second resolution: two runs of one seed started together (two scripts, two jobs
+    of an experiment) must not write into one directory."""
+    monkeypatch.setattr(run.time, "time", lambda: 1_700_000_000.5)
+    args = ppo.Args(env_id="CartPole-v1", seed=3, out_dir=str(tmp_path / "runs"))
+    runs = [run.Run(args, ("global_step",)) for _ in range(3)]
+    try:
+        names = [r.name for r in runs]
+        base = "CartPole-v1__ppo__3__1700000000"
+        assert names == [base, f"{base}__2", f"{base}__3"]
+        assert sorted(os.listdir(tmp_path / "runs")) == sorted(names)
+        assert all(json.loads(Path(r.dir, "args.json").read_text())["seed"] == 3 for r in runs)
+    finally:
+        for r in runs:
+            r.abandon()
+    assert os.listdir(tmp_path / "runs") == []  # nothing recorded: every one removed its own directory only
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # TensorBoard
 # ---------------------------------------------------------------------------------------------------------------------
 def read_scalars(run_dir: str) -> dict[str, list[tuple[int, float]]]:

@@ -8,7 +8,9 @@ GAE loop; DQN and Ape-X: the float64 :class:`~.priorities.NumpySumTree`; Sarsa: 
 ``"emu"`` (the default, here and on the command line), ``"rtl"``, ``"verilator"`` and ``"board"`` run the core on
 that :class:`~pynq_rl.host.overlay.RLOverlay` backend.
 
-A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__{seed}__{int(time.time())}"``:
+A run writes to ``out_dir/run_name/`` with ``run_name = f"{env_id}__{exp_name}__{seed}__{int(time.time())}"``
+(CleanRL's name; a second run of the same name started within the same second gets ``__2``, ``__3``, ...: a run
+never writes into another's directory):
 
 ``args.json``
     every hyperparameter, the "filled in runtime" ones included;
@@ -422,6 +424,21 @@ def json_safe(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _new_run_dir(out_dir: str, prefix: str) -> tuple[str, str]:
+    """Create ``out_dir/<prefix>__<unix time>`` (``__2``, ``__3``, ... appended while that name is taken) and return
+    its name and path: created exclusively, so two runs started in the same second never share one."""
+    os.makedirs(out_dir, exist_ok=True)
+    base = name = f"{prefix}__{int(time.time())}"
+    taken = 1
+    while True:
+        try:
+            os.mkdir(os.path.join(out_dir, name))
+            return name, os.path.join(out_dir, name)
+        except FileExistsError:
+            taken += 1
+            name = f"{base}__{taken}"
+
+
 class Run:
     """One training run's directory and its files (see the module docstring), opened by the agent's ``train``.
 
@@ -457,9 +474,7 @@ class Run:
 
     def __init__(self, args: Any, metric_keys: tuple[str, ...], tensorboard: bool = False) -> None:
         check_tensorboard(tensorboard)
-        self.name = f"{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-        self.dir = os.path.join(args.out_dir, self.name)
-        os.makedirs(self.dir, exist_ok=True)
+        self.name, self.dir = _new_run_dir(args.out_dir, f"{args.env_id}__{args.exp_name}__{args.seed}")
         with open(self.path("args.json"), "w", encoding="utf-8") as f:
             json.dump(asdict(args), f, indent=2)
         self.start_time = time.time()

@@ -37,7 +37,10 @@ Runs go to ``--runs`` (one directory per task/setting/seed); results to ``--out`
 
 ``--reuse`` resumes an interrupted experiment: a (task, setting, seed) whose run directory already holds a finished
 run (``summary.json``, not interrupted) made with the same arguments is read back instead of trained again. It
-trusts that the code has not changed since; after a change, give ``--runs`` a fresh directory.
+trusts that the code has not changed since; after a change, give ``--runs`` a fresh directory. Each (task, setting,
+seed) is trained under an exclusive lock on ``<seed>.lock`` beside its directory, so two invocations sharing
+``--runs`` (a second one started by mistake, or a second ``--tasks`` list) never train it twice at once: the later
+one waits and, with ``--reuse``, reads the finished run back.
 
 Run: ``python benchmarks/ppo_continuous.py [--tasks Pendulum-v1 Hopper-v5] [--steps Pendulum-v1=300000]
 [--seeds 0 1 2] [--jobs 2] [--nn numpy] [--settings float raw q8 q8-runs] [--name ppo_continuous] [--reuse]``
@@ -52,9 +55,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
     os.environ.setdefault(_var, "1")
 
 import argparse
+import contextlib
 import multiprocessing
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -137,6 +142,22 @@ def finished_run(out_dir: Path, args: Args) -> dict | None:
     return None
 
 
+@contextlib.contextmanager
+def run_lock(out_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``out_dir`` + ``.lock`` (blocking until another process lets go of it): one
+    invocation at a time trains or reads back one (task, setting, seed). The lock goes with the process that holds
+    it, so a killed run never leaves it taken."""
+    import fcntl
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.with_name(out_dir.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def run_one(job: tuple[str, str, int, int, str, str, bool]) -> dict:
     """Train one (task, setting, seed), or read it back with ``reuse``, and return its row (module-level: a
     multiprocessing worker)."""
@@ -155,11 +176,12 @@ def run_one(job: tuple[str, str, int, int, str, str, bool]) -> dict:
         out_dir=str(Path(runs) / task / setting / str(seed)),
         **overrides,
     )
-    summary = finished_run(Path(args.out_dir), args) if reuse else None
-    if summary is None:
-        from gae_encodings import EncodedGae
+    with run_lock(Path(args.out_dir)):
+        summary = finished_run(Path(args.out_dir), args) if reuse else None
+        if summary is None:
+            from gae_encodings import EncodedGae
 
-        summary = ppo.train(args, gae=None if encoding is None else EncodedGae(encoding, seed))
+            summary = ppo.train(args, gae=None if encoding is None else EncodedGae(encoding, seed))
     episode_steps, returns = _episodes(Path(summary["run_dir"]))
     return {
         "task": task,

@@ -21,17 +21,21 @@ def _script():
     return module
 
 
+def _command(tmp_path, *options, out="out"):
+    """The script on Pendulum-v1 for one 2048-step iteration (``options`` choose seeds, settings, ...; a later
+    ``--steps`` overrides), runs in ``tmp_path / "runs"``, results in ``tmp_path / out``."""
+    return [sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048", "--jobs", "1"] + [
+        "--runs",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / out),
+        *options,
+    ]
+
+
 def _pendulum(tmp_path, *options, name="ppo_continuous"):
-    """Run the script on Pendulum-v1 for one 2048-step iteration (``options`` choose seeds, settings, ...; a later
-    ``--steps`` overrides), into ``tmp_path``, and return the JSON of the result files ``name``."""
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--tasks", "Pendulum-v1", "--steps", "Pendulum-v1=2048", "--jobs", "1"]
-        + ["--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), *options],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    """Run :func:`_command` and return the JSON of the result files ``name``."""
+    proc = subprocess.run(_command(tmp_path, *options), capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads((tmp_path / "out" / f"{name}.json").read_text())
 
@@ -92,6 +96,27 @@ def test_reuse_reads_back_a_finished_run_with_the_same_arguments(tmp_path):
     assert len(run_dirs()) == 1 and again["rows"] == first["rows"]
     longer = _pendulum(tmp_path, *Q8_RUNS_SEED0, "--reuse", "--steps", "Pendulum-v1=4096")
     assert len(run_dirs()) == 2 and longer["rows"][0]["steps"] == 4096
+
+
+def test_two_invocations_sharing_runs_train_each_run_once(tmp_path):
+    """A second ``--reuse`` invocation started while the first trains the same (task, setting, seed) waits for it
+    and reads its run back instead of training it again beside it (one run directory, the same row)."""
+    procs = [
+        subprocess.Popen(
+            _command(tmp_path, *Q8_RUNS_SEED0, "--reuse", out=out),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for out in ("out_a", "out_b")
+    ]
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stdout[-2000:] + stderr[-4000:]
+    assert len(list((tmp_path / "runs" / "Pendulum-v1" / "q8-runs" / "0").iterdir())) == 1
+    rows = [json.loads((tmp_path / out / "ppo_continuous.json").read_text())["rows"] for out in ("out_a", "out_b")]
+    assert rows[0] == rows[1]
 
 
 def test_every_setting_is_compared_with_float():

@@ -135,31 +135,38 @@ def encode_runs(x: np.ndarray, unit: float, spec: GaeSpec, run_of_rows: np.ndarr
     if x.ndim != 2 or run_of_rows.shape != x.shape[:1]:
         raise ValueError(f"expected x (rows, N) and run_of_rows (rows,), not {x.shape} and {run_of_rows.shape}")
     data, code = spec.data, spec.code
-    n_cols = x.shape[1]
-    scale = np.zeros((n_runs, n_cols), dtype=np.int64)
-    offset = np.zeros((n_runs, n_cols), dtype=np.int64)
-    codes = np.zeros(x.shape, dtype=np.int64)
+    scale = np.zeros((n_runs, x.shape[1]), dtype=np.int64)
+    offset = np.zeros((n_runs, x.shape[1]), dtype=np.int64)
     if not x.size:
-        return Q8Runs(codes=codes, scale=scale, offset=offset, error=0.5 * data.lsb * unit)
-    order = np.argsort(run_of_rows, kind="stable")  # each run's rows together
-    runs_sorted = run_of_rows[order]
+        return Q8Runs(codes=np.zeros(x.shape, dtype=np.int64), scale=scale, offset=offset, error=0.5 * data.lsb * unit)
+    # each run's rows together: already so in stream order when the lane-batch is one chunk (the usual case), so the
+    # gather and scatter of a sort are only paid when runs interleave
+    in_order = bool(np.all(run_of_rows[1:] >= run_of_rows[:-1]))
+    order = None if in_order else np.argsort(run_of_rows, kind="stable")
+    runs_sorted = run_of_rows if order is None else run_of_rows[order]
+    y = (x if order is None else x[order]) / unit
     starts = np.flatnonzero(np.r_[True, runs_sorted[1:] != runs_sorted[:-1]])
+    rows_per_run = np.diff(np.r_[starts, len(runs_sorted)])
     present = runs_sorted[starts]
-    y = x[order] / unit
-    middle = (np.maximum.reduceat(y, starts, axis=0) + np.minimum.reduceat(y, starts, axis=0)) / 2
-    offset[present], _ = fixed.quantize(middle, data)
-    centered = y - offset[runs_sorted] * data.lsb
-    spread = np.maximum.reduceat(np.abs(centered), starts, axis=0)
+    highest, lowest = np.maximum.reduceat(y, starts, axis=0), np.minimum.reduceat(y, starts, axis=0)
+    run_offset, _ = fixed.quantize((highest + lowest) / 2, data)
+    middle = run_offset * data.lsb
+    spread = np.maximum(highest - middle, middle - lowest)  # the largest |y - OFFSET| is at the run's max or min
     steps = np.ceil(spread / code.max_code / data.lsb)
     if np.any(steps > spec.scale.max_code):
         raise ValueError(
             f"a run's spread {float(spread.max()):g} (working units) needs SCALE {int(steps.max())}, above the "
             f"register's {spec.scale.max_code}: choose a larger unit"
         )
-    scale[present] = steps.astype(np.int64)
-    run_scale = scale[runs_sorted]
-    coded, _ = fixed.quantize(centered / (np.maximum(run_scale, 1) * data.lsb), code)
-    codes[order] = np.where(run_scale > 0, coded, 0)
+    offset[present], scale[present] = run_offset, steps.astype(np.int64)
+    centered = y - np.repeat(middle, rows_per_run, axis=0)
+    coded, _ = fixed.quantize(centered / np.repeat(np.maximum(steps, 1) * data.lsb, rows_per_run, axis=0), code)
+    coded = np.where(np.repeat(steps > 0, rows_per_run, axis=0), coded, 0)
+    if order is None:
+        codes = coded
+    else:
+        codes = np.empty_like(coded)
+        codes[order] = coded
     error = 0.5 * max(int(scale.max()), 1) * data.lsb * unit
     return Q8Runs(codes=codes, scale=scale, offset=offset, error=error)
 

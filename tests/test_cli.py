@@ -406,6 +406,7 @@ def test_help_shows_the_budgets_and_the_hand_written_defaults(capsys):
         (["train", "apex", "--max-updates", "0"], r"--max-updates must be >= 1, not 0"),
         (["train", "apex", "--sample-prefetch", "-1"], r"--sample-prefetch must be >= 0, not -1"),
         (["train", "apex", "--actors", "0"], r"--actors must be >= 1, not 0"),
+        (["train", "apex", "--replay-retry-s", "0"], r"--replay-retry-s must be > 0, not 0.0"),
         (["train", "apex", "--learning-starts", "60000"], r"--learning-starts = 60000 exceeds --buffer-size = 50000"),
         (["train", "apex", "--updates-per-insert", "-1"], r"--updates-per-insert must be >= 0 \(0: unlimited\)"),
         # values the agents used to pass on to torch, the GAE driver or numpy, which named no flag

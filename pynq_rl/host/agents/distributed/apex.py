@@ -275,7 +275,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
             if not any(kind == "learner" for kind, _ in pending.values()):
                 break
         wall_time = time.perf_counter() - start
-        replay_stats = ReplayClient(address).stats(retry_s=10.0)
+        replay_stats = ReplayClient(address).stats(retry_s=args.replay_retry_s)
     except BaseException:
         run.abandon()
         raise

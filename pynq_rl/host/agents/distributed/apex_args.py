@@ -45,6 +45,9 @@ class Args:
     """replay server write-ahead log + checkpoints (Ray-hosted server; None: `out_dir/run_name/replay`)"""
     checkpoint_every_s: float = 30.0
     """replay server checkpoint period"""
+    replay_retry_s: float = 120.0
+    """how long the actors and the learner keep retrying a replay server that does not answer before the run fails
+    (Ray restarting a killed Ray-hosted server took over 30 s on a loaded 2-core machine)"""
     queue_batches: int = 64
     """replay server insertion queue depth (back-pressure beyond it)"""
     ray_num_cpus: int = 4
@@ -147,7 +150,7 @@ _AT_LEAST_1 = (
 """the integer fields that count something there must be at least one of"""
 _AT_LEAST_0 = ("sample_prefetch", "learning_starts")
 """the integer fields for which 0 means none"""
-_POSITIVE = ("max_seconds", "checkpoint_every_s", "learning_rate", "max_grad_norm", "per_eps")
+_POSITIVE = ("max_seconds", "checkpoint_every_s", "replay_retry_s", "learning_rate", "max_grad_norm", "per_eps")
 """the real fields that must be > 0 (NaN is refused too)"""
 _NOT_NEGATIVE = ("actor_max_sps", "epsilon_alpha", "per_alpha", "rate_limit_tolerance")
 """the real fields that must be >= 0"""

@@ -118,7 +118,7 @@ def replay_ratio(args: Args, client: ReplayClient) -> ReplayRatio:
         args.updates_per_insert,
         args.learning_starts,
         args.rate_limit_tolerance,
-        lambda: client.stats(retry_s=30.0),
+        client.stats,  # as patient as the client's pushes: a restarting server does not end the run
         max_push=args.local_buffer_size + args.n_step,
     )
 
@@ -255,7 +255,7 @@ class _ApexActor:
         self.parameter_server = parameter_server_handle(parameter_server)
         self.weight_version = -1
         self._pull_weights()
-        self.client = ReplayClient(address, actor=True)
+        self.client = ReplayClient(address, actor=True, retry_s=args.replay_retry_s)
         self.limiter = replay_ratio(args, self.client)
         self.builder = NStepBuilder(args.n_step, args.gamma)
         self.local: list[tuple] = []
@@ -375,7 +375,7 @@ class _Learner:
         self.target_network = QNetwork(int(np.prod(obs_shape)), n_actions, args.hidden_sizes)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = optim.Adam(self.q_network.parameters(), lr=args.learning_rate)
-        self.client = ReplayClient(address)
+        self.client = ReplayClient(address, retry_s=args.replay_retry_s)
         self.sampler = (
             PrefetchingSampler(self.client, args.batch_size, args.sample_prefetch) if args.sample_prefetch else None
         )

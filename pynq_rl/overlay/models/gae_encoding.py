@@ -159,9 +159,12 @@ def encode_runs(x: np.ndarray, unit: float, spec: GaeSpec, run_of_rows: np.ndarr
             f"register's {spec.scale.max_code}: choose a larger unit"
         )
     offset[present], scale[present] = run_offset, steps.astype(np.int64)
-    centered = y - np.repeat(middle, rows_per_run, axis=0)
-    coded, _ = fixed.quantize(centered / np.repeat(np.maximum(steps, 1) * data.lsb, rows_per_run, axis=0), code)
-    coded = np.where(np.repeat(steps > 0, rows_per_run, axis=0), coded, 0)
+    # in place on y (a fresh array): each full-size temporary is a fresh mapping whose page faults cost about as
+    # much as the arithmetic
+    y -= np.repeat(middle, rows_per_run, axis=0)
+    y /= np.repeat(np.maximum(steps, 1) * data.lsb, rows_per_run, axis=0)
+    coded, _ = fixed.quantize(y, code)
+    coded[np.repeat(steps == 0, rows_per_run, axis=0)] = 0
     if order is None:
         codes = coded
     else:

@@ -178,7 +178,8 @@ def test_an_actor_opening_its_session_during_a_long_checkpoint_waits_it_out(tmp_
         checkpoint = threading.Thread(target=replay.checkpoint)
         checkpoint.start()
         time.sleep(0.1)
-        with pytest.raises(Backpressure, match=r"busy \(checkpointing\).*no actor id issued"):
+        busy = r"^replay server busy \(checkpointing or 64 batches queued\) for 0.1 s: no actor id issued$"
+        with pytest.raises(Backpressure, match=busy):
             replay.open_session(timeout_s=0.1)
         actor = ReplayClient(f"127.0.0.1:{port}", actor=True, timeout_s=0.3, retry_s=20.0)
         t0 = time.perf_counter()

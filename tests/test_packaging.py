@@ -68,6 +68,8 @@ def test_wheel_holds_every_package_and_data_file(wheel):
     for data in (
         "pynq_rl/overlay/build/Makefile",
         "pynq_rl/overlay/build/tcl/procs.tcl",
+        "pynq_rl/overlay/build/properties/axi_lite_slave.sv",  # pynq-rl build formal
+        "pynq_rl/overlay/build/properties/axi_stream.sv",
         "pynq_rl/overlay/bitstreams/README.md",
         "pynq_rl/notebooks/gae_ppo.ipynb",
         "pynq_rl/notebooks/replay.ipynb",

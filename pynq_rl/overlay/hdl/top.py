@@ -22,6 +22,7 @@ __all__ = [
     "register_wiring",
     "stream_ports",
     "CORE_TOPS",
+    "LIVE_REGISTERS",
 ]
 
 
@@ -101,6 +102,12 @@ def register_wiring(table, cfg, spec, live=None, written=None, window=()):
     return storage, status, wiring
 
 
+def _check_live(core: str, live: dict) -> None:
+    """Raise if a top's live registers drift from :data:`LIVE_REGISTERS` (the formal harness relies on it)."""
+    if set(live) != set(LIVE_REGISTERS[core]):
+        raise ValueError(f"{core} top reads {sorted(live)} live, LIVE_REGISTERS says {sorted(LIVE_REGISTERS[core])}")
+
+
 def stream_ports(s_axis, m_axis) -> tuple:
     """A core's stream ports in the order every core block takes them: outputs (m_tdata, m_tvalid, m_tlast,
     s_tready), then inputs (s_tdata, s_tvalid, s_tlast, m_tready)."""
@@ -133,6 +140,7 @@ def gae_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.GaeSpec):
     cfg = CoreConfig(spec)
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
     storage, status, wiring = register_wiring(table, cfg, spec)
+    _check_live("gae", wiring["live"])
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
     regs.name = "regs"
     ctrl, r_scale, r_offset = storage["CTRL"], storage["R_SCALE"], storage["R_OFFSET"]
@@ -189,6 +197,7 @@ def replay_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.Replay
     mode_hi, mode_lo = S.field_bits(table["CTRL"], "MODE")
     live = {"TOTAL": cfg.total_lo, "TOTAL_HI": cfg.total_hi, "NONZERO": cfg.nonzero, "SEED": cfg.prng}
     storage, status, wiring = register_wiring(table, cfg, spec, live, written={"SEED": cfg.seed_load})
+    _check_live("replay", wiring["live"])
     regs = axi_lite_regfile(s_axi_control, table, storage, clock=aclk, reset=aresetn, **wiring)
     regs.name = "regs"
     ctrl, count, stride, seed = storage["CTRL"], storage["COUNT"], storage["STRIDE"], storage["SEED"]
@@ -242,6 +251,7 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
     written = {"EPSILON": cfg.epsilon_written, "SEED": cfg.seed_written, "REWARD": cfg.reward_written}
     window = window_registers()
     storage, status, wiring = register_wiring(table, cfg, spec, live, written, window)
+    _check_live("parsa", wiring["live"])
     regs = axi_lite_regfile(
         s_axi_control,
         table,
@@ -326,6 +336,16 @@ def parsa_core_top(s_axi_control, s_axis, m_axis, aclk, aresetn, spec: S.ParsaSp
 
 
 MODE_MAILBOX, MODE_ACT = int(S.ParsaMode.MAILBOX), int(S.ParsaMode.ACT)
+
+#: Per core: the registers whose read value is the core's own state, not the last value written (STATUS and CYCLES
+#: of every core; the replay tree's root and counters; ParSa's decaying EPSILON, its PRNG and its mailbox results).
+#: Every other register of a table reads back what was written (pulse bits as 0), which the formal harness checks;
+#: each top checks its ``live`` wiring against this table when it is built.
+LIVE_REGISTERS = {
+    "gae": ("STATUS", "CYCLES"),
+    "replay": ("STATUS", "CYCLES", "TOTAL", "TOTAL_HI", "NONZERO", "SEED"),
+    "parsa": ("STATUS", "CYCLES", "CYCLES_ACT", "CYCLES_UPDATE", "EPSILON", "SEED", "MBOX_ACTION", "MBOX_Q"),
+}
 
 #: Per core name: (top block, port-signal factory), for code that instantiates a board's cores generically.
 CORE_TOPS = {

@@ -126,7 +126,7 @@ def parsa_emitter(
             released.next = load_release
             last_flag.next = load_last
         else:
-            if release:
+            if release and not released:  # (a word already released keeps its TLAST: it may be on the bus)
                 released.next = 1
                 last_flag.next = release_last
             if busy and tready and (k + 1 < count or released):

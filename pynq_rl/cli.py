@@ -454,10 +454,30 @@ def _warn_one_line(
     print(f"warning: {' '.join(text.split())}", file=file or sys.stderr)
 
 
+#: Top-level modules a command may need that only an extra of pynq-rl installs -> that extra.
+OPTIONAL_MODULES = {
+    "matplotlib": "plot",
+    "ray": "distributed",
+    "grpc": "distributed",
+    "redis": "distributed",
+    "torch": "torch",
+    "stable_baselines3": "sb3",
+    "tensorboardX": "tensorboard",
+    "numba": "fast",
+    "mujoco": "mujoco",
+}
+
+
 def _one_line(error: BaseException, flags: dict[str, str]) -> str:
     """The exception's message on one line, with its type where the message alone would be unclear, and the flags
-    the user typed where it names an agent's fields (``flags``: field -> flag)."""
+    the user typed where it names an agent's fields (``flags``: field -> flag); a module only an extra installs is
+    named with the command that installs it."""
     text = " ".join(flag_message(error, flags).split()) or type(error).__name__
+    missing = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
+    if missing in OPTIONAL_MODULES:
+        extra = OPTIONAL_MODULES[missing]
+        torch = ' "torch==2.13.0"' if extra in ("torch", "distributed", "sb3") else ""  # pinned first: the CPU wheel
+        return f'this needs {missing}, from pynq-rl\'s {extra} extra: pip install{torch} "pynq-rl[{extra}]"'
     if (
         isinstance(error, (FileNotFoundError, NotADirectoryError, FileExistsError, PermissionError))
         and error.filename is not None

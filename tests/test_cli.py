@@ -8,6 +8,7 @@ import math
 import os
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -580,3 +581,22 @@ def test_the_plain_line_of_each_agent():
         "DQN on CartPole-v1: interrupted by SIGTERM after 12,000 of 150,000 steps: return 23.5 (mean of the last 1 "
         "episode); run in r; to continue, run the same command with --resume r/checkpoint.npz"
     )
+
+
+@pytest.mark.parametrize(
+    "argv, module, extra",
+    [
+        (["plot", "runs/any"], "matplotlib", "plot"),
+        (["train", "apex", "--env", "CartPole-v1", "--no-progress"], "ray", "distributed"),
+    ],
+)
+def test_a_missing_extra_is_named_with_its_install_command(argv, module, extra, capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, module, None)  # an import of it now fails as if it were not installed
+    monkeypatch.delitem(sys.modules, "pynq_rl.host.agents.distributed.apex", raising=False)
+    full = argv + (["--out", str(tmp_path / "runs")] if argv[0] == "train" else [])
+    assert main(full) == 1
+    err = capsys.readouterr().err.strip()
+    assert re.match(
+        rf'^error: this needs {module}, from pynq-rl\'s {extra} extra: pip install .*"pynq-rl\[{extra}\]"', err
+    )
+    assert not (tmp_path / "runs").exists()

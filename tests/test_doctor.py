@@ -80,6 +80,19 @@ def test_cores_the_backend_cannot_build_are_reported_not_available(monkeypatch):
     assert lines[1] == "rtl   replay  SKIP  not available: the rtl backend has no HDL for core 'replay' yet"
 
 
+def test_a_run_that_skips_every_core_exits_1_saying_nothing_was_checked(monkeypatch):
+    def overlay(backend=None, board=None, **kwargs):
+        raise ValueError("verilator not found")
+
+    monkeypatch.setattr(doctor, "RLOverlay", overlay)
+    lines = []
+    assert doctor.main(["rtl"], board=_board("gae", "replay"), echo=lines.append) == 1
+    assert lines[-2:] == [
+        "doctor: 0 PASS, 0 FAIL, 2 SKIP",
+        "doctor: nothing was checked: every core was skipped (the reasons are above)",
+    ]
+
+
 def test_a_core_that_disagrees_with_the_model_fails(monkeypatch):
     def off_by_one(*args, **kwargs):
         expected = gae_model.gae_fixed(*args, **kwargs)

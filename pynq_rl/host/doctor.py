@@ -19,7 +19,7 @@ records none, the source named on each line.
   ``models.parsa.ParsaModel``'s; CYCLES_ACT must equal the model's.
 
 A core the backend cannot run (no HDL yet on ``rtl``, no Verilator installed, no self-test yet) is reported as SKIP
-with the reason, not as a failure.
+with the reason, not as a failure; a run that skipped every core checked nothing and exits 1.
 """
 
 from __future__ import annotations
@@ -404,11 +404,13 @@ def format_result(result: SelfTest, fclk_mhz: float | None = None, clock_source:
 def main(
     backends: Sequence[str] | None = None, board: str | S.BoardSpec | None = None, echo: Callable[[str], None] = print
 ) -> int:
-    """Run the doctor and return a process exit code: 0 if nothing failed, 1 otherwise."""
+    """Run the doctor and return a process exit code: 0 if a self-test passed and none failed, 1 otherwise (a run
+    whose every core was skipped checked nothing, so it does not report success)."""
     results = run_doctor(backends, board, echo)
     failed = [r for r in results if r.status == FAIL]
-    echo(
-        f"doctor: {sum(r.status == PASS for r in results)} PASS, {len(failed)} FAIL, "
-        f"{sum(r.status == SKIP for r in results)} SKIP"
-    )
+    passed = sum(r.status == PASS for r in results)
+    echo(f"doctor: {passed} PASS, {len(failed)} FAIL, {sum(r.status == SKIP for r in results)} SKIP")
+    if not passed and not failed:
+        echo("doctor: nothing was checked: every core was skipped (the reasons are above)")
+        return 1
     return 1 if failed else 0

@@ -363,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         "formal", help="SymbiYosys + Yices checks of every core's AXI4-Lite and AXI4-Stream ports (formal.md)"
     )
     formal.add_argument("--out", default=None, help="output directory (default benchmarks/results)")
-    formal.add_argument("--quick", action="store_true", help="only the checks CI runs (no known-open proof)")
+    formal.add_argument("--quick", action="store_true", help="only the checks CI runs (no cover checks)")
     formal.set_defaults(func=_build_formal)
     regs = steps.add_parser("regs", help="register reference from spec.py: docs/registers.md + C header")
     regs.add_argument("--out", default=None, help="output directory (default: the repository's docs/)")

@@ -412,7 +412,7 @@ def _page(results: list[FormalResult]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Command line: run the formal checks and write the results page; exit 1 on a counterexample."""
     parser = argparse.ArgumentParser(description="Formal checks of the cores' AXI ports (SymbiYosys + Yices).")
-    parser.add_argument("--quick", action="store_true", help="the small builds only")
+    parser.add_argument("--quick", action="store_true", help="only the checks CI runs (no cover checks)")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"), help="where the page and traces go")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per check before it counts as timeout")
     args = parser.parse_args(argv)

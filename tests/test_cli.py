@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from pynq_rl.cli import build_parser, main
-from pynq_rl.host.agents import dqn, ppo, sarsa
+from pynq_rl.host.agents import distributed, dqn, ppo, sarsa
 from pynq_rl.host.agents.distributed import apex_args
 from pynq_rl.host.agents.options import field_docs, given
 from pynq_rl.host.agents.run import is_computed
@@ -592,7 +592,9 @@ def test_the_plain_line_of_each_agent():
 )
 def test_a_missing_extra_is_named_with_its_install_command(argv, module, extra, capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, module, None)  # an import of it now fails as if it were not installed
+    # and Ape-X's module imported afresh (an earlier test may have imported it: the package keeps it as an attribute)
     monkeypatch.delitem(sys.modules, "pynq_rl.host.agents.distributed.apex", raising=False)
+    monkeypatch.delattr(distributed, "apex", raising=False)
     full = argv + (["--out", str(tmp_path / "runs")] if argv[0] == "train" else [])
     assert main(full) == 1
     err = capsys.readouterr().err.strip()

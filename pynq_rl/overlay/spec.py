@@ -192,6 +192,11 @@ def field_bits(register: Mapping, name: str) -> tuple[int, int]:
     return fld["bit_offset"] + fld["bit_width"], fld["bit_offset"]
 
 
+def pulse_mask(register: Mapping) -> int:
+    """The bits of ``register``'s pulse fields (self-clearing: never stored, read 0), as one mask."""
+    return sum(((1 << f["bit_width"]) - 1) << f["bit_offset"] for f in register["fields"].values() if f["pulse"])
+
+
 def _flag_members(register_name: str, register: Mapping, one_bit_only: bool) -> dict[str, int]:
     """Field name -> mask of each one-bit field of ``register``, lowest bit first.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...overlay.spec import READ_ONLY, WRITE_ONLY
+from ...overlay.spec import READ_ONLY, WRITE_ONLY, pulse_mask
 
 __all__ = ["RegisterFile"]
 
@@ -28,10 +28,7 @@ class RegisterFile:
     def __init__(self, table: Mapping[str, dict]) -> None:
         self.table = table
         self._by_offset = {reg["address_offset"]: name for name, reg in table.items()}
-        self._pulse_mask = {
-            name: sum(((1 << f["bit_width"]) - 1) << f["bit_offset"] for f in reg["fields"].values() if f["pulse"])
-            for name, reg in table.items()
-        }
+        self._pulse_mask = {name: pulse_mask(reg) for name, reg in table.items()}
         self.values: dict[str, int] = {}
         self.reset()
 

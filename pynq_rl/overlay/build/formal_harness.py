@@ -85,10 +85,7 @@ def harness_shape(core: str, spec) -> HarnessShape:
     for name, reg in table.items():
         if reg["access"] == S.READ_ONLY or name in not_stored:
             continue
-        keep = (1 << reg["size"]) - 1 if reg["size"] < 32 else 0xFFFF_FFFF
-        for fld in reg["fields"].values():
-            if fld["pulse"]:
-                keep &= ~(((1 << fld["bit_width"]) - 1) << fld["bit_offset"])
+        keep = ((1 << reg["size"]) - 1) & ~S.pulse_mask(reg)
         readback.append((reg["address_offset"], keep, reg["reset"] & keep))
     hold_cycles = getattr(spec, "mailbox_wait", 0) if core == "parsa" else 0
     return HarnessShape(

@@ -25,7 +25,7 @@ then RVALID waits (AXI wait states) until the signal drops or ``hold_cycles`` cy
 
 from myhdl import Signal, always_comb, always_seq, block, concat, intbv
 
-from ...spec import READ_ONLY
+from ...spec import READ_ONLY, pulse_mask
 
 __all__ = ["AxiLiteBus", "axi_lite_regfile", "held_while_busy"]
 
@@ -102,10 +102,7 @@ def axi_lite_regfile(
 
     for name, reg in table.items():
         if name in storage:
-            keep = 0xFFFF_FFFF
-            for fld in reg["fields"].values():
-                if fld["pulse"]:
-                    keep &= ~(((1 << fld["bit_width"]) - 1) << fld["bit_offset"])
+            keep = 0xFFFF_FFFF & ~pulse_mask(reg)
             inst = _register_write(
                 storage[name],
                 write_strobe,
@@ -337,8 +334,8 @@ def _write_window(strobe, addr, data, write_strobe, write_addr, write_data):
 def _hold_bound(read_hold, held, waited, hold_cycles: int):
     """``read_hold`` = the read register is held and fewer than ``hold_cycles`` wait states have passed.
 
-    ``<``, not ``!=``: the bound then holds from any value of ``waited``, so a proof by induction sees it (an
-    inequality would let a counter past the bound wrap around and wait again).
+    ``<``, not ``!=``: the bound then holds from any value of ``waited``, so a proof by induction sees it (with
+    ``!=`` a counter past the bound would wrap around and wait again).
     """
 
     @always_comb

@@ -82,8 +82,6 @@ class FormalCheck:
     """cycles from reset (bmc) or the induction length (prove)"""
     build: str = "small"
     """``small`` (:data:`SMALL_SPECS`) or the board whose shipped build this is"""
-    why_bounded: str = ""
-    """why a shipped build is checked to a bound and not proven"""
 
 
 @dataclass(frozen=True)
@@ -159,11 +157,7 @@ def checks(quick: bool = False) -> list[FormalCheck]:
             continue
         name = f"{slot.name}-pynq-z2"
         if slot.name in SHIPPED_OPEN:
-            out.append(
-                FormalCheck(
-                    f"{name}-bmc", slot.name, slot.spec, "bmc", SHIPPED_DEPTH, "Pynq-Z2", SHIPPED_OPEN[slot.name]
-                )
-            )
+            out.append(FormalCheck(f"{name}-bmc", slot.name, slot.spec, "bmc", SHIPPED_DEPTH, "Pynq-Z2"))
         else:
             out.append(FormalCheck(f"{name}-prove", slot.name, slot.spec, "prove", PROVE_DEPTH[slot.name], "Pynq-Z2"))
     return out
@@ -377,7 +371,6 @@ _MEANING = {
     ("prove", "pass"): "proven for every reachable state ({depth}-induction)",
     ("prove", "unknown"): "not closed: the base case holds for {depth} cycles, the induction step does not",
     ("prove", "fail"): "counterexample in the base case",
-    ("cover", "pass"): "",
 }
 
 

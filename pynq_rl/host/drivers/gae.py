@@ -40,6 +40,8 @@ __all__ = ["GaeCore", "GaeSaturationWarning", "QUANTIZE_MODES"]
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+"""the smallest normal float32: q8 results of inputs below it would be subnormal (fewer bits) or 0"""
 
 #: The q8 dequantization registers, consecutive in the register map (one burst).
 _SCALE_REGISTERS = ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET")
@@ -58,6 +60,26 @@ def _mode_of(quantize: bool | str) -> S.GaeMode:
 
 class GaeSaturationWarning(UserWarning):
     """A fixed-point value saturated: the result is clipped, not wrapped, but no longer exact GAE."""
+
+
+def _check_q8_magnitude(absmax: float, gamma: float, lam: float) -> None:
+    """Refuse 8-bit inputs whose float32 results cannot hold their magnitude.
+
+    The 8-bit modes scale every block to its own magnitude (a power-of-two unit), so their error bound is relative to
+    it at any scale the float64 model holds; the float32 results keep it only inside float32's normal range. Below
+    it every result would be a subnormal or 0, silently outside the bound; above it the advantages would overflow.
+    """
+    if 0.0 < absmax < _FLOAT32_TINY:
+        raise ValueError(
+            f"rewards and values reach at most {absmax:g} in magnitude, below {_FLOAT32_TINY:g}, the smallest normal "
+            "float32 (the results' type): every result would round to a subnormal or 0; scale them up, or use "
+            "quantize=False (raw fixed point, which rounds them to 0 as documented)"
+        )
+    if not model.advantage_bound(absmax, gamma, lam) <= _FLOAT32_MAX:
+        raise ValueError(
+            f"rewards and values reach {absmax:g} in magnitude: with gamma={gamma}, lam={lam} the "
+            f"advantages could exceed {_FLOAT32_MAX:g}, the largest float32 (the results' type)"
+        )
 
 
 class GaeCore(StreamCore):
@@ -136,7 +158,8 @@ class GaeCore(StreamCore):
             and an offset per lane and run in the stream: 10 bits per element for runs of 32). ``"block"``: HEPPO's
             block standardization, one scale and offset per operation (8 bits per element; its error grows with
             the spread of the whole rollout, measured 4-11x the default's on PPO rollouts). Both are bounded by
-            ``models.gae.error_bound``. False: raw Q15.16 fixed point (saturates beyond +-32768).
+            ``models.gae.error_bound`` plus the rounding to float32 of the results (half a float32 ulp). False: raw
+            Q15.16 fixed point (saturates beyond +-32768; magnitudes below half its LSB, 2**-17, become 0).
         strict : bool
             Raise instead of warning when a value saturates.
         timeout_s : float or None
@@ -154,7 +177,9 @@ class GaeCore(StreamCore):
         TypeError
             Non-numeric inputs.
         ValueError
-            Mismatched shapes, NaN/inf, gamma or lam outside [0, 1]; with ``strict``, saturation.
+            Mismatched shapes, NaN/inf, gamma or lam outside [0, 1]; in the 8-bit modes, rewards and values whose
+            largest magnitude (when not 0) is below float32's smallest normal or whose advantages could pass its
+            largest (the results are float32); with ``strict``, saturation.
         TimeoutError
             The core or its DMA did not finish within the deadline.
         RuntimeError
@@ -176,11 +201,8 @@ class GaeCore(StreamCore):
         mode = _mode_of(quantize)
         quantize = mode != S.GaeMode.RAW
         absmax = float(max(np.abs(rewards).max(), np.abs(values).max()))
-        if quantize and not model.advantage_bound(absmax, gamma, lam) <= _FLOAT32_MAX:
-            raise ValueError(
-                f"rewards and values reach {absmax:g} in magnitude: with gamma={gamma}, lam={lam} the "
-                f"advantages could exceed {_FLOAT32_MAX:g}, the largest float32 (the results' type)"
-            )
+        if quantize:
+            _check_q8_magnitude(absmax, gamma, lam)
         timeout_s = self.timeout_s if timeout_s is None else check_timeout(timeout_s)
         dones = dones.astype(np.int64)
         advantages = np.empty((n_steps, n_envs), dtype=np.float32)

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple, TextIO
 from .host.agents.argparsing import Parser, walk
 from .host.agents.interrupts import TrainingInterrupted
 from .host.agents.options import add_options, flag_message, given
+from .host.agents.run import FieldValueError
 from .host.agents.summary_line import summary_line
 from .host.overlay import BACKENDS
 
@@ -56,8 +57,18 @@ def _train(args: argparse.Namespace) -> int:
     """``train <agent>``: the agent's ``Args`` from the options given (the rest keep their defaults), its ``train()``,
     its summary as JSON on stdout (without the per-episode lists), then one plain line on stderr (the return reached,
     the run directory). A run stopped by SIGINT or SIGTERM prints the same, marked interrupted, and exits with
-    128 + the signal's number."""
-    config = args.make_args(given(args, args.args_cls))
+    128 + the signal's number.
+
+    Every value is checked first (the agent's ``check_args``): a bad one is a usage error, one line naming the flag
+    as typed and exit status 2, before any environment, overlay or run directory exists."""
+    try:
+        config = args.make_args(given(args, args.args_cls))
+        args.check(config)
+    except FieldValueError as error:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {' '.join(flag_message(error, args.flags).split())}", file=sys.stderr)
+        return 2
     status = 0
     try:
         summary = args.train(config)
@@ -77,10 +88,7 @@ def _ppo_args(options: dict[str, Any]) -> Any:
 
 
 def _train_apex(config: Any) -> dict[str, Any]:
-    from .host.agents.distributed import apex_args
-
-    apex_args.check_args(config)  # a bad value is refused at once, before Ray and torch are even imported
-    from .host.agents.distributed import apex  # imported here: Ray and torch are needed only to run it
+    from .host.agents.distributed import apex  # imported here, after the checks: Ray and torch only run it
 
     return apex.train(config)
 
@@ -148,6 +156,8 @@ class _Agent(NamedTuple):
     """one line for ``--help``"""
     train: Callable[[Any], dict[str, Any]]
     """its ``train(args)``"""
+    check: Callable[[Any], None]
+    """its ``check_args(args)``: every value checked before any work (``train`` checks again, for the Python API)"""
     make_args: Callable[[dict[str, Any]], Any] | None = None
     """``Args`` from the options given (None: ``args_cls(**options)``)"""
 
@@ -158,11 +168,16 @@ def _agents() -> dict[str, _Agent]:
     from .host.agents.distributed import apex_args
 
     return {
-        "ppo": _Agent(ppo.Args, "PPO with GAE on the GAE core", ppo.train, _ppo_args),
-        "dqn": _Agent(dqn.Args, "Double DQN with prioritized replay, priorities on the replay core", dqn.train),
-        "sarsa": _Agent(sarsa.Args, "tile-coded Sarsa learning inside the ParSa core", sarsa.train),
+        "ppo": _Agent(ppo.Args, "PPO with GAE on the GAE core", ppo.train, ppo.check_args, _ppo_args),
+        "dqn": _Agent(
+            dqn.Args, "Double DQN with prioritized replay, priorities on the replay core", dqn.train, dqn.check_args
+        ),
+        "sarsa": _Agent(sarsa.Args, "tile-coded Sarsa learning inside the ParSa core", sarsa.train, sarsa.check_args),
         "apex": _Agent(
-            apex_args.Args, "distributed Ape-X on Ray, prioritized replay on the replay server's core", _train_apex
+            apex_args.Args,
+            "distributed Ape-X on Ray, prioritized replay on the replay server's core",
+            _train_apex,
+            apex_args.check_args,
         ),
     }
 
@@ -210,6 +225,7 @@ def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
             args_cls=agent.args_cls,
             make_args=agent.make_args or (lambda options, cls=agent.args_cls: cls(**options)),
             train=agent.train,
+            check=agent.check,
             flags=flags,
         )
 
@@ -414,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``pynq-rl`` command line; returns the exit status.
 
     A mistake costs the user one line, as with git or pip: argparse answers a malformed command line with usage and
-    exit status 2 (and the closest option or sub-command to a misspelt one); anything a command raises (a bad value,
+    exit status 2 (and the closest option or sub-command to a misspelt one), and so does ``train`` for a value out of
+    its range (``error: --steps must be an integer >= 1, not -5``); anything a command raises (a bad value,
     an unknown environment, no board, a timeout) becomes ``error: <message>`` on stderr and exit status 1, naming the
     flags the user typed where it names an agent's fields (``--steps must be >= 1``, where the Python API says
     ``total_timesteps must be >= 1``); a warning becomes ``warning: <message>``, reworded the same way. ``--debug``

@@ -451,10 +451,10 @@ def test_checkpoint_every_counts_environment_steps(tmp_path, monkeypatch):
     [
         (dict(backend="fpga"), r"^backend must be one of"),
         (dict(backend="numpy"), r"^backend must be one of .*, not 'numpy' \(the host reference, formerly 'numpy' or"),
-        (dict(batch_size=0), r"^batch_size must be >= 1, not 0"),
-        (dict(tau=0.0), r"^tau must be in \(0, 1\]"),
-        (dict(per_beta=1.5), r"^per_beta must be in \[0, 1\], not 1.5"),
-        (dict(learning_starts=-1), r"^learning_starts must be >= 0"),
+        (dict(batch_size=0), r"^batch_size must be an integer >= 1, not 0"),
+        (dict(tau=0.0), r"^tau must be a number in \(0, 1\]"),
+        (dict(per_beta=1.5), r"^per_beta must be a number in \[0, 1\], not 1.5"),
+        (dict(learning_starts=-1), r"^learning_starts must be an integer >= 0"),
     ],
 )
 def test_bad_arguments_are_rejected(tmp_path, override, message):

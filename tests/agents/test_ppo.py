@@ -340,7 +340,7 @@ def test_train_smoke_dynamic_reward_norm(tmp_path):
         (dict(reward_norm="static"), r"^reward_norm must be one of \(None, 'dynamic'\), not 'static'$"),
         (dict(num_minibatches=3), r"^num_envs \* num_steps = 128 is not divisible by num_minibatches = 3$"),
         (dict(total_timesteps=100), r"^total_timesteps = 100 is smaller than one batch"),
-        (dict(num_envs=0), r"^num_envs must be >= 1, not 0$"),
+        (dict(num_envs=0), r"^num_envs must be an integer >= 1, not 0$"),
     ],
 )
 def test_train_rejects_bad_args(tmp_path, bad, message):

@@ -197,7 +197,7 @@ def test_box_runs_get_the_normalization_wrappers_and_log_raw_returns(tmp_path, r
 
 
 def test_train_rejects_unsupported_action_spaces_and_bad_clips(tmp_path):
-    with pytest.raises(ValueError, match=r"^clip_obs must be > 0, not 0.0$"):
+    with pytest.raises(ValueError, match=r"^clip_obs must be a number > 0, not 0.0$"):
         train(small_args(tmp_path, clip_obs=0.0))
     gym.register("PynqRlMultiBinary-v0", entry_point=_multibinary_env)
     try:

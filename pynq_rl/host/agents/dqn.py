@@ -57,6 +57,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import run as R
+from .bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, positive
 from .interrupts import StopOnSignal, finish
 from .learners import QLearner, make_q_learner
 from .priorities import PriorityBackend
@@ -65,6 +66,7 @@ from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
+    "BOUNDS",
     "check_args",
     "save_checkpoint",
     "load_checkpoint",
@@ -242,6 +244,34 @@ _METRIC_KEYS = (
 )
 
 
+BOUNDS: dict[str, Bound] = {
+    "seed": count(0, 2**32 - 1),
+    "torch_threads": count(1, 1024),
+    "checkpoint_every": count(0, note="0: only at the end"),
+    "log_every": count(1),
+    "total_timesteps": count(1, COUNT_MAX),
+    "learning_rate": positive(1.0),
+    "num_envs": count(1, 4096),
+    "buffer_size": count(1, 1 << 30),
+    "gamma": fraction(),
+    "tau": fraction(low_open=True, note="0: the target network would never move"),
+    "target_network_frequency": count(1),
+    "batch_size": count(1, SAMPLE_MAX),  # the most the replay core samples in one operation
+    "start_e": fraction(),
+    "end_e": fraction(),
+    "exploration_fraction": fraction(),
+    "learning_starts": count(0),
+    "train_freq": count(1),
+    "max_grad_norm": positive(),
+    "hidden_sizes": count(1, 1 << 16),
+    "per_alpha": fraction(note="0: uniform sampling, 1: proportional to the priorities"),
+    "per_beta": fraction(),
+    "per_eps": positive(1.0),
+    "timeout_s": positive(),
+}
+"""the range of each numeric option (:mod:`.bounds`)"""
+
+
 def check_args(args: Args) -> None:
     """Reject argument values before any environment or overlay is built; warn about a run too short to learn.
 
@@ -256,42 +286,11 @@ def check_args(args: Args) -> None:
     FieldWarning
         ``total_timesteps`` does not exceed ``learning_starts``: no gradient step would be taken.
     """
+    check_bounds(args, BOUNDS)
     R.check_common(args)
     R.resolve_nn(args.nn)
-    for name in (
-        "num_envs",
-        "total_timesteps",
-        "buffer_size",
-        "batch_size",
-        "train_freq",
-        "target_network_frequency",
-        "torch_threads",
-        "log_every",
-    ):
-        if int(getattr(args, name)) < 1:
-            raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
-    for name in ("learning_starts", "checkpoint_every"):
-        if int(getattr(args, name)) < 0:
-            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
-    for name in ("tau", "per_beta", "start_e", "end_e", "exploration_fraction", "gamma"):
-        if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
-    if args.tau == 0.0:
-        raise R.FieldValueError("tau must be in (0, 1], not 0.0 (the target network would never move)", "tau")
-    if not float(args.max_grad_norm) > 0:
-        raise R.FieldValueError(f"max_grad_norm must be > 0, not {args.max_grad_norm!r}", "max_grad_norm")
-    if not args.hidden_sizes or min(int(n) for n in args.hidden_sizes) < 1:
-        raise R.FieldValueError(
-            f"hidden_sizes must be one or more widths >= 1, not {tuple(args.hidden_sizes)!r}", "hidden_sizes"
-        )
-    if args.per_alpha < 0.0 or args.per_eps <= 0.0 or args.learning_rate <= 0.0:
-        raise R.FieldValueError(
-            f"per_alpha must be >= 0, per_eps and learning_rate > 0, not {args.per_alpha!r}, "
-            f"{args.per_eps!r}, {args.learning_rate!r}",
-            "per_alpha",
-            "per_eps",
-            "learning_rate",
-        )
+    if not args.hidden_sizes:
+        raise R.FieldValueError("hidden_sizes must be one or more widths, not ()", "hidden_sizes")
     if args.num_envs > args.buffer_size:
         raise R.FieldValueError(
             f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}", "num_envs", "buffer_size"

@@ -75,13 +75,14 @@ from . import run as R
 from .advantages import GaeCompute, compute_gae, offloaded_gae
 from .interrupts import StopOnSignal, finish
 from .learners import ActorCritic, make_actor_critic
-from .ppo_args import CONTINUOUS_DEFAULTS, REWARD_NORMS, Args, args_for, check_args
+from .ppo_args import BOUNDS, CONTINUOUS_DEFAULTS, REWARD_NORMS, Args, args_for, check_args
 from .rollout import Rollout, collect_rollout
 from .standardize import RewardStandardizer
 from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
+    "BOUNDS",
     "CONTINUOUS_DEFAULTS",
     "args_for",
     "GaeCompute",

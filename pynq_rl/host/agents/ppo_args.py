@@ -14,8 +14,9 @@ from typing import Any
 import gymnasium as gym
 
 from . import run as R
+from .bounds import COUNT_MAX, Bound, check_bounds, count, fraction, non_negative, positive
 
-__all__ = ["Args", "CONTINUOUS_DEFAULTS", "Q8_ENCODINGS", "REWARD_NORMS", "args_for", "check_args"]
+__all__ = ["Args", "BOUNDS", "CONTINUOUS_DEFAULTS", "Q8_ENCODINGS", "REWARD_NORMS", "args_for", "check_args"]
 
 REWARD_NORMS = (None, "dynamic")
 """accepted values of :attr:`Args.reward_norm`"""
@@ -135,6 +136,30 @@ class Args:
     """the number of iterations (computed in runtime)"""
 
 
+BOUNDS: dict[str, Bound] = {
+    "seed": count(0, 2**32 - 1),
+    "torch_threads": count(1, 1024),
+    "checkpoint_every": count(0, note="0: only at the end"),
+    "total_timesteps": count(1, COUNT_MAX),
+    "learning_rate": positive(1.0),
+    "num_envs": count(1, 4096),
+    "num_steps": count(1, 1 << 20),
+    "gamma": fraction(),
+    "gae_lambda": fraction(),
+    "num_minibatches": count(1, 1 << 20),
+    "update_epochs": count(1, 1 << 20),
+    "clip_coef": positive(),
+    "ent_coef": non_negative(),
+    "vf_coef": non_negative(),
+    "max_grad_norm": positive(),
+    "target_kl": positive(note="None: no early stop"),
+    "timeout_s": positive(),
+    "clip_obs": positive(),
+    "clip_reward": positive(),
+}
+"""the range of each numeric option (:mod:`.bounds`)"""
+
+
 def args_for(env_id: str, **overrides: Any) -> Args:
     """:class:`Args` for ``env_id``: CleanRL's continuous-control defaults (:data:`CONTINUOUS_DEFAULTS`) when its action
     space is a ``Box``, the discrete defaults otherwise; ``overrides`` win over both.
@@ -158,26 +183,13 @@ def check_args(args: Args) -> None:
         A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
         their flags instead).
     """
+    check_bounds(args, BOUNDS)
     R.check_common(args)
     if args.reward_norm not in REWARD_NORMS:
         raise R.FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
     if args.q8_encoding not in Q8_ENCODINGS:
         raise R.FieldValueError(f"q8_encoding must be one of {Q8_ENCODINGS}, not {args.q8_encoding!r}", "q8_encoding")
     R.resolve_nn(args.nn)
-    for name in ("clip_obs", "clip_reward", "learning_rate", "clip_coef", "max_grad_norm"):
-        if not float(getattr(args, name)) > 0:
-            raise R.FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
-    for name in ("ent_coef", "vf_coef"):
-        if not float(getattr(args, name)) >= 0:
-            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
-    for name in ("gamma", "gae_lambda"):
-        if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
-    if args.target_kl is not None and not float(args.target_kl) > 0:
-        raise R.FieldValueError(f"target_kl must be > 0 (or None: no early stop), not {args.target_kl!r}", "target_kl")
-    for name in ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps", "torch_threads"):
-        if int(getattr(args, name)) < 1:
-            raise R.FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.num_minibatches:
         raise R.FieldValueError(
@@ -193,5 +205,3 @@ def check_args(args: Args) -> None:
             "num_envs",
             "num_steps",
         )
-    if args.checkpoint_every < 0:
-        raise R.FieldValueError(f"checkpoint_every must be >= 0, not {args.checkpoint_every!r}", "checkpoint_every")

@@ -70,12 +70,14 @@ from tqdm.auto import tqdm
 
 from ..drivers.tiling_config import load_tiling
 from . import run as R
+from .bounds import COUNT_MAX, Bound, check_bounds, count, fraction, positive
 from .interrupts import StopOnSignal, finish
 from .sarsa_learners import FloatSarsa, SarsaLearner, make_learner
 from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
+    "BOUNDS",
     "check_args",
     "FloatSarsa",
     "SarsaLearner",
@@ -287,6 +289,23 @@ _METRIC_KEYS = (
 )
 
 
+BOUNDS: dict[str, Bound] = {
+    "seed": count(0, 2**32 - 1),
+    "checkpoint_every": count(0, note="0: only at the end"),
+    "episodes": count(1, COUNT_MAX),
+    "tilings": count(1, 256),
+    "tiles": count(1, 255),
+    "alpha": fraction(low_open=True, note="0: nothing would be learnt"),
+    "gamma": fraction(),
+    "epsilon": fraction(),
+    "epsilon_decay": fraction(),
+    "frac_bits": count(0, 30, note="the build may allow fewer: its value width - 2"),
+    "timeout_s": positive(),
+    "key": count(0, 2**31 - 1, note="the build has fewer: its key count"),
+}
+"""the range of each numeric option (:mod:`.bounds`; ``tilings`` and ``tiles`` as a tiling layout allows them)"""
+
+
 def check_args(args: Args) -> None:
     """Reject argument values before any environment or overlay is built.
 
@@ -296,24 +315,25 @@ def check_args(args: Args) -> None:
         A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
         their flags instead).
     """
+    check_bounds(args, BOUNDS)
     R.check_common(args)
-    if int(args.episodes) < 1 or int(args.tilings) < 1 or int(args.tiles) < 1:
+    if args.bounds is not None:
+        _check_observation_bounds(args.bounds)
+
+
+def _check_observation_bounds(bounds: Any) -> None:
+    """``bounds`` as ``(lows, highs)``: two equally long sequences of finite numbers, each low below its high."""
+    try:
+        lows, highs = (np.asarray(side, dtype=np.float64) for side in bounds)
+        valid = lows.ndim == 1 and lows.shape == highs.shape and lows.size > 0
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise R.FieldValueError(f"bounds must be (lows, highs) of equal length, not {bounds!r}", "bounds")
+    if not (np.isfinite(lows).all() and np.isfinite(highs).all() and (lows < highs).all()):
         raise R.FieldValueError(
-            f"episodes, tilings and tiles must be >= 1, not {args.episodes!r}, {args.tilings!r}, {args.tiles!r}",
-            "episodes",
-            "tilings",
-            "tiles",
+            f"bounds must be finite with each low below its high, not {lows.tolist()}:{highs.tolist()}", "bounds"
         )
-    for name in ("alpha", "gamma", "epsilon", "epsilon_decay"):
-        if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise R.FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
-    if args.alpha == 0.0:
-        raise R.FieldValueError("alpha must be in (0, 1], not 0.0 (nothing would be learnt)", "alpha")
-    if not 0 <= int(args.frac_bits) <= 30:
-        raise R.FieldValueError(f"frac_bits must be in [0, 30], not {args.frac_bits!r}", "frac_bits")
-    for name in ("key", "checkpoint_every"):
-        if int(getattr(args, name)) < 0:
-            raise R.FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
 
 
 def train(args: Args, overlay=None) -> dict[str, Any]:

@@ -5,10 +5,10 @@ line lists and checks them without Ray or torch (a bad value is refused at once,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from ..run import FieldValueError, check_backend, check_env_id, check_seed, check_tensorboard
+from ..bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, non_negative, positive
+from ..run import FieldValueError, check_backend, check_env_id, check_tensorboard
 
 __all__ = ["Args", "check_args"]
 
@@ -129,33 +129,46 @@ class Args:
     """free-form notes stored with the run"""
 
 
-_AT_LEAST_1 = (
-    "num_actors",
-    "n_step",
-    "batch_size",
-    "learner_chunk_updates",
-    "actor_chunk_steps",
-    "max_updates",
-    "local_buffer_size",
-    "weight_sync_steps",
-    "queue_batches",
-    "ray_num_cpus",
-    "target_network_frequency",
-    "publish_every",
-    "buffer_size",
-    "torch_threads",
-    "eval_window",
-    "eval_episodes_per_chunk",
-)
-"""the integer fields that count something there must be at least one of"""
-_AT_LEAST_0 = ("sample_prefetch", "learning_starts")
-"""the integer fields for which 0 means none"""
-_POSITIVE = ("max_seconds", "checkpoint_every_s", "replay_retry_s", "learning_rate", "max_grad_norm", "per_eps")
-"""the real fields that must be > 0 (NaN is refused too)"""
-_NOT_NEGATIVE = ("actor_max_sps", "epsilon_alpha", "per_alpha", "rate_limit_tolerance")
-"""the real fields that must be >= 0"""
-_UNIT = ("gamma", "per_beta", "epsilon_base")
-"""the real fields that must lie in [0, 1]"""
+_HOUR = 3600.0
+BOUNDS: dict[str, Bound] = {
+    "seed": count(0, 2**32 - 1),
+    "num_actors": count(1, 1024),
+    "checkpoint_every_s": positive(30 * 24 * _HOUR),
+    "replay_retry_s": positive(30 * 24 * _HOUR),
+    "queue_batches": count(1, 1 << 20),
+    "ray_num_cpus": count(1, 1 << 16),
+    "actor_max_restarts": count(-1, 1 << 20, note="-1: no limit"),
+    "epsilon_base": fraction(),
+    "epsilon_alpha": non_negative(),
+    "n_step": count(1, 1 << 16),
+    "local_buffer_size": count(1, 1 << 20),
+    "weight_sync_steps": count(1),
+    "actor_chunk_steps": count(1, 1 << 30),
+    "actor_max_sps": non_negative(note="0: no throttle"),
+    "max_updates": count(1, COUNT_MAX),
+    "updates_per_insert": non_negative(note="0: unlimited"),
+    "rate_limit_tolerance": non_negative(),
+    "max_seconds": positive(365 * 24 * _HOUR),
+    "learning_starts": count(0),
+    "batch_size": count(1, SAMPLE_MAX),  # the most the replay core samples in one operation
+    "sample_prefetch": count(0, 1 << 10, note="0: none"),
+    "learning_rate": positive(1.0),
+    "gamma": fraction(),
+    "target_network_frequency": count(1),
+    "publish_every": count(1),
+    "learner_chunk_updates": count(1, 1 << 30),
+    "max_grad_norm": positive(),
+    "hidden_sizes": count(1, 1 << 16),
+    "per_alpha": fraction(note="0: uniform sampling, 1: proportional to the priorities"),
+    "per_beta": fraction(),
+    "per_eps": positive(1.0),
+    "buffer_size": count(1, 1 << 30),
+    "torch_threads": count(1, 1024),
+    "target_return": Bound(-float(COUNT_MAX), float(COUNT_MAX), infinite=True, note="inf: never stop on it"),
+    "eval_window": count(1, 1 << 20),
+    "eval_episodes_per_chunk": count(1, 1 << 20),
+}
+"""the range of each numeric option (:mod:`~pynq_rl.host.agents.bounds`)"""
 
 
 def check_args(args: Args) -> None:
@@ -168,46 +181,19 @@ def check_args(args: Args) -> None:
         A value out of range, naming the fields it is about (:class:`~pynq_rl.host.agents.run.FieldValueError`; the
         command line names their flags instead).
     """
+    check_bounds(args, BOUNDS)
     check_tensorboard(args.tensorboard)
-    check_seed(args.seed)
     check_env_id(args.env_id)
     if args.replay_address is None:
         check_backend(args.backend)
-    for name in _AT_LEAST_1:
-        if int(getattr(args, name)) < 1:
-            raise FieldValueError(f"{name} must be >= 1, not {getattr(args, name)!r}", name)
-    for name in _AT_LEAST_0:
-        if int(getattr(args, name)) < 0:
-            raise FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
-    for name in _POSITIVE:
-        if not float(getattr(args, name)) > 0:
-            raise FieldValueError(f"{name} must be > 0, not {getattr(args, name)!r}", name)
-    for name in _NOT_NEGATIVE:
-        if not float(getattr(args, name)) >= 0:
-            raise FieldValueError(f"{name} must be >= 0, not {getattr(args, name)!r}", name)
-    for name in _UNIT:
-        if not 0.0 <= float(getattr(args, name)) <= 1.0:
-            raise FieldValueError(f"{name} must be in [0, 1], not {getattr(args, name)!r}", name)
-    if math.isnan(float(args.target_return)):
-        raise FieldValueError("target_return must be a number (inf: never stop on it), not nan", "target_return")
-    if int(args.actor_max_restarts) < -1:
-        raise FieldValueError(
-            f"actor_max_restarts must be >= -1 (-1: no limit), not {args.actor_max_restarts!r}", "actor_max_restarts"
-        )
-    if not args.hidden_sizes or min(int(n) for n in args.hidden_sizes) < 1:
-        raise FieldValueError(
-            f"hidden_sizes must be one or more widths >= 1, not {tuple(args.hidden_sizes)!r}", "hidden_sizes"
-        )
+    if not args.hidden_sizes:
+        raise FieldValueError("hidden_sizes must be one or more widths, not ()", "hidden_sizes")
     if args.learning_starts > args.buffer_size:
         raise FieldValueError(
             f"learning_starts = {args.learning_starts} exceeds buffer_size = {args.buffer_size}: the learner would "
             "wait for more transitions than the replay holds",
             "learning_starts",
             "buffer_size",
-        )
-    if not args.updates_per_insert >= 0:
-        raise FieldValueError(
-            f"updates_per_insert must be >= 0 (0: unlimited), not {args.updates_per_insert!r}", "updates_per_insert"
         )
     if (
         args.updates_per_insert > 0

@@ -13,7 +13,7 @@ from tests.agents.distributed.test_apex_server import OBS, make_batch
 
 
 def test_issued_ids_are_unguessable_and_distinct():
-    table = ActorSequences(window=8)
+    table = ActorSequences(window=8, sessions_per_s=None)  # one caller asking 1000 times: no rate limit
     ids = {table.issue() for _ in range(1000)}
     assert len(ids) == 1000 and all(re.fullmatch(f"[0-9a-f]{{{2 * ID_BYTES}}}", i) for i in ids)
 
@@ -48,11 +48,11 @@ def test_pushes_without_an_actor_id_are_not_deduplicated():
         replay.close()
 
 
-def test_the_table_refuses_ids_beyond_max_actors():
+def test_the_table_refuses_ids_beyond_max_actors_live_sessions():
     table = ActorSequences(window=8, max_actors=2)
     for _ in range(2):
-        table.issue()
-    with pytest.raises(ActorTableFull, match="issued 2 actor ids"):
+        table.acknowledge(table.issue(), 1)
+    with pytest.raises(ActorTableFull, match="holds 2 live sessions .*, max_actors = 2: restart it with a larger"):
         table.issue()
     for bad in (0, -1, 1.5, "3", None):
         with pytest.raises(ValueError, match="max_actors must be an integer >= 1"):
@@ -61,20 +61,24 @@ def test_the_table_refuses_ids_beyond_max_actors():
 
 def test_ids_outlive_a_restart_as_far_as_pushes_were_acknowledged(tmp_path):
     """An id with an acknowledged push is in the log (and in a checkpoint's table), so a retry after a restart is still
-    a duplicate; an id that never had a push acknowledged after the last checkpoint is gone, and pushing under it
-    is refused: nothing was stored under it, so the actor opens a new session without risk of storing twice."""
+    a duplicate; an id that never had a push acknowledged is gone (a checkpoint does not keep it either), and pushing
+    under it is refused: nothing was stored under it, so the actor opens a new session without risk of storing
+    twice."""
     replay = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
-    checkpointed = replay.open_session()
+    checkpointed, unused_at_checkpoint = replay.open_session(), replay.open_session()
+    replay.push(make_batch(0, 4), np.ones(4), actor_id=checkpointed, sequence=1)
     replay.checkpoint()
     pushed, idle = replay.open_session(), replay.open_session()
-    replay.push(make_batch(0, 4), np.ones(4), actor_id=pushed, sequence=1)
+    replay.push(make_batch(4, 4), np.ones(4), actor_id=pushed, sequence=1)
     replay.flush()
     replay.close()
     again = ReplayServer(64, OBS, "host", checkpoint_dir=tmp_path)
     try:
-        assert again.push(make_batch(0, 4), np.ones(4), actor_id=pushed, sequence=1)["duplicate"]
-        assert not again.push(make_batch(4, 4), np.ones(4), actor_id=checkpointed, sequence=1)["duplicate"]
-        with pytest.raises(UnknownActor, match="or not kept across its restart"):
-            again.push(make_batch(8, 4), np.ones(4), actor_id=idle, sequence=1)
+        assert again.push(make_batch(4, 4), np.ones(4), actor_id=pushed, sequence=1)["duplicate"]  # from the log
+        assert again.push(make_batch(0, 4), np.ones(4), actor_id=checkpointed, sequence=1)["duplicate"]
+        assert not again.push(make_batch(8, 4), np.ones(4), actor_id=checkpointed, sequence=2)["duplicate"]
+        for forgotten in (unused_at_checkpoint, idle):
+            with pytest.raises(UnknownActor, match="or not kept across its restart"):
+                again.push(make_batch(12, 4), np.ones(4), actor_id=forgotten, sequence=1)
     finally:
         again.close()

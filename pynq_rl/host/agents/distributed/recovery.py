@@ -5,8 +5,9 @@ taken, and the recovery from them when a server starts.
 its locks); this module decides *what* is written, next to the code that reads it back, so the two cannot drift apart,
 and takes checkpoints (:meth:`ReplayRecovery.checkpoint`, on demand or every ``checkpoint_every_s``):
 
-* ``replay.ckpt``: storage + the priority backend's ``state_dict`` + the sequence counters, as ``.npz`` arrays and a
-  JSON header (format :data:`CHECKPOINT_VERSION`, every member protected by its zip CRC-32; never a pickle);
+* ``replay.ckpt``: storage + the priority backend's ``state_dict`` + the sequence counters + the live actor sessions
+  (ids with an acknowledged push; unused ids are left out, :mod:`.actors` says why that is safe), as ``.npz`` arrays
+  and a JSON header (format :data:`CHECKPOINT_VERSION`, every member protected by its zip CRC-32; never a pickle);
 * ``replay.wal`` (:mod:`.wal`): one record per acknowledged push (the serialized ``PushRequest``) and per priority
   update (``PRUP``: an ``UpdateRequest`` with the slot versions it applied to, so a restart restores the priorities
   the learner had set, not only the actors' initial ones). Slot versions count every row written, however the adding
@@ -72,7 +73,7 @@ class ReplayRecovery:
     def _checkpoint_state(self) -> dict[str, Any]:
         """Storage, priorities and sequences as ``replay.ckpt`` holds them (the caller holds the storage lock)."""
         n = self.size()
-        actors = self._actors.items()
+        actors = self._actors.live_items()  # unused ids are not kept: nothing was acknowledged under them
         return {
             "replay_format": CHECKPOINT_VERSION,
             "capacity": self.capacity,

@@ -28,7 +28,8 @@ too with ``sync_wal`` (which then survives a power cut, not only a killed proces
 :meth:`ReplayServer.checkpoint` writes storage + priorities atomically to ``replay.ckpt`` and compacts the log; a
 server started on the same ``checkpoint_dir`` recovers from both (:mod:`.recovery`: what they hold, and what a damaged
 log costs). Pushes carry an actor id the server issued (:meth:`ReplayServer.open_session`) and a sequence number, so a
-retried push is stored once and no one can push as another actor (:mod:`.actors`).
+retried push is stored once and no one can push as another actor (:mod:`.actors`). Ids no push has used yet expire,
+are capped and rate-limited per peer, and are not checkpointed, so opening sessions cannot fill the actor table.
 
 Storage is a ring of ``capacity`` slots (at most the core's ``K**LEVELS``); once full, the oldest transitions are
 overwritten, Ape-X's FIFO eviction.
@@ -48,7 +49,15 @@ import numpy as np
 
 from ..priorities import make_priority_backend
 from . import codec
-from .actors import ActorSequences
+from .actors import (
+    DEFAULT_MAX_ACTORS,
+    DEFAULT_MAX_UNUSED_PER_PEER,
+    DEFAULT_SESSION_BURST,
+    DEFAULT_SESSION_TTL_S,
+    DEFAULT_SESSIONS_PER_S,
+    LOCAL_PEER,
+    ActorSequences,
+)
 from .recovery import ReplayRecovery
 
 __all__ = ["ReplayServer", "Backpressure", "EmptyReplayError"]
@@ -107,6 +116,19 @@ class ReplayServer(ReplayRecovery):
         converted) or ``"uint8"`` (Atari frames, 4x84x84: pushes must be uint8, a quarter of the bytes of float32 in
         memory and on the wire), or ``"zlib"`` (uint8 frames packed by the actor, :func:`codec.pack_batch`: stored
         and sampled as the compressed rows, never decompressed or re-compressed here).
+    max_actors : int
+        Actor ids the server keeps. Unused ids are reclaimed to make room, so only live sessions (an acknowledged
+        push) fill it; then :meth:`open_session` refuses with :class:`~.actors.ActorTableFull`.
+    session_ttl_s : float
+        How long an issued id that no push has used yet is kept (:data:`~.actors.DEFAULT_SESSION_TTL_S` says why
+        300 s is far beyond a client's retry budget).
+    max_unused_per_peer : int
+        Unused ids one peer (a caller's address without its port) may hold; one more evicts its oldest.
+    sessions_per_s : float or None
+        Sessions one peer may open a second beyond its burst (refused with :class:`~.actors.SessionRateLimited`,
+        which the client retries); None: no rate limit.
+    session_burst : int
+        Sessions one peer may open at once.
 
     Attributes
     ----------
@@ -139,6 +161,11 @@ class ReplayServer(ReplayRecovery):
         max_sample: int | None = None,
         accept_loss: bool = False,
         obs_dtype: str = "float32",
+        max_actors: int = DEFAULT_MAX_ACTORS,
+        session_ttl_s: float = DEFAULT_SESSION_TTL_S,
+        max_unused_per_peer: int = DEFAULT_MAX_UNUSED_PER_PEER,
+        sessions_per_s: float | None = DEFAULT_SESSIONS_PER_S,
+        session_burst: int = DEFAULT_SESSION_BURST,
     ) -> None:
         self.obs_dtype = codec.check_obs_dtype(obs_dtype)
         if not isinstance(capacity, (int, np.integer)) or int(capacity) < 1:
@@ -153,7 +180,9 @@ class ReplayServer(ReplayRecovery):
         self.obs_shape = tuple(int(d) for d in obs_shape)
         self.queue_batches = int(queue_batches)
         self.sync_wal = bool(sync_wal)
-        self._actors = ActorSequences(sequence_window)  # the duplicate and window checks of pushes
+        self._actors = ActorSequences(  # the sessions, and the duplicate and window checks of pushes
+            sequence_window, max_actors, session_ttl_s, max_unused_per_peer, sessions_per_s, session_burst
+        )
         self._fields = codec.stored_fields(self.obs_dtype)
         # a packed row is at most codec._ZLIB_SLACK bytes over its two uint8 observations (within the reply's margin)
         itemsize = 1 if self.obs_dtype == "zlib" else np.dtype(self.obs_dtype).itemsize
@@ -222,7 +251,9 @@ class ReplayServer(ReplayRecovery):
         return self.capacity if self.full else self.pos
 
     def stats(self) -> dict[str, Any]:
-        """Counters and gauges: sizes, queue depth, pushes/samples/updates, rejections, checkpoints, mean latencies."""
+        """Counters and gauges: sizes, queue depth, pushes/samples/updates, rejections, checkpoints, mean latencies,
+        and the actor sessions: limits, live and unused ids, sessions expired, evicted and refused (a flood of
+        ``OpenSession`` calls shows as evictions and refusals)."""
         with self._cv:
             queued = len(self._pending)
         counters = dict(self._counters)
@@ -244,12 +275,13 @@ class ReplayServer(ReplayRecovery):
             "restored": dict(self.restored),
             "recovery": dict(self.recovery),
             "adder_error": None if self._adder_error is None else repr(self._adder_error),
+            **self._actors.stats(),
             **counters,
             **means,
         }
 
     # -- insertion path -----------------------------------------------------------------------------------------------
-    def open_session(self, timeout_s: float | None = None) -> str:
+    def open_session(self, timeout_s: float | None = None, peer: str = LOCAL_PEER) -> str:
         """Issue the actor id an actor's pushes carry (:mod:`.actors`): unguessable, so no one else can push as it.
 
         Parameters
@@ -258,11 +290,16 @@ class ReplayServer(ReplayRecovery):
             How long to wait for the push lock, which a checkpoint holds while it drains the queue and writes the
             file (seconds on a busy disk); None: as long as it takes. The gRPC path bounds it, so a caller waiting
             out a checkpoint is told to retry instead of outliving its call's deadline on a blocked server thread.
+        peer : str
+            Who asks: the gRPC path passes the caller's address without its port; the per-peer cap on unused ids
+            and the rate limit count per peer. The default names every caller of the Python API.
 
         Raises
         ------
+        ~pynq_rl.host.agents.distributed.actors.SessionRateLimited
+            ``peer`` opens sessions faster than ``sessions_per_s`` (its message says when to retry).
         ~pynq_rl.host.agents.distributed.actors.ActorTableFull
-            As many ids are issued as the server keeps.
+            ``max_actors`` ids are live.
         Backpressure
             The push lock stayed taken for ``timeout_s``.
         RuntimeError
@@ -275,7 +312,7 @@ class ReplayServer(ReplayRecovery):
             )
         try:
             self._check_open()
-            actor_id = self._actors.issue()
+            actor_id = self._actors.issue(peer)
         finally:
             self._push_lock.release()
         self._counters["sessions_opened"] += 1
@@ -316,7 +353,8 @@ class ReplayServer(ReplayRecovery):
         Raises
         ------
         ~pynq_rl.host.agents.distributed.actors.UnknownActor
-            ``actor_id`` was not issued by this server (open a new session).
+            ``actor_id`` was not issued by this server, or was forgotten (a restart, or unused past
+            ``session_ttl_s``, or evicted unused): open a new session.
         ValueError
             A malformed batch (see :func:`codec.check_batch`) or a bad sequence.
         Backpressure

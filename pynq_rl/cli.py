@@ -39,7 +39,7 @@ from typing import Any, NamedTuple, TextIO
 from .host.agents.argparsing import Parser, walk
 from .host.agents.interrupts import TrainingInterrupted
 from .host.agents.options import add_options, flag_message, given
-from .host.agents.run import FieldValueError
+from .host.agents.run import FieldValueError, FieldWarning
 from .host.agents.summary_line import summary_line
 from .host.overlay import BACKENDS
 
@@ -63,7 +63,9 @@ def _train(args: argparse.Namespace) -> int:
     as typed and exit status 2, before any environment, overlay or run directory exists."""
     try:
         config = args.make_args(given(args, args.args_cls))
-        args.check(config)
+        with warnings.catch_warnings():  # the agent's train() checks again and warns then, once
+            warnings.simplefilter("ignore", FieldWarning)
+            args.check(config)
     except FieldValueError as error:
         if getattr(args, "debug", False):
             raise
@@ -307,6 +309,33 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    """``eval RUN_DIR|CHECKPOINT``: play a trained agent's policy (:func:`~pynq_rl.host.agents.evaluate.evaluate`),
+    print the result as JSON on stdout, then one plain line on stderr. The values are checked first: a bad one is a
+    usage error, one line naming the flag and exit status 2, before the checkpoint is read."""
+    from .host.agents.evaluate import check_evaluation, evaluate, evaluation_line
+
+    try:
+        check_evaluation(args.episodes, args.seed, args.backend)
+    except FieldValueError as error:
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {' '.join(flag_message(error, args.flags).split())}", file=sys.stderr)
+        return 2
+    result = evaluate(
+        args.source,
+        episodes=args.episodes,
+        seed=args.seed,
+        backend=args.backend,
+        deterministic=not args.stochastic,
+        video_dir=args.video,
+        progress=True,
+    )
+    print(json.dumps(result, indent=2), flush=True)
+    print(evaluation_line(result), file=sys.stderr)
+    return 0
+
+
 _DEBUG_HELP = "show tracebacks instead of one-line errors (accepted anywhere on the command line)"
 _BOARD_HELP = "Pynq-Z2 or ZCU106 (default: the board PYNQ reports on a board, else Pynq-Z2)"
 _BACKEND_HELP = "default: $PYNQ_RL_BACKEND if set, else board on a PYNQ board and emu elsewhere"
@@ -409,6 +438,23 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--smooth", type=int, default=20, help="episodes in the running mean")
     plot.add_argument("--title", default=None, help="plot title (default: the environments' names)")
     plot.set_defaults(func=_plot)
+
+    from .host.agents.run import BACKENDS as AGENT_BACKENDS
+
+    evaluation = commands.add_parser("eval", help="play a trained agent's policy: mean return over seeded episodes")
+    evaluation.add_argument("source", metavar="RUN_DIR|CHECKPOINT", help="a run directory or its checkpoint.npz")
+    evaluation.add_argument("--episodes", type=int, default=10, help="episodes to play")
+    evaluation.add_argument("--seed", type=int, default=0, help="episode i is reset with seed + i")
+    evaluation.add_argument(
+        "--backend", choices=AGENT_BACKENDS, default=None, help="where Sarsa's policy runs (default: the run's)"
+    )
+    evaluation.add_argument(
+        "--stochastic",
+        action="store_true",
+        help="sample PPO's actions, explore with DQN's and Sarsa's final epsilon (default: the greedy policy)",
+    )
+    evaluation.add_argument("--video", metavar="DIR", default=None, help="record every episode there (needs moviepy)")
+    evaluation.set_defaults(func=_eval, flags={"episodes": "--episodes", "seed": "--seed", "backend": "--backend"})
 
     doctor = commands.add_parser("doctor", help="self-test every core against its bit-exact model")
     doctor.add_argument(

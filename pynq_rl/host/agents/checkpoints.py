@@ -90,6 +90,19 @@ def save_checkpoint(path: str | os.PathLike, agent: str, state: dict[str, Any], 
     os.replace(tmp, path)
 
 
+_ZIP_MAGIC = b"PK\x03\x04"
+"""how an ``.npz`` (a zip archive) starts"""
+
+
+def _check_npz_magic(head: bytes) -> None:
+    """Raise ``ValueError`` unless a file starting with ``head`` can be an ``.npz`` archive (numpy's own message for
+    anything else speaks of pickles, which a checkpoint never holds)."""
+    if head and np.lib.format.MAGIC_PREFIX.startswith(head):
+        raise ValueError("it is a single .npy array, not an .npz archive")
+    if head != _ZIP_MAGIC:
+        raise ValueError("it is not an .npz archive (a checkpoint is the checkpoint.npz a run writes)")
+
+
 def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` for ``agent`` (never unpickles anything).
 
@@ -108,9 +121,9 @@ def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
+            _check_npz_magic(f.read(len(_ZIP_MAGIC)))
+            f.seek(0)
             archive = np.load(f, allow_pickle=False)
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ValueError("it is a single .npy array, not an .npz archive")
             header = json.loads(str(archive[_HEADER]))
             if not isinstance(header, dict):
                 raise ValueError("header is not a JSON object")

@@ -353,7 +353,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
     args = replace(args, nn=R.resolve_nn(args.nn))
     backend = args.backend if replay is None else type(replay).__name__
     args.num_iterations = args.total_timesteps // args.num_envs
-    resume_state = load_checkpoint(args.resume) if args.resume else None
+    resume_state = R.load_resume(args.resume, "dqn") if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
     with contextlib.ExitStack() as stack:

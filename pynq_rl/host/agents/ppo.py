@@ -255,7 +255,7 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         (CartPole's +1): the standardized rewards are then all 0 and the agent cannot learn.
     """
     args = resolve_args(args)
-    resume_state = load_checkpoint(args.resume) if args.resume else None
+    resume_state = R.load_resume(args.resume, "ppo") if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
     # the GAE step: injected, the host loop, or the overlay's GAE core (the only branch on hardware)

@@ -57,6 +57,8 @@ __all__ = [
     "check_backend",
     "check_common",
     "check_env_id",
+    "check_out_dir",
+    "load_resume",
     "check_seed",
     "computed",
     "is_computed",
@@ -125,9 +127,9 @@ def check_seed(seed: int) -> None:
 
 
 def check_common(args: Any) -> None:
-    """What every agent checks first: its ``tensorboard``, ``backend``, ``seed`` and ``env_id`` fields
-    (:func:`check_tensorboard`, :func:`check_backend`, :func:`check_seed`, :func:`check_env_id`), before any
-    environment, overlay or run directory exists.
+    """What every agent checks first: its ``tensorboard``, ``backend``, ``seed``, ``env_id`` and ``out_dir`` fields
+    (:func:`check_tensorboard`, :func:`check_backend`, :func:`check_seed`, :func:`check_env_id`,
+    :func:`check_out_dir`), before any environment, overlay or run directory exists.
 
     Raises
     ------
@@ -138,6 +140,42 @@ def check_common(args: Any) -> None:
     check_backend(args.backend)
     check_seed(args.seed)
     check_env_id(args.env_id)
+    check_out_dir(args.out_dir)
+
+
+def check_out_dir(out_dir: str) -> None:
+    """Raise :class:`FieldValueError` unless ``out_dir`` is a directory or can become one: neither it nor any of its
+    parents is a file (a run would otherwise fail at its ``mkdir``, after the environment and overlay were built)."""
+    path = os.path.abspath(os.fspath(out_dir))
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
+    if not os.path.isdir(path):
+        where = "is a file" if path == os.path.abspath(os.fspath(out_dir)) else f"is under the file {path!r}"
+        raise FieldValueError(f"out_dir {os.fspath(out_dir)!r} {where}: give a directory for the runs", "out_dir")
+
+
+def load_resume(path: str, agent: str) -> dict[str, Any]:
+    """The state of the checkpoint a run resumes from (``resume``): a ``checkpoint.npz``, or a run directory holding
+    one, written by ``agent``.
+
+    Raises
+    ------
+    FieldValueError
+        Naming ``resume`` (the command line says ``--resume``): no such file, a directory without a checkpoint, or
+        not a pynq-rl checkpoint of ``agent`` (:func:`~.checkpoints.load_checkpoint` says why).
+    """
+    checkpoint = os.path.join(path, "checkpoint.npz") if os.path.isdir(path) else path
+    if not os.path.isfile(checkpoint):
+        what = "a directory without a checkpoint.npz" if os.path.isdir(path) else "no such file"
+        hint = "give a checkpoint.npz or its run directory"
+        raise FieldValueError(f"resume {os.fspath(path)!r}: {what} ({hint})", "resume")
+    try:
+        return load_checkpoint(checkpoint, agent)
+    except ValueError as error:
+        raise FieldValueError(f"resume: {error}", "resume") from error
 
 
 def check_env_id(env_id: str) -> None:

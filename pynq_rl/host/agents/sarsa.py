@@ -373,7 +373,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     """
     check_args(args)
     args = replace(args)
-    resume_state = load_checkpoint(args.resume) if args.resume else None
+    resume_state = R.load_resume(args.resume, "sarsa") if args.resume else None
     start_episode = int(resume_state["episode"]) if resume_state else 0
     start_step = int(resume_state["global_step"]) if resume_state else 0
 

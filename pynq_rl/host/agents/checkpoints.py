@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint"]
+__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint", "checkpoint_agent"]
 
 CHECKPOINT_FORMAT = 2
 """version of the checkpoint layout (1 was a torch pickle)"""
@@ -103,6 +103,43 @@ def _check_npz_magic(head: bytes) -> None:
         raise ValueError("it is not an .npz archive (a checkpoint is the checkpoint.npz a run writes)")
 
 
+_DAMAGED = (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError)
+"""what reading a damaged or foreign file raises (a damaged zip can claim an unknown compression, NotImplementedError,
+or encryption, RuntimeError)"""
+
+
+def _open_archive(f: Any) -> tuple[Any, dict[str, Any]]:
+    """The ``.npz`` archive in the open file ``f`` and its JSON header (``ValueError`` unless it is one)."""
+    _check_npz_magic(f.read(len(_ZIP_MAGIC)))
+    f.seek(0)
+    archive = np.load(f, allow_pickle=False)
+    header = json.loads(str(archive[_HEADER]))
+    if not isinstance(header, dict):
+        raise ValueError("header is not a JSON object")
+    return archive, header
+
+
+def checkpoint_agent(path: str | os.PathLike) -> str:
+    """The agent that wrote the checkpoint at ``path`` (its header's ``agent``), read without unpickling anything.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a pynq-rl checkpoint.
+    FileNotFoundError
+        If there is no such file.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            _, header = _open_archive(f)
+            return str(header["agent"])
+    except FileNotFoundError:
+        raise
+    except _DAMAGED as exc:
+        raise ValueError(f"{path!r} is not a pynq-rl checkpoint: {exc}") from exc
+
+
 def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` for ``agent`` (never unpickles anything).
 
@@ -121,18 +158,12 @@ def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            _check_npz_magic(f.read(len(_ZIP_MAGIC)))
-            f.seek(0)
-            archive = np.load(f, allow_pickle=False)
-            header = json.loads(str(archive[_HEADER]))
-            if not isinstance(header, dict):
-                raise ValueError("header is not a JSON object")
+            archive, header = _open_archive(f)
             found = (header.get("agent"), header.get("format"))
             if found != (agent, CHECKPOINT_FORMAT):
                 raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
             return _join(header["state"], archive)
     except FileNotFoundError:
         raise
-    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as exc:
-        # a damaged zip can also claim an unknown compression (NotImplementedError) or encryption (RuntimeError)
+    except _DAMAGED as exc:
         raise ValueError(f"{path!r} is not a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}: {exc}") from exc

@@ -46,7 +46,6 @@ import errno
 import importlib.util
 import json
 import os
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +55,7 @@ import numpy as np
 
 from . import run as R
 from .bounds import COUNT_MAX, check_bounds, count
-from .checkpoints import _HEADER, load_checkpoint
+from .checkpoints import checkpoint_agent, load_checkpoint
 from .learners import make_actor_critic, make_q_learner
 from .sarsa_learners import make_learner
 from .startup import core_start_text, starting
@@ -161,20 +160,6 @@ def find_checkpoint(source: str | os.PathLike) -> str:
     raise ValueError(f"run directory {path!r} has no checkpoint.npz (was it trained with --no-save-checkpoint?)")
 
 
-def _agent_of(path: str) -> str:
-    """The agent named in the JSON header of the checkpoint at ``path`` (:mod:`.checkpoints`), read without
-    unpickling anything."""
-    try:
-        with open(path, "rb") as f:
-            archive = np.load(f, allow_pickle=False)
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise ValueError("it is a single .npy array, not an .npz archive")
-            header = json.loads(str(archive[_HEADER]))
-        return str(header["agent"])
-    except (ValueError, KeyError, TypeError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{path!r} is not a pynq-rl checkpoint: {exc}") from exc
-
-
 def read_checkpoint(path: str) -> SavedCheckpoint:
     """Read the checkpoint at ``path``, whichever of :data:`AGENTS` saved it.
 
@@ -184,7 +169,7 @@ def read_checkpoint(path: str) -> SavedCheckpoint:
         The file is not a pynq-rl checkpoint of the current format, or one of an agent evaluation does not play
         (Ape-X's replay server).
     """
-    agent = _agent_of(path)
+    agent = checkpoint_agent(path)
     if agent not in AGENTS:
         raise ValueError(f"{path!r} is a checkpoint of {agent!r}; evaluation plays those of {', '.join(AGENTS)}")
     return SavedCheckpoint(path, agent, load_checkpoint(path, agent))

@@ -16,6 +16,7 @@
     pynq-rl build regs [--out docs] [--check]              register reference (Markdown + C header) from spec.py
     pynq-rl build tcl|ip|bd|bitstream|install|link --board zcu106   the Vivado flow (pynq_rl/overlay/build/Makefile)
     pynq-rl plot RUN_DIR... [--out curves.png]             learning curves (seeds of one setting: mean + band)
+    pynq-rl eval RUN_DIR|CHECKPOINT [--episodes 10] [--seed 0] [--stochastic] [--video DIR]   a trained agent's return
     pynq-rl doctor [--backend emu --backend verilator] [--board B]  self-test every core against its model
 
 Every ``--help`` shows every default; ``--debug`` (tracebacks instead of one-line errors) is accepted anywhere on the
@@ -342,7 +343,8 @@ _BACKEND_HELP = "default: $PYNQ_RL_BACKEND if set, else board on a PYNQ board an
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``, ``plot``, ``doctor``).
+    """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``, ``plot``, ``eval``,
+    ``doctor``).
 
     Every parser in it is a :class:`~pynq_rl.host.agents.argparsing.Parser` (defaults in ``--help``, suggestions for
     misspelt options and sub-commands) and takes ``--debug``.

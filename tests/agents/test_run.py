@@ -13,7 +13,7 @@ import pytest
 
 from pynq_rl.host.agents import dqn, ppo, run, sarsa
 from pynq_rl.host.agents.distributed import apex_args
-from pynq_rl.host.agents.plot import group_label, group_runs, load_run, plot_runs
+from pynq_rl.host.agents.plot import chain_resumed, group_label, group_runs, load_run, plot_runs
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -206,12 +206,12 @@ def test_tensorboard_without_tensorboardx_is_refused_before_the_run_starts(tmp_p
 # ---------------------------------------------------------------------------------------------------------------------
 # Plots
 # ---------------------------------------------------------------------------------------------------------------------
-def fake_run(root: Path, name: str, args: dict, returns: list[float], step: int = 10) -> Path:
+def fake_run(root: Path, name: str, args: dict, returns: list[float], step: int = 10, first: int = 0) -> Path:
     path = root / name
     path.mkdir(parents=True)
     (path / "args.json").write_text(json.dumps(args))
     lines = ["global_step,charts/episodic_return,charts/episodic_length"]
-    lines += [f"{step * (i + 1)},{r},{int(r)}" for i, r in enumerate(returns)]
+    lines += [f"{first + step * (i + 1)},{r},{int(r)}" for i, r in enumerate(returns)]
     (path / "episodes.csv").write_text("\n".join(lines) + "\n")
     return path
 
@@ -238,6 +238,25 @@ def test_runs_differing_only_in_seed_form_one_group_and_the_plot_is_written(tmp_
     assert sorted(len(g) for g in groups.values()) == [1, 3]
     out = plot_runs(paths, tmp_path / "plots" / "curves.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_an_interrupted_run_and_its_resumed_continuation_plot_as_one_run(tmp_path):
+    """The continuation's ``resume`` names the first run's checkpoint: the two are one curve (the smoothing runs across
+    the join), and a group with another seed still gets its band."""
+    base = {"exp_name": "ppo", "env_id": "CartPole-v1", "backend": "emu"}
+    first = fake_run(tmp_path, "first", {**base, "seed": 0}, [1.0, 2.0, 3.0])
+    later = fake_run(
+        tmp_path, "later", {**base, "seed": 0, "resume": str(first / "checkpoint.npz")}, [4.0, 5.0], first=30
+    )
+    other = fake_run(tmp_path, "other", {**base, "seed": 1}, [1.0] * 5)
+    (joined, seed1) = chain_resumed([load_run(p, smooth=2) for p in (first, later, other)])
+    np.testing.assert_array_equal(joined.steps, [10, 20, 30, 40, 50])
+    np.testing.assert_allclose(joined.returns, [1.0, 1.5, 2.5, 3.5, 4.5])
+    assert joined.path == first and seed1.path == other
+    out = plot_runs([first, later, other], tmp_path / "curves.png")  # two seeds, one band: no "share no range"
+    assert out.stat().st_size > 10_000
+    resumed_from_the_directory = fake_run(tmp_path, "again", {**base, "seed": 0, "resume": str(first)}, [6.0], first=30)
+    assert len(chain_resumed([load_run(first), load_run(resumed_from_the_directory)])) == 1
 
 
 def test_older_run_directories_are_read_in_todays_names(tmp_path):

@@ -4,7 +4,9 @@ runs that differ only in their seed drawn as one mean with its min-max band.
 Reads what every agent writes (:mod:`.run`): ``args.json`` and ``episodes.csv``. Each run's curve is the mean
 return of its last ``smooth`` episodes against the environment step; runs are grouped by their arguments without
 the seed, the run directory and the other bookkeeping fields, and a group's curves are put on a common step grid
-(linear interpolation inside each run's range) before the mean and band are taken. Needs matplotlib.
+(linear interpolation inside each run's range) before the mean and band are taken. A run resumed from another's
+checkpoint (``--resume``, its ``args.json``'s ``resume``) continues that run's curve: the two are drawn as one run
+(:func:`chain_resumed`), so an interrupted run and its continuation plot together. Needs matplotlib.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RunCurve", "current_names", "load_run", "group_runs", "group_label", "plot_runs"]
+__all__ = ["RunCurve", "current_names", "load_run", "chain_resumed", "group_runs", "group_label", "plot_runs"]
 
 _NOT_A_SETTING = {
     "seed",
@@ -68,12 +70,18 @@ class RunCurve:
         Its ``args.json``.
     steps, returns : numpy.ndarray
         Environment step at each finished episode, and the mean return of the last ``smooth`` episodes there.
+    episode_returns : numpy.ndarray
+        Each episode's own return (what ``returns`` smooths).
+    smooth : int
+        The episodes ``returns`` averages over.
     agent : str
         The experiment name (``ppo``, ``dqn``, ``sarsa``...).
     """
 
-    def __init__(self, path: Path, args: dict, steps: np.ndarray, returns: np.ndarray) -> None:
-        self.path, self.args, self.steps, self.returns = path, args, steps, returns
+    def __init__(self, path: Path, args: dict, steps: np.ndarray, episode_returns: np.ndarray, smooth: int) -> None:
+        self.path, self.args, self.steps, self.smooth = path, args, steps, smooth
+        self.episode_returns = episode_returns
+        self.returns = _smoothed(episode_returns, smooth)
         self.agent = str(args.get("exp_name", path.name.split("__")[1] if "__" in path.name else "run"))
 
     @property
@@ -111,10 +119,48 @@ def load_run(path: str | Path, smooth: int = 20) -> RunCurve:
         raise ValueError(f"no episode finished in {str(path)!r}")
     steps = np.array([int(r["global_step"]) for r in rows], dtype=np.int64)
     returns = np.array([float(r["charts/episodic_return"]) for r in rows])
+    return RunCurve(path, args, steps, returns, smooth)
+
+
+def _smoothed(returns: np.ndarray, smooth: int) -> np.ndarray:
+    """The mean of the last ``smooth`` values at each position (fewer at the start)."""
     cumulative = np.concatenate([[0.0], np.cumsum(returns)])
     counts = np.minimum(np.arange(1, len(returns) + 1), smooth)
-    smoothed = (cumulative[1:] - cumulative[np.arange(1, len(returns) + 1) - counts]) / counts
-    return RunCurve(path, args, steps, smoothed)
+    return (cumulative[1:] - cumulative[np.arange(1, len(returns) + 1) - counts]) / counts
+
+
+def _resumed_from(curve: RunCurve, curves: Sequence[RunCurve]) -> RunCurve | None:
+    """The run among ``curves`` whose checkpoint ``curve`` resumed from (its ``resume`` names that run's directory or
+    a file in it), or None."""
+    resume = curve.args.get("resume")
+    if not resume:
+        return None
+    target = Path(resume).resolve()
+    for other in curves:
+        if other is not curve and other.path.resolve() in (target, target.parent):
+            return other
+    return None
+
+
+def chain_resumed(curves: Sequence[RunCurve]) -> list[RunCurve]:
+    """``curves`` with every run that resumed from another's checkpoint joined to it: one curve holding the earlier
+    run's episodes before the continuation's first one, then the continuation's (the smoothing runs across the
+    join), in the earlier run's place and with its arguments. Chains of several resumptions join in order."""
+    curves = list(curves)
+    while True:
+        pair = next(((c, e) for c in curves if (e := _resumed_from(c, curves)) is not None), None)
+        if pair is None:
+            return curves
+        later, earlier = pair
+        keep = earlier.steps < later.steps[0]
+        joined = RunCurve(
+            earlier.path,
+            earlier.args,
+            np.concatenate([earlier.steps[keep], later.steps]),
+            np.concatenate([earlier.episode_returns[keep], later.episode_returns]),
+            earlier.smooth,
+        )
+        curves = [joined if c is earlier else c for c in curves if c is not later]
 
 
 def group_runs(curves: Sequence[RunCurve]) -> dict[tuple, list[RunCurve]]:
@@ -144,7 +190,8 @@ def plot_runs(
     """Draw the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF, by its suffix).
 
     One line per group of runs that differ only in their seed: the mean over seeds of the smoothed return, with the
-    min-max band when the group has more than one run (only over the steps every run of the group reached).
+    min-max band when the group has more than one run (only over the steps every run of the group reached). A run
+    and its continuations by ``--resume`` count as one run (:func:`chain_resumed`).
 
     Returns
     -------
@@ -163,7 +210,7 @@ def plot_runs(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves = [load_run(d, smooth) for d in run_dirs]
+    curves = chain_resumed([load_run(d, smooth) for d in run_dirs])
     fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=120)
     for group in group_runs(curves).values():
         label = group_label(group)

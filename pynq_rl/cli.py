@@ -215,6 +215,10 @@ def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
             )
         parser = agents.add_parser(name, help=agent.help, description=agent.help, epilog=epilog)
         flags = add_options(parser, agent.args_cls, FLAGS, choices, _OVERRIDES)
+        if name == "apex":
+            parser.option_hints["--steps"] = (
+                "Ape-X runs until --max-updates learner updates or --max-seconds, not for a number of steps"
+            )
         if name == "ppo":
             parser.add_argument(
                 "--raw",

@@ -558,6 +558,11 @@ def test_debug_after_a_build_step_is_accepted(tmp_path, capsys):
         (["train", "pop"], "did you mean 'ppo'?"),
         (["build", "verilgo"], "did you mean 'verilog'?"),
         (["train", "ppo", "--backend", "emuu"], "did you mean 'emu'?"),
+        # not a misspelling: Ape-X's length has its own options (difflib's closest would be --n-step)
+        (
+            ["train", "apex", "--steps", "5"],
+            "--steps 5; Ape-X runs until --max-updates learner updates or --max-seconds",
+        ),
     ],
 )
 def test_misspelt_flags_and_subcommands_get_a_suggestion(capsys, argv, suggestion):

@@ -79,6 +79,9 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+        self.option_hints: dict[str, str] = {}
+        """option this parser does not take -> what to say instead of the closest spelling (``train apex --steps``:
+        Ape-X's length is counted in learner updates, and ``--n-step`` would be the wrong guess)"""
 
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -89,14 +92,20 @@ class Parser(argparse.ArgumentParser):
         if extras:
             parser = reached(self, parsed)
             options = _option_strings(parser)
-            hints = [
-                hint
+            hints = getattr(parser, "option_hints", {})
+            told = [hints[option] for token in extras if (option := token.split("=", 1)[0]) in hints]
+            close = [
+                close
                 for token in extras
-                if token.startswith("-") and (hint := suggestion(token.split("=", 1)[0], options)) is not None
+                if token.startswith("-")
+                and token.split("=", 1)[0] not in hints
+                and (close := suggestion(token.split("=", 1)[0], options)) is not None
             ]
             text = f"unrecognized arguments: {' '.join(extras)}"
-            if hints:
-                text += f"; did you mean {' or '.join(dict.fromkeys(hints))}?"
+            if close:
+                text += f"; did you mean {' or '.join(dict.fromkeys(close))}?"
+            for hint in dict.fromkeys(told):
+                text += f"; {hint}"
             parser.error(text)
         return parsed
 

@@ -401,9 +401,11 @@ def all_parsers():
 
 
 def shown_default(action: argparse.Action) -> str | None:
-    """The default ``--help`` must show for ``action`` (None: one that says nothing, which it must not show)."""
-    value = getattr(action.default, "value", action.default)
-    if value is None or value is argparse.SUPPRESS or (action.nargs == 0 and value is False):
+    """The default ``--help`` must show for ``action`` (None: one that says nothing, which it must not show). An
+    agent's option (its default wrapped by options.py) shows even a None: its docstring says what None means."""
+    field = hasattr(action.default, "value")
+    value = action.default.value if field else action.default
+    if (value is None and not field) or value is argparse.SUPPRESS or (action.nargs == 0 and value is False):
         return None
     return str(action.default)
 
@@ -411,7 +413,8 @@ def shown_default(action: argparse.Action) -> str | None:
 @pytest.mark.parametrize("command, parser", all_parsers(), ids=[c for c, _ in all_parsers()])
 def test_every_help_shows_every_default_and_no_none(command, parser):
     text = " ".join(parser.format_help().split())
-    assert "(default: None)" not in text
+    if not command.startswith("train "):
+        assert "(default: None)" not in text
     for action in parser._actions:
         default = shown_default(action)
         if action.option_strings and default is not None:

@@ -2,8 +2,8 @@
 the user probably meant.
 
 * :class:`DefaultsHelpFormatter` appends ``(default: X)`` to every option's help, as argparse's
-  ``ArgumentDefaultsHelpFormatter`` does, but leaves out the defaults that say nothing: None (the help text says what
-  happens then), the False of an on/off switch and suppressed ones.
+  ``ArgumentDefaultsHelpFormatter`` does, but leaves out the defaults that say nothing: a build step's None, the
+  False of an on/off switch and suppressed ones (an agent's None is shown: its docstring says what it means).
 * :class:`Parser` uses it, and answers a misspelt option or sub-command with a suggestion drawn from what the parser
   the command line reached accepts (``--setps`` -> ``did you mean --steps?``, ``trian`` -> ``did you mean
   'train'?``), with :func:`difflib.get_close_matches` (Python 3.11's argparse has no ``suggest_on_error``).
@@ -28,13 +28,17 @@ _BOOLEAN_DEFAULT = " (default: %(default)s)"
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with ``(default: X)``, except where the default is None, suppressed, or the False of
-    a ``store_true`` switch; a help text that shows ``%(default)s`` itself is left as it is."""
+    """Every option's help ends with ``(default: X)``, except where the default is suppressed, the False of a
+    ``store_true`` switch, or a plain None (a build step's "computed when not given"); an agent's option shows its
+    ``Args`` default even when it is None, whose meaning its docstring gives (``None: the board PYNQ reports``), or
+    ``auto`` where that is the choice that means None. A help text that shows ``%(default)s`` itself is left as it
+    is."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = (action.help or "").replace(_BOOLEAN_DEFAULT, "")
-        value = getattr(action.default, "value", action.default)  # options.py wraps Args' defaults
-        if "%(default)" in text or value is None or value is argparse.SUPPRESS:
+        field = hasattr(action.default, "value")  # options.py wraps Args' defaults
+        value = action.default.value if field else action.default
+        if "%(default)" in text or (value is None and not field) or value is argparse.SUPPRESS:
             return text
         if action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction):
             return text  # store_true / store_false / count: the flag's presence is the value

@@ -81,7 +81,8 @@ class Args:
     seed: int = 0
     """seed of the experiment"""
     nn: str | None = None
-    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or None for torch where it imports"""
+    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or `auto` (None in Python): torch where it
+    imports, else numpy"""
     torch_deterministic: bool = True
     """if toggled, `torch.backends.cudnn.deterministic=True`"""
     torch_threads: int = 1
@@ -99,7 +100,8 @@ class Args:
     checkpoint_path: str | None = None
     """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
-    """path of a checkpoint to resume from (networks, optimizer, replay buffer with its priorities, global step)"""
+    """path of a checkpoint, or the run directory holding it, to resume from
+    (networks, optimizer, replay buffer with its priorities, global step; None: start afresh)"""
     log_every: int = 100
     """write a metrics row every this many gradient steps"""
 

@@ -68,12 +68,17 @@ def option_fields(cls: type) -> list[dataclasses.Field]:
 
 
 class _Default:
-    """An option's default as ``--help`` shows it; an option whose value is still one was not given."""
+    """An option's default as ``--help`` shows it; an option whose value is still one was not given.
 
-    def __init__(self, value: Any) -> None:
+    ``shown`` is what ``--help`` prints instead of the value (``auto`` for the None of a choice that offers it)."""
+
+    def __init__(self, value: Any, shown: str | None = None) -> None:
         self.value = value
+        self.shown = shown
 
     def __str__(self) -> str:
+        if self.shown is not None:
+            return self.shown
         if isinstance(self.value, tuple) and not any(isinstance(v, (tuple, list)) for v in self.value):
             return " ".join(str(v) for v in self.value)  # as nargs="+" takes it
         return str(self.value)
@@ -160,6 +165,8 @@ def add_options(
             kwargs.update(_option(hints[f.name], f.name))
         if f.name in choices:
             kwargs["choices"] = choices[f.name]
+            if _default(f) is None and "auto" in choices[f.name]:
+                kwargs["default"] = _Default(None, shown="auto")  # the choice that means None
         if "type" in kwargs and "choices" not in kwargs and "metavar" not in kwargs:
             kwargs["metavar"] = flag[2:].upper().replace("-", "_")
         parser.add_argument(flag, **kwargs)

@@ -44,7 +44,8 @@ class Args:
     seed: int = 0
     """seed of the experiment"""
     nn: str | None = None
-    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or None for torch where it imports"""
+    """the network backend: `torch`, `numpy` (no torch needed: the PYNQ-Z2), or `auto` (None in Python): torch where it
+    imports, else numpy"""
     torch_deterministic: bool = True
     """if toggled, `torch.backends.cudnn.deterministic=True` and deterministic algorithms where available"""
     torch_threads: int = 1
@@ -63,7 +64,8 @@ class Args:
     checkpoint_path: str | None = None
     """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
-    """path of a checkpoint to resume from (model, optimizer, reward statistics and global step)"""
+    """path of a checkpoint, or the run directory holding it, to resume from
+    (model, optimizer, reward statistics and global step; None: start afresh)"""
 
     # Algorithm specific arguments
     env_id: str = "CartPole-v1"
@@ -99,7 +101,7 @@ class Args:
     max_grad_norm: float = 0.5
     """the maximum norm for the gradient clipping"""
     target_kl: float | None = None
-    """the target KL divergence threshold"""
+    """the target KL divergence threshold (None: no early stop)"""
 
     # Offload arguments
     backend: str = "emu"

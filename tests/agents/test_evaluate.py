@@ -4,7 +4,6 @@ Every agent trains a tiny run once (a module fixture, seconds each); the tests e
 from the checkpoint, check the policy against the checkpoint's own weights, and that evaluation learns nothing.
 """
 
-import importlib.util
 import json
 import re
 import sys
@@ -285,7 +284,7 @@ def test_every_episode_is_recorded(pixel_run, tmp_path):
 
 def test_without_moviepy_the_error_names_it_before_any_episode(pixel_run, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "moviepy", None)
-    with pytest.raises(VideoUnavailable, match=r"needs moviepy.*pip install moviepy.*gymnasium\[other\]"):
+    with pytest.raises(VideoUnavailable, match=r"needs moviepy.*pynq-rl\[video\]"):
         evaluate(pixel_run, episodes=1, video_dir=tmp_path / "videos")
     assert not (tmp_path / "videos").exists()
 
@@ -296,11 +295,21 @@ def test_an_environment_without_frames_cannot_be_recorded():
         check_video_recording(NO_FRAMES_CARTPOLE)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pygame") is not None, reason="pygame renders classic control here")
-def test_a_missing_renderer_is_named_with_its_install_command():
+def test_a_missing_renderer_is_named_with_its_install_command(monkeypatch):
     pytest.importorskip("moviepy")
+    monkeypatch.setitem(sys.modules, "pygame", None)  # classic control draws with pygame
     with pytest.raises(VideoUnavailable, match=r"CartPole-v1 needs its renderer: pygame is not installed"):
         check_video_recording("CartPole-v1")
+
+
+def test_a_real_cartpole_run_is_recorded(runs, tmp_path):
+    """CartPole itself, drawn by pygame (the video extra), one video per episode."""
+    pytest.importorskip("moviepy")
+    pytest.importorskip("pygame")
+    result = evaluate(runs["ppo-numpy"], episodes=2, video_dir=tmp_path / "videos")
+    videos = sorted((tmp_path / "videos").glob("*.mp4"))
+    assert len(videos) == 2 and all(v.stat().st_size > 1000 for v in videos), videos
+    assert result["returns"] == evaluate(runs["ppo-numpy"], episodes=2)["returns"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -421,8 +421,8 @@ def check_video_recording(env_id: str) -> None:
     ``RecordVideo`` writes with it) and the environment renders ``rgb_array`` frames (one frame is rendered)."""
     if importlib.util.find_spec("moviepy") is None:
         raise VideoUnavailable(
-            "recording videos needs moviepy, which gymnasium's RecordVideo writes them with: pip install moviepy "
-            "(or gymnasium's extra: pip install 'gymnasium[other]')"
+            "recording videos needs moviepy, which gymnasium's RecordVideo writes them with: "
+            'pip install "pynq-rl[video]" (or pip install moviepy)'
         )
     R.check_env_id(env_id)
     env = gym.make(env_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 from tqdm.auto import tqdm
@@ -37,10 +38,17 @@ def core_start_text(core: str, backend: str) -> str | None:
 def starting(text: str | None, enabled: bool = True) -> Iterator[None]:
     """Show ``text`` with a running clock on stderr while the body runs, then ``text: ready [mm:ss]``.
 
-    Nothing is shown when ``text`` is None or ``enabled`` is false (``--no-progress``).
+    On a terminal the line is redrawn in place; where stderr is captured (a log, a pipe) it is written once, when the
+    wait is over, as ``text: ready [mm:ss]``: a log gets one line per start, not a line for the start and another for
+    its end. Nothing is shown when ``text`` is None or ``enabled`` is false (``--no-progress``).
     """
     if text is None or not enabled:
         yield
+        return
+    if not sys.stderr.isatty():
+        started = time.monotonic()
+        yield
+        print(f"{text}: ready [{tqdm.format_interval(time.monotonic() - started)}]", file=sys.stderr, flush=True)
         return
     bar = tqdm(total=None, desc=text, bar_format="{desc} [{elapsed}]", file=sys.stderr, dynamic_ncols=True)
     done = threading.Event()
@@ -50,13 +58,11 @@ def starting(text: str | None, enabled: bool = True) -> Iterator[None]:
             bar.refresh()
 
     clock = threading.Thread(target=tick, name="pynq-rl-startup-clock", daemon=True)
-    if sys.stderr.isatty():
-        clock.start()
+    clock.start()
     try:
         yield
         bar.set_description_str(f"{text}: ready", refresh=False)
     finally:
         done.set()
-        if clock.is_alive():
-            clock.join()
+        clock.join()
         bar.close()

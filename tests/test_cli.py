@@ -647,6 +647,10 @@ def test_the_plain_line_of_each_agent():
         "DQN on CartPole-v1: interrupted by SIGTERM after 12,000 of 150,000 steps: return 23.5 (mean of the last 1 "
         "episode); run in r; to continue, run the same command with --resume r/checkpoint.npz"
     )
+    # PPO takes whole rollouts (8 x 128 = 1,024 steps): of --steps 300000 it will run 299,008
+    assert summary_line("ppo", "CartPole-v1", {**stopped, "global_step": 12_288}, ppo.Args()).startswith(
+        "PPO on CartPole-v1: interrupted by SIGTERM after 12,288 of 299,008 steps: "
+    )
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,9 @@ def _progress(agent: str, summary: dict[str, Any], config: Any) -> tuple[int, in
     if agent == "apex":
         actor_steps = int(summary.get("actor_steps", 0))
         return int(summary.get("updates", 0)), int(config.max_updates), f"updates ({actor_steps:,} actor steps)"
+    if agent == "ppo":  # PPO runs whole rollouts of num_envs * num_steps: its budget is the steps it will take
+        batch = int(config.num_envs) * int(config.num_steps)
+        return steps, int(config.total_timesteps) // batch * batch, "steps"
     return steps, int(config.total_timesteps), "steps"
 
 

@@ -444,9 +444,9 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
                 }
             )
 
-            progress.update(args.batch_size)
-            last20 = run.mean_return(20)
+            last20 = run.mean_return(20)  # set before the update redraws the bar: it shows this rollout's ret20
             progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps, refresh=False)
+            progress.update(args.batch_size)
 
             if args.save_checkpoint and R.checkpoint_due(previous_step, global_step, args.checkpoint_every):
                 save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))

@@ -470,8 +470,8 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                     "time/episode[ms]": 1e3 * (time.perf_counter() - t0),
                 }
                 run.log(row)
-                progress.update(1)
                 progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
+                progress.update(1)  # redraws the bar with this episode's ret20
                 if args.save_checkpoint and R.checkpoint_due(
                     global_step - ep_length, global_step, args.checkpoint_every
                 ):

@@ -250,10 +250,26 @@ def summarize(task: str, rows: list[dict]) -> dict:
     return out
 
 
+def seed_range(seeds: list[int]) -> str:
+    """``"0-9"`` for consecutive seeds, else ``"0, 3, 7"``."""
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(s) for s in seeds)
+
+
+def title(result: dict) -> str:
+    """The page's title: what ran, so the pages of several runs (the main one, a control, more seeds) differ."""
+    seeds = result["seeds"]
+    return (
+        f"Continuous-control PPO on {', '.join(result['tasks'])}, seed{'s' if len(seeds) > 1 else ''} "
+        f"{seed_range(seeds)}: {', '.join(result['settings'])}"
+    )
+
+
 def markdown(result: dict) -> str:
     """The results page: per-run table, per-task means, q8 against float, and the plots."""
     lines = [
-        "# Continuous-control PPO: GAE on the q8 core against float GAE",
+        f"# {title(result)}",
         "",
         f"Commit `{result['environment'].get('git_commit', '?')}`, network backend `{result['nn']}`, "
         f"{result['jobs']} runs in parallel on a shared 2-core machine; seeds {result['seeds']}. "

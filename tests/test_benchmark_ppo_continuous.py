@@ -166,3 +166,17 @@ def test_an_emulated_encoding_setting_trains_through_its_injected_gae_step():
     exact, _ = compute_gae(rewards, values, dones, 0.99, 0.95)
     assert advantages.shape == returns.shape == (64, 2)
     assert 0 < np.sqrt(np.mean((advantages - exact) ** 2)) < 0.05 * np.std(exact)
+
+
+def test_each_committed_page_has_a_title_of_its_own():
+    """The main run, the control and the ten Hopper seeds are three pages of one script: each title says what ran, so
+    the docs' sidebar tells them apart."""
+    script = _script()
+    results = SCRIPT.parent / "results"
+    titles = {}
+    for name in ("ppo_continuous", "ppo_continuous_control", "ppo_continuous_hopper10"):
+        page = (results / f"{name}.md").read_text().splitlines()[0]
+        assert page == f"# {script.title(json.loads((results / f'{name}.json').read_text()))}", name
+        titles[name] = page
+    assert len(set(titles.values())) == 3, titles
+    assert titles["ppo_continuous_hopper10"] == "# Continuous-control PPO on Hopper-v5, seeds 0-9: float, q8-runs"

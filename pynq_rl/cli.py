@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -496,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:
         return args.func(args)
     with warnings.catch_warnings():
-        warnings.showwarning = functools.partial(_warn_one_line, flags=flags)
+        warnings.showwarning = functools.partial(_warn_one_line, flags=flags, shown=set())
         try:
             return args.func(args)
         except KeyboardInterrupt:
@@ -516,11 +517,24 @@ def _warn_one_line(
     line: str | None = None,
     *,
     flags: dict[str, str],
+    shown: set[str],
 ) -> None:
     """``warnings.showwarning`` of the command line: ``warning: <message>`` on one line, with the flags the user
-    typed where it names an agent's fields (:class:`~pynq_rl.host.agents.run.FieldWarning`)."""
+    typed where it names an agent's fields (:class:`~pynq_rl.host.agents.run.FieldWarning`), and each message once
+    per command (``shown``: gymnasium warns about an outdated environment at every ``gym.make``, from places
+    Python's filters count apart) without the terminal colour codes and ``WARN:`` tag gymnasium's logger adds."""
     text = flag_message(message, flags) if isinstance(message, Warning) else str(message)
-    print(f"warning: {' '.join(text.split())}", file=file or sys.stderr)
+    text = _GYMNASIUM_TAG.sub("", _ANSI_COLOUR.sub("", " ".join(text.split())))
+    if text in shown:
+        return
+    shown.add(text)
+    print(f"warning: {text}", file=file or sys.stderr)
+
+
+_ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+"""the colour codes gymnasium's logger wraps its warnings in"""
+_GYMNASIUM_TAG = re.compile(r"^WARN: ")
+"""the tag it starts them with (``warning:`` says it already)"""
 
 
 #: Top-level modules a command may need that only an extra of pynq-rl installs -> that extra.

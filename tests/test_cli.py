@@ -672,3 +672,13 @@ def test_a_missing_extra_is_named_with_its_install_command(argv, module, extra, 
         rf'^error: this needs {module}, from pynq-rl\'s {extra} extra: pip install .*"pynq-rl\[{extra}\]"', err
     )
     assert not (tmp_path / "runs").exists()
+
+
+def test_gymnasiums_warnings_are_shown_once_without_colour_codes(tmp_path, capsys):
+    """An outdated environment id makes gymnasium warn at every gym.make (three in a PPO run), in terminal colours."""
+    argv = ["train", "ppo", "--env", "CartPole-v0", "--backend", "host", "--steps", "1024", "--nn", "numpy"]
+    assert main([*argv, "--out", str(tmp_path), "--no-progress"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warned == [
+        "warning: The environment CartPole-v0 is out of date. You should consider upgrading to version `v1`."
+    ], warned

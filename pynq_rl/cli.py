@@ -553,6 +553,10 @@ OPTIONAL_MODULES = {
 }
 
 
+_TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's index of CPU-only wheels (PyPI's Linux wheel is the CUDA build)"""
+
+
 def _one_line(error: BaseException, flags: dict[str, str]) -> str:
     """The exception's message on one line, with its type where the message alone would be unclear, and the flags
     the user typed where it names an agent's fields (``flags``: field -> flag); a module only an extra installs is
@@ -562,7 +566,10 @@ def _one_line(error: BaseException, flags: dict[str, str]) -> str:
     if missing in OPTIONAL_MODULES:
         extra = OPTIONAL_MODULES[missing]
         torch = ' "torch==2.13.0"' if extra in ("torch", "distributed", "sb3") else ""  # pinned first: the CPU wheel
-        return f'this needs {missing}, from pynq-rl\'s {extra} extra: pip install{torch} "pynq-rl[{extra}]"'
+        text = f'this needs {missing}, from pynq-rl\'s {extra} extra: pip install{torch} "pynq-rl[{extra}]"'
+        if torch:  # PyPI's Linux torch is the CUDA build, several GB
+            text += f" (without an NVIDIA GPU, first: pip install torch==2.13.0 --index-url {_TORCH_CPU_INDEX})"
+        return text
     if (
         isinstance(error, (FileNotFoundError, NotADirectoryError, FileExistsError, PermissionError))
         and error.filename is not None

@@ -671,6 +671,8 @@ def test_a_missing_extra_is_named_with_its_install_command(argv, module, extra, 
     assert re.match(
         rf'^error: this needs {module}, from pynq-rl\'s {extra} extra: pip install .*"pynq-rl\[{extra}\]"', err
     )
+    # an extra with torch in it says how to get torch's CPU build (PyPI's Linux wheel is the CUDA one)
+    assert ("--index-url https://download.pytorch.org/whl/cpu" in err) == (extra == "distributed"), err
     assert not (tmp_path / "runs").exists()
 
 

@@ -472,6 +472,8 @@ def test_help_shows_the_budgets_and_the_hand_written_defaults(capsys):
         (["train", "ppo", "--ent-coef", "inf"], r"--ent-coef must be a number <= 1000000, not inf$"),
         (["train", "dqn", "--batch-size", "100000000"], r"--batch-size must be an integer <= 2\*\*20, not 100000000$"),
         (["train", "dqn", "--per-eps", "nan"], r"--per-eps must be a number in \(0, 1\], not nan$"),
+        # a combination names every flag in it, so the one typed is among them
+        (["train", "apex", "--n-step", "349"], r"--rate-limit-tolerance 100.0 is too small .*\+ --n-step 349\)"),
         (
             ["train", "apex", "--target-return", "nan"],
             r"--target-return must be a number in \[-2\*\*53, 2\*\*53\] or inf",

@@ -201,7 +201,10 @@ def check_args(args: Args) -> None:
     ):
         raise FieldValueError(
             f"rate_limit_tolerance {args.rate_limit_tolerance!r} is too small for pushes of up to "
-            f"{args.local_buffer_size + args.n_step} at updates_per_insert {args.updates_per_insert!r}",
+            f"{args.local_buffer_size + args.n_step} transitions (local_buffer_size {args.local_buffer_size} + "
+            f"n_step {args.n_step}) at updates_per_insert {args.updates_per_insert!r}",
             "rate_limit_tolerance",
             "updates_per_insert",
+            "local_buffer_size",
+            "n_step",
         )

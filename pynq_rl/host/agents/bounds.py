@@ -24,12 +24,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import types
 import typing
 from collections.abc import Mapping
 from typing import Any
 
 from ...overlay.spec import ReplaySpec
+from .options import without_none
 from .run import FieldValueError, is_computed
 
 __all__ = [
@@ -132,7 +132,7 @@ def numeric_fields(args_cls: type) -> dict[str, bool]:
     for f in dataclasses.fields(args_cls):
         if is_computed(f):
             continue
-        kind = _without_none(hints[f.name])
+        kind = without_none(hints[f.name])
         if kind in (int, float):
             fields[f.name] = False
         elif typing.get_origin(kind) is tuple and typing.get_args(kind)[1:] == (Ellipsis,):
@@ -183,15 +183,6 @@ def _within(value: Any, bound: Bound) -> bool:
     if number is None or (bound.whole and not isinstance(value, numbers.Integral)):
         return False
     return bound.admits(number)
-
-
-def _without_none(annotation: Any) -> Any:
-    """``X`` for ``X | None``, else the annotation itself."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(inner) == 1:
-            return inner[0]
-    return annotation
 
 
 def _shown(number: float) -> str:

@@ -8,9 +8,11 @@ to a temporary file first and is renamed into place, so an interrupted save neve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -119,6 +121,19 @@ def _open_archive(f: Any) -> tuple[Any, dict[str, Any]]:
     return archive, header
 
 
+@contextlib.contextmanager
+def _reading(path: str, what: str) -> Iterator[Any]:
+    """The open checkpoint file at ``path``; anything a damaged or foreign file raises in the body becomes one
+    ``ValueError`` saying it is not ``what`` (a missing file stays a ``FileNotFoundError``)."""
+    try:
+        with open(path, "rb") as f:
+            yield f
+    except FileNotFoundError:
+        raise
+    except _DAMAGED as exc:
+        raise ValueError(f"{path!r} is not {what}: {exc}") from exc
+
+
 def checkpoint_agent(path: str | os.PathLike) -> str:
     """The agent that wrote the checkpoint at ``path`` (its header's ``agent``), read without unpickling anything.
 
@@ -130,14 +145,9 @@ def checkpoint_agent(path: str | os.PathLike) -> str:
         If there is no such file.
     """
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            _, header = _open_archive(f)
-            return str(header["agent"])
-    except FileNotFoundError:
-        raise
-    except _DAMAGED as exc:
-        raise ValueError(f"{path!r} is not a pynq-rl checkpoint: {exc}") from exc
+    with _reading(path, "a pynq-rl checkpoint") as f:
+        _, header = _open_archive(f)
+        return str(header["agent"])
 
 
 def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
@@ -156,14 +166,9 @@ def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
         If there is no such file.
     """
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            archive, header = _open_archive(f)
-            found = (header.get("agent"), header.get("format"))
-            if found != (agent, CHECKPOINT_FORMAT):
-                raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
-            return _join(header["state"], archive)
-    except FileNotFoundError:
-        raise
-    except _DAMAGED as exc:
-        raise ValueError(f"{path!r} is not a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}: {exc}") from exc
+    with _reading(path, f"a pynq-rl {agent} checkpoint of format {CHECKPOINT_FORMAT}") as f:
+        archive, header = _open_archive(f)
+        found = (header.get("agent"), header.get("format"))
+        if found != (agent, CHECKPOINT_FORMAT):
+            raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
+        return _join(header["state"], archive)

@@ -33,7 +33,7 @@ from typing import Any
 
 from .run import FieldValueError, FieldWarning, is_computed
 
-__all__ = ["field_docs", "option_fields", "add_options", "given", "flag_message"]
+__all__ = ["field_docs", "option_fields", "without_none", "add_options", "given", "flag_message"]
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -90,7 +90,7 @@ def _default(f: dataclasses.Field) -> Any:
     return f.default
 
 
-def _optional_inner(annotation: Any) -> Any:
+def without_none(annotation: Any) -> Any:
     """``X`` for ``X | None`` (and ``Optional[X]``), else the annotation itself."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -101,7 +101,7 @@ def _optional_inner(annotation: Any) -> Any:
 
 def _option(annotation: Any, name: str) -> dict[str, Any]:
     """``add_argument`` keywords for a field of type ``annotation``."""
-    kind = _optional_inner(annotation)
+    kind = without_none(annotation)
     if kind is bool:
         return {"action": argparse.BooleanOptionalAction}
     if kind in (int, float, str):

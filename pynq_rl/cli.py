@@ -55,6 +55,15 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _usage_error(args: argparse.Namespace, error: FieldValueError) -> int:
+    """A value refused before any work: one line naming the flags typed, exit status 2 (``--debug``: the exception
+    goes on, traceback and all)."""
+    if getattr(args, "debug", False):
+        raise error
+    print(f"error: {' '.join(flag_message(error, args.flags).split())}", file=sys.stderr)
+    return 2
+
+
 def _train(args: argparse.Namespace) -> int:
     """``train <agent>``: the agent's ``Args`` from the options given (the rest keep their defaults), its ``train()``,
     its summary as JSON on stdout (without the per-episode lists), then one plain line on stderr (the return reached,
@@ -69,10 +78,7 @@ def _train(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", FieldWarning)
             args.check(config)
     except FieldValueError as error:
-        if getattr(args, "debug", False):
-            raise
-        print(f"error: {' '.join(flag_message(error, args.flags).split())}", file=sys.stderr)
-        return 2
+        return _usage_error(args, error)
     status = 0
     try:
         summary = args.train(config)
@@ -324,10 +330,7 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         check_evaluation(args.episodes, args.seed, args.backend)
     except FieldValueError as error:
-        if getattr(args, "debug", False):
-            raise
-        print(f"error: {' '.join(flag_message(error, args.flags).split())}", file=sys.stderr)
-        return 2
+        return _usage_error(args, error)
     result = evaluate(
         args.source,
         episodes=args.episodes,

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.p
 from _common import environment, seconds_per_call
 
 from pynq_rl.host.agents import dqn, ppo
-from pynq_rl.host.agents.learners import make_actor_critic, make_q_learner
-from pynq_rl.host.agents.run import torch_available
+from pynq_rl.host.agents.common.run import torch_available
+from pynq_rl.host.agents.nets.learners import make_actor_critic, make_q_learner
 
 
 def step_costs(nn: str, rng: np.random.Generator) -> dict[str, Callable[[], object]]:

@@ -109,7 +109,7 @@ class _TrainStep:
     def __init__(self, seed: int) -> None:
         import torch
 
-        from pynq_rl.host.agents.torch_nets import QNetwork
+        from pynq_rl.host.agents.nets.torch_nets import QNetwork
 
         torch.set_num_threads(1)
         torch.manual_seed(seed)

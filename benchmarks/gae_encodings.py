@@ -208,8 +208,8 @@ class RecordingGae:
     def compute(
         self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, *, gamma: float, lam: float, quantize: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Float GAE of the batch (the agents' :func:`~pynq_rl.host.agents.advantages.compute_gae`); keep it."""
-        from pynq_rl.host.agents.advantages import compute_gae
+        """Float GAE of the batch (the agents' :func:`~pynq_rl.host.agents.ppo.advantages.compute_gae`); keep it."""
+        from pynq_rl.host.agents.ppo.advantages import compute_gae
 
         if self.calls % self.every == 0:
             self.batches.append((rewards.copy(), values.copy(), dones.copy()))
@@ -233,7 +233,7 @@ class EncodedGae:
         self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, *, gamma: float, lam: float, quantize: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         """Float GAE of the decoded batch; the returns ``A + V`` use the decoded values, as the core's do."""
-        from pynq_rl.host.agents.advantages import compute_gae
+        from pynq_rl.host.agents.ppo.advantages import compute_gae
 
         r, v = np.asarray(rewards, np.float64), np.asarray(values, np.float64)
         r_hat, v_hat, _ = self.candidate.apply(r, v, self.rng)

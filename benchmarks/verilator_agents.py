@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.p
 from _common import environment, failed_rows, write_results
 
 from pynq_rl.host.agents import dqn, ppo, sarsa
-from pynq_rl.host.agents.run import resolve_nn
+from pynq_rl.host.agents.common.run import resolve_nn
 from pynq_rl.overlay import spec as S
 
 NAME = "verilator_agents"

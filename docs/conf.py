@@ -117,8 +117,8 @@ html_show_sourcelink = True
 
 
 # --- docstrings that are also command-line help ----------------------------------------------------------------
-# The agents' ``Args`` field docstrings are the help texts of ``pynq-rl train`` (pynq_rl/host/agents/options.py), so
-# they stay plain one-liners in CleanRL's style: "where GAE runs: `emu` ...", "added to |TD error| ...". Two
+# The agents' ``Args`` field docstrings are the help texts of ``pynq-rl train`` (pynq_rl/host/agents/common/options.py),
+# so they stay plain one-liners in CleanRL's style: "where GAE runs: `emu` ...", "added to |TD error| ...". Two
 # readings of reStructuredText would garble them, and both are turned off here rather than in the help texts:
 #
 # * napoleon reads an attribute docstring "where GAE runs: ..." as "<type>: <description>" and makes

@@ -20,11 +20,11 @@
     pynq-rl doctor [--backend emu --backend verilator] [--board B]  self-test every core against its model
 
 Every ``--help`` shows every default; ``--debug`` (tracebacks instead of one-line errors) is accepted anywhere on the
-line; a misspelt option or sub-command gets a suggestion (:mod:`pynq_rl.host.agents.argparsing`). ``train`` prints the
-run's summary as one JSON document on stdout, then one plain line on stderr with the return reached and the run
-directory (:mod:`pynq_rl.host.agents.summary_line`); Ctrl-C or SIGTERM ends it after the current step with a
-checkpoint and ``summary.json`` (``"interrupted": true``) and exit status 130 or 143
-(:mod:`pynq_rl.host.agents.interrupts`).
+line; a misspelt option or sub-command gets a suggestion (:mod:`pynq_rl.host.agents.common.argparsing`).
+``train`` prints the run's summary as one JSON document on stdout, then one plain line on stderr with the return
+reached and the run directory (:mod:`pynq_rl.host.agents.common.summary_line`); Ctrl-C or SIGTERM ends it after the
+current step with a checkpoint and ``summary.json`` (``"interrupted": true``) and exit status 130 or 143
+(:mod:`pynq_rl.host.agents.common.interrupts`).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple, TextIO
 
-from .host.agents.argparsing import Parser, walk
-from .host.agents.interrupts import TrainingInterrupted
-from .host.agents.options import add_options, flag_message, given
-from .host.agents.run import FieldValueError, FieldWarning
-from .host.agents.summary_line import summary_line
+from .host.agents.common.argparsing import Parser, walk
+from .host.agents.common.checks import FieldValueError, FieldWarning
+from .host.agents.common.interrupts import TrainingInterrupted
+from .host.agents.common.options import add_options, flag_message, given
+from .host.agents.common.summary_line import summary_line
 from .host.overlay import BACKENDS
 
 __all__ = ["main"]
@@ -202,10 +202,10 @@ def _flag(name: str, value: Any) -> str:
 
 def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
     """One ``train <agent>`` parser per agent, its options generated from the agent's ``Args``
-    (:mod:`pynq_rl.host.agents.options`)."""
-    from .host.agents.ppo_args import CONTINUOUS_DEFAULTS, REWARD_NORMS
-    from .host.agents.run import BACKENDS as AGENT_BACKENDS
-    from .host.agents.run import NN_BACKENDS
+    (:mod:`pynq_rl.host.agents.common.options`)."""
+    from .host.agents.common.run import BACKENDS as AGENT_BACKENDS
+    from .host.agents.common.run import NN_BACKENDS
+    from .host.agents.ppo.args import CONTINUOUS_DEFAULTS, REWARD_NORMS
 
     choices = {
         "backend": AGENT_BACKENDS,
@@ -354,8 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``pynq-rl`` (sub-commands ``info``, ``train``, ``build``, ``plot``, ``eval``,
     ``doctor``).
 
-    Every parser in it is a :class:`~pynq_rl.host.agents.argparsing.Parser` (defaults in ``--help``, suggestions for
-    misspelt options and sub-commands) and takes ``--debug``.
+    Every parser in it is a :class:`~pynq_rl.host.agents.common.argparsing.Parser` (defaults in ``--help``, suggestions
+    for misspelt options and sub-commands) and takes ``--debug``.
     """
     from .overlay.spec import DEFAULT_BOARD
 
@@ -449,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--title", default=None, help="plot title (default: the environments' names)")
     plot.set_defaults(func=_plot)
 
-    from .host.agents.run import BACKENDS as AGENT_BACKENDS
+    from .host.agents.common.run import BACKENDS as AGENT_BACKENDS
 
     evaluation = commands.add_parser("eval", help="play a trained agent's policy: mean return over seeded episodes")
     evaluation.add_argument("source", metavar="RUN_DIR|CHECKPOINT", help="a run directory or its checkpoint.npz")
@@ -523,8 +523,8 @@ def _warn_one_line(
     shown: set[str],
 ) -> None:
     """``warnings.showwarning`` of the command line: ``warning: <message>`` on one line, with the flags the user
-    typed where it names an agent's fields (:class:`~pynq_rl.host.agents.run.FieldWarning`), and each message once
-    per command (``shown``: gymnasium warns about an outdated environment at every ``gym.make``, from places
+    typed where it names an agent's fields (:class:`~pynq_rl.host.agents.common.checks.FieldWarning`), and each message
+    once per command (``shown``: gymnasium warns about an outdated environment at every ``gym.make``, from places
     Python's filters count apart) without the terminal colour codes and ``WARN:`` tag gymnasium's logger adds."""
     text = flag_message(message, flags) if isinstance(message, Warning) else str(message)
     text = _GYMNASIUM_TAG.sub("", _ANSI_COLOUR.sub("", " ".join(text.split())))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pynq_rl.host.agents.run import torch_available
+from pynq_rl.host.agents.common.run import torch_available
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "agents_nn.py"
 OPERATIONS = ["ppo_update[us]", "ppo_act[us]", "dqn_update[us]", "dqn_act[us]"]

@@ -161,7 +161,7 @@ def test_an_emulated_encoding_setting_trains_through_its_injected_gae_step():
     advantages, returns = EncodedGae("runs 8x32 exact").compute(
         rewards, values, dones, gamma=0.99, lam=0.95, quantize=True
     )
-    from pynq_rl.host.agents.advantages import compute_gae
+    from pynq_rl.host.agents.ppo.advantages import compute_gae
 
     exact, _ = compute_gae(rewards, values, dones, 0.99, 0.95)
     assert advantages.shape == returns.shape == (64, 2)

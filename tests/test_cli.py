@@ -14,9 +14,9 @@ import pytest
 
 from pynq_rl.cli import build_parser, main
 from pynq_rl.host.agents import distributed, dqn, ppo, sarsa
+from pynq_rl.host.agents.common.options import field_docs, given
+from pynq_rl.host.agents.common.run import is_computed
 from pynq_rl.host.agents.distributed import apex_args
-from pynq_rl.host.agents.options import field_docs, given
-from pynq_rl.host.agents.run import is_computed
 
 
 def test_info_reports_cores_and_registers(capsys):
@@ -246,12 +246,12 @@ def test_debug_shows_the_exception(tmp_path):
 
 def test_a_failure_after_the_run_started_keeps_nothing_empty(tmp_path, monkeypatch, capsys):
     """A run that fails before recording anything is removed; the error is still one line."""
-    from pynq_rl.host.agents import ppo
+    from pynq_rl.host.agents.ppo import training
 
     def broken(*args, **kwargs):
         raise TimeoutError("GAE core not DONE after 5.0 s (STATUS=BUSY)")
 
-    monkeypatch.setattr(ppo, "collect_rollout", broken)
+    monkeypatch.setattr(training, "collect_rollout", broken)
     assert main(["train", "ppo", "--backend", "host", "--steps", "2048", "--out", str(tmp_path), "--no-progress"]) == 1
     assert capsys.readouterr().err.startswith("error: GAE core not DONE after 5.0 s (STATUS=BUSY)")
     assert os.listdir(tmp_path) == []
@@ -395,7 +395,7 @@ def test_field_docs_reads_the_string_under_each_field():
 # ---------------------------------------------------------------------------------------------------------------------
 def all_parsers():
     """``(command, parser)`` for every parser of the command line (``"train ppo"``, ``"build hwh"``...)."""
-    from pynq_rl.host.agents.argparsing import walk
+    from pynq_rl.host.agents.common.argparsing import walk
 
     return [(p.prog.removeprefix("pynq-rl").strip() or "(top)", p) for p in walk(build_parser())]
 
@@ -512,8 +512,8 @@ def test_the_tensorboard_error_names_its_flag(tmp_path, capsys, monkeypatch):
 def test_every_validation_error_names_flags_not_fields(name):
     """Each int or float option at -1, 0 and NaN: whatever the agent's check refuses is a FieldValueError (which the
     command line rewords), and reworded it names no field whose flag differs from it."""
-    from pynq_rl.host.agents.options import flag_message
-    from pynq_rl.host.agents.run import FieldValueError
+    from pynq_rl.host.agents.common.checks import FieldValueError
+    from pynq_rl.host.agents.common.options import flag_message
 
     checks = {"ppo": ppo.check_args, "dqn": dqn.check_args, "sarsa": sarsa.check_args, "apex": apex_args.check_args}
     flags = {a.dest: a.option_strings[0] for a in agent_parser(name)._actions if a.option_strings}
@@ -616,7 +616,7 @@ def test_train_ends_with_one_plain_line_after_its_json(tmp_path, capsys):
 
 
 def test_the_plain_line_of_each_agent():
-    from pynq_rl.host.agents.summary_line import summary_line
+    from pynq_rl.host.agents.common.summary_line import summary_line
 
     ppo_run = {"global_step": 50_000, "mean_return_last20": 381.24, "episode_returns": [1.0] * 30, "run_dir": "runs/p"}
     assert summary_line("ppo", "CartPole-v1", ppo_run, ppo.Args()) == (

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pynq_rl.host.agents import dqn, ppo, sarsa
+from pynq_rl.host.agents.common.checks import FieldValueError
+from pynq_rl.host.agents.common.options import flag_message
 from pynq_rl.host.agents.distributed import apex_args
-from pynq_rl.host.agents.options import flag_message
-from pynq_rl.host.agents.run import FieldValueError
 from tests.test_cli import agent_parser, parse
 
 CHECKS = {"ppo": ppo.check_args, "dqn": dqn.check_args, "sarsa": sarsa.check_args, "apex": apex_args.check_args}
@@ -93,7 +93,7 @@ def test_every_numeric_option_of_every_agent_has_a_bound():
 def test_a_numeric_field_without_a_bound_is_a_programming_error():
     from dataclasses import dataclass
 
-    from pynq_rl.host.agents.bounds import check_bounds, count
+    from pynq_rl.host.agents.common.bounds import check_bounds, count
 
     @dataclass
     class Args:

@@ -189,12 +189,12 @@ def test_installed_wheel_imports_self_tests_and_converts_every_core(venv, tmp_pa
     assert not report["failed"], report["failed"]
     assert len(report["imported"]) >= 60, report
     # only the torch networks, Ape-X on Ray, the gRPC stubs/client/server and the Redis baseline need an extra
-    assert "pynq_rl.host.agents.torch_nets" in report["optional"]
+    assert "pynq_rl.host.agents.nets.torch_nets" in report["optional"]
     for needed_on_the_board in (
         "pynq_rl.host.agents.ppo",
         "pynq_rl.host.agents.dqn",
         "pynq_rl.host.agents.sarsa",
-        "pynq_rl.host.agents.priorities",
+        "pynq_rl.host.agents.replay.priorities",
         "pynq_rl.overlay.hdl.top",
         "pynq_rl.host.doctor",
     ):

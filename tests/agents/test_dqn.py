@@ -13,10 +13,12 @@ import warnings
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import dqn, ppo
-from pynq_rl.host.agents.dqn import Args, load_checkpoint, make_q_learner, train
-from pynq_rl.host.agents.replay_buffer import NumpySumTree, PrioritizedReplayBuffer, PriorityBackend
-from pynq_rl.host.agents.run import torch_available
+from pynq_rl.host.agents import ppo
+from pynq_rl.host.agents.common.run import torch_available
+from pynq_rl.host.agents.dqn import Args, load_checkpoint, train
+from pynq_rl.host.agents.dqn import training as dqn
+from pynq_rl.host.agents.nets.learners import make_actor_critic, make_q_learner
+from pynq_rl.host.agents.replay.buffer import NumpySumTree, PrioritizedReplayBuffer, PriorityBackend
 from pynq_rl.host.drivers import ReplayCore, ReplaySaturationWarning
 
 
@@ -432,7 +434,7 @@ def test_resume_refuses_foreign_checkpoints(tmp_path):
     with pytest.raises(ValueError, match=r"does not fit this agent"):
         train(tiny_args(tmp_path, hidden_sizes=(16,), resume=run["checkpoint"]))
     ppo_path = os.path.join(tmp_path, "ppo.npz")
-    agent = ppo.make_actor_critic("numpy", 4, 2, 1e-3, np.random.default_rng(0))
+    agent = make_actor_critic("numpy", 4, 2, 1e-3, np.random.default_rng(0))
     ppo.save_checkpoint(ppo_path, agent, None, ppo.Args(), 0)
     with pytest.raises(ValueError, match=r"is not a pynq-rl dqn checkpoint of format 2: it holds agent 'ppo'"):
         load_checkpoint(ppo_path)
@@ -463,7 +465,7 @@ def test_bad_arguments_are_rejected(tmp_path, override, message):
 
 
 def test_a_run_shorter_than_learning_starts_is_warned_about(tmp_path):
-    from pynq_rl.host.agents.run import FieldWarning
+    from pynq_rl.host.agents.common.checks import FieldWarning
 
     with pytest.warns(
         FieldWarning, match=r"^total_timesteps = 200 does not exceed learning_starts = 200: the run"

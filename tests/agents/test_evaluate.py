@@ -15,7 +15,8 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from pynq_rl.cli import main
 from pynq_rl.host.agents import dqn, ppo, sarsa
-from pynq_rl.host.agents.checkpoints import save_checkpoint
+from pynq_rl.host.agents.common.checkpoints import save_checkpoint
+from pynq_rl.host.agents.common.checks import FieldValueError
 from pynq_rl.host.agents.evaluate import (
     VideoUnavailable,
     check_video_recording,
@@ -24,7 +25,6 @@ from pynq_rl.host.agents.evaluate import (
     read_checkpoint,
     run_episodes,
 )
-from pynq_rl.host.agents.run import FieldValueError
 
 PIXEL_CARTPOLE = "EvalPixelCartPole-v1"
 """CartPole rendering its frames with numpy (classic control's renderer needs pygame): the recorded videos' env"""

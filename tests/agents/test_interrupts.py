@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pynq_rl.host.agents.interrupts import StopOnSignal, TrainingInterrupted, finish
+from pynq_rl.host.agents.common.interrupts import StopOnSignal, TrainingInterrupted, finish
 
 SETTINGS = {
     "ppo": ["--nn", "numpy", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2"],

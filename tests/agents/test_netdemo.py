@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pynq_rl import RLOverlay
-from pynq_rl.host.agents import netdemo as nd
+from pynq_rl.host.agents.sarsa import netdemo as nd
 from pynq_rl.host.drivers.tiling_config import OPAL_DDOS_TILING
 from pynq_rl.overlay import spec as S
 

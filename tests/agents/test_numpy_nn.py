@@ -8,9 +8,9 @@ tolerances are tight; the torch comparisons run the float32 code as the agents d
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents.numpy_nets import NumpyActorCritic, NumpyQLearner
-from pynq_rl.host.agents.numpy_nn import MLP, Adam, clip_grad_norm, log_softmax, orthogonal
-from pynq_rl.host.agents.run import torch_available
+from pynq_rl.host.agents.common.run import torch_available
+from pynq_rl.host.agents.nets.numpy_nets import NumpyActorCritic, NumpyQLearner
+from pynq_rl.host.agents.nets.numpy_nn import MLP, Adam, clip_grad_norm, log_softmax, orthogonal
 
 needs_torch = pytest.mark.skipif(not torch_available(), reason="no torch")
 PPO_COEFS = dict(clip_coef=0.2, ent_coef=0.01, vf_coef=0.5, norm_adv=True, max_grad_norm=1e9)
@@ -196,7 +196,7 @@ def assert_states_close(a, b, rtol=2e-4, atol=2e-6):
 @needs_torch
 @pytest.mark.parametrize("clip_vloss", [False, True])
 def test_ppo_step_matches_torch(clip_vloss):
-    from pynq_rl.host.agents.torch_nets import TorchActorCritic
+    from pynq_rl.host.agents.nets.torch_nets import TorchActorCritic
 
     rng = np.random.default_rng(11)
     torch_model = TorchActorCritic(4, 3, 1e-2)
@@ -214,7 +214,7 @@ def test_ppo_step_matches_torch(clip_vloss):
 @needs_torch
 @pytest.mark.parametrize("double_q", [True, False])
 def test_dqn_step_matches_torch(double_q):
-    from pynq_rl.host.agents.torch_nets import TorchQLearner
+    from pynq_rl.host.agents.nets.torch_nets import TorchQLearner
 
     rng = np.random.default_rng(4)
     torch_learner = TorchQLearner(3, 4, (32, 32), 1e-2)

@@ -13,19 +13,21 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import ppo as ppo_module
+from pynq_rl.host.agents.common.checks import FieldValueError
+from pynq_rl.host.agents.common.envs import make_envs
+from pynq_rl.host.agents.common.run import torch_available
+from pynq_rl.host.agents.nets.learners import make_actor_critic
 from pynq_rl.host.agents.ppo import (
     Args,
     check_args,
     collect_rollout,
     compute_gae,
     load_checkpoint,
-    make_actor_critic,
     save_checkpoint,
     train,
 )
-from pynq_rl.host.agents.run import FieldValueError, make_envs, torch_available
-from pynq_rl.host.agents.standardize import RewardStandardizer
+from pynq_rl.host.agents.ppo import training as ppo_module
+from pynq_rl.host.agents.ppo.standardize import RewardStandardizer
 
 NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
 

@@ -11,12 +11,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import run as R
-from pynq_rl.host.agents.learners import make_actor_critic
-from pynq_rl.host.agents.numpy_nn import gaussian_entropy, gaussian_log_prob
+from pynq_rl.host.agents.common.envs import make_env, make_envs
+from pynq_rl.host.agents.common.run import torch_available
+from pynq_rl.host.agents.nets.learners import make_actor_critic
+from pynq_rl.host.agents.nets.numpy_nn import gaussian_entropy, gaussian_log_prob
 from pynq_rl.host.agents.ppo import CONTINUOUS_DEFAULTS, Args, args_for, collect_rollout, load_checkpoint, train
 
-NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not R.torch_available(), reason="no torch"))]
+NN_BACKENDS = ["numpy", pytest.param("torch", marks=pytest.mark.skipif(not torch_available(), reason="no torch"))]
 PPO_BACKENDS = ["host", "emu", "rtl"]  # board: only on a board, covered by the driver tests there
 
 
@@ -74,7 +75,7 @@ def test_act_samples_the_gaussian_and_reports_its_log_prob(nn):
     assert abs(noise.mean()) < 0.05 and abs(noise.std() - 1.0) < 0.05 and np.abs(noise).max() > 2.5
 
 
-@pytest.mark.skipif(not R.torch_available(), reason="no torch")
+@pytest.mark.skipif(not torch_available(), reason="no torch")
 @pytest.mark.parametrize("clip_vloss", [False, True])
 def test_numpy_gaussian_ppo_gradients_match_torch_autograd(clip_vloss):
     """Same weights, same minibatch: every gradient of the PPO loss (actor, log-std, critic) agrees with autograd.
@@ -147,7 +148,7 @@ def test_gaussian_checkpoints_round_trip_and_refuse_the_other_policy_kind(nn):
 # Rollouts, defaults, wrappers
 # ---------------------------------------------------------------------------------------------------------------------
 def test_rollout_stores_the_sampled_action_and_steps_the_env_with_it_clipped():
-    envs = R.make_envs([R.make_env("Pendulum-v1")], seed=0)
+    envs = make_envs([make_env("Pendulum-v1")], seed=0)
     stepped = []
     real_step = envs.step
 
@@ -233,7 +234,7 @@ def test_resume_of_a_box_run_restores_policy_and_normalization_statistics(tmp_pa
 
 
 def _without_stats(state, tmp_path):
-    from pynq_rl.host.agents.run import save_checkpoint
+    from pynq_rl.host.agents.common.checkpoints import save_checkpoint
 
     path = str(tmp_path / "nostats.npz")
     save_checkpoint(path, "ppo", {**state, "env_stats": {}})

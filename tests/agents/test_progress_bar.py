@@ -4,6 +4,7 @@ bar, so the agents set the postfix first (set after, every frame showed the prev
 import pytest
 
 from pynq_rl.host.agents import ppo, sarsa
+from pynq_rl.host.agents.common import run
 
 
 class RecordingBar:
@@ -48,7 +49,7 @@ class RecordingBar:
     ids=["ppo", "sarsa"],
 )
 def test_the_last_frame_shows_the_return_the_closing_line_reports(module, args, tmp_path, monkeypatch):
-    monkeypatch.setattr(module, "tqdm", RecordingBar)
+    monkeypatch.setattr(run, "tqdm", RecordingBar)
     args.out_dir, args.progress = str(tmp_path), True
     summary = module.train(args)
     final = RecordingBar.last.drawn[-1]["ret20"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import dqn, ppo, run, sarsa
+from pynq_rl.host.agents import dqn, ppo, sarsa
+from pynq_rl.host.agents.common import checkpoints, checks, run, rundir
 from pynq_rl.host.agents.distributed import apex_args
 from pynq_rl.host.agents.plot import chain_resumed, group_label, group_runs, load_run, plot_runs
 
@@ -38,7 +39,7 @@ def test_the_former_backend_fields_are_gone(args_cls, old):
 def test_the_former_host_names_are_refused_with_the_new_one(backend):
     message = rf"^backend must be one of .*, not '{backend}' \(the host reference, formerly .* is 'host'\)$"
     with pytest.raises(ValueError, match=message):
-        run.check_backend(backend)
+        checks.check_backend(backend)
 
 
 def test_linear_schedule():
@@ -71,14 +72,14 @@ def test_checkpoint_round_trips_nested_state_without_pickle(tmp_path):
         "scalar": np.float32(2.5),
     }
     path = tmp_path / "c.npz"
-    run.save_checkpoint(path, "unit", state)
-    back = run.load_checkpoint(path, "unit")
+    checkpoints.save_checkpoint(path, "unit", state)
+    back = checkpoints.load_checkpoint(path, "unit")
     np.testing.assert_array_equal(back["a"], state["a"])
     assert back["a"].dtype == np.int32
     np.testing.assert_array_equal(back["nested"]["x"][0], np.ones(2))
     assert back["nested"]["x"][1:] == [3, "text", None] and back["flag"] is True and back["scalar"] == 2.5
     with pytest.raises(ValueError, match=r"is not a pynq-rl other checkpoint of format 2: it holds agent 'unit'"):
-        run.load_checkpoint(path, "other")
+        checkpoints.load_checkpoint(path, "other")
 
 
 @pytest.mark.parametrize(
@@ -92,13 +93,13 @@ def test_checkpoint_round_trips_nested_state_without_pickle(tmp_path):
 )
 def test_checkpoint_refuses_what_it_cannot_store_and_writes_nothing(tmp_path, state, error, message):
     with pytest.raises(error, match=message):
-        run.save_checkpoint(tmp_path / "c.npz", "unit", state)
+        checkpoints.save_checkpoint(tmp_path / "c.npz", "unit", state)
     assert os.listdir(tmp_path) == []
 
 
 def test_missing_checkpoint_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
-        run.load_checkpoint(tmp_path / "nothing.npz", "ppo")
+        checkpoints.load_checkpoint(tmp_path / "nothing.npz", "ppo")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -107,9 +108,9 @@ def test_missing_checkpoint_is_file_not_found(tmp_path):
 def test_runs_started_in_the_same_second_get_directories_of_their_own(tmp_path, monkeypatch):
     """CleanRL's run name has one-second resolution: two runs of one seed started together (two scripts, two jobs
     of an experiment) must not write into one directory."""
-    monkeypatch.setattr(run.time, "time", lambda: 1_700_000_000.5)
+    monkeypatch.setattr(rundir.time, "time", lambda: 1_700_000_000.5)
     args = ppo.Args(env_id="CartPole-v1", seed=3, out_dir=str(tmp_path / "runs"))
-    runs = [run.Run(args, ("global_step",)) for _ in range(3)]
+    runs = [rundir.Run(args, ("global_step",)) for _ in range(3)]
     try:
         names = [r.name for r in runs]
         base = "CartPole-v1__ppo__3__1700000000"

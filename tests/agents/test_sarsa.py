@@ -172,7 +172,7 @@ def test_checkpoint_every_counts_environment_steps(tmp_path, monkeypatch):
     (at 400 and 600 steps), then at the end; each periodic checkpoint resumes at the next episode."""
     saved = []
     real = sarsa.save_checkpoint
-    monkeypatch.setattr(sarsa, "save_checkpoint", lambda *a, **k: saved.append(a[3:]) or real(*a, **k))
+    monkeypatch.setattr(sarsa.training, "save_checkpoint", lambda *a, **k: saved.append(a[3:]) or real(*a, **k))
     args = sarsa.Args(backend="host", episodes=4, checkpoint_every=300, out_dir=str(tmp_path), progress=False)
     summary = sarsa.train(args)
     assert summary["episode_lengths"] == [200] * 4

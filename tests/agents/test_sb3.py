@@ -17,7 +17,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
 
-from pynq_rl.host.agents.advantages import compute_gae
+from pynq_rl.host.agents.ppo.advantages import compute_gae
 from pynq_rl.host.integrations.sb3 import (
     GaeDictRolloutBuffer,
     GaeRolloutBuffer,

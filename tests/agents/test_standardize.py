@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from pynq_rl.host.agents.standardize import RewardStandardizer
+from pynq_rl.host.agents.ppo.standardize import RewardStandardizer
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 batches = st.lists(arrays(np.float64, st.integers(0, 40), elements=finite), min_size=1, max_size=8)

@@ -6,8 +6,8 @@ import time
 import numpy as np
 
 from pynq_rl.host.agents import ppo
-from pynq_rl.host.agents.advantages import compute_gae
-from pynq_rl.host.agents.startup import core_start_text, starting
+from pynq_rl.host.agents.common.startup import core_start_text, starting
+from pynq_rl.host.agents.ppo.advantages import compute_gae
 
 
 def test_starting_shows_what_happens_and_how_long_it_took(capsys):

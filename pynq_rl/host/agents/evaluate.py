@@ -1,7 +1,7 @@
 """Evaluate a trained agent: load a run's checkpoint, play seeded episodes with its policy, report the returns.
 
 This is ``pynq-rl eval`` (Stable-Baselines3's ``evaluate_policy``, rl-zoo's ``enjoy``, CleanRL's ``--capture-video``
-in one call): :func:`evaluate` takes a run directory (``args.json`` + ``checkpoint.npz``, :class:`~.run.Run`) or a
+in one call): :func:`evaluate` takes a run directory (``args.json`` + ``checkpoint.npz``, :class:`~.rundir.Run`) or a
 ``checkpoint.npz``, rebuilds the agent's policy from the checkpoint exactly as training built it, plays
 ``episodes`` episodes reset with seeds ``seed, seed + 1, ...`` and returns the returns, their statistics and where
 the checkpoint and the videos are, as a JSON-ready dict. Two calls with the same arguments give the same returns.
@@ -53,13 +53,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from . import run as R
-from .bounds import COUNT_MAX, check_bounds, count
-from .checkpoints import checkpoint_agent, load_checkpoint
-from .learners import make_actor_critic, make_q_learner
-from .sarsa_learners import make_learner
-from .startup import core_start_text, starting
-from .summary_line import AGENT_NAMES
+from .common.bounds import COUNT_MAX, check_bounds, count
+from .common.checkpoints import checkpoint_agent, load_checkpoint
+from .common.checks import FieldValueError, check_backend, check_env_id
+from .common.envs import normalized_observations
+from .common.run import linear_schedule, seed_everything
+from .common.startup import core_start_text, starting
+from .common.summary_line import AGENT_NAMES
+from .nets.learners import make_actor_critic, make_q_learner
+from .sarsa.learners import make_learner
 
 __all__ = [
     "AGENTS",
@@ -108,7 +110,7 @@ def check_evaluation(episodes: int, seed: int, backend: str | None = None) -> No
     """
     check_bounds(_Request(episodes, seed), BOUNDS)
     if backend is not None:
-        R.check_backend(backend)
+        check_backend(backend)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -205,7 +207,7 @@ class TrainedPolicy:
 
 def _spaces(env_id: str) -> tuple[gym.Space, gym.Space]:
     """``(observation_space, action_space)`` of ``env_id`` (made once and closed)."""
-    R.check_env_id(env_id)
+    check_env_id(env_id)
     env = gym.make(env_id)
     try:
         return env.observation_space, env.action_space
@@ -225,7 +227,7 @@ def _pooled_statistics(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarr
 
 
 def _frozen_observation_normalization(env_stats: dict[str, Any], clip_obs: float) -> Callable[[gym.Env], gym.Env]:
-    """Training's observation wrappers (:func:`~.run.normalized_observations`) at the checkpoint's statistics, no
+    """Training's observation wrappers (:func:`~.envs.normalized_observations`) at the checkpoint's statistics, no
     longer updated."""
     rows = list(env_stats.get("obs_rms") or [])
     if not rows:
@@ -233,7 +235,7 @@ def _frozen_observation_normalization(env_stats: dict[str, Any], clip_obs: float
     mean, var, total = _pooled_statistics(rows)
 
     def wrap(env: gym.Env) -> gym.Env:
-        wrapped = R.normalized_observations(lambda: env, clip_obs)()
+        wrapped = normalized_observations(lambda: env, clip_obs)()
         normalizer = wrapped.env  # TransformObservation(clip) around NormalizeObservation
         if normalizer.obs_rms.mean.shape != mean.shape:
             raise ValueError(
@@ -266,7 +268,7 @@ def _ppo_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool
     observation_space, action_space = _spaces(args["env_id"])
     continuous = isinstance(action_space, gym.spaces.Box)
     n_actions = int(np.prod(action_space.shape)) if continuous else int(action_space.n)
-    rng = R.seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
+    rng = seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
     learner = make_actor_critic(
         args["nn"], int(np.prod(observation_space.shape)), n_actions, args["learning_rate"], rng, continuous
     )
@@ -296,7 +298,7 @@ def _dqn_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool
     args = saved.args
     observation_space, action_space = _spaces(args["env_id"])
     n_actions = int(action_space.n)
-    rng = R.seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
+    rng = seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
     learner = make_q_learner(
         args["nn"],
         int(np.prod(observation_space.shape)),
@@ -322,7 +324,7 @@ def _dqn_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool
 def _final_epsilon(args: dict[str, Any], global_step: int) -> float:
     """DQN's exploration probability at ``global_step`` of the run with ``args`` (its linear schedule)."""
     duration = args["exploration_fraction"] * args["total_timesteps"]
-    return R.linear_schedule(args["start_e"], args["end_e"], duration, global_step)
+    return linear_schedule(args["start_e"], args["end_e"], duration, global_step)
 
 
 def _sarsa_policy(
@@ -332,7 +334,7 @@ def _sarsa_policy(
     trained_on = "host" if saved.state["backend"] in ("host", "float") else saved.state["backend"]
     backend = backend or trained_on
     if (backend == "host") != (trained_on == "host"):
-        raise R.FieldValueError(
+        raise FieldValueError(
             f"checkpoint {saved.path!r} is from backend {trained_on!r}, not {backend!r}: a host (float64) and a core "
             "policy are not interchangeable",
             "backend",
@@ -424,7 +426,7 @@ def check_video_recording(env_id: str) -> None:
             "recording videos needs moviepy, which gymnasium's RecordVideo writes them with: "
             'pip install "pynq-rl[video]" (or pip install moviepy)'
         )
-    R.check_env_id(env_id)
+    check_env_id(env_id)
     env = gym.make(env_id)
     render_modes = env.metadata.get("render_modes", ())
     env.close()

@@ -61,7 +61,7 @@ except ImportError as error:  # pragma: no cover - exercised only without RLlib
         name=error.name,
     ) from error
 
-from ..agents.advantages import GaeCompute
+from ..agents.ppo.advantages import GaeCompute
 
 __all__ = ["GaeCoreAdvantageEstimation", "GaeCorePPOTorchLearner", "rllib_to_core", "value_targets_on_core"]
 

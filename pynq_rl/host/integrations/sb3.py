@@ -62,7 +62,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
         name=error.name,
     ) from error
 
-from ..agents.advantages import GaeCompute
+from ..agents.ppo.advantages import GaeCompute
 
 __all__ = ["GaeDictRolloutBuffer", "GaeRolloutBuffer", "sb3_to_core"]
 

@@ -17,11 +17,11 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from pynq_rl.cli import build_parser, main
+from pynq_rl.host.agents.common.options import given
 from pynq_rl.host.agents.distributed import apex
 from pynq_rl.host.agents.distributed.client import ReplayClient
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from pynq_rl.host.agents.options import given
 
 
 def test_actor_epsilons_follow_apex_schedule():

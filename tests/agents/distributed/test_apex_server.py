@@ -22,7 +22,7 @@ from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.client import NotReady, ReplayClient, ReplayUnavailable
 from pynq_rl.host.agents.distributed.server import Backpressure, ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from pynq_rl.host.agents.replay_buffer import NumpySumTree
+from pynq_rl.host.agents.replay.buffer import NumpySumTree
 
 OBS = (4,)
 

@@ -8,7 +8,7 @@ import grpc
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents import run as R
+from pynq_rl.host.agents.common import checkpoints
 from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed import service
@@ -184,7 +184,7 @@ def test_a_checkpoint_keeps_only_the_live_sessions(tmp_path):
         replay.push(make_batch(4 * k, 4), np.ones(4), actor_id=actor_id, sequence=1)
     replay.checkpoint()
     replay.close()
-    assert R.load_checkpoint(tmp_path / "replay.ckpt", CHECKPOINT_AGENT)["actor_ids"] == sorted(live)
+    assert checkpoints.load_checkpoint(tmp_path / "replay.ckpt", CHECKPOINT_AGENT)["actor_ids"] == sorted(live)
     again = ReplayServer(64, OBS, "host", **options)
     try:
         assert (again.stats()["sessions_live"], again.stats()["sessions_unused"]) == (3, 0)

@@ -29,18 +29,17 @@ when it runs on a PYNQ board (``replay_address``; start it there with
   learner chunks, and stops at ``target_return`` (mean of the last ``eval_window`` evaluation episodes), at
   ``max_updates`` or at ``max_seconds``.
 
-The arguments (:class:`~.apex_args.Args`) live in :mod:`.apex_args`, the workers (n-step builder, Ray actors,
-evaluator) in :mod:`.apex_workers`; this module holds the driver. Outputs go to ``out_dir/run_name/``
-(:class:`~pynq_rl.host.agents.run.Run`): ``args.json``, ``metrics.csv`` / ``metrics.jsonl`` (one row per learner
-chunk, :data:`METRIC_KEYS`), ``episodes.csv`` (the greedy evaluation episodes: the learning curve ``pynq-rl plot``
-draws), ``actor_episodes.csv`` (every actor and evaluation episode with its actor, epsilon and time) and
-``summary.json``.
-"""
+The arguments (:class:`~.apex_args.Args`) live in :mod:`.apex_args`, the workers (n-step builder, Ray actors, evaluator)
+in :mod:`.apex_workers`; this module holds the driver. Outputs go to ``out_dir/run_name/`` (:class:`~.rundir.Run`):
+``args.json``, ``metrics.csv`` / ``metrics.jsonl`` (one row per learner chunk, :data:`METRIC_KEYS`), ``episodes.csv``
+(the greedy evaluation episodes: the learning curve ``pynq-rl plot`` draws), ``actor_episodes.csv`` (every actor and
+evaluation episode with its actor, epsilon and time) and ``summary.json``."""
 
 from __future__ import annotations
 
 import collections
 import csv
+import dataclasses
 import logging
 import os
 import socket
@@ -54,8 +53,8 @@ import ray
 import torch
 from tqdm.auto import tqdm
 
-from .. import run as R
-from ..startup import starting
+from ..common.rundir import Run
+from ..common.startup import starting
 from . import codec
 from .apex_args import Args, check_args
 from .apex_workers import (
@@ -141,8 +140,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     check_args(args)
     torch.set_num_threads(args.torch_threads)
     obs_shape, _ = env_spaces(args.env_id)
-    run = R.Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
-    run_dir = Path(run.dir)
+    run = Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
 
     started_ray = False
     handles: list[Any] = []
@@ -151,131 +149,13 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         with starting("starting Ray, the replay server, the learner and the actors", args.progress):
             started_ray = _start_ray(args)
             start = time.perf_counter()
-            replay_actor = None
-            if args.replay_address is None:
-                checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
-                replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
-                    args.buffer_size,
-                    obs_shape,
-                    args.backend,
-                    args.per_alpha,
-                    args.replay_bind,
-                    free_port(args.replay_bind),
-                    checkpoint_dir,
-                    args.checkpoint_every_s,
-                    args.queue_batches,
-                    args.board,
-                    args.seed,
-                )
-                handles.append(replay_actor)
-                address = ray.get(replay_actor.address.remote(), timeout=120)
-            else:
-                address = args.replay_address
-            ReplayClient(address).wait_ready(timeout_s=120)
-            # named: the actors and the learner look it up by name (parameter_server_handle)
-            parameter_server_name = f"pynq-rl-apex-parameters-{uuid.uuid4().hex}"
-            parameter_server = ParameterServer.options(name=parameter_server_name).remote()
-            handles.append(parameter_server)
-            learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-                args, address, parameter_server_name
-            )
-            handles.append(learner)
-            actors = [
-                ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
-                    i, args, address, parameter_server_name
-                )
-                for i in range(args.num_actors)
-            ]
-            handles.extend(actors)
-            evaluator = Evaluator(args, parameter_server)
+            workers = _launch(args, obs_shape, Path(run.dir), handles)
         progress = tqdm(
             total=args.max_updates, disable=not args.progress, unit="update", desc=run.name, dynamic_ncols=True
         )
-
-        pending = {actor.run.remote(args.actor_chunk_steps): ("actor", i) for i, actor in enumerate(actors)}
-        pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
-        actor_episodes: list[dict] = []
-        eval_returns: list[float] = []
-        actor_steps = collections.Counter()
-        actor_waits: dict[tuple, float] = {}
-        actor_pids: dict[int, int] = {}
-        lost_tasks = lost_learner_chunks = 0
-        learner_pid = None
-        updates = 0
-        solved = False
-        stop_reason = "max_updates"
-        while True:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-            elapsed = time.perf_counter() - start
-            for ref in ready:
-                kind, i = pending.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
-                    if kind == "learner":  # Ray restarts it; it resumes from its last chunk's state
-                        lost_learner_chunks += 1
-                        if lost_learner_chunks > args.actor_max_restarts:
-                            raise RuntimeError(f"the learner died {lost_learner_chunks} times: {error}") from error
-                        pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
-                        continue
-                    lost_tasks += 1  # Ray restarts the actor; give the new incarnation its next chunk
-                    pending[actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
-                    continue
-                if kind == "actor":
-                    actor_steps[(i, result["incarnation"])] = result["steps"]
-                    actor_waits[(i, result["incarnation"])] = result["rate_limited_s"]
-                    actor_pids[i] = result["pid"]
-                    actor_episodes.extend(dict(e, time_s=elapsed) for e in result["episodes"])
-                    pending[actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
-                    continue
-                updates, learner_pid = result["updates"], result["pid"]
-                for _ in range(args.eval_episodes_per_chunk):
-                    episode = evaluator.episode()
-                    eval_returns.append(episode["return"])
-                    actor_episodes.append(dict(episode, actor="eval", epsilon=0.0, time_s=elapsed))
-                    run.episode(sum(actor_steps.values()), episode["return"], episode["length"])
-                window = eval_returns[-args.eval_window :]
-                result.update(
-                    {
-                        "time_s": elapsed,
-                        "eval/mean_return": float(np.mean(window)),
-                        "actor_steps": sum(actor_steps.values()),
-                    }
-                )
-                run.log(
-                    {key: result.get(key, float("nan")) for key in METRIC_KEYS} | {"global_step": result["actor_steps"]}
-                )
-                progress.update(min(updates, args.max_updates) - progress.n)
-                progress.set_postfix(
-                    eval=f"{result['eval/mean_return']:.1f}",
-                    actor_steps=result["actor_steps"],
-                    loss=f"{result['losses/td_loss']:.3f}",
-                    refresh=False,
-                )
-                if len(window) >= args.eval_window and np.mean(window) >= args.target_return:
-                    solved, stop_reason = True, "target_return"
-                elif updates >= args.max_updates:
-                    stop_reason = "max_updates"
-                elif elapsed >= args.max_seconds:
-                    stop_reason = "max_seconds"
-                else:
-                    pending[learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
-            if on_progress is not None:
-                on_progress(
-                    {
-                        "actors": actors,
-                        "actor_pids": dict(actor_pids),
-                        "replay_actor": replay_actor,
-                        "learner": learner,
-                        "learner_pid": learner_pid,
-                        "updates": updates,
-                        "elapsed_s": elapsed,
-                    }
-                )
-            if not any(kind == "learner" for kind, _ in pending.values()):
-                break
+        state = _drive(args, workers, run, progress, start, on_progress)
         wall_time = time.perf_counter() - start
-        replay_stats = ReplayClient(address).stats(retry_s=args.replay_retry_s)
+        replay_stats = ReplayClient(workers.address).stats(retry_s=args.replay_retry_s)
     except BaseException:
         run.abandon()
         raise
@@ -290,26 +170,189 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
         if started_ray:
             ray.shutdown()
 
-    window = eval_returns[-args.eval_window :]
-    _write_csv(run_dir / "actor_episodes.csv", actor_episodes)
+    window = state.eval_returns[-args.eval_window :]
+    _write_csv(Path(run.dir) / "actor_episodes.csv", state.actor_episodes)
     return run.finish(
-        solved=solved,
-        stop_reason=stop_reason,
-        updates=updates,
-        actor_steps=int(sum(actor_steps.values())),
+        solved=state.solved,
+        stop_reason=state.stop_reason,
+        updates=state.updates,
+        actor_steps=int(sum(state.actor_steps.values())),
         wall_time_s=wall_time,
         eval_mean_return=float(np.mean(window)) if window else float("nan"),
-        eval_episodes=len(eval_returns),
-        eval_returns=eval_returns,
-        actor_episodes=sum(1 for e in actor_episodes if e["actor"] != "eval"),
-        actor_restarts=lost_tasks,
-        learner_restarts=lost_learner_chunks,
-        actor_incarnations=len(actor_steps),
-        actor_rate_limited_s=float(sum(actor_waits.values())),
-        replay_address=address,
+        eval_episodes=len(state.eval_returns),
+        eval_returns=state.eval_returns,
+        actor_episodes=sum(1 for e in state.actor_episodes if e["actor"] != "eval"),
+        actor_restarts=state.lost_tasks,
+        learner_restarts=state.lost_learner_chunks,
+        actor_incarnations=len(state.actor_steps),
+        actor_rate_limited_s=float(sum(state.actor_waits.values())),
+        replay_address=workers.address,
         backend=args.backend if args.replay_address is None else "external",
         replay_stats=replay_stats,
     )
+
+
+@dataclasses.dataclass
+class _Workers:
+    """The Ray actors of one run (handles; ``replay_actor`` is None with an external ``replay_address``)."""
+
+    address: str
+    replay_actor: Any
+    learner: Any
+    actors: list[Any]
+    evaluator: Evaluator
+
+
+@dataclasses.dataclass
+class _DriverState:
+    """What the driver's loop has gathered: the learner's progress, the episodes, and what was lost and restarted."""
+
+    actor_episodes: list[dict] = dataclasses.field(default_factory=list)
+    eval_returns: list[float] = dataclasses.field(default_factory=list)
+    actor_steps: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    actor_waits: dict[tuple, float] = dataclasses.field(default_factory=dict)
+    actor_pids: dict[int, int] = dataclasses.field(default_factory=dict)
+    lost_tasks: int = 0
+    lost_learner_chunks: int = 0
+    learner_pid: int | None = None
+    updates: int = 0
+    solved: bool = False
+    stop_reason: str = "max_updates"
+
+
+def _launch(args: Args, obs_shape: tuple[int, ...], run_dir: Path, handles: list[Any]) -> _Workers:
+    """Start the replay server (unless ``args.replay_address`` names one), the parameter server, the learner and the
+    actors; every handle goes into ``handles`` as soon as it exists, so the caller kills what started on an error."""
+    replay_actor = None
+    if args.replay_address is None:
+        checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
+        replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
+            args.buffer_size,
+            obs_shape,
+            args.backend,
+            args.per_alpha,
+            args.replay_bind,
+            free_port(args.replay_bind),
+            checkpoint_dir,
+            args.checkpoint_every_s,
+            args.queue_batches,
+            args.board,
+            args.seed,
+        )
+        handles.append(replay_actor)
+        address = ray.get(replay_actor.address.remote(), timeout=120)
+    else:
+        address = args.replay_address
+    ReplayClient(address).wait_ready(timeout_s=120)
+    # named: the actors and the learner look it up by name (parameter_server_handle)
+    parameter_server_name = f"pynq-rl-apex-parameters-{uuid.uuid4().hex}"
+    parameter_server = ParameterServer.options(name=parameter_server_name).remote()
+    handles.append(parameter_server)
+    learner = Learner.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+        args, address, parameter_server_name
+    )
+    handles.append(learner)
+    actors = [
+        ApexActor.options(max_restarts=args.actor_max_restarts, max_task_retries=0).remote(
+            i, args, address, parameter_server_name
+        )
+        for i in range(args.num_actors)
+    ]
+    handles.extend(actors)
+    return _Workers(address, replay_actor, learner, actors, Evaluator(args, parameter_server))
+
+
+def _drive(args: Args, workers: _Workers, run: Run, progress: tqdm, start: float, on_progress: Any) -> _DriverState:
+    """The driver's loop: keep every actor on a chunk of steps and the learner on a chunk of updates, evaluate after
+    each learner chunk, give a restarted worker its next chunk, and stop at the target return, ``max_updates`` or
+    ``max_seconds`` (the learner's last chunk returned)."""
+    state = _DriverState()
+    pending = {actor.run.remote(args.actor_chunk_steps): ("actor", i) for i, actor in enumerate(workers.actors)}
+    pending[workers.learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
+    while True:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        elapsed = time.perf_counter() - start
+        for ref in ready:
+            kind, i = pending.pop(ref)
+            try:
+                result = ray.get(ref)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
+                if kind == "learner":  # Ray restarts it; it resumes from its last chunk's state
+                    state.lost_learner_chunks += 1
+                    if state.lost_learner_chunks > args.actor_max_restarts:
+                        raise RuntimeError(f"the learner died {state.lost_learner_chunks} times: {error}") from error
+                    pending[workers.learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
+                    continue
+                state.lost_tasks += 1  # Ray restarts the actor; give the new incarnation its next chunk
+                pending[workers.actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
+                continue
+            if kind == "actor":
+                state.actor_steps[(i, result["incarnation"])] = result["steps"]
+                state.actor_waits[(i, result["incarnation"])] = result["rate_limited_s"]
+                state.actor_pids[i] = result["pid"]
+                state.actor_episodes.extend(dict(e, time_s=elapsed) for e in result["episodes"])
+                pending[workers.actors[i].run.remote(args.actor_chunk_steps)] = ("actor", i)
+                continue
+            if _learner_chunk_done(args, state, result, elapsed, workers.evaluator, run, progress):
+                pending[workers.learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
+        if on_progress is not None:
+            on_progress(
+                {
+                    "actors": workers.actors,
+                    "actor_pids": dict(state.actor_pids),
+                    "replay_actor": workers.replay_actor,
+                    "learner": workers.learner,
+                    "learner_pid": state.learner_pid,
+                    "updates": state.updates,
+                    "elapsed_s": elapsed,
+                }
+            )
+        if not any(kind == "learner" for kind, _ in pending.values()):
+            return state
+
+
+def _learner_chunk_done(
+    args: Args,
+    state: _DriverState,
+    result: dict[str, Any],
+    elapsed: float,
+    evaluator: Evaluator,
+    run: Run,
+    progress: tqdm,
+) -> bool:
+    """After a learner chunk: greedy evaluation episodes, the metrics row, the bar; whether to go on (False once
+    solved or a budget is spent, with ``state.stop_reason`` saying which)."""
+    state.updates, state.learner_pid = result["updates"], result["pid"]
+    for _ in range(args.eval_episodes_per_chunk):
+        episode = evaluator.episode()
+        state.eval_returns.append(episode["return"])
+        state.actor_episodes.append(dict(episode, actor="eval", epsilon=0.0, time_s=elapsed))
+        run.episode(sum(state.actor_steps.values()), episode["return"], episode["length"])
+    window = state.eval_returns[-args.eval_window :]
+    result.update(
+        {
+            "time_s": elapsed,
+            "eval/mean_return": float(np.mean(window)),
+            "actor_steps": sum(state.actor_steps.values()),
+        }
+    )
+    run.log({key: result.get(key, float("nan")) for key in METRIC_KEYS} | {"global_step": result["actor_steps"]})
+    progress.update(min(state.updates, args.max_updates) - progress.n)
+    progress.set_postfix(
+        eval=f"{result['eval/mean_return']:.1f}",
+        actor_steps=result["actor_steps"],
+        loss=f"{result['losses/td_loss']:.3f}",
+        refresh=False,
+    )
+    if len(window) >= args.eval_window and np.mean(window) >= args.target_return:
+        state.solved, state.stop_reason = True, "target_return"
+    elif state.updates >= args.max_updates:
+        state.stop_reason = "max_updates"
+    elif elapsed >= args.max_seconds:
+        state.stop_reason = "max_seconds"
+    else:
+        return True
+    return False
 
 
 def _start_ray(args: Args) -> bool:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, non_negative, positive
-from ..run import FieldValueError, check_backend, check_env_id, check_tensorboard
+from ..common.bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, non_negative, positive
+from ..common.checks import FieldValueError, check_backend, check_env_id, check_tensorboard
 
 __all__ = ["Args", "check_args"]
 
@@ -168,7 +168,7 @@ BOUNDS: dict[str, Bound] = {
     "eval_window": count(1, 1 << 20),
     "eval_episodes_per_chunk": count(1, 1 << 20),
 }
-"""the range of each numeric option (:mod:`~pynq_rl.host.agents.bounds`)"""
+"""the range of each numeric option (:mod:`~pynq_rl.host.agents.common.bounds`)"""
 
 
 def check_args(args: Args) -> None:
@@ -178,8 +178,8 @@ def check_args(args: Args) -> None:
     Raises
     ------
     FieldValueError
-        A value out of range, naming the fields it is about (:class:`~pynq_rl.host.agents.run.FieldValueError`; the
-        command line names their flags instead).
+        A value out of range, naming the fields it is about
+        (:class:`~pynq_rl.host.agents.common.checks.FieldValueError`; the command line names their flags instead).
     """
     check_bounds(args, BOUNDS)
     check_tensorboard(args.tensorboard)

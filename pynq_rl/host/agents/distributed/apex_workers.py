@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 import torch.optim as optim
 
-from ..run import linear_schedule
-from ..torch_nets import QNetwork
+from ..common.run import linear_schedule
+from ..nets.torch_nets import QNetwork
 from .apex_args import Args
 from .client import NotReady, PrefetchingSampler, ReplayClient
 from .pacing import FixedRate, ReplayRatio

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from .. import run as R
+from ..common import checkpoints
 from . import codec
 from . import replay_pb2 as pb
 from .wal import PAGE_BYTES, PUSH, UPDATE, LogScan, WriteAheadLog
@@ -53,12 +53,12 @@ CHECKPOINT_VERSION = 2
 """``replay_format`` in ``replay.ckpt``: the server's state layout (1 was a pickle)"""
 CHECKPOINT_AGENT = "replay_server"
 """the ``agent`` name in ``replay.ckpt``
-(:func:`~pynq_rl.host.agents.checkpoints.save_checkpoint`: arrays + JSON, no pickle)"""
+(:func:`~pynq_rl.host.agents.common.checkpoints.save_checkpoint`: arrays + JSON, no pickle)"""
 
 
 def write_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """Write a :meth:`ReplayRecovery._checkpoint_state` to ``path`` atomically, fsynced."""
-    R.save_checkpoint(path, CHECKPOINT_AGENT, state, sync=True)
+    checkpoints.save_checkpoint(path, CHECKPOINT_AGENT, state, sync=True)
 
 
 class ReplayRecovery:
@@ -262,7 +262,7 @@ class ReplayRecovery:
             Not a replay checkpoint of :data:`CHECKPOINT_VERSION`, damaged (a zip CRC-32 fails), or for another
             layout.
         """
-        state = R.load_checkpoint(path, CHECKPOINT_AGENT)  # a damaged file fails its zip CRC-32s: ValueError
+        state = checkpoints.load_checkpoint(path, CHECKPOINT_AGENT)  # a damaged file fails its zip CRC-32s: ValueError
         if state.get("replay_format") != CHECKPOINT_VERSION:
             raise ValueError(
                 f"checkpoint {path} has replay_format {state.get('replay_format')!r}, this server reads "

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ..priorities import make_priority_backend
+from ..replay.priorities import make_priority_backend
 from . import codec
 from .actors import (
     DEFAULT_MAX_ACTORS,
@@ -81,8 +81,8 @@ class ReplayServer(ReplaySampling, ReplayRecovery):
         Shape of one observation.
     backend : str or object
         ``"host"`` (the float64 sum tree), ``"emu"``, ``"rtl"``, ``"verilator"``, ``"board"`` (see
-        :func:`~pynq_rl.host.agents.priorities.make_priority_backend`), or a priority object with the ``ReplayCore``
-        methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
+        :func:`~pynq_rl.host.agents.replay.priorities.make_priority_backend`), or a priority object with the
+        ``ReplayCore`` methods ``update``, ``sample``, ``clear``, ``state_dict``, ``load_state_dict`` and
         ``alpha``/``capacity``/``nonzero``.
     alpha : float
         Priority exponent applied by the backend.

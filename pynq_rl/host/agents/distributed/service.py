@@ -38,7 +38,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..priorities import PRIORITY_BACKENDS
+from ..replay.priorities import PRIORITY_BACKENDS
 from . import codec
 from . import replay_pb2 as pb
 from . import replay_pb2_grpc as pb_grpc

@@ -40,7 +40,7 @@ Episode ends are truncations (a fixed number of ticks): the last tick's rewards 
 :mod:`.sarsa`). The host sets epsilon per episode (a linear schedule) rather than using the core's per-action
 decay, whose UQ1.16 rounding stops at small epsilon.
 
-Run ``python -m pynq_rl.host.agents.netdemo --episodes 100`` (emulated ZCU106 build, a few minutes on one core).
+Run ``python -m pynq_rl.host.agents.sarsa.netdemo --episodes 100`` (emulated ZCU106 build, a few minutes on one core).
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
-from . import run as R
-from .argparsing import Parser
-from .options import add_options, given
-from .sarsa_learners import make_learner
+from ...drivers.tiling_config import OPAL_DDOS_TILING, load_tiling
+from ..common.argparsing import Parser
+from ..common.checks import FieldValueError, check_backend
+from ..common.options import add_options, given
+from ..common.run import BACKENDS
+from .learners import make_learner
 
 __all__ = [
     "EnvConfig",
@@ -348,8 +349,8 @@ def evaluate_policy(env: FlowControlEnv, seeds, policy=None, learner=None) -> di
 
 def check_fits(board: str) -> tuple[bool, str]:
     """Whether ``board``'s ParSa build can hold the OPaL layout, and why (rows needed vs rows available)."""
-    from ...overlay import spec as S
-    from ...overlay.models.parsa import schedule
+    from ....overlay import spec as S
+    from ....overlay.models.parsa import schedule
 
     spec = S.board(board).slot("parsa").spec
     layout = load_tiling(OPAL_DDOS_TILING)
@@ -419,9 +420,9 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     ValueError
         A bad argument, or a board whose ParSa build cannot hold the OPaL layout.
     """
-    R.check_backend(args.backend)
+    check_backend(args.backend)
     if args.episodes < 1 or args.eval_every < 1 or args.eval_episodes < 1:
-        raise R.FieldValueError(
+        raise FieldValueError(
             "episodes, eval_every and eval_episodes must be >= 1", "episodes", "eval_every", "eval_episodes"
         )
     layout = load_tiling(OPAL_DDOS_TILING)
@@ -489,15 +490,15 @@ def _env_config(text: str) -> EnvConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m pynq_rl.host.agents.netdemo``: train, print the evaluations against the baselines as JSON.
+    """``python -m pynq_rl.host.agents.sarsa.netdemo``: train, print the evaluations against the baselines as JSON.
 
     Every field of :class:`Args` is an option (``--field-name``, :mod:`.options`); ``--env`` takes a JSON object.
     """
-    parser = Parser(prog="python -m pynq_rl.host.agents.netdemo", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m pynq_rl.host.agents.sarsa.netdemo", description=__doc__.splitlines()[0])
     add_options(
         parser,
         Args,
-        choices={"backend": R.BACKENDS},
+        choices={"backend": BACKENDS},
         overrides={"env": {"type": _env_config, "metavar": "JSON"}},
     )
     result = train(Args(**given(parser.parse_args(argv), Args)))

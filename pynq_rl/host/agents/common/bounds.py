@@ -5,7 +5,7 @@ Each agent declares one table, field name -> :class:`Bound`, beside its ``Args``
 
 * NaN always, and an infinity unless the bound says what it means (``target_return = inf``: never stop on it);
 * a value outside the bound, with the bound in the message (``learning_rate must be a number in (0, 1], not inf``),
-  as a :class:`~.run.FieldValueError` naming the field, which the command line rewords with the flag the user typed;
+  as a :class:`~.checks.FieldValueError` naming the field, which the command line rewords with the flag the user typed;
 * a whole-number field given a value that is not one (the Python API; argparse already refuses ``--steps 1.5``).
 
 A numeric field of ``Args`` (``int``, ``float``, ``X | None`` of them, ``tuple[int, ...]``) that has no bound is a
@@ -28,9 +28,10 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from ...overlay.spec import ReplaySpec
+from ....overlay.spec import ReplaySpec
+from .checks import FieldValueError
 from .options import without_none
-from .run import FieldValueError, is_computed
+from .run import is_computed
 
 __all__ = [
     "Bound",

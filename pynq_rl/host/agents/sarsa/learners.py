@@ -15,9 +15,9 @@ from typing import Protocol
 
 import numpy as np
 
-from ...overlay.models.parsa import TilingLayout
-from ..drivers.tiling_config import load_tiling, tiling_to_dict
-from . import run as R
+from ....overlay.models.parsa import TilingLayout
+from ...drivers.tiling_config import load_tiling, tiling_to_dict
+from ..common.checks import check_backend
 
 __all__ = ["SarsaLearner", "FloatSarsa", "make_learner"]
 
@@ -258,11 +258,11 @@ def make_learner(
     ValueError
         ``backend`` is not one of :data:`~.run.BACKENDS`, or the core refuses the configuration.
     """
-    R.check_backend(backend)
+    check_backend(backend)
     if backend == "host":
         return FloatSarsa(tiling, n_actions, bounds, alpha, gamma, epsilon, epsilon_decay, seed=seed)
     if overlay is None:
-        from ..overlay import load_core  # imported lazily: pynq is needed only for the core
+        from ...overlay import load_core  # imported lazily: pynq is needed only for the core
 
         core = load_core("parsa", backend, board, timeout_s)
     else:

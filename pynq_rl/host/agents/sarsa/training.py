@@ -1,13 +1,13 @@
 r"""Tile-coded linear Sarsa in the CleanRL style, learning inside the ParSa core (OPaL's in-network Sarsa).
 
 Read top to bottom: :class:`Args`, the tile coding's defaults (:func:`default_tiling`, :func:`env_bounds`), the
-episode loop (:func:`run_episode`), checkpoints, and :func:`train`. The learners are in :mod:`.sarsa_learners`: the
-float64 host reference (:class:`~.sarsa_learners.FloatSarsa`) and the factory that is the only branch on hardware
-(:func:`~.sarsa_learners.make_learner`).
+episode loop (:func:`run_episode`), checkpoints, and :func:`train`. The learners are in :mod:`.sarsa.learners`: the
+float64 host reference (:class:`~.sarsa.learners.FloatSarsa`) and the factory that is the only branch on hardware
+(:func:`~.sarsa.learners.make_learner`).
 
 The ParSa core is a complete online learner: the agent sends the state (and the reward of the key's previous
 action) and gets the next action back; the core applies the Sarsa update itself. So this agent is only a
-gymnasium loop around ``act()``; with ``backend="host"`` the same loop drives :class:`~.sarsa_learners.FloatSarsa`,
+gymnasium loop around ``act()``; with ``backend="host"`` the same loop drives :class:`~.sarsa.learners.FloatSarsa`,
 a float64 implementation of the same algorithm, for comparison.
 
 Sarsa (Rummery & Niranjan 1994; Sutton & Barto 2018, §10.1, episodic semi-gradient Sarsa) with a linear
@@ -50,8 +50,8 @@ oscillates (mean return over episodes 301-500 about -150 in float64, seeds 0-4),
 
 Outputs go to ``out_dir/run_name/``: ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one row per episode,
 keys ``charts/...``), ``episodes.csv``, ``summary.json`` and ``checkpoint.npz`` (arrays + a JSON header, no pickle;
-:class:`~.run.Run` and :func:`~.run.save_checkpoint`; also every ``checkpoint_every`` environment steps, after the
-episode that reaches each multiple).
+:class:`~.rundir.Run` and :func:`~.checkpoints.save_checkpoint`; also every ``checkpoint_every`` environment steps,
+after the episode that reaches each multiple).
 """
 
 from __future__ import annotations
@@ -66,14 +66,16 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
 
-from ..drivers.tiling_config import load_tiling
-from . import run as R
-from .bounds import COUNT_MAX, Bound, check_bounds, count, fraction, positive
-from .interrupts import StopOnSignal, finish
-from .sarsa_learners import FloatSarsa, SarsaLearner, make_learner
-from .startup import core_start_text, starting
+from ...drivers.tiling_config import load_tiling
+from ..common import checkpoints
+from ..common.bounds import COUNT_MAX, Bound, check_bounds, count, fraction, positive
+from ..common.checks import FieldValueError, FieldWarning, check_common, load_resume
+from ..common.interrupts import StopOnSignal, finish
+from ..common.run import checkpoint_due, computed, progress_bar
+from ..common.rundir import Run, json_safe
+from ..common.startup import core_start_text, starting
+from .learners import FloatSarsa, SarsaLearner, make_learner
 
 __all__ = [
     "Args",
@@ -153,9 +155,9 @@ class Args:
     """the core key (agent slot) this agent uses"""
 
     # to be filled in runtime
-    n_tilings: int = R.computed(0)
+    n_tilings: int = computed(0)
     """tilings of the layout (computed in runtime)"""
-    step_size: float = R.computed(0.0)
+    step_size: float = computed(0.0)
     """alpha / n_tilings, the per-tiling step size sent to the core (computed in runtime)"""
 
 
@@ -245,15 +247,15 @@ def save_checkpoint(
 ) -> None:
     """Save the learner's ``state_dict`` (policy, epsilon, random state), the args and the progress.
 
-    :func:`~.run.save_checkpoint`: arrays + a JSON header, no pickle; written to a temporary file, then renamed.
+    :func:`~.checkpoints.save_checkpoint`: arrays + a JSON header, no pickle; written to a temporary file, then renamed.
     """
-    R.save_checkpoint(
+    checkpoints.save_checkpoint(
         path,
         "sarsa",
         {
             "backend": args.backend,
             "learner": learner.state_dict(),
-            "args": R.json_safe(asdict(args)),
+            "args": json_safe(asdict(args)),
             "episode": int(episode),
             "episode_returns": [float(r) for r in episode_returns],
             "global_step": int(global_step),
@@ -269,7 +271,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     ValueError
         If the file is not a Sarsa checkpoint of the current format.
     """
-    return R.load_checkpoint(path, "sarsa")
+    return checkpoints.load_checkpoint(path, "sarsa")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -313,11 +315,11 @@ def check_args(args: Args) -> None:
     Raises
     ------
     FieldValueError
-        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        A value out of range, naming the fields it is about (:class:`~.checks.FieldValueError`; the command line names
         their flags instead).
     """
     check_bounds(args, BOUNDS)
-    R.check_common(args)
+    check_common(args)
     if args.bounds is not None:
         _check_observation_bounds(args.bounds)
 
@@ -330,9 +332,9 @@ def _check_observation_bounds(bounds: Any) -> None:
     except (TypeError, ValueError):
         valid = False
     if not valid:
-        raise R.FieldValueError(f"bounds must be (lows, highs) of equal length, not {bounds!r}", "bounds")
+        raise FieldValueError(f"bounds must be (lows, highs) of equal length, not {bounds!r}", "bounds")
     if not (np.isfinite(lows).all() and np.isfinite(highs).all() and (lows < highs).all()):
-        raise R.FieldValueError(
+        raise FieldValueError(
             f"bounds must be finite with each low below its high, not {lows.tolist()}:{highs.tolist()}", "bounds"
         )
 
@@ -374,7 +376,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     """
     check_args(args)
     args = replace(args)
-    resume_state = R.load_resume(args.resume, "sarsa") if args.resume else None
+    resume_state = load_resume(args.resume, "sarsa") if args.resume else None
     start_episode = int(resume_state["episode"]) if resume_state else 0
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
@@ -382,60 +384,18 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
     try:
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise ValueError(f"only discrete action spaces are supported, not {env.action_space!r}")
-        lows, highs = env_bounds(env, args.bounds)
-        tiling = (
-            load_tiling(args.tiling)
-            if args.tiling
-            else load_tiling(default_tiling(len(lows), args.tilings, args.tiles))
-        )
-        if tiling.n_dims != len(lows):
-            raise ValueError(f"the tiling covers {tiling.n_dims} dims; the observation has {len(lows)}")
-        args.n_tilings = tiling.n_tilings
-        args.step_size = args.alpha / tiling.n_tilings
-        with starting(core_start_text("ParSa", args.backend) if overlay is None else None, args.progress):
-            learner = make_learner(
-                args.backend,
-                tiling,
-                int(env.action_space.n),
-                (lows, highs),
-                args.step_size,
-                args.gamma,
-                args.epsilon,
-                args.epsilon_decay,
-                args.frac_bits,
-                args.seed,
-                args.board,
-                overlay,
-                args.timeout_s,
-            )
+        learner = _make_learner(args, env, overlay)
         if resume_state is not None:
-            # checkpoints written before the host reference was named "host" say "float"
-            saved_on_host = resume_state["backend"] in ("host", "float")
-            if saved_on_host != (args.backend == "host"):
-                raise ValueError(
-                    f"checkpoint {args.resume!r} is from backend {resume_state['backend']!r}; "
-                    f"a host (float64) and a core policy are not interchangeable"
-                )
-            learner.load_state_dict(resume_state["learner"])
+            _restore(args, resume_state, learner)
 
-        run = R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
+        run = Run(args, _METRIC_KEYS, tensorboard=args.tensorboard)
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
         episode_returns: list[float] = list(resume_state["episode_returns"]) if resume_state else []
         global_step = start_step
         saturations = 0
         with contextlib.ExitStack() as stack:
             stack.enter_context(run)
-            progress = stack.enter_context(
-                tqdm(
-                    total=args.episodes,
-                    initial=start_episode,
-                    disable=not args.progress,
-                    unit="ep",
-                    desc=run.name,
-                    dynamic_ncols=True,
-                )
-            )
-            on_core = args.backend != "host"
+            progress = stack.enter_context(progress_bar(args.episodes, start_episode, args.progress, run.name, "ep"))
             stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the episode, save, summarize
             episodes_done = start_episode
             for episode in range(start_episode, args.episodes):
@@ -444,41 +404,24 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 # TRY NOT TO MODIFY: seeding: the first reset of the run is seeded, later ones continue its stream
                 seed = args.seed + episode if episode == start_episode else None
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    ep_return, ep_length, terminated = run_episode(env, learner, args.key, seed=seed)
-                saturations += sum(1 for w in caught if w.category.__name__ == "ParsaSaturationWarning")
-                for w in caught:
-                    if w.category.__name__ != "ParsaSaturationWarning":
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                ep_return, ep_length, terminated, saturated = _play(env, learner, args.key, seed)
+                saturations += saturated
                 global_step += ep_length
                 episodes_done = episode + 1
                 episode_returns.append(ep_return)
                 run.episode(global_step, ep_return, ep_length)
                 sps = run.sps(global_step - start_step)
-                row = {
-                    "episode": episode + 1,
-                    "global_step": global_step,
-                    "charts/episodic_return": ep_return,
-                    "charts/episodic_length": ep_length,
-                    "charts/terminated": int(terminated),
-                    "charts/epsilon": float(learner.epsilon),
-                    "charts/return_mean20": float(np.mean(episode_returns[-20:])),
-                    "charts/SPS": sps,
-                    "core/cycles_act": learner.cycles_act if on_core else math.nan,
-                    "core/cycles_update": learner.cycles_update if on_core else math.nan,
-                    "time/episode[ms]": 1e3 * (time.perf_counter() - t0),
-                }
-                run.log(row)
+                row = _metrics(
+                    args, episode, global_step, ep_return, ep_length, terminated, learner, episode_returns, sps
+                )
+                run.log({**row, "time/episode[ms]": 1e3 * (time.perf_counter() - t0)})
                 progress.set_postfix(ret20=f"{row['charts/return_mean20']:.1f}", sps=sps, refresh=False)
                 progress.update(1)  # redraws the bar with this episode's ret20
-                if args.save_checkpoint and R.checkpoint_due(
-                    global_step - ep_length, global_step, args.checkpoint_every
-                ):
+                if args.save_checkpoint and checkpoint_due(global_step - ep_length, global_step, args.checkpoint_every):
                     save_checkpoint(checkpoint_path, learner, args, episode + 1, episode_returns, global_step)
         if saturations:
             warnings.warn(
-                R.FieldWarning(
+                FieldWarning(
                     f"{saturations} episodes saturated the core's {args.frac_bits}-fractional-bit values; lower "
                     "frac_bits",
                     "frac_bits",
@@ -504,3 +447,87 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
         **stop.summary_fields(),
     )
     return finish(summary, stop)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The phases of train(), in the order the loop runs them
+# ---------------------------------------------------------------------------------------------------------------------
+def _make_learner(args: Args, env: gym.Env, overlay: Any) -> SarsaLearner:
+    """The tile coding (``args.tiling``, or the default one for the observation's dimensions) and the learner on
+    ``args.backend``; fills in ``args.n_tilings`` and ``args.step_size`` (``alpha`` shared among the tilings)."""
+    lows, highs = env_bounds(env, args.bounds)
+    tiling = (
+        load_tiling(args.tiling) if args.tiling else load_tiling(default_tiling(len(lows), args.tilings, args.tiles))
+    )
+    if tiling.n_dims != len(lows):
+        raise ValueError(f"the tiling covers {tiling.n_dims} dims; the observation has {len(lows)}")
+    args.n_tilings = tiling.n_tilings
+    args.step_size = args.alpha / tiling.n_tilings
+    with starting(core_start_text("ParSa", args.backend) if overlay is None else None, args.progress):
+        return make_learner(
+            args.backend,
+            tiling,
+            int(env.action_space.n),
+            (lows, highs),
+            args.step_size,
+            args.gamma,
+            args.epsilon,
+            args.epsilon_decay,
+            args.frac_bits,
+            args.seed,
+            args.board,
+            overlay,
+            args.timeout_s,
+        )
+
+
+def _restore(args: Args, state: dict[str, Any], learner: SarsaLearner) -> None:
+    """Load a checkpoint's weights and exploration state; a host (float64) and a core policy are not
+    interchangeable, so the checkpoint's backend must be on the same side."""
+    saved_on_host = state["backend"] in ("host", "float")  # checkpoints written before "host" was named say "float"
+    if saved_on_host != (args.backend == "host"):
+        raise ValueError(
+            f"checkpoint {args.resume!r} is from backend {state['backend']!r}; "
+            f"a host (float64) and a core policy are not interchangeable"
+        )
+    learner.load_state_dict(state["learner"])
+
+
+def _play(env: gym.Env, learner: SarsaLearner, key: int, seed: int | None) -> tuple[float, int, bool, int]:
+    """One learning episode (:func:`run_episode`): its return, length, whether it terminated, and how many
+    times it saturated the core's fixed-point values (counted, not repeated; other warnings pass through)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ep_return, ep_length, terminated = run_episode(env, learner, key, seed=seed)
+    for w in caught:
+        if w.category.__name__ != "ParsaSaturationWarning":
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return ep_return, ep_length, terminated, sum(1 for w in caught if w.category.__name__ == "ParsaSaturationWarning")
+
+
+def _metrics(
+    args: Args,
+    episode: int,
+    global_step: int,
+    ep_return: float,
+    ep_length: int,
+    terminated: bool,
+    learner: SarsaLearner,
+    episode_returns: list[float],
+    sps: int,
+) -> dict[str, Any]:
+    """The episode's ``metrics.csv`` row, without its wall time (:data:`_METRIC_KEYS`); the core's cycle
+    counters on a core backend."""
+    on_core = args.backend != "host"
+    return {
+        "episode": episode + 1,
+        "global_step": global_step,
+        "charts/episodic_return": ep_return,
+        "charts/episodic_length": ep_length,
+        "charts/terminated": int(terminated),
+        "charts/epsilon": float(learner.epsilon),
+        "charts/return_mean20": float(np.mean(episode_returns[-20:])),
+        "charts/SPS": sps,
+        "core/cycles_act": learner.cycles_act if on_core else math.nan,
+        "core/cycles_update": learner.cycles_update if on_core else math.nan,
+    }

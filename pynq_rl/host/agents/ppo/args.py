@@ -13,8 +13,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from . import run as R
-from .bounds import COUNT_MAX, Bound, check_bounds, count, fraction, non_negative, positive
+from ..common.bounds import COUNT_MAX, Bound, check_bounds, count, fraction, non_negative, positive
+from ..common.checks import FieldValueError, check_common
+from ..common.envs import action_space_of
+from ..common.run import computed, resolve_nn
 
 __all__ = ["Args", "BOUNDS", "CONTINUOUS_DEFAULTS", "Q8_ENCODINGS", "REWARD_NORMS", "args_for", "check_args"]
 
@@ -130,11 +132,11 @@ class Args:
     """bound of the normalized rewards"""
 
     # to be filled in runtime
-    batch_size: int = R.computed(0)
+    batch_size: int = computed(0)
     """the batch size (computed in runtime)"""
-    minibatch_size: int = R.computed(0)
+    minibatch_size: int = computed(0)
     """the mini-batch size (computed in runtime)"""
-    num_iterations: int = R.computed(0)
+    num_iterations: int = computed(0)
     """the number of iterations (computed in runtime)"""
 
 
@@ -171,7 +173,7 @@ def args_for(env_id: str, **overrides: Any) -> Args:
     TypeError
         If an override is not a field of :class:`Args`.
     """
-    space = R.action_space_of(env_id)
+    space = action_space_of(env_id)
     defaults = dict(CONTINUOUS_DEFAULTS) if isinstance(space, gym.spaces.Box) else {}
     return Args(env_id=env_id, **{**defaults, **overrides})
 
@@ -182,26 +184,26 @@ def check_args(args: Args) -> None:
     Raises
     ------
     FieldValueError
-        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        A value out of range, naming the fields it is about (:class:`~.checks.FieldValueError`; the command line names
         their flags instead).
     """
     check_bounds(args, BOUNDS)
-    R.check_common(args)
+    check_common(args)
     if args.reward_norm not in REWARD_NORMS:
-        raise R.FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
+        raise FieldValueError(f"reward_norm must be one of {REWARD_NORMS}, not {args.reward_norm!r}", "reward_norm")
     if args.q8_encoding not in Q8_ENCODINGS:
-        raise R.FieldValueError(f"q8_encoding must be one of {Q8_ENCODINGS}, not {args.q8_encoding!r}", "q8_encoding")
-    R.resolve_nn(args.nn)
+        raise FieldValueError(f"q8_encoding must be one of {Q8_ENCODINGS}, not {args.q8_encoding!r}", "q8_encoding")
+    resolve_nn(args.nn)
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.num_minibatches:
-        raise R.FieldValueError(
+        raise FieldValueError(
             f"num_envs * num_steps = {batch_size} is not divisible by num_minibatches = {args.num_minibatches}",
             "num_envs",
             "num_steps",
             "num_minibatches",
         )
     if args.total_timesteps < batch_size:
-        raise R.FieldValueError(
+        raise FieldValueError(
             f"total_timesteps = {args.total_timesteps} is smaller than one batch (num_envs * num_steps = {batch_size})",
             "total_timesteps",
             "num_envs",

@@ -1,7 +1,7 @@
 r"""Double DQN with prioritized experience replay in the CleanRL ``dqn.py`` style, priorities on the replay core.
 
 Read top to bottom: :class:`Args`, checkpoints, and :func:`train` (the networks come from
-:func:`~.learners.make_q_learner`, the schedules from :func:`~.run.linear_schedule`), which follows CleanRL's loop:
+:func:`~.nets.learners.make_q_learner`, the schedules from :func:`~.run.linear_schedule`), which follows CleanRL's loop:
 epsilon-greedy step, store the transition (with the largest priority so far), and from ``learning_starts`` on, every
 ``train_freq`` steps one gradient step on a prioritized batch, then its TD errors become the new priorities; the target
 network follows every ``target_network_frequency`` steps (``tau = 1``: copy; ``tau < 1``: Polyak averaging).
@@ -18,7 +18,7 @@ with ``d_i = 1`` only where ``s'_i`` is terminal: a time-limit truncation is boo
 last observation (``infos["final_obs"]`` under SAME_STEP autoreset, see :mod:`.ppo`). Prioritized replay (Schaul
 et al., 2016): ``P(i) = p_i^alpha / sum_k p_k^alpha`` with ``p_i = |delta_i| + per_eps``, and importance-sampling
 weights ``w_i = (N P(i))^-beta / max_j w_j`` with ``beta`` annealed linearly from ``per_beta`` to 1 over the run
-(:mod:`.replay_buffer`). ``double_q=False`` gives the original DQN target ``max_a Q_target(s', a)``.
+(:mod:`.replay.buffer`). ``double_q=False`` gives the original DQN target ``max_a Q_target(s', a)``.
 
 ``backend`` is the only branch on hardware: ``"emu"`` (the default), ``"rtl"``, ``"verilator"`` and ``"board"`` keep the
 priorities in the replay core of an :class:`~pynq_rl.host.overlay.RLOverlay`, through its driver's public methods only
@@ -37,10 +37,10 @@ Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch 
 ``nn="numpy"`` the same MLP in numpy (:mod:`.numpy_nets`), which is what runs on a PYNQ-Z2's ARM, where torch has no
 wheel. The loop below sees only numpy arrays and the learner's ``q_values``/``learn``/``update_target``.
 
-Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
+Outputs go to ``out_dir/run_name/`` (:class:`~.rundir.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
 row every ``log_every`` gradient steps, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per
-finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`; also
-every ``checkpoint_every`` environment steps).
+finished episode), ``summary.json`` and ``checkpoint.npz`` (arrays + JSON header,
+:func:`~.checkpoints.save_checkpoint`; also every ``checkpoint_every`` environment steps).
 """
 
 from __future__ import annotations
@@ -54,15 +54,26 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
 
-from . import run as R
-from .bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, positive
-from .interrupts import StopOnSignal, finish
-from .learners import QLearner, make_q_learner
-from .priorities import PriorityBackend
-from .replay_buffer import PrioritizedReplayBuffer
-from .startup import core_start_text, starting
+from ..common import checkpoints
+from ..common.bounds import COUNT_MAX, SAMPLE_MAX, Bound, check_bounds, count, fraction, positive
+from ..common.checks import FieldValueError, FieldWarning, check_common, load_resume
+from ..common.envs import finished_episodes, make_env, make_envs
+from ..common.interrupts import StopOnSignal, finish
+from ..common.run import (
+    checkpoint_due,
+    computed,
+    limit_torch_threads,
+    linear_schedule,
+    progress_bar,
+    resolve_nn,
+    seed_everything,
+)
+from ..common.rundir import Run, json_safe
+from ..common.startup import core_start_text, starting
+from ..nets.learners import QLearner, make_q_learner
+from ..replay.buffer import PrioritizedReplayBuffer
+from ..replay.priorities import PriorityBackend
 
 __all__ = [
     "Args",
@@ -161,7 +172,7 @@ class Args:
     """deadline of one core operation in seconds (board, `emu`); on `rtl` deadlines are counted in simulated cycles"""
 
     # to be filled in runtime
-    num_iterations: int = R.computed(0)
+    num_iterations: int = computed(0)
     """the number of vector-environment steps (computed in runtime)"""
 
 
@@ -171,7 +182,7 @@ class Args:
 def save_checkpoint(
     path: str, learner: QLearner, rb: PrioritizedReplayBuffer, args: Args, global_step: int, gradient_steps: int
 ) -> None:
-    """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
+    """Save everything needed to resume training (:func:`~.checkpoints.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
     ----------
@@ -189,13 +200,13 @@ def save_checkpoint(
     gradient_steps : int
         Gradient steps taken so far.
     """
-    R.save_checkpoint(
+    checkpoints.save_checkpoint(
         path,
         "dqn",
         {
             **learner.state_dict(),
             "replay_buffer": rb.state_dict(),
-            "args": R.json_safe({k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items()}),
+            "args": json_safe({k: list(v) if isinstance(v, tuple) else v for k, v in vars(args).items()}),
             "global_step": int(global_step),
             "gradient_steps": int(gradient_steps),
         },
@@ -216,7 +227,7 @@ def load_checkpoint(path: str) -> dict[str, Any]:
     ValueError
         If the file is not a DQN checkpoint of the current format.
     """
-    return R.load_checkpoint(path, "dqn")
+    return checkpoints.load_checkpoint(path, "dqn")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -280,7 +291,7 @@ def check_args(args: Args) -> None:
     Raises
     ------
     FieldValueError
-        A value out of range, naming the fields it is about (:class:`~.run.FieldValueError`; the command line names
+        A value out of range, naming the fields it is about (:class:`~.checks.FieldValueError`; the command line names
         their flags instead).
 
     Warns
@@ -289,17 +300,17 @@ def check_args(args: Args) -> None:
         ``total_timesteps`` does not exceed ``learning_starts``: no gradient step would be taken.
     """
     check_bounds(args, BOUNDS)
-    R.check_common(args)
-    R.resolve_nn(args.nn)
+    check_common(args)
+    resolve_nn(args.nn)
     if not args.hidden_sizes:
-        raise R.FieldValueError("hidden_sizes must be one or more widths, not ()", "hidden_sizes")
+        raise FieldValueError("hidden_sizes must be one or more widths, not ()", "hidden_sizes")
     if args.num_envs > args.buffer_size:
-        raise R.FieldValueError(
+        raise FieldValueError(
             f"num_envs = {args.num_envs} exceeds buffer_size = {args.buffer_size}", "num_envs", "buffer_size"
         )
     if args.total_timesteps <= args.learning_starts:
         warnings.warn(
-            R.FieldWarning(
+            FieldWarning(
                 f"total_timesteps = {args.total_timesteps} does not exceed learning_starts = {args.learning_starts}: "
                 "the run only collects experience and takes no gradient step (raise total_timesteps or lower "
                 "learning_starts)",
@@ -320,8 +331,8 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         filled copy is saved in ``args.json`` and in checkpoints).
     replay : PriorityBackend, optional
         A priority store with the replay core driver's public methods (e.g. ``RLOverlay(...).replay`` or a
-        :class:`~pynq_rl.host.agents.priorities.NumpySumTree`); it overrides ``args.backend``. If None, the buffer
-        builds the store ``args.backend`` names (an overlay's replay core on
+        :class:`~pynq_rl.host.agents.replay.priorities.NumpySumTree`); it overrides ``args.backend``. If None, the
+        buffer builds the store ``args.backend`` names (an overlay's replay core on
         ``args.board``, or the sum tree for ``"host"``).
 
     Returns
@@ -352,170 +363,79 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
         ``total_timesteps`` does not exceed ``learning_starts`` (:func:`~pynq_rl.host.agents.dqn.check_args`).
     """
     check_args(args)
-    args = replace(args, nn=R.resolve_nn(args.nn))
+    args = replace(args, nn=resolve_nn(args.nn))
     backend = args.backend if replay is None else type(replay).__name__
     args.num_iterations = args.total_timesteps // args.num_envs
-    resume_state = R.load_resume(args.resume, "dqn") if args.resume else None
+    resume_state = load_resume(args.resume, "dqn") if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
 
     with contextlib.ExitStack() as stack:
-        if args.nn == "torch":
-            import torch
-
-            stack.callback(torch.set_num_threads, torch.get_num_threads())
-            torch.set_num_threads(args.torch_threads)
-
+        limit_torch_threads(stack, args.nn, args.torch_threads)
         # TRY NOT TO MODIFY: seeding (a resumed run continues with fresh random streams, offset by its global step)
         seed = args.seed + start_step
-        rng = R.seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
-
-        # env setup
-        envs = R.make_envs([R.make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
-        stack.callback(envs.close)
-        if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-            raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
-        obs_space = envs.single_observation_space
-        learner = make_q_learner(
-            args.nn,
-            int(np.prod(obs_space.shape)),
-            int(envs.single_action_space.n),
-            tuple(args.hidden_sizes),
-            args.learning_rate,
-            rng,
-        )
-
-        # the replay buffer: transitions on the host, priorities in the sum tree (the only branch on hardware)
-        with starting(core_start_text("replay", args.backend) if replay is None else None, args.progress):
-            rb = PrioritizedReplayBuffer(
-                args.buffer_size,
-                obs_space.shape,
-                obs_space.dtype,
-                action_shape=envs.single_action_space.shape,
-                action_dtype=np.int64,
-                priorities=replay if replay is not None else args.backend,
-                alpha=args.per_alpha,
-                priority_eps=args.per_eps,
-                seed=seed,
-                board=args.board,
-                timeout_s=args.timeout_s,
-            )
+        rng = seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
+        envs = _make_envs(args, seed, stack)
+        learner = _make_learner(args, envs, rng)
+        rb = _make_buffer(args, envs, replay, seed)
         gradient_steps = 0
         if resume_state is not None:
-            try:
-                learner.load_state_dict(resume_state)
-                rb.load_state_dict(resume_state["replay_buffer"])
-            except (RuntimeError, ValueError, KeyError) as exc:
-                raise ValueError(
-                    f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with backend {backend}: {exc}"
-                ) from exc
-            gradient_steps = int(resume_state["gradient_steps"])
-
-        run = stack.enter_context(R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
+            gradient_steps = _restore(args, resume_state, learner, rb, backend)
+        run = stack.enter_context(Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 
         # TRY NOT TO MODIFY: start the game
         global_step = start_step
-        start_iteration = start_step // args.num_envs + 1
         obs, _ = envs.reset(seed=seed)
         new_returns: list[float] = []
         new_lengths: list[int] = []
         timings = {"sample": 0.0, "update": 0.0, "priorities": 0.0}
         saved = None
-        every = args.checkpoint_every
-        progress = stack.enter_context(
-            tqdm(
-                total=args.num_iterations * args.num_envs,
-                initial=min(start_step, args.num_iterations * args.num_envs),
-                disable=not args.progress,
-                unit="step",
-                desc=run.name,
-                dynamic_ncols=True,
-            )
-        )
+        total = args.num_iterations * args.num_envs
+        progress = stack.enter_context(progress_bar(total, start_step, args.progress, run.name))
         stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the step, save, summarize
-        for iteration in range(start_iteration, args.num_iterations + 1):
+        for iteration in range(start_step // args.num_envs + 1, args.num_iterations + 1):
             if stop.requested():
                 break
             global_step += args.num_envs
             # ALGO LOGIC: put action logic here
-            epsilon = R.linear_schedule(
+            epsilon = linear_schedule(
                 args.start_e, args.end_e, args.exploration_fraction * args.total_timesteps, global_step
             )
-            actions = learner.q_values(np.asarray(obs, np.float32)).argmax(axis=1)
-            explore = np.random.random(args.num_envs) < epsilon
-            if explore.any():  # envs.action_space is the seeded one (make_envs), single_action_space is not
-                actions = np.where(explore, envs.action_space.sample(), actions)
+            actions = _act(args, learner, envs, obs, epsilon)
 
             # TRY NOT TO MODIFY: execute the game and log data.
             next_obs, rewards, terminations, truncations, infos = envs.step(actions)
-            for _, ep_return, ep_length in R.finished_episodes(infos):
+            for _, ep_return, ep_length in finished_episodes(infos):
                 run.episode(global_step, ep_return, ep_length)
                 new_returns.append(ep_return)
                 new_lengths.append(ep_length)
 
             # TRY NOT TO MODIFY: save data to replay buffer; handle `final_obs` (SAME_STEP autoreset)
-            real_next_obs = next_obs.copy()
-            for idx in np.flatnonzero(np.logical_or(terminations, truncations)):
-                real_next_obs[idx] = infos["final_obs"][idx]
-            rb.add(obs, real_next_obs, actions, rewards, terminations)
+            rb.add(obs, _real_next_obs(next_obs, terminations, truncations, infos), actions, rewards, terminations)
 
             # TRY NOT TO MODIFY: CRUCIAL step easy to overlook
             obs = next_obs
 
             # ALGO LOGIC: training.
             if global_step > args.learning_starts and iteration % args.train_freq == 0:
-                frac = min(1.0, global_step / args.total_timesteps)
-                beta = args.per_beta + frac * (1.0 - args.per_beta)
-                if args.anneal_lr:
-                    learner.learning_rate = (1.0 - frac) * args.learning_rate
-
-                t0 = time.perf_counter()
-                data = rb.sample(args.batch_size, beta)
-                t1 = time.perf_counter()
-                step = learner.learn(
-                    data.observations,
-                    data.actions,
-                    data.next_observations,
-                    data.rewards,
-                    data.dones,
-                    data.weights,
-                    gamma=args.gamma,
-                    double_q=args.double_q,
-                    max_grad_norm=args.max_grad_norm,
-                )
-                t2 = time.perf_counter()
-                rb.update_priorities(data.indices, step["td_errors"])
-                t3 = time.perf_counter()
-                timings["sample"] += t1 - t0
-                timings["update"] += t2 - t1
-                timings["priorities"] += t3 - t2
+                step = _learn(args, learner, rb, global_step, timings)
                 gradient_steps += 1
-
                 if gradient_steps % args.log_every == 0:
                     sps = run.sps(global_step - start_step)
                     run.log(
-                        {
-                            "global_step": global_step,
-                            "gradient_steps": gradient_steps,
-                            "charts/learning_rate": learner.learning_rate,
-                            "charts/epsilon": epsilon,
-                            "charts/beta": beta,
-                            "charts/episodic_return": float(np.mean(new_returns)) if new_returns else math.nan,
-                            "charts/episodic_length": float(np.mean(new_lengths)) if new_lengths else math.nan,
-                            "charts/episodes": len(new_returns),
-                            "charts/SPS": sps,
-                            "losses/td_loss": step["loss"],
-                            "losses/q_values": step["q_values"],
-                            "losses/abs_td_error": float(np.abs(step["td_errors"]).mean()),
-                            "replay/size": rb.size(),
-                            "replay/total": float(rb.priorities.total),
-                            "replay/nonzero": int(rb.priorities.nonzero),
-                            "replay/max_priority": rb.max_priority,
-                            "replay/mean_weight": float(data.weights.mean()),
-                            "time/sample[ms]": 1e3 * timings["sample"] / args.log_every,
-                            "time/update[ms]": 1e3 * timings["update"] / args.log_every,
-                            "time/priorities[ms]": 1e3 * timings["priorities"] / args.log_every,
-                        }
+                        _metrics(
+                            args,
+                            global_step,
+                            gradient_steps,
+                            learner,
+                            rb,
+                            step,
+                            epsilon,
+                            new_returns,
+                            new_lengths,
+                            timings,
+                            sps,
+                        )
                     )
                     timings = dict.fromkeys(timings, 0.0)
                     new_returns, new_lengths = [], []
@@ -530,7 +450,7 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
                 learner.update_target(args.tau)
 
             progress.update(args.num_envs)
-            if args.save_checkpoint and R.checkpoint_due(global_step - args.num_envs, global_step, every):
+            if args.save_checkpoint and checkpoint_due(global_step - args.num_envs, global_step, args.checkpoint_every):
                 save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
                 saved = checkpoint_path
         stop.close()
@@ -539,17 +459,167 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
             save_checkpoint(checkpoint_path, learner, rb, args, global_step, gradient_steps)
             saved = checkpoint_path
 
-        returns = run.episode_returns
-        windows = [np.mean(returns[i - 20 : i]) for i in range(20, len(returns) + 1)]
         summary = run.finish(
             nn=args.nn,
             backend=backend,
             global_step=global_step,
             start_step=start_step,
             gradient_steps=gradient_steps,
-            best_mean_return20=float(max(windows)) if windows else math.nan,
+            best_mean_return20=_best_mean(run.episode_returns, 20),
             sps=run.sps(global_step - start_step),
             checkpoint=saved,
             **stop.summary_fields(),
         )
     return finish(summary, stop)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The phases of train(), in the order the loop runs them
+# ---------------------------------------------------------------------------------------------------------------------
+def _make_envs(args: Args, seed: int, stack: contextlib.ExitStack) -> gym.vector.VectorEnv:
+    """``num_envs`` environments (closed when ``stack`` unwinds); DQN needs a ``Discrete`` action space."""
+    envs = make_envs([make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
+    stack.callback(envs.close)
+    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
+        raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
+    return envs
+
+
+def _make_learner(args: Args, envs: gym.vector.VectorEnv, rng: np.random.Generator) -> QLearner:
+    """The online and target Q-networks with their optimizer, either network backend."""
+    n_obs = int(np.prod(envs.single_observation_space.shape))
+    n_actions = int(envs.single_action_space.n)
+    return make_q_learner(args.nn, n_obs, n_actions, tuple(args.hidden_sizes), args.learning_rate, rng)
+
+
+def _make_buffer(
+    args: Args, envs: gym.vector.VectorEnv, replay: PriorityBackend | None, seed: int
+) -> PrioritizedReplayBuffer:
+    """The replay buffer: transitions on the host, priorities in the sum tree ``replay`` or ``args.backend`` names
+    (the only branch on hardware: the replay core)."""
+    obs_space = envs.single_observation_space
+    with starting(core_start_text("replay", args.backend) if replay is None else None, args.progress):
+        return PrioritizedReplayBuffer(
+            args.buffer_size,
+            obs_space.shape,
+            obs_space.dtype,
+            action_shape=envs.single_action_space.shape,
+            action_dtype=np.int64,
+            priorities=replay if replay is not None else args.backend,
+            alpha=args.per_alpha,
+            priority_eps=args.per_eps,
+            seed=seed,
+            board=args.board,
+            timeout_s=args.timeout_s,
+        )
+
+
+def _restore(args: Args, state: dict[str, Any], learner: QLearner, rb: PrioritizedReplayBuffer, backend: str) -> int:
+    """Load a checkpoint's networks and replay buffer (priorities included); the gradient steps it had taken."""
+    try:
+        learner.load_state_dict(state)
+        rb.load_state_dict(state["replay_buffer"])
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise ValueError(
+            f"checkpoint {args.resume!r} does not fit this agent on {args.env_id} with backend {backend}: {exc}"
+        ) from exc
+    return int(state["gradient_steps"])
+
+
+def _act(args: Args, learner: QLearner, envs: gym.vector.VectorEnv, obs: np.ndarray, epsilon: float) -> np.ndarray:
+    """Epsilon-greedy actions for every sub-environment: greedy on the Q-values, each replaced by a random one with
+    probability ``epsilon``."""
+    actions = learner.q_values(np.asarray(obs, np.float32)).argmax(axis=1)
+    explore = np.random.random(args.num_envs) < epsilon
+    if explore.any():  # envs.action_space is the seeded one (make_envs), single_action_space is not
+        actions = np.where(explore, envs.action_space.sample(), actions)
+    return actions
+
+
+def _real_next_obs(
+    next_obs: np.ndarray, terminations: np.ndarray, truncations: np.ndarray, infos: dict[str, Any]
+) -> np.ndarray:
+    """The observations each transition really led to: where an episode ended, the final one (gymnasium's
+    SAME_STEP autoreset puts it in ``infos["final_obs"]``; ``next_obs`` is already the next episode's first)."""
+    real_next_obs = next_obs.copy()
+    for idx in np.flatnonzero(np.logical_or(terminations, truncations)):
+        real_next_obs[idx] = infos["final_obs"][idx]
+    return real_next_obs
+
+
+def _learn(
+    args: Args, learner: QLearner, rb: PrioritizedReplayBuffer, global_step: int, timings: dict[str, float]
+) -> dict[str, Any]:
+    """One gradient step on a prioritized minibatch, its TD errors back into the sum tree; the step's losses with
+    ``beta`` and the minibatch's mean importance weight. ``timings`` accumulates each phase's seconds."""
+    frac = min(1.0, global_step / args.total_timesteps)
+    beta = args.per_beta + frac * (1.0 - args.per_beta)
+    if args.anneal_lr:
+        learner.learning_rate = (1.0 - frac) * args.learning_rate
+
+    t0 = time.perf_counter()
+    data = rb.sample(args.batch_size, beta)
+    t1 = time.perf_counter()
+    step = learner.learn(
+        data.observations,
+        data.actions,
+        data.next_observations,
+        data.rewards,
+        data.dones,
+        data.weights,
+        gamma=args.gamma,
+        double_q=args.double_q,
+        max_grad_norm=args.max_grad_norm,
+    )
+    t2 = time.perf_counter()
+    rb.update_priorities(data.indices, step["td_errors"])
+    t3 = time.perf_counter()
+    timings["sample"] += t1 - t0
+    timings["update"] += t2 - t1
+    timings["priorities"] += t3 - t2
+    return {**step, "beta": beta, "mean_weight": float(data.weights.mean())}
+
+
+def _metrics(
+    args: Args,
+    global_step: int,
+    gradient_steps: int,
+    learner: QLearner,
+    rb: PrioritizedReplayBuffer,
+    step: dict[str, Any],
+    epsilon: float,
+    new_returns: list[float],
+    new_lengths: list[int],
+    timings: dict[str, float],
+    sps: int,
+) -> dict[str, Any]:
+    """One ``metrics.csv`` row, CleanRL's keys (:data:`_METRIC_KEYS`): the episodes since the last row, the last
+    gradient step's losses, the replay store's state and the mean time per gradient step of each phase."""
+    return {
+        "global_step": global_step,
+        "gradient_steps": gradient_steps,
+        "charts/learning_rate": learner.learning_rate,
+        "charts/epsilon": epsilon,
+        "charts/beta": step["beta"],
+        "charts/episodic_return": float(np.mean(new_returns)) if new_returns else math.nan,
+        "charts/episodic_length": float(np.mean(new_lengths)) if new_lengths else math.nan,
+        "charts/episodes": len(new_returns),
+        "charts/SPS": sps,
+        "losses/td_loss": step["loss"],
+        "losses/q_values": step["q_values"],
+        "losses/abs_td_error": float(np.abs(step["td_errors"]).mean()),
+        "replay/size": rb.size(),
+        "replay/total": float(rb.priorities.total),
+        "replay/nonzero": int(rb.priorities.nonzero),
+        "replay/max_priority": rb.max_priority,
+        "replay/mean_weight": step["mean_weight"],
+        "time/sample[ms]": 1e3 * timings["sample"] / args.log_every,
+        "time/update[ms]": 1e3 * timings["update"] / args.log_every,
+        "time/priorities[ms]": 1e3 * timings["priorities"] / args.log_every,
+    }
+
+
+def _best_mean(returns: list[float], window: int) -> float:
+    """The best mean over ``window`` consecutive episodes (NaN if fewer finished)."""
+    means = [np.mean(returns[i - window : i]) for i in range(window, len(returns) + 1)]
+    return float(max(means)) if means else math.nan

@@ -1,8 +1,7 @@
 """The checks every agent makes of its ``Args`` before any environment, overlay or run directory exists, and the
 error that names the fields it is about (the command line rewords it with the flags the user typed).
 
-Apart from :mod:`.run` (which re-exports all of it) so that a check and its error read in one place; the numeric
-ranges are :mod:`.bounds`.
+A module of its own so that a check and its error read in one place; the numeric ranges are :mod:`.bounds`.
 """
 
 from __future__ import annotations

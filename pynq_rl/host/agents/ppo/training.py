@@ -1,10 +1,10 @@
 r"""PPO in the CleanRL ``ppo.py`` / ``ppo_continuous_action.py`` style, with the GAE step offloadable to the GAE core.
 
-Read top to bottom: checkpoints, then :func:`train`. What a run is asked to do (:class:`~.ppo_args.Args`,
-:func:`~.ppo_args.args_for`, :func:`~.ppo_args.check_args`) is in :mod:`.ppo_args`; the rollout
+Read top to bottom: checkpoints, then :func:`train`. What a run is asked to do (:class:`~.ppo.args.Args`,
+:func:`~.ppo.args.args_for`, :func:`~.ppo.args.check_args`) is in :mod:`.ppo.args`; the rollout
 (:func:`~.rollout.collect_rollout`, with the conventions of its arrays ``rewards[T, N]``, ``dones[T, N]``,
 ``values[T + 1, N]`` and gymnasium's SAME_STEP autoreset) in :mod:`.rollout`; the networks come from
-:func:`~.learners.make_actor_critic` (torch or numpy), the environments and the run directory from :mod:`.run`, the
+:func:`~.nets.learners.make_actor_critic` (torch or numpy), the environments and the run directory from :mod:`.run`, the
 host GAE loop from :mod:`.advantages`. :func:`train` follows
 CleanRL's loop: anneal the learning rate, collect ``num_steps`` steps in ``num_envs`` environments, compute
 advantages, ``update_epochs`` passes of clipped-surrogate minibatch updates, log.
@@ -23,7 +23,7 @@ Special cases: ``lam = 1`` gives the bootstrapped discounted return minus V; ``l
 selects 8-bit codes, ``q8_encoding`` which: q8-runs by default, or raw mode); ``backend="host"`` runs
 :func:`compute_gae` (CleanRL's backward loop, in numpy, no core).
 With ``reward_norm="dynamic"`` the rewards entering GAE are standardized by HEPPO's running statistics
-(:class:`~pynq_rl.host.agents.standardize.RewardStandardizer`, updated with every rollout's raw rewards *before*
+(:class:`~pynq_rl.host.agents.ppo.standardize.RewardStandardizer`, updated with every rollout's raw rewards *before*
 standardizing it); the truncation bootstrap is folded in *after* standardization, because V is then learnt in
 standardized units. Logged episodic returns are always the raw ones.
 
@@ -43,8 +43,8 @@ defaults (:data:`CONTINUOUS_DEFAULTS`: 1 env x 2048 steps, 32 minibatches, 10 ep
 lambda 0.95, no entropy bonus, clipped value loss) for such an environment. With ``norm_obs`` / ``norm_reward`` (by
 default on for ``Box`` spaces; ``norm_reward`` off when ``reward_norm="dynamic"`` replaces it) the environments get
 CleanRL's wrappers: gymnasium's ``NormalizeObservation`` + clip to ``+-clip_obs`` per sub-environment, and
-``NormalizeReward(gamma)`` + clip to ``+-clip_reward`` (:func:`~.run.normalized_observations`,
-:func:`~.run.normalized_rewards`); their running statistics are saved in checkpoints. Logged episodic returns stay
+``NormalizeReward(gamma)`` + clip to ``+-clip_reward`` (:func:`~.envs.normalized_observations`,
+:func:`~.envs.normalized_rewards`); their running statistics are saved in checkpoints. Logged episodic returns stay
 raw.
 
 Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch :class:`~.torch_nets.Agent`;
@@ -52,9 +52,9 @@ Networks. ``nn="torch"`` (the default where torch imports) uses CleanRL's torch 
 PYNQ-Z2's ARM, where torch has no wheel. Both take the same steps of the same algorithm; their checkpoints are
 interchangeable.
 
-Outputs go to ``out_dir/run_name/`` (:class:`~.run.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
+Outputs go to ``out_dir/run_name/`` (:class:`~.rundir.Run`): ``args.json``, ``metrics.csv`` and ``metrics.jsonl`` (one
 row per update, CleanRL keys ``charts/...``, ``losses/...``), ``episodes.csv`` (one row per finished episode),
-``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.run.save_checkpoint`; also every
+``summary.json`` and ``checkpoint.npz`` (arrays + JSON header, :func:`~.checkpoints.save_checkpoint`; also every
 ``checkpoint_every`` environment steps, at the end of the iteration that reaches each multiple).
 """
 
@@ -69,16 +69,27 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from tqdm.auto import tqdm
 
-from . import run as R
+from ..common import checkpoints
+from ..common.checks import FieldWarning, load_resume
+from ..common.envs import (
+    action_space_of,
+    load_normalizer_state,
+    make_env,
+    make_envs,
+    normalized_observations,
+    normalized_rewards,
+    normalizer_state,
+)
+from ..common.interrupts import StopOnSignal, finish
+from ..common.run import checkpoint_due, limit_torch_threads, progress_bar, resolve_nn, seed_everything
+from ..common.rundir import Run, json_safe
+from ..common.startup import core_start_text, starting
+from ..nets.learners import ActorCritic, make_actor_critic
 from .advantages import GaeCompute, compute_gae, offloaded_gae
-from .interrupts import StopOnSignal, finish
-from .learners import ActorCritic, make_actor_critic
-from .ppo_args import BOUNDS, CONTINUOUS_DEFAULTS, REWARD_NORMS, Args, args_for, check_args
+from .args import BOUNDS, CONTINUOUS_DEFAULTS, REWARD_NORMS, Args, args_for, check_args
 from .rollout import Rollout, collect_rollout
 from .standardize import RewardStandardizer
-from .startup import core_start_text, starting
 
 __all__ = [
     "Args",
@@ -109,7 +120,7 @@ def save_checkpoint(
     global_step: int,
     env_stats: dict[str, Any] | None = None,
 ) -> None:
-    """Save everything needed to resume training (:func:`~.run.save_checkpoint`: arrays + JSON, no pickle).
+    """Save everything needed to resume training (:func:`~.checkpoints.save_checkpoint`: arrays + JSON, no pickle).
 
     Parameters
     ----------
@@ -124,16 +135,16 @@ def save_checkpoint(
     global_step : int
         Environment steps taken so far.
     env_stats : dict, optional
-        The normalization wrappers' running statistics (:func:`~.run.normalizer_state`).
+        The normalization wrappers' running statistics (:func:`~.envs.normalizer_state`).
     """
-    R.save_checkpoint(
+    checkpoints.save_checkpoint(
         path,
         "ppo",
         {
             "env_stats": env_stats or {},
             **agent.state_dict(),
             "standardizer": None if standardizer is None else standardizer.state_dict(),
-            "args": R.json_safe(vars(args)),
+            "args": json_safe(vars(args)),
             "global_step": int(global_step),
         },
     )
@@ -153,7 +164,7 @@ def load_checkpoint(path: str) -> dict[str, Any]:
     ValueError
         If the file is not a PPO checkpoint of the current format.
     """
-    return R.load_checkpoint(path, "ppo")
+    return checkpoints.load_checkpoint(path, "ppo")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -194,7 +205,7 @@ def resolve_args(args: Args) -> Args:
         one-dimensional Box are).
     """
     check_args(args)
-    space = R.action_space_of(args.env_id)
+    space = action_space_of(args.env_id)
     if not isinstance(space, (gym.spaces.Discrete, gym.spaces.Box)) or (
         isinstance(space, gym.spaces.Box) and len(space.shape) != 1
     ):
@@ -202,7 +213,7 @@ def resolve_args(args: Args) -> Args:
     continuous = isinstance(space, gym.spaces.Box)
     args = replace(
         args,
-        nn=R.resolve_nn(args.nn),
+        nn=resolve_nn(args.nn),
         norm_obs=continuous if args.norm_obs is None else bool(args.norm_obs),
         norm_reward=(continuous and args.reward_norm is None) if args.norm_reward is None else bool(args.norm_reward),
     )
@@ -255,86 +266,35 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
         (CartPole's +1): the standardized rewards are then all 0 and the agent cannot learn.
     """
     args = resolve_args(args)
-    resume_state = R.load_resume(args.resume, "ppo") if args.resume else None
+    resume_state = load_resume(args.resume, "ppo") if args.resume else None
     start_step = int(resume_state["global_step"]) if resume_state else 0
-
-    # the GAE step: injected, the host loop, or the overlay's GAE core (the only branch on hardware)
-    backend = args.backend if gae is None else type(gae).__name__
-    if gae is None and args.backend != "host":
-        from ..overlay import load_core  # imported lazily: pynq is needed only for offload
-
-        with starting(core_start_text("GAE", args.backend), args.progress):
-            gae = load_core("gae", args.backend, args.board, args.timeout_s)
+    gae, backend = _gae_step(args, gae)
 
     with contextlib.ExitStack() as stack:
-        if args.nn == "torch":
-            import torch
-
-            stack.callback(torch.set_num_threads, torch.get_num_threads())
-            torch.set_num_threads(args.torch_threads)
-
+        limit_torch_threads(stack, args.nn, args.torch_threads)
         # TRY NOT TO MODIFY: seeding (a resumed run continues with fresh random streams, offset by its global step)
         seed = args.seed + start_step
-        rng = R.seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
-
-        # env setup (CleanRL's normalization wrappers for continuous control)
-        env_fns = [R.make_env(args.env_id) for _ in range(args.num_envs)]
-        if args.norm_obs:
-            env_fns = [R.normalized_observations(fn, args.clip_obs) for fn in env_fns]
-        envs = R.make_envs(env_fns, seed=seed)
-        stack.callback(envs.close)
-        if args.norm_reward:
-            envs = R.normalized_rewards(envs, args.gamma, args.clip_reward)
-        obs_shape, act_shape = envs.single_observation_space.shape, envs.single_action_space.shape
-        continuous = isinstance(envs.single_action_space, gym.spaces.Box)
-        n_actions = int(envs.single_action_space.n) if not continuous else int(np.prod(act_shape))
-
-        agent = make_actor_critic(
-            args.nn, int(np.prod(obs_shape)), n_actions, args.learning_rate, rng, continuous=continuous
-        )
+        rng = seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
+        envs = _make_envs(args, seed, stack)
+        agent = _make_agent(args, envs, rng)
         standardizer = RewardStandardizer() if args.reward_norm == "dynamic" else None
         if resume_state is not None:
-            try:
-                agent.load_state_dict(resume_state)
-            except (RuntimeError, ValueError, KeyError) as exc:
-                raise ValueError(f"checkpoint {args.resume!r} does not fit this agent on {args.env_id}: {exc}") from exc
-            try:
-                R.load_normalizer_state(envs, resume_state.get("env_stats") or {})
-            except (ValueError, KeyError) as exc:
-                raise ValueError(f"checkpoint {args.resume!r} does not fit this run's normalization: {exc}") from exc
-            if standardizer is not None and resume_state["standardizer"] is not None:
-                standardizer.load_state_dict(resume_state["standardizer"])
-            elif standardizer is not None:
-                warnings.warn(f"checkpoint {args.resume!r} has no reward statistics; they start at zero", stacklevel=2)
-
-        run = stack.enter_context(R.Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
+            _restore(args, resume_state, agent, envs, standardizer)
+        run = stack.enter_context(Run(args, _METRIC_KEYS, tensorboard=args.tensorboard))
         checkpoint_path = args.checkpoint_path or run.path("checkpoint.npz")
 
         # TRY NOT TO MODIFY: start the game
         global_step = start_step
-        start_iteration = start_step // args.batch_size + 1
         next_obs, _ = envs.reset(seed=seed)
-        iterations = 0
-        saved = None
-        warned_constant = False
-        progress = stack.enter_context(
-            tqdm(
-                total=args.num_iterations * args.batch_size,
-                initial=min(start_step, args.num_iterations * args.batch_size),
-                disable=not args.progress,
-                unit="step",
-                desc=run.name,
-                dynamic_ncols=True,
-            )
-        )
+        iterations, saved, warned_constant = 0, None, False
+        total = args.num_iterations * args.batch_size
+        progress = stack.enter_context(progress_bar(total, start_step, args.progress, run.name))
         stop = stack.enter_context(StopOnSignal())  # Ctrl-C / SIGTERM: finish the iteration, save, summarize
-        for iteration in range(start_iteration, args.num_iterations + 1):
+        for iteration in range(start_step // args.batch_size + 1, args.num_iterations + 1):
             if stop.requested():
                 break
-            # Annealing the rate if instructed to do so.
-            if args.anneal_lr:
-                frac = 1.0 - (iteration - 1.0) / args.num_iterations
-                agent.learning_rate = frac * args.learning_rate
+            if args.anneal_lr:  # Annealing the rate if instructed to do so.
+                agent.learning_rate = (1.0 - (iteration - 1.0) / args.num_iterations) * args.learning_rate
 
             t0 = time.perf_counter()
             previous_step = global_step
@@ -343,118 +303,28 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             )
             for step, ep_return, ep_length in rollout.episodes:
                 run.episode(step, ep_return, ep_length)
-
-            # rewards that enter GAE: HEPPO standardization (statistics include this rollout), then the
-            # truncation bootstrap gamma * V(final_obs), which is already in the units V is learnt in
             t1 = time.perf_counter()
-            gae_rewards = rollout.rewards
-            if standardizer is not None:
-                standardizer.update(rollout.rewards)
-                gae_rewards = standardizer.standardize(rollout.rewards).astype(np.float32)
-                if standardizer.std == 0.0 and not warned_constant:
-                    warnings.warn(
-                        R.FieldWarning(
-                            f"reward_norm 'dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
-                            "standardized rewards are all 0 and carry no learning signal",
-                            "reward_norm",
-                        ),
-                        stacklevel=2,
-                    )
-                    warned_constant = True
-            gae_rewards = gae_rewards + rollout.truncation_bootstraps
-            if gae is None:
-                advantages, returns = compute_gae(
-                    gae_rewards, rollout.values, rollout.dones, args.gamma, args.gae_lambda
-                )
-            else:
-                advantages, returns = offloaded_gae(
-                    gae,
-                    gae_rewards,
-                    rollout.values,
-                    rollout.dones,
-                    gamma=args.gamma,
-                    lam=args.gae_lambda,
-                    quantize=args.q8_encoding if args.quantize else False,
-                )
+            gae_rewards, warned_constant = _gae_rewards(rollout, standardizer, warned_constant)
+            advantages, returns = _advantages(args, gae, rollout, gae_rewards)
             t2 = time.perf_counter()
-
-            # flatten the batch
-            b_obs = rollout.observations.reshape((-1,) + obs_shape)
-            b_logprobs = rollout.log_probs.reshape(-1)
-            b_actions = rollout.actions.reshape((-1,) + act_shape)
-            b_advantages = advantages.reshape(-1)
-            b_returns = returns.reshape(-1)
-            b_values = rollout.values[:-1].reshape(-1)
-
-            # Optimizing the policy and value network
-            b_inds = np.arange(args.batch_size)
-            clipfracs = []
-            for _epoch in range(args.update_epochs):
-                np.random.shuffle(b_inds)
-                for start in range(0, args.batch_size, args.minibatch_size):
-                    mb_inds = b_inds[start : start + args.minibatch_size]
-                    losses = agent.learn(
-                        b_obs[mb_inds],
-                        b_actions[mb_inds],
-                        b_logprobs[mb_inds],
-                        b_advantages[mb_inds],
-                        b_returns[mb_inds],
-                        b_values[mb_inds],
-                        clip_coef=args.clip_coef,
-                        ent_coef=args.ent_coef,
-                        vf_coef=args.vf_coef,
-                        clip_vloss=args.clip_vloss,
-                        norm_adv=args.norm_adv,
-                        max_grad_norm=args.max_grad_norm,
-                    )
-                    clipfracs.append(losses["clipfrac"])
-                if args.target_kl is not None and losses["approx_kl"] > args.target_kl:
-                    break
+            losses = _update(args, agent, rollout, advantages, returns)
             t3 = time.perf_counter()
-
-            var_y = np.var(b_returns)
-            explained_var = np.nan if var_y == 0 else 1 - np.var(b_returns - b_values) / var_y
 
             # TRY NOT TO MODIFY: record rewards for plotting purposes
             iterations += 1
             sps = run.sps(global_step - start_step)
-            ep_r = [r for _, r, _ in rollout.episodes]
-            ep_l = [n for _, _, n in rollout.episodes]
-            run.log(
-                {
-                    "global_step": global_step,
-                    "iteration": iteration,
-                    "charts/learning_rate": agent.learning_rate,
-                    "charts/episodic_return": float(np.mean(ep_r)) if ep_r else math.nan,
-                    "charts/episodic_length": float(np.mean(ep_l)) if ep_l else math.nan,
-                    "charts/episodes": len(ep_r),
-                    "charts/SPS": sps,
-                    "charts/reward_mean": standardizer.mean if standardizer else math.nan,
-                    "charts/reward_std": standardizer.std if standardizer else math.nan,
-                    "losses/value_loss": losses["v_loss"],
-                    "losses/policy_loss": losses["pg_loss"],
-                    "losses/entropy": losses["entropy"],
-                    "losses/old_approx_kl": losses["old_approx_kl"],
-                    "losses/approx_kl": losses["approx_kl"],
-                    "losses/clipfrac": float(np.mean(clipfracs)),
-                    "losses/explained_variance": float(explained_var),
-                    "time/rollout[ms]": 1e3 * (t1 - t0),
-                    "time/gae[ms]": 1e3 * (t2 - t1),
-                    "time/update[ms]": 1e3 * (t3 - t2),
-                }
-            )
-
+            run.log(_metrics(global_step, iteration, agent, rollout, standardizer, losses, sps, (t0, t1, t2, t3)))
             last20 = run.mean_return(20)  # set before the update redraws the bar: it shows this rollout's ret20
             progress.set_postfix(ret20="-" if math.isnan(last20) else f"{last20:.1f}", sps=sps, refresh=False)
             progress.update(args.batch_size)
 
-            if args.save_checkpoint and R.checkpoint_due(previous_step, global_step, args.checkpoint_every):
-                save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
+            if args.save_checkpoint and checkpoint_due(previous_step, global_step, args.checkpoint_every):
+                save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, normalizer_state(envs))
                 saved = checkpoint_path
         stop.close()
 
         if args.save_checkpoint:
-            save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, R.normalizer_state(envs))
+            save_checkpoint(checkpoint_path, agent, standardizer, args, global_step, normalizer_state(envs))
             saved = checkpoint_path
 
         summary = run.finish(
@@ -469,3 +339,186 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
             **stop.summary_fields(),
         )
     return finish(summary, stop)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The phases of train(), in the order the loop runs them
+# ---------------------------------------------------------------------------------------------------------------------
+def _gae_step(args: Args, gae: GaeCompute | None) -> tuple[GaeCompute | None, str]:
+    """The GAE step and its name in the summary: the injected one, the host loop (None), or the overlay's GAE core
+    (the only branch on hardware)."""
+    backend = args.backend if gae is None else type(gae).__name__
+    if gae is None and args.backend != "host":
+        from ...overlay import load_core  # imported lazily: pynq is needed only for offload
+
+        with starting(core_start_text("GAE", args.backend), args.progress):
+            gae = load_core("gae", args.backend, args.board, args.timeout_s)
+    return gae, backend
+
+
+def _make_envs(args: Args, seed: int, stack: contextlib.ExitStack) -> gym.vector.VectorEnv:
+    """``num_envs`` environments, with CleanRL's normalization wrappers for continuous control where asked; closed
+    when ``stack`` unwinds."""
+    env_fns = [make_env(args.env_id) for _ in range(args.num_envs)]
+    if args.norm_obs:
+        env_fns = [normalized_observations(fn, args.clip_obs) for fn in env_fns]
+    envs = make_envs(env_fns, seed=seed)
+    stack.callback(envs.close)
+    if args.norm_reward:
+        envs = normalized_rewards(envs, args.gamma, args.clip_reward)
+    return envs
+
+
+def _make_agent(args: Args, envs: gym.vector.VectorEnv, rng: np.random.Generator) -> ActorCritic:
+    """The actor-critic for the environments' spaces: categorical for ``Discrete``, diagonal Gaussian for ``Box``."""
+    space = envs.single_action_space
+    continuous = isinstance(space, gym.spaces.Box)
+    n_actions = int(np.prod(space.shape)) if continuous else int(space.n)
+    n_obs = int(np.prod(envs.single_observation_space.shape))
+    return make_actor_critic(args.nn, n_obs, n_actions, args.learning_rate, rng, continuous=continuous)
+
+
+def _restore(
+    args: Args,
+    state: dict[str, Any],
+    agent: ActorCritic,
+    envs: gym.vector.VectorEnv,
+    standardizer: RewardStandardizer | None,
+) -> None:
+    """Load a checkpoint's networks, normalization statistics and reward statistics, each with an error that says
+    which part does not fit."""
+    try:
+        agent.load_state_dict(state)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise ValueError(f"checkpoint {args.resume!r} does not fit this agent on {args.env_id}: {exc}") from exc
+    try:
+        load_normalizer_state(envs, state.get("env_stats") or {})
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"checkpoint {args.resume!r} does not fit this run's normalization: {exc}") from exc
+    if standardizer is not None and state["standardizer"] is not None:
+        standardizer.load_state_dict(state["standardizer"])
+    elif standardizer is not None:
+        warnings.warn(f"checkpoint {args.resume!r} has no reward statistics; they start at zero", stacklevel=3)
+
+
+def _gae_rewards(
+    rollout: Rollout, standardizer: RewardStandardizer | None, warned_constant: bool
+) -> tuple[np.ndarray, bool]:
+    """The rewards that enter GAE, and whether the constant-reward warning has been given.
+
+    HEPPO's standardization first (its statistics include this rollout), then the truncation bootstrap
+    ``gamma * V(final_obs)``, which is already in the units V is learnt in.
+    """
+    gae_rewards = rollout.rewards
+    if standardizer is not None:
+        standardizer.update(rollout.rewards)
+        gae_rewards = standardizer.standardize(rollout.rewards).astype(np.float32)
+        if standardizer.std == 0.0 and not warned_constant:
+            warnings.warn(
+                FieldWarning(
+                    f"reward_norm 'dynamic': every reward seen so far equals {standardizer.mean:g}, so the "
+                    "standardized rewards are all 0 and carry no learning signal",
+                    "reward_norm",
+                ),
+                stacklevel=3,
+            )
+            warned_constant = True
+    return gae_rewards + rollout.truncation_bootstraps, warned_constant
+
+
+def _advantages(
+    args: Args, gae: GaeCompute | None, rollout: Rollout, gae_rewards: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Advantages and returns ``[T, N]``: CleanRL's backward loop on the host (``gae`` None), or the GAE core."""
+    if gae is None:
+        return compute_gae(gae_rewards, rollout.values, rollout.dones, args.gamma, args.gae_lambda)
+    return offloaded_gae(
+        gae,
+        gae_rewards,
+        rollout.values,
+        rollout.dones,
+        gamma=args.gamma,
+        lam=args.gae_lambda,
+        quantize=args.q8_encoding if args.quantize else False,
+    )
+
+
+def _update(
+    args: Args, agent: ActorCritic, rollout: Rollout, advantages: np.ndarray, returns: np.ndarray
+) -> dict[str, float]:
+    """``update_epochs`` passes of clipped-surrogate minibatch updates over the flattened batch (early stop at
+    ``target_kl``); the last minibatch's losses, the mean clip fraction and the value function's explained variance.
+    """
+    obs_shape = rollout.observations.shape[2:]
+    act_shape = rollout.actions.shape[2:]
+    b_obs = rollout.observations.reshape((-1,) + obs_shape)
+    b_logprobs = rollout.log_probs.reshape(-1)
+    b_actions = rollout.actions.reshape((-1,) + act_shape)
+    b_advantages = advantages.reshape(-1)
+    b_returns = returns.reshape(-1)
+    b_values = rollout.values[:-1].reshape(-1)
+
+    b_inds = np.arange(args.batch_size)
+    clipfracs = []
+    for _epoch in range(args.update_epochs):
+        np.random.shuffle(b_inds)
+        for start in range(0, args.batch_size, args.minibatch_size):
+            mb_inds = b_inds[start : start + args.minibatch_size]
+            losses = agent.learn(
+                b_obs[mb_inds],
+                b_actions[mb_inds],
+                b_logprobs[mb_inds],
+                b_advantages[mb_inds],
+                b_returns[mb_inds],
+                b_values[mb_inds],
+                clip_coef=args.clip_coef,
+                ent_coef=args.ent_coef,
+                vf_coef=args.vf_coef,
+                clip_vloss=args.clip_vloss,
+                norm_adv=args.norm_adv,
+                max_grad_norm=args.max_grad_norm,
+            )
+            clipfracs.append(losses["clipfrac"])
+        if args.target_kl is not None and losses["approx_kl"] > args.target_kl:
+            break
+
+    var_y = np.var(b_returns)
+    explained_var = np.nan if var_y == 0 else 1 - np.var(b_returns - b_values) / var_y
+    return {**losses, "clipfrac": float(np.mean(clipfracs)), "explained_variance": float(explained_var)}
+
+
+def _metrics(
+    global_step: int,
+    iteration: int,
+    agent: ActorCritic,
+    rollout: Rollout,
+    standardizer: RewardStandardizer | None,
+    losses: dict[str, float],
+    sps: int,
+    times: tuple[float, float, float, float],
+) -> dict[str, Any]:
+    """One ``metrics.csv`` row, CleanRL's keys (:data:`_METRIC_KEYS`); ``times`` are the phase boundaries."""
+    t0, t1, t2, t3 = times
+    ep_r = [r for _, r, _ in rollout.episodes]
+    ep_l = [n for _, _, n in rollout.episodes]
+    return {
+        "global_step": global_step,
+        "iteration": iteration,
+        "charts/learning_rate": agent.learning_rate,
+        "charts/episodic_return": float(np.mean(ep_r)) if ep_r else math.nan,
+        "charts/episodic_length": float(np.mean(ep_l)) if ep_l else math.nan,
+        "charts/episodes": len(ep_r),
+        "charts/SPS": sps,
+        "charts/reward_mean": standardizer.mean if standardizer else math.nan,
+        "charts/reward_std": standardizer.std if standardizer else math.nan,
+        "losses/value_loss": losses["v_loss"],
+        "losses/policy_loss": losses["pg_loss"],
+        "losses/entropy": losses["entropy"],
+        "losses/old_approx_kl": losses["old_approx_kl"],
+        "losses/approx_kl": losses["approx_kl"],
+        "losses/clipfrac": losses["clipfrac"],
+        "losses/explained_variance": losses["explained_variance"],
+        "time/rollout[ms]": 1e3 * (t1 - t0),
+        "time/gae[ms]": 1e3 * (t2 - t1),
+        "time/update[ms]": 1e3 * (t3 - t2),
+    }

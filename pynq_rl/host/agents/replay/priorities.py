@@ -4,7 +4,7 @@ A *priority backend* stores ``p_i**alpha`` per slot and samples slots stratified
 the same public methods (:class:`PriorityBackend`): the float64 :class:`NumpySumTree` (the reference, and the fallback
 where no core is present) and the replay core's driver :class:`~pynq_rl.host.drivers.replay.ReplayCore` (``"emu"``,
 ``"rtl"``, ``"verilator"``, ``"board"``, reached through :class:`~pynq_rl.host.overlay.RLOverlay`). The DQN agent's
-:class:`~pynq_rl.host.agents.replay_buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module;
+:class:`~pynq_rl.host.agents.replay.buffer.PrioritizedReplayBuffer` and the Ape-X replay server both use this module;
 it needs only numpy (no torch), so the server runs on a PYNQ-Z2's 32-bit ARM.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ...overlay.models.replay import check_priorities, priority_powers
+from ....overlay.models.replay import check_priorities, priority_powers
 
 __all__ = ["PRIORITY_BACKENDS", "PriorityBackend", "NumpySumTree", "make_priority_backend"]
 
@@ -268,7 +268,7 @@ def make_priority_backend(
         raise ValueError(f"priorities must be one of {PRIORITY_BACKENDS} or a priority backend object, not {name!r}")
     if name == "host":
         return NumpySumTree(capacity, seed=seed)
-    from ..overlay import load_core  # imported lazily: pynq is needed only for the core
+    from ...overlay import load_core  # imported lazily: pynq is needed only for the core
 
     core = load_core("replay", name, board, timeout_s)
     if capacity > core.capacity:

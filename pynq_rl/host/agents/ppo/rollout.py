@@ -18,7 +18,7 @@ Conventions of the rollout arrays (``T = num_steps``, ``N = num_envs``)
     ``V(obs_t)``; ``values[T]`` = ``V(next_obs)`` bootstraps the unfinished tail.
 
 Autoreset. The environments are a gymnasium 1.x ``SyncVectorEnv`` with ``autoreset_mode=AutoresetMode.SAME_STEP``
-(:func:`~.run.make_envs`): a sub-environment that ends at step ``t`` is reset inside that same ``step()`` call, the
+(:func:`~.envs.make_envs`): a sub-environment that ends at step ``t`` is reset inside that same ``step()`` call, the
 returned observation is already the first observation of the next episode, and the last observation of the finished
 episode is in ``infos["final_obs"][n]``. So every step of the rollout is a real transition (none has to be masked,
 unlike the default ``NEXT_STEP`` mode whose step after a done is a reset with a dummy reward), ``obs[t + 1]`` is the
@@ -35,8 +35,8 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from . import run as R
-from .learners import ActorCritic
+from ..common.envs import finished_episodes
+from ..nets.learners import ActorCritic
 
 __all__ = ["Rollout", "collect_rollout"]
 
@@ -75,7 +75,7 @@ def collect_rollout(
     Parameters
     ----------
     envs : gym.vector.VectorEnv
-        Built by :func:`~.run.make_envs` (SAME_STEP autoreset; episode statistics are read if present).
+        Built by :func:`~.envs.make_envs` (SAME_STEP autoreset; episode statistics are read if present).
     agent : ActorCritic
         Anything with ``act(obs) -> (actions, log_probs, values)`` and ``value(obs)``. For a ``Box`` action space
         the actions are stored as sampled and clipped to the space only for ``envs.step``.
@@ -145,7 +145,7 @@ def collect_rollout(
             final_obs = np.stack([infos["final_obs"][i] for i in truncated_only]).astype(np.float32)
             bootstraps[step, truncated_only] = gamma * agent.value(final_obs)
 
-        for _, ep_return, ep_length in R.finished_episodes(infos):
+        for _, ep_return, ep_length in finished_episodes(infos):
             episodes.append((global_step, ep_return, ep_length))
 
     values[num_steps] = agent.value(next_obs)

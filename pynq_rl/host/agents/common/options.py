@@ -14,8 +14,8 @@ Every field of ``Args`` that the agent does not compute at runtime (:func:`~.run
 
 The parsed namespace remembers which options the user gave (:func:`given`): the others keep ``Args``' defaults, so an
 agent that picks its defaults from the environment (PPO's continuous-control defaults, :func:`~.ppo.args_for`) gets
-only what was typed. Errors that name fields (:class:`~.run.FieldValueError`) are reworded with the flags the user
-typed by :func:`flag_message`, and so are warnings that name fields (:class:`~.run.FieldWarning`).
+only what was typed. Errors that name fields (:class:`~.checks.FieldValueError`) are reworded with the flags the user
+typed by :func:`flag_message`, and so are warnings that name fields (:class:`~.checks.FieldWarning`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import types
 import typing
 from typing import Any
 
-from .run import FieldValueError, FieldWarning, is_computed
+from .checks import FieldValueError, FieldWarning
+from .run import is_computed
 
 __all__ = ["field_docs", "option_fields", "without_none", "add_options", "given", "flag_message"]
 
@@ -189,7 +190,7 @@ def given(namespace: argparse.Namespace, args_cls: type) -> dict[str, Any]:
 
 
 def flag_message(error: BaseException, flags: dict[str, str]) -> str:
-    """``error``'s message with the fields a :class:`~.run.FieldValueError` (or :class:`~.run.FieldWarning`) names
+    """``error``'s message with the fields a :class:`~.checks.FieldValueError` (or :class:`~.checks.FieldWarning`) names
     replaced by their flags."""
     text = str(error)
     if isinstance(error, (FieldValueError, FieldWarning)):

@@ -98,7 +98,7 @@ nitpick_ignore: list[tuple[str, str]] = []
 nitpick_ignore_regex = [
     (r"py:.*", r"(numpy|np|pynq|gymnasium|gym|torch|grpc|ray|stable_baselines3|myhdl|collections|typing)(\..*)?"),
     (r"py:.*", r"(os|pathlib|enum|dataclasses|concurrent|threading|ctypes|abc|io|subprocess|queue|socket)(\..*)?"),
-    (r"py:.*", r"(argparse|difflib)(\..*)?"),
+    (r"py:.*", r"(argparse|difflib|contextlib|tqdm)(\..*)?"),
     (r"py:class", r"(array-like|array_like|optional|callable|iterable|sequence|mapping|scalar|default.*)"),
     (r"py:class", r"(int|float|str|bool|bytes|dict|list|tuple|set|object|type|None|Path|Any)"),
     # private helpers (a leading underscore: documented in the source only), type variables, generated gRPC stubs,

@@ -1,4 +1,4 @@
-/* pynq-rl register map, generated from pynq_rl/overlay/spec.py by `pynq-rl build regs`: do not edit. */
+/* pynq-rl register map, generated from pynq_rl/overlay/spec/ by `pynq-rl build regs`: do not edit. */
 #ifndef PYNQ_RL_REGS_H
 #define PYNQ_RL_REGS_H
 

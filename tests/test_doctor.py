@@ -144,7 +144,7 @@ def test_on_a_board_the_overlay_is_found_by_the_device_name(tmp_path, monkeypatc
 
     # a ZCU106 carrying the GAE and replay cores, its bitstream installed where RLOverlay looks on a board
     zcu106 = dataclasses.replace(S.board("ZCU106"), cores=tuple(S.board("ZCU106").slot(c) for c in ("gae", "replay")))
-    monkeypatch.setattr(S, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})
+    monkeypatch.setattr(S.boards, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})  # where S.board() looks boards up
     device = EmuDevice(zcu106)
     device.install_clocks()
     monkeypatch.setattr(pynq.Device, "_active_device", device, raising=False)  # what PYNQ reports on the board
@@ -169,7 +169,7 @@ def _board_with_hwh(tmp_path, monkeypatch, act_mhz: str | None) -> S.BoardSpec:
     from pynq_rl.host.backends.emu import EmuDevice
 
     zcu106 = dataclasses.replace(S.board("ZCU106"), cores=(S.board("ZCU106").slot("gae"),))
-    monkeypatch.setattr(S, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})
+    monkeypatch.setattr(S.boards, "BOARDS", {**S.BOARDS, "ZCU106": zcu106})  # where S.board() looks boards up
     device = EmuDevice(zcu106)
     device.install_clocks()
     monkeypatch.setattr(pynq.Device, "_active_device", device, raising=False)

@@ -2,7 +2,7 @@
 
 The committed register reference (``docs/registers.md``, ``docs/pynq_rl_regs.h``) must equal what ``spec.py``
 renders now, and moving STATUS fields in ``spec.py`` alone must move them in the HDL, the emulated core (the
-model), the driver's flags and the docs: that is checked on a copy of the package whose ``spec.py`` is edited.
+model), the driver's flags and the docs: that is checked on a copy of the package whose ``spec/registers.py`` is edited.
 """
 
 import json
@@ -160,11 +160,11 @@ json.dump({"spec_file": S.__file__, "flags": {f.name: int(f) for f in S.Status},
 
 
 def _package_with_spec(tmp_path: Path, edit) -> Path:
-    """A copy of the pynq_rl package whose spec.py went through ``edit``."""
+    """A copy of the pynq_rl package whose spec/registers.py (where STATUS_REGISTER is) went through ``edit``."""
     root = tmp_path / "site"
     ignore = shutil.ignore_patterns("__pycache__", "out", "*.bit", "*.hwh")
     shutil.copytree(REPO / "pynq_rl", root / "pynq_rl", ignore=ignore)
-    spec_file = root / "pynq_rl" / "overlay" / "spec.py"
+    spec_file = root / "pynq_rl" / "overlay" / "spec" / "registers.py"
     spec_file.write_text(edit(spec_file.read_text(encoding="utf-8")), encoding="utf-8")
     return root
 

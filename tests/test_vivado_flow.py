@@ -138,7 +138,7 @@ def test_missing_board_files_stop_the_build_with_instructions(tmp_path):
 def test_a_board_part_for_another_fpga_is_refused(tmp_path):
     board = S.board("ZCU106")
     run = _run(_scripts(board, tmp_path)["bd"], board, properties={"PART_NAME": "xczu9eg-ffvb1156-2-e"})
-    assert run.error and "is for FPGA xczu9eg-ffvb1156-2-e, spec.py says xczu7ev-ffvc1156-2-e" in run.error
+    assert run.error and "is for FPGA xczu9eg-ffvb1156-2-e, the spec says xczu7ev-ffvc1156-2-e" in run.error
 
 
 @needs_tclsh

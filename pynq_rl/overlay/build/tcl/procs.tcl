@@ -1,7 +1,7 @@
 # Procedures shared by the generated pynq-rl Vivado scripts.
 #
-# pynq_rl/overlay/build/vivado.py writes one script per step (package_<core>.tcl, bd.tcl, bitstream.tcl) from spec.py into
-# pynq_rl/overlay/build/out/<board>/tcl/; each sources this file. Everything here is independent of spec.py: the values
+# pynq_rl/overlay/build/vivado.py writes one script per step (package_<core>.tcl, bd.tcl, bitstream.tcl) from the spec into
+# pynq_rl/overlay/build/out/<board>/tcl/; each sources this file. Everything here is independent of the spec: the values
 # come in as arguments. Every Vivado command used here is in pynq_rl/overlay/build/tclcheck.py VIVADO_COMMANDS (commands
 # present in both Vivado 2022.1 and 2024.1); `python -m pynq_rl.overlay.build check` runs all scripts in tclsh
 # with recording stubs for those commands, so a typo, a wrong argument count or a command outside the list fails
@@ -49,7 +49,7 @@ proc pynq_rl::board_part {pattern board part repo} {
     set board_part [lindex [lsort -dictionary $found] end]
     set board_fpga [get_property PART_NAME [get_board_parts $board_part]]
     if {$board_fpga ne $part} {
-        error "pynq-rl: board part $board_part is for FPGA $board_fpga, spec.py says $part for $board"
+        error "pynq-rl: board part $board_part is for FPGA $board_fpga, the spec says $part for $board"
     }
     puts "pynq-rl: board part $board_part"
     return $board_part
@@ -296,7 +296,7 @@ proc pynq_rl::check_timing {report_dir fclk_mhz} {
         }
         if {$slack < 0} {
             error "pynq-rl: timing not met at $fclk_mhz MHz: worst $kind slack $slack ns\
-                   (see [file join $report_dir timing_summary.rpt]): lower fclk_mhz in spec.py or fix the path"
+                   (see [file join $report_dir timing_summary.rpt]): lower fclk_mhz in pynq_rl/overlay/spec/boards.py or fix the path"
         }
     }
     puts "pynq-rl: timing met at $fclk_mhz MHz: WNS $wns ns, WHS $whs ns"

@@ -172,6 +172,11 @@ class _Agent(NamedTuple):
     """``Args`` from the options given (None: ``args_cls(**options)``)"""
 
 
+def _args_from_options(args_cls: type, options: dict[str, Any]) -> Any:
+    """``args_cls(**options)``: an agent's ``Args`` from the options given (when it has no ``make_args``)."""
+    return args_cls(**options)
+
+
 def _agents() -> dict[str, _Agent]:
     """The agents ``pynq-rl train`` runs (their ``Args`` import without Ray or torch; Ape-X's ``train`` needs both)."""
     from .host.agents import dqn, ppo, sarsa
@@ -200,7 +205,7 @@ def _flag(name: str, value: Any) -> str:
     return f"{flag} {value}"
 
 
-def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
+def _add_agent_parsers(train: Parser) -> None:
     """One ``train <agent>`` parser per agent, its options generated from the agent's ``Args``
     (:mod:`pynq_rl.host.agents.common.options`)."""
     from .host.agents.common.run import BACKENDS as AGENT_BACKENDS
@@ -237,7 +242,7 @@ def _add_agent_parsers(train: argparse.ArgumentParser) -> None:
         parser.set_defaults(
             func=_train,
             args_cls=agent.args_cls,
-            make_args=agent.make_args or (lambda options, cls=agent.args_cls: cls(**options)),
+            make_args=agent.make_args or functools.partial(_args_from_options, agent.args_cls),
             train=agent.train,
             check=agent.check,
             flags=flags,

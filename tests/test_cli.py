@@ -664,9 +664,11 @@ def test_the_plain_line_of_each_agent():
 )
 def test_a_missing_extra_is_named_with_its_install_command(argv, module, extra, capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, module, None)  # an import of it now fails as if it were not installed
-    # and Ape-X's module imported afresh (an earlier test may have imported it: the package keeps it as an attribute)
-    monkeypatch.delitem(sys.modules, "pynq_rl.host.agents.distributed.apex", raising=False)
-    monkeypatch.delattr(distributed, "apex", raising=False)
+    # and Ape-X's modules imported afresh (an earlier test may have imported them: the package keeps each as an
+    # attribute); ray_api is the one that imports Ray, apex and apex_workers import it
+    for name in ("apex", "apex_workers", "ray_api"):
+        monkeypatch.delitem(sys.modules, f"pynq_rl.host.agents.distributed.{name}", raising=False)
+        monkeypatch.delattr(distributed, name, raising=False)
     full = argv + (["--out", str(tmp_path / "runs")] if argv[0] == "train" else [])
     assert main(full) == 1
     err = capsys.readouterr().err.strip()

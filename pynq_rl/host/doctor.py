@@ -112,8 +112,8 @@ def self_test_gae(ol: RLOverlay, backend: str, seed: int = 42) -> SelfTest:
         r_codes,
         v_codes,
         dones,
-        fixed.quantize(gamma, spec.coef)[0],
-        fixed.quantize(gamma * lam, spec.coef)[0],
+        int(fixed.quantize(gamma, spec.coef)[0]),
+        int(fixed.quantize(gamma * lam, spec.coef)[0]),
         use_numba=False,
     )
     start = time.perf_counter()
@@ -321,13 +321,16 @@ def _overlays(backend: str, board: str | S.BoardSpec | None) -> list[tuple[list[
     names = [slot.name for slot in spec.cores]
     if backend in ("emu", "verilator"):  # verilator: the shipped builds, as the bitstream will carry them
         return [(names, lambda: RLOverlay(backend=backend, board=spec))]
-    plans = []
+    plans: list[tuple[list[str] | None, Callable[[], RLOverlay]]] = []
     for slot in spec.cores:
         small = dataclasses.replace(slot, spec=RTL_CORES.get(slot.name, slot.spec))
-        plans.append(
-            ([slot.name], lambda small=small: RLOverlay(backend="rtl", board=dataclasses.replace(spec, cores=(small,))))
-        )
+        plans.append(([slot.name], _one_core_overlay(spec, small)))
     return plans
+
+
+def _one_core_overlay(board: S.BoardSpec, slot: S.CoreSlot) -> Callable[[], RLOverlay]:
+    """The factory of an rtl overlay of ``board`` with ``slot`` as its only core."""
+    return lambda: RLOverlay(backend="rtl", board=dataclasses.replace(board, cores=(slot,)))
 
 
 def run_doctor(

@@ -56,7 +56,7 @@ import numpy as np
 from .common.bounds import COUNT_MAX, check_bounds, count
 from .common.checkpoints import checkpoint_agent, load_checkpoint
 from .common.checks import FieldValueError, check_backend, check_env_id
-from .common.envs import normalized_observations
+from .common.envs import discrete_actions, normalized_observations, space_shape
 from .common.run import linear_schedule, seed_everything
 from .common.startup import core_start_text, starting
 from .common.summary_line import AGENT_NAMES
@@ -236,7 +236,9 @@ def _frozen_observation_normalization(env_stats: dict[str, Any], clip_obs: float
 
     def wrap(env: gym.Env) -> gym.Env:
         wrapped = normalized_observations(lambda: env, clip_obs)()
-        normalizer = wrapped.env  # TransformObservation(clip) around NormalizeObservation
+        normalizer = wrapped.env if isinstance(wrapped, gym.Wrapper) else None  # TransformObservation(clip) around it
+        if not isinstance(normalizer, gym.wrappers.NormalizeObservation):
+            raise RuntimeError(f"normalized_observations() does not wrap NormalizeObservation directly: {wrapped}")
         if normalizer.obs_rms.mean.shape != mean.shape:
             raise ValueError(
                 f"the checkpoint's observation statistics have shape {mean.shape}, the environment's "
@@ -266,11 +268,12 @@ def _actor_output(learner: Any, nn: str) -> Callable[[np.ndarray], np.ndarray]:
 def _ppo_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool, seed: int) -> TrainedPolicy:
     args = saved.args
     observation_space, action_space = _spaces(args["env_id"])
-    continuous = isinstance(action_space, gym.spaces.Box)
-    n_actions = int(np.prod(action_space.shape)) if continuous else int(action_space.n)
+    box = action_space if isinstance(action_space, gym.spaces.Box) else None
+    continuous = box is not None
+    n_actions = int(np.prod(space_shape(action_space))) if continuous else discrete_actions(action_space)
     rng = seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
     learner = make_actor_critic(
-        args["nn"], int(np.prod(observation_space.shape)), n_actions, args["learning_rate"], rng, continuous
+        args["nn"], int(np.prod(space_shape(observation_space))), n_actions, args["learning_rate"], rng, continuous
     )
     try:
         learner.load_state_dict(saved.state)
@@ -282,9 +285,9 @@ def _ppo_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool
         batch = np.asarray(obs, np.float32)[None]
         if deterministic:
             output = actor(batch)[0]
-            return np.clip(output, action_space.low, action_space.high) if continuous else int(np.argmax(output))
+            return np.clip(output, box.low, box.high) if box is not None else int(np.argmax(output))
         action = learner.act(batch)[0][0]
-        return np.clip(action, action_space.low, action_space.high) if continuous else int(action)
+        return np.clip(action, box.low, box.high) if box is not None else int(action)
 
     wrapper = (
         _frozen_observation_normalization(saved.state.get("env_stats") or {}, args["clip_obs"])
@@ -297,11 +300,11 @@ def _ppo_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool
 def _dqn_policy(saved: SavedCheckpoint, backend: str | None, deterministic: bool, seed: int) -> TrainedPolicy:
     args = saved.args
     observation_space, action_space = _spaces(args["env_id"])
-    n_actions = int(action_space.n)
+    n_actions = discrete_actions(action_space)
     rng = seed_everything(seed, args["nn"], torch_deterministic=args["torch_deterministic"])
     learner = make_q_learner(
         args["nn"],
-        int(np.prod(observation_space.shape)),
+        int(np.prod(space_shape(observation_space))),
         n_actions,
         tuple(args["hidden_sizes"]),
         args["learning_rate"],

@@ -19,7 +19,7 @@ Interrupts are not emulated: drivers poll.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,6 +46,7 @@ _MASK32 = 0xFFFF_FFFF
 _CONTROL, _STATUS, _LENGTH, _PLAIN = "_DMACR", "_DMASR", "_LENGTH", ""
 
 
+@runtime_checkable
 class StreamEndpoint(Protocol):
     """What a core model offers its DMA: an AXI-Stream sink and an AXI-Stream source, byte-granular."""
 
@@ -170,21 +171,19 @@ class AxiDmaModel(RegisterFile):
         a board; an emulated one takes its input, then gives its output. ``idle_until`` (a verilated core only) lets
         the core's clock run to that cycle while a channel waits on it (see ``VerilatorCoreIP.stream_duplex``)."""
         mm2s, s2mm = self.mm2s, self.s2mm
-        sending = mm2s.busy and mm2s.pending is not None
+        pending = mm2s.pending if mm2s.busy else None  # the bytes to send (None: MM2S has nothing to send)
         duplex = getattr(self.core, "stream_duplex", None)
         if duplex is not None:
-            if not (sending or s2mm.busy):
+            if not (pending is not None or s2mm.busy):
                 return False
             waits = {} if idle_until is None else {"idle_until": idle_until}
-            accepted, data, last = duplex(
-                mm2s.pending if sending else None, True, s2mm.remaining + 1 if s2mm.busy else 0, **waits
-            )
+            accepted, data, last = duplex(pending, True, s2mm.remaining + 1 if s2mm.busy else 0, **waits)
         else:
-            accepted = self.core.stream_in(mm2s.pending, last=True) if sending else 0
+            accepted = self.core.stream_in(pending, last=True) if pending is not None else 0
             data, last = self.core.stream_out(s2mm.remaining + 1) if s2mm.busy else (np.zeros(0, np.uint8), False)
         moved = bool(accepted)
-        if accepted:
-            mm2s.pending = mm2s.pending[accepted:]
+        if accepted and pending is not None:
+            mm2s.pending = pending[accepted:]
             if len(mm2s.pending) == 0:
                 mm2s.pending = None
                 self._complete(mm2s)

@@ -27,7 +27,7 @@ from pynq.ps import Clocks
 
 from ...overlay import spec as S
 from ...overlay.build import hwh as hwh_build
-from .axi_dma import AxiDmaModel
+from .axi_dma import AxiDmaModel, StreamEndpoint
 from .bus import BusStats
 from .memory import DDR_WINDOWS, EmulatedMemory
 from .regfile import RegisterFile
@@ -82,6 +82,11 @@ class EmulatedDevice(pynq.Device):
         stream endpoints of ``axi_dma.StreamEndpoint``.
     tag : str
         Device tag (``pynq.Device`` requires a unique string).
+
+    Raises
+    ------
+    TypeError
+        If an IP ``make_core`` builds has no ``stream_in``/``stream_out``.
     """
 
     def __init__(self, board_spec: S.BoardSpec, make_core: Callable[[S.CoreSlot], RegisterFile], tag: str) -> None:
@@ -100,6 +105,8 @@ class EmulatedDevice(pynq.Device):
         self._windows: list[tuple[int, int, RegisterFile]] = []
         for slot in board_spec.cores:
             core = make_core(slot)
+            if not isinstance(core, StreamEndpoint):
+                raise TypeError(f"the IP of core {slot.name!r} ({type(core).__name__}) has no stream_in/stream_out")
             dma = AxiDmaModel(self.memory, core)
             self.cores[slot.name], self.dmas[slot.name] = core, dma
             self._windows.append((board_spec.gp_base + slot.core_offset, slot.window, core))

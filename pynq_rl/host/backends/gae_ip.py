@@ -86,16 +86,20 @@ class GaeCoreIP(StreamCoreIP):
         if len(data) != expected:
             self.finish(S.Status.ERR_STREAM)
             return
+        scales: tuple[int | np.ndarray, ...]  # R_SCALE, R_OFFSET, V_SCALE, V_OFFSET
         if mode == S.GaeMode.Q8_RUNS:  # every element's scale and offset from its run's header records
             stream = np.frombuffer(data, dtype=np.uint8)
-            *codes, r_scale, r_offset, v_scale, v_offset = model.unpack_input_runs(
+            rewards, values, dones, *scales_per_element = model.unpack_input_runs(
                 spec, stream, n_steps, v["LANES_USED"], n_batches
             )
-            scales = (r_scale, r_offset, v_scale, v_offset)
+            scales = tuple(scales_per_element)
         else:
             records = np.frombuffer(data, dtype=model.input_record_dtype(spec, mode))
-            codes = list(model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches))
+            rewards, values, dones = model.unpack_input(spec, mode, records, v["LANES_USED"], n_batches)
             scales = tuple(self._signed(name, v) for name in ("R_SCALE", "R_OFFSET", "V_SCALE", "V_OFFSET"))
-        result = model.gae_fixed(spec, *codes, v["GAMMA"], v["GAMMA_LAMBDA"], mode, *scales)
+        r_scale, r_offset, v_scale, v_offset = scales
+        result = model.gae_fixed(
+            spec, rewards, values, dones, v["GAMMA"], v["GAMMA_LAMBDA"], mode, r_scale, r_offset, v_scale, v_offset
+        )
         output = model.pack_output(spec, result.advantages, result.returns)
         self.drain(output, result.cycles, S.Status.SATURATED if result.saturated else S.Status(0))

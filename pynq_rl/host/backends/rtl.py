@@ -236,7 +236,8 @@ class RtlCoreIP(RegisterFile):
         received, TLAST received). ``max_cycles`` bounds the cycles spent (a bench timing beat by beat).
         """
         s_port, m_port, width = self.s_axis, self.m_axis, self.beat_bytes
-        n_in = 0 if data is None else len(data)
+        payload = np.zeros(0, np.uint8) if data is None else data
+        n_in = len(payload)
         accepted = 0
         out = bytearray()
         got_last = False
@@ -248,7 +249,7 @@ class RtlCoreIP(RegisterFile):
             if not (sending or receiving):
                 break
             if sending:
-                chunk = bytes(data[accepted : accepted + width])
+                chunk = bytes(payload[accepted : accepted + width])
                 s_port.tdata.next = int.from_bytes(chunk.ljust(width, b"\0"), "little")
                 s_port.tlast.next = last and accepted + width >= n_in
                 accepted += len(chunk)

@@ -25,8 +25,10 @@ _POLL_S = 20e-6
 T = TypeVar("T")
 
 
-def check_timeout(timeout_s: float) -> float:
-    """``timeout_s`` as a float, or ``ValueError`` unless it is a finite number > 0 (NaN would never time out)."""
+def check_timeout(timeout_s: float | str) -> float:
+    """``timeout_s`` as a float, or ``ValueError`` unless it is a finite number > 0 (NaN would never time out).
+
+    A string is converted as ``float()`` converts it (``pynq-rl ... --timeout 5``)."""
     try:
         value = float(timeout_s)
     except (TypeError, ValueError):

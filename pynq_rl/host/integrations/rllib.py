@@ -156,7 +156,7 @@ class GaeCoreAdvantageEstimation(ConnectorV2):
         self.gamma, self.lambda_ = float(gamma), float(lambda_)
         self.backend, self.board, self.quantize = backend, board, bool(quantize)
         self._gae = gae
-        self._to_tensor = None
+        self._to_tensor: NumpyToTensor | None = None
 
     @property
     def gae(self) -> GaeCompute:

@@ -119,6 +119,13 @@ class _GaeOffload:
     everything else to the SB3 buffer it is mixed into (see :class:`GaeRolloutBuffer` for their meaning).
     """
 
+    # the SB3 rollout buffer's attributes this mixin reads (declared for the type checker; the buffer sets them)
+    rewards: np.ndarray
+    values: np.ndarray
+    episode_starts: np.ndarray
+    gamma: float
+    gae_lambda: float
+
     def __init__(
         self,
         *args: Any,

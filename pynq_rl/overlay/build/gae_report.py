@@ -17,6 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 from myhdl import Signal, always_comb, block, intbv
@@ -24,6 +25,8 @@ from myhdl import Signal, always_comb, block, intbv
 from .. import spec as S
 from ..hdl.gae.pe import coef_powers, gae_pe
 from ..models.gae import gae_fixed
+from .core_specs import slot_spec
+from .timing_tools import tool_path
 from .verilog import convert, convert_block, module_name
 from .yosys import synthesis_source, synthesize, yosys_datdir
 
@@ -46,8 +49,20 @@ __all__ = [
 
 FAMILIES = ("xc7", "xcup")
 
+
 #: HEPPO's Table IV: the GAE module with 64 PEs and the 2-step lookahead (totals; per PE = total / 64).
-HEPPO = {
+class HeppoFigures(TypedDict):
+    """HEPPO's published resource figures (the comparison of the report's GAE goals)."""
+
+    source: str
+    pes: int
+    lookahead: int
+    lut: int
+    ff: int
+    dsp: int
+
+
+HEPPO: HeppoFigures = {
     "source": "Table IV (64 PEs, 2-step lookahead)",
     "pes": 64,
     "lookahead": 2,
@@ -225,7 +240,7 @@ class Build:
 def _core_spec(lanes: int, k: int, t_max: int = 1024) -> S.GaeSpec:
     """The core build at ``lanes``: a board's own GaeSpec where a board has that many lanes, else stream 8 bytes."""
     for board in S.BOARDS.values():
-        base = board.slot("gae").spec
+        base = slot_spec(board.slot("gae"), S.GaeSpec)
         if base.lanes == lanes:
             return dataclasses.replace(base, t_max=t_max, lookahead=k)
     return S.GaeSpec(lanes=lanes, t_max=t_max, lookahead=k, stream_bytes=8)
@@ -433,12 +448,12 @@ def _run_bench(
         _TESTBENCH.format(n=len(lines), top=top, out=out, vectors=vectors, gamma=gammas[0], gamma_lambda=gammas[1])
     )
     subprocess.run(
-        [shutil.which("iverilog"), "-g2012", "-o", str(binary), "-s", "tb", str(bench), *map(str, sources)],
+        [tool_path("iverilog"), "-g2012", "-o", str(binary), "-s", "tb", str(bench), *map(str, sources)],
         check=True,
         capture_output=True,
         text=True,
     )
-    subprocess.run([shutil.which("vvp"), "-n", str(binary)], check=True, capture_output=True, text=True, cwd=run_dir)
+    subprocess.run([tool_path("vvp"), "-n", str(binary)], check=True, capture_output=True, text=True, cwd=run_dir)
     return [line.split() for line in out.read_text().splitlines() if line.strip()]
 
 
@@ -476,7 +491,8 @@ def simulate_pe_netlist(
     one = 1 << spec.coef.frac
     gammas = gammas or ((round(0.99 * one), round(0.99 * 0.95 * one)), (one, one), (round(0.9 * one), 0))
     outputs = rtl_bad = net_bad = diff = 0
-    first_rtl, first_net = [], []
+    first_rtl: list[dict] = []
+    first_net: list[dict] = []
     for g_index, pair in enumerate(gammas):
         lines, want = [], []
         for rewards, values, dones in _episodes(rng, spec):

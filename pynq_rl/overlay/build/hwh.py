@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import spec as S
+from . import core_specs
 
 __all__ = ["hwh_text", "write_overlay_files", "OVERLAY_STEM"]
 
@@ -33,7 +34,7 @@ _AXIMM = "xilinx.com:interface:aximm:1.0"
 _AXIS = "xilinx.com:interface:axis:1.0"
 
 
-def _sub(parent: ET.Element, tag: str, **attrs: str) -> ET.Element:
+def _sub(parent: ET.Element, tag: str, **attrs: object) -> ET.Element:
     return ET.SubElement(parent, tag, {k: str(v) for k, v in attrs.items()})
 
 
@@ -153,7 +154,7 @@ def hwh_text(board: S.BoardSpec) -> str:
 
     for slot in board.cores:
         core_instance, dma_instance = f"{slot.name}_core", f"{slot.name}_dma"
-        stream_bits = slot.spec.stream_bytes * 8
+        stream_bits = core_specs.core_spec(slot).stream_bytes * 8
         for instance, offset, interface in (
             (core_instance, slot.core_offset, "s_axi_control"),
             (dma_instance, slot.dma_offset, "S_AXI_LITE"),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import spec as S
+from .core_specs import core_spec
 
 __all__ = [
     "ps_names",
@@ -80,7 +81,7 @@ def dma_config(board: S.BoardSpec, slot: S.CoreSlot) -> dict[str, object]:
 
     The names are the IP's own (lower case), the ones the ``.hwh`` reports and :mod:`.hwh` emulates.
     """
-    bits = 8 * slot.spec.stream_bytes
+    bits = 8 * core_spec(slot).stream_bytes
     return {
         "c_include_sg": 0,
         "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH,
@@ -169,7 +170,7 @@ class HwhMismatch(ValueError):
     """A ``.hwh`` (Vivado's or the emulated one) disagrees with spec.py."""
 
 
-def _params(module: ET.Element) -> dict[str, str]:
+def _params(module: ET.Element) -> dict[str | None, str | None]:
     return {p.get("NAME"): p.get("VALUE") for p in module.iter("PARAMETER")}
 
 
@@ -212,7 +213,7 @@ def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
             if memrange is None:
                 problems.append(f"{fullname}: not in the PS's address map")
             else:
-                base, high = int(memrange.get("BASEVALUE"), 16), int(memrange.get("HIGHVALUE"), 16)
+                base, high = int(memrange.get("BASEVALUE", ""), 16), int(memrange.get("HIGHVALUE", ""), 16)
                 want = board.gp_base + offset
                 if (base, high) != (want, want + slot.window - 1):
                     problems.append(
@@ -238,19 +239,19 @@ def check_hwh(path: str | os.PathLike, board: S.BoardSpec) -> None:
 def _check_registers(fullname: str, module: ET.Element, table: Mapping[str, dict]) -> list[str]:
     problems = []
     found: dict[str, ET.Element] = {}
-    for reg in module.iter("REGISTER"):
-        found[reg.get("NAME")] = reg
+    for register in module.iter("REGISTER"):
+        found[register.get("NAME", "")] = register
     for name, reg in table.items():
         node = found.get(name)
         if node is None:
             problems.append(f"{fullname}: register {name} not declared")
             continue
         props = {p.get("NAME"): p.get("VALUE") for p in node.findall("PROPERTY")}
-        if int(props.get("ADDRESS_OFFSET", "-1"), 0) != reg["address_offset"]:
+        if int(props.get("ADDRESS_OFFSET") or "-1", 0) != reg["address_offset"]:
             problems.append(
                 f"{fullname}.{name}: offset {props.get('ADDRESS_OFFSET')}, spec.py {reg['address_offset']:#x}"
             )
-        if int(props.get("SIZE", "0")) != reg["size"]:
+        if int(props.get("SIZE") or "0") != reg["size"]:
             problems.append(f"{fullname}.{name}: size {props.get('SIZE')}, spec.py {reg['size']}")
         fields = {
             f.get("NAME"): {p.get("NAME"): p.get("VALUE") for p in f.findall("PROPERTY")} for f in node.iter("FIELD")
@@ -259,7 +260,7 @@ def _check_registers(fullname: str, module: ET.Element, table: Mapping[str, dict
             got = fields.get(field_name)
             if got is None:
                 problems.append(f"{fullname}.{name}: field {field_name} not declared")
-            elif (int(got.get("BIT_OFFSET", -1)), int(got.get("BIT_WIDTH", -1))) != (
+            elif (int(got.get("BIT_OFFSET") or -1), int(got.get("BIT_WIDTH") or -1)) != (
                 fld["bit_offset"],
                 fld["bit_width"],
             ):

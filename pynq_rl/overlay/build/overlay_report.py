@@ -18,8 +18,10 @@ import concurrent.futures
 import re
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..spec import BOARDS, CoreSlot
 from .verilog import convert_core
@@ -136,7 +138,7 @@ def run_overlay_builds(
     """Synthesize each target's whole overlay; one row per board (``status`` says why a build has no counts)."""
 
     def one(target: OverlayTarget) -> dict:
-        row = {
+        row: dict[str, Any] = {
             "board": target.board,
             "part": target.part,
             "module": target.top,
@@ -171,7 +173,7 @@ def run_overlay_builds(
         return list(pool.map(one, targets))
 
 
-def overlay_section(rows: list[dict], per_core_rows: list[dict] = ()) -> dict:
+def overlay_section(rows: list[dict], per_core_rows: Sequence[dict] = ()) -> dict:
     """Fit checks of the whole-overlay rows against each part and its limit. ``per_core_rows`` (the report's
     per-core rows, matched by module and family) adds the sum of the same cores synthesized alone."""
     alone = {(r["module"], r["family"]): r for r in per_core_rows if r.get("status") == "ok"}
@@ -180,8 +182,8 @@ def overlay_section(rows: list[dict], per_core_rows: list[dict] = ()) -> dict:
         if row["status"] != "ok":
             continue
         entry = {**board_fit(row, row["limit"]), "limit": row["limit"]}
-        cores = [alone.get((c["module"], row["family"])) for c in row.get("cores", [])]
-        if cores and all(cores):
+        cores = [core for c in row.get("cores", []) if (core := alone.get((c["module"], row["family"])))]
+        if cores and len(cores) == len(row.get("cores", [])):
             entry["sum_of_cores"] = {n: sum(c.get(n, 0) for c in cores) for n in RESOURCES}
         fits.append(entry)
     return {"rows": rows, "fit_checks": fits}

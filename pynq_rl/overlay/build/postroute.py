@@ -184,7 +184,8 @@ def simulate_pe_routed(
     rng = np.random.default_rng(seed)
     top = pe_module_name(spec, True)
     outputs = routed_bad = rtl_bad = saturating = 0
-    first_routed, first_rtl = [], []
+    first_routed: list[dict] = []
+    first_rtl: list[dict] = []
     for g_index, (gamma, gamma_lambda) in enumerate(gammas):
         rows, want = _pe_stimulus(spec, rng, episodes, (gamma, gamma_lambda))
         outputs += sum(len(a) for a, _, _ in want)

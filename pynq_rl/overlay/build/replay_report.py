@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import spec as S
 from ..hdl.replay.tree import level_depth
 from .board_builds import BoardBuild, run_board_builds
+from .core_specs import slot_spec
 from .yosys import board_fit, fit_table
 from .yosys import format_count as _fmt
 
@@ -34,7 +35,7 @@ def replay_plan(quick: bool = False) -> list[ReplayBuild]:
         spec = default
         slots = [slot for slot in S.BOARDS[board].cores if slot.name == "replay"] if board in S.BOARDS else []
         if slots:
-            spec = slots[0].spec
+            spec = slot_spec(slots[0], S.ReplaySpec)
         builds.append(ReplayBuild(board, part, spec, options))
     return builds
 

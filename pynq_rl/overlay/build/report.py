@@ -50,6 +50,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from .. import spec as S
 from . import provenance
@@ -120,7 +121,8 @@ def _find(rows, **want):
 
 
 def heppo_per_pe() -> dict:
-    return {name: HEPPO[name] / HEPPO["pes"] for name in ("lut", "ff", "dsp")}
+    pes = HEPPO["pes"]
+    return {"lut": HEPPO["lut"] / pes, "ff": HEPPO["ff"] / pes, "dsp": HEPPO["dsp"] / pes}
 
 
 def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bool, runtime: float) -> dict:
@@ -148,7 +150,7 @@ def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bo
             )
     default_coef = coef_name(S.GaeSpec())
     pe = _find(rows, kind="pe", lookahead=2, family="xc7", coef=default_coef)
-    goal = {
+    goal: dict[str, Any] = {
         "text": "per PE at k=2 on xc7: no more DSP, FF or LUT than HEPPO's (Table IV / 64)",
         "heppo_per_pe": per_pe,
         "measured": None,
@@ -184,7 +186,7 @@ def make_report(rows: list[dict], netlist_sims: list[dict], env: dict, quick: bo
             entry.update(
                 fractions=fractions,
                 fits=all(f < limit for f in fractions.values()),
-                binding=max(fractions, key=fractions.get),
+                binding=max(fractions, key=fractions.__getitem__),
             )
         fits.append(entry)
     bram = []
@@ -350,7 +352,7 @@ def build_report(
         t_parsa = time.perf_counter()
         parsa = parsa_section(run_parsa_builds(parsa_plan(quick), work / "parsa", jobs, timeout, log=log))
         parsa.update(environment=env, **{"runtime[s]": round(time.perf_counter() - t_parsa, 1)})
-    overlay = None
+    overlay: dict[str, Any] | None = None
     if "overlay" in cores and not quick:  # minutes per board: no quick variant
         t_overlay = time.perf_counter()
         overlay = {"rows": run_overlay_builds(work / "overlay", jobs, timeout, log=log), "environment": env}

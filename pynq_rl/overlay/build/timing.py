@@ -64,6 +64,7 @@ from pathlib import Path
 
 from .. import spec as S
 from . import provenance
+from .core_specs import CoreSpec, core_spec, spec_as
 from .gae_report import convert_pe, loop_registers, pe_module_name
 from .postroute import simulate_core_routed, simulate_pe_routed, simulate_replay_routed
 from .timing_ecp5 import (
@@ -153,8 +154,8 @@ class TimingBuild:
     kind: str
     """``pe`` (:func:`.gae_report.pe_unit`), ``pe+powers`` (:func:`.gae_report.pe_with_powers`) or ``core``
     (the AXI top)"""
-    spec: object
-    """the core's spec dataclass"""
+    spec: CoreSpec
+    """the core's spec dataclass (a GaeSpec for the PE builds)"""
     label: str
     """what the build is (``Pynq-Z2 build``, ``test build (tests/common/boards.py)``)"""
     simulate: bool = False
@@ -167,13 +168,13 @@ class TimingBuild:
         """The Verilog module name."""
         if self.kind == "core":
             return module_name(self.core, self.spec)
-        return pe_module_name(self.spec, self.kind == "pe+powers")
+        return pe_module_name(spec_as(self.spec, S.GaeSpec), self.kind == "pe+powers")
 
     def convert(self, out_dir: Path) -> Path:
         """Convert this build to ``<out_dir>/<top>.v``; return the path."""
         if self.kind == "core":
             return convert(self.core, self.spec, out_dir)
-        return convert_pe(self.spec, out_dir, with_powers=self.kind == "pe+powers")
+        return convert_pe(spec_as(self.spec, S.GaeSpec), out_dir, with_powers=self.kind == "pe+powers")
 
     def for_ecp5(self) -> TimingBuild:
         """The build as routed on the ECP5: a GAE build with 18 x 18 multipliers (``GaeSpec.multiplier_port_bits``:
@@ -181,7 +182,9 @@ class TimingBuild:
         do inside the primitive). Same arithmetic, latency and module name; the xc7 figures are the boards' build."""
         if self.core != "gae":
             return self
-        return dataclasses.replace(self, spec=dataclasses.replace(self.spec, multiplier_port_bits=18))
+        return dataclasses.replace(
+            self, spec=dataclasses.replace(spec_as(self.spec, S.GaeSpec), multiplier_port_bits=18)
+        )
 
 
 def plan(quick: bool = False) -> list[TimingBuild]:
@@ -206,7 +209,7 @@ def plan(quick: bool = False) -> list[TimingBuild]:
         TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)"),
     ]
     builds += [
-        TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build") for name in ("parsa", "replay", "gae")
+        TimingBuild(name, "core", core_spec(pynq_z2.slot(name)), "Pynq-Z2 build") for name in ("parsa", "replay", "gae")
     ]
     return builds
 
@@ -215,14 +218,15 @@ def reduced(build: TimingBuild, why: str = "reduced to fit the ECP5-85") -> Timi
     """The same core one step smaller (half the GAE lanes, one replay level less, half the ParSa bank rows), or
     None when there is no smaller build worth routing. ``why`` ends its label (it does not fit, or it did not
     route in the time limit)."""
-    spec = build.spec
+    spec = build.spec  # the spec of build.core
     if build.kind != "core":
         return None
-    if build.core == "gae" and spec.lanes > 1:
+    smaller: CoreSpec
+    if isinstance(spec, S.GaeSpec) and spec.lanes > 1:
         smaller = dataclasses.replace(spec, lanes=spec.lanes // 2)
-    elif build.core == "replay" and spec.levels > 2:
+    elif isinstance(spec, S.ReplaySpec) and spec.levels > 2:
         smaller = dataclasses.replace(spec, levels=spec.levels - 1)
-    elif build.core == "parsa" and spec.tiles_per_worker > 64:
+    elif isinstance(spec, S.ParsaSpec) and spec.tiles_per_worker > 64:
         smaller = dataclasses.replace(spec, tiles_per_worker=spec.tiles_per_worker // 2)
     else:
         return None
@@ -238,14 +242,14 @@ def reduced(build: TimingBuild, why: str = "reduced to fit the ECP5-85") -> Timi
 
 
 def _params(build: TimingBuild) -> dict:
-    spec = build.spec
-    if build.core == "gae":
+    spec = build.spec  # the spec of build.core
+    if isinstance(spec, S.GaeSpec):
         return {
             "lanes": spec.lanes if build.kind == "core" else 1,
             "t_max": spec.t_max if build.kind == "core" else None,
             "lookahead": spec.lookahead,
         }
-    if build.core == "replay":
+    if isinstance(spec, S.ReplaySpec):
         return {"k": spec.k, "levels": spec.levels, "capacity": spec.capacity, "leaf_w": spec.leaf.width}
     return {
         "workers": spec.workers,
@@ -363,11 +367,11 @@ def _simulate(build: TimingBuild, run_dir: Path, rtl: Path, routed: Path) -> dic
         routed_v = routed_verilog(routed, build.top, run_dir / f"{build.top}.ecp5.json")
         cells = ecp5_cell_models(run_dir / "ecp5_cells_sim.v")
         if build.kind == "pe+powers":
-            return simulate_pe_routed(build.spec, routed_v, rtl, cells, run_dir / ".")
+            return simulate_pe_routed(spec_as(build.spec, S.GaeSpec), routed_v, rtl, cells, run_dir / ".")
         if build.kind == "core" and build.core == "gae":
-            return simulate_core_routed(build.spec, routed_v, cells, run_dir)
+            return simulate_core_routed(spec_as(build.spec, S.GaeSpec), routed_v, cells, run_dir)
         if build.kind == "core" and build.core == "replay":
-            return simulate_replay_routed(build.spec, routed_v, cells, run_dir)
+            return simulate_replay_routed(spec_as(build.spec, S.ReplaySpec), routed_v, cells, run_dir)
         return {"passed": False, "error": f"no post-route bench for {build.kind} {build.core}"}
     except (RuntimeError, ValueError, FileNotFoundError, subprocess.TimeoutExpired) as exc:
         return {"passed": False, "error": f"{type(exc).__name__}: {str(exc)[:500]}"}

@@ -98,7 +98,7 @@ def synth_ecp5(verilog: Path, top: str, run_dir: Path, timeout_s: float = TIMEOU
         f"synth_ecp5 of {top}",
     )
     stat = json.loads((run_dir / f"{top}.ecp5.stat.json").read_text())
-    cells = {}
+    cells: dict[str, int] = {}
     for module in stat.get("modules", {}).values():
         for kind, count in module.get("num_cells_by_type", {}).items():
             cells[kind] = cells.get(kind, 0) + int(count)
@@ -161,8 +161,9 @@ def place_and_route(
         text = str(exc)
         if (run_dir / log).is_file():
             text += (run_dir / log).read_text(errors="replace")[-3000:]
-        if _NOT_FIT.search(text):
-            raise DoesNotFit(f"{stem} does not fit the {ECP5_PART}: {_NOT_FIT.search(text).group(0)}") from None
+        not_fit = _NOT_FIT.search(text)
+        if not_fit:
+            raise DoesNotFit(f"{stem} does not fit the {ECP5_PART}: {not_fit.group(0)}") from None
         raise
     runtime = time.perf_counter() - t0
     cell_types = _cell_types(json.loads((run_dir / routed).read_text()))
@@ -283,7 +284,7 @@ def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
     registers, e.g. AWREADY and WREADY) or tied to a constant (BRESP = 0) comes back as a dangling bit. The
     synthesized netlist says what it was: the constant, or the port bit it shares (whose routed net is used).
     """
-    driven = set()
+    driven: set[int] = set()
     for cell in routed["cells"].values():
         for port, bits in cell["connections"].items():
             if cell["port_directions"].get(port) == "output":
@@ -291,7 +292,7 @@ def _restore_output_ports(routed: dict, synthesized: dict) -> list[str]:
     for port in routed["ports"].values():
         if port["direction"] == "input":
             driven.update(b for b in port["bits"] if isinstance(b, int))
-    owner = {}  # synthesized bit -> (port, index) whose routed bit is driven
+    owner: dict[int, int] = {}  # synthesized bit -> the driven routed bit it shares
     for name, port in synthesized["ports"].items():
         for index, bit in enumerate(port["bits"]):
             routed_bit = routed["ports"].get(name, {}).get("bits", [None] * (index + 1))[index]

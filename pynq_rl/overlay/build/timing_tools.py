@@ -72,10 +72,10 @@ def repo_relative(path: Path) -> str:
 
 def compress_cells(names: list[str]) -> str:
     """``A, B, B, B, C`` -> ``A -> B x3 -> C``."""
-    out = []
+    out: list[tuple[str, int]] = []  # runs of one name: (name, count)
     for name in names:
         if out and out[-1][0] == name:
-            out[-1][1] += 1
+            out[-1] = (name, out[-1][1] + 1)
         else:
-            out.append([name, 1])
+            out.append((name, 1))
     return " -> ".join(n if c == 1 else f"{n} x{c}" for n, c in out)

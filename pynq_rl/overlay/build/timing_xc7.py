@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .timing_tools import TIMEOUTS_S, compress_cells, repo_relative, run_tool
@@ -34,7 +35,10 @@ def parse_sta(log: str) -> dict:
     start = log.rfind("Latest arrival time in")
     if start < 0:
         raise ValueError("no 'Latest arrival time' in the yosys log (did sta run?)")
-    arrival = int(re.match(r"Latest arrival time in '[^']*' is (\d+):", log[start:]).group(1))
+    match = re.match(r"Latest arrival time in '[^']*' is (\d+):", log[start:])
+    if match is None:
+        raise ValueError("no arrival time after 'Latest arrival time in' in the yosys log")
+    arrival = int(match.group(1))
     listing = []
     for line in log[start:].splitlines()[1:]:
         if not line.strip() or line.startswith("Arrival histogram"):
@@ -76,7 +80,9 @@ def parse_sta(log: str) -> dict:
 XC7_FALLBACK = "synth_xilinx without -abc9, cells_sim.v re-read with -specify"
 
 
-def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (), timeout_s: float = TIMEOUTS_S["xc7"]) -> dict:
+def xc7_sta(
+    verilog: Path, top: str, run_dir: Path, keep: Sequence[str] = (), timeout_s: float = TIMEOUTS_S["xc7"]
+) -> dict:
     """``synth_xilinx -family xc7 -noiopad -abc9`` (Debian yosys) then ``sta``: logic-only xc7 timing.
 
     ``keep``: registers marked ``keep`` before synthesis (the GAE loop registers, the workaround of yosys's
@@ -99,7 +105,7 @@ def xc7_sta(verilog: Path, top: str, run_dir: Path, keep: list[str] = (), timeou
     return result
 
 
-def _xc7_sta_run(verilog: Path, top: str, run_dir: Path, keep: list[str], timeout_s: float, abc9: bool) -> dict:
+def _xc7_sta_run(verilog: Path, top: str, run_dir: Path, keep: Sequence[str], timeout_s: float, abc9: bool) -> dict:
     stem = f"{top}.xc7" if abc9 else f"{top}.xc7_abc"
     synth = f"synth_xilinx -family xc7 -noiopad {'-abc9 ' if abc9 else ''}-top {top}"
     lines = [

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from .. import spec as S
 from . import verilator_tool
+from .core_specs import core_spec
 from .hwh import OVERLAY_STEM
 from .hwh_check import HwhMismatch, PlClock, check_hwh, dma_config, pl_clock, ps_names
 from .layout import BD_NAME, BITSTREAM_DIR, BUILD_DIR, DEFAULT_OUT, PROCS_TCL, BoardPaths, board_dir_name, paths
@@ -133,7 +134,7 @@ def hp_port_width(board: S.BoardSpec) -> int:
     bandwidth is then the port's (width x ``fclk_mhz``), which bounds every DMA behind the port anyway.
     """
     widths = HP_PORT_WIDTHS[board.arch]
-    widest = max(8 * slot.spec.stream_bytes for slot in board.cores)
+    widest = max(8 * core_spec(slot).stream_bytes for slot in board.cores)
     return next((width for width in widths if width >= widest), widths[-1])
 
 
@@ -295,12 +296,13 @@ def bd_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, board_repo:
     resets = []
     for i, slot in enumerate(board.cores):
         vlnv = S.CORE_VLNVS[slot.name]
+        stream_bytes = core_spec(slot).stream_bytes
         lines += [
             "",
-            f"# {slot.name}: {slot.name}/core ({vlnv}) + {slot.name}/dma, {8 * slot.spec.stream_bytes}-bit streams",
+            f"# {slot.name}: {slot.name}/core ({vlnv}) + {slot.name}/dma, {8 * stream_bytes}-bit streams",
             f"pynq_rl::core_hierarchy {slot.name} {tcl_quote(vlnv)} {_config_list(dma_config(board, slot))}",
             # the cores' m_axis has no TKEEP (hdl/top.py stream_ports): every byte of a beat is data
-            f"pynq_rl::tie_tkeep {slot.name} {slot.spec.stream_bytes} {_all_ones(slot.spec.stream_bytes)}",
+            f"pynq_rl::tie_tkeep {slot.name} {stream_bytes} {_all_ones(stream_bytes)}",
             f"connect_bd_intf_net [get_bd_intf_pins axi_ctrl/[pynq_rl::port M {2 * i}]] "
             f"[get_bd_intf_pins {slot.name}/S_AXI_CORE]",
             f"connect_bd_intf_net [get_bd_intf_pins axi_ctrl/[pynq_rl::port M {2 * i + 1}]] "

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +132,7 @@ def yosys_script(
     verilog: Path,
     top: str,
     family: str,
-    keep: list[str] = (),
+    keep: Sequence[str] = (),
     stat_file: Path | None = None,
     netlist: Path | None = None,
     depth: bool = True,
@@ -205,7 +205,7 @@ def summarize_cells(cells: dict[str, int]) -> dict:
 
 
 def _parse_log(log: str) -> dict:
-    out = {"ltp_fabric[levels]": None, "dsp_with_mreg_or_preg": None, "srl_into_dsp": None}
+    out: dict[str, int | None] = {"ltp_fabric[levels]": None, "dsp_with_mreg_or_preg": None, "srl_into_dsp": None}
     found = re.findall(r"@@dsp_registered\s+(\d+) objects", log)
     if found:
         out["dsp_with_mreg_or_preg"] = int(found[-1])
@@ -222,7 +222,7 @@ def synthesize(
     verilog: Path,
     top: str,
     family: str,
-    keep: list[str] = (),
+    keep: Sequence[str] = (),
     work_dir: Path | None = None,
     netlist: Path | None = None,
     depth: bool = True,
@@ -281,7 +281,7 @@ def board_fit(row: dict, limit: float = 1.0) -> dict:
         "module": row["module"],
         "fractions": fractions,
         "fits": fits,
-        "binding": max(fractions, key=fractions.get),
+        "binding": max(fractions, key=fractions.__getitem__),
     }
 
 

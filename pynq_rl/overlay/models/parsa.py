@@ -20,6 +20,7 @@ in the policy's own Q format, so alpha keeps 16 bits of precision at any FRAC_BI
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -451,7 +452,7 @@ class ParsaModel:
             updates=int(stats[2]),
         )
 
-    def mailbox(self, window: np.ndarray) -> tuple[ActResult, int, int]:
+    def mailbox(self, window: Sequence[int] | np.ndarray) -> tuple[ActResult, int, int]:
         """MAILBOX: ACT on the one state record in the mailbox window, its 32-bit words in stream order (MBOX_KEY,
         MBOX_REWARD, MBOX_STATE_0.., at least ``2 + n_dims``; the rest is ignored).
 

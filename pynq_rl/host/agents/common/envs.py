@@ -18,6 +18,8 @@ __all__ = [
     "make_env",
     "make_envs",
     "action_space_of",
+    "space_shape",
+    "discrete_actions",
     "normalized_observations",
     "normalized_rewards",
     "normalizer_state",
@@ -51,6 +53,32 @@ def action_space_of(env_id: str) -> gym.Space:
         env.close()
 
 
+def space_shape(space: gym.Space) -> tuple[int, ...]:
+    """``space.shape``, which the agents' spaces (``Box``, ``Discrete``) have.
+
+    Raises
+    ------
+    ValueError
+        If ``space`` has no shape (a ``Dict``, ``Tuple`` or ``Graph`` space).
+    """
+    if space.shape is None:
+        raise ValueError(f"the agents need spaces with a shape, not {space!r}")
+    return space.shape
+
+
+def discrete_actions(space: gym.Space) -> int:
+    """The number of actions of a ``Discrete`` action space.
+
+    Raises
+    ------
+    ValueError
+        If ``space`` is not ``Discrete``.
+    """
+    if not isinstance(space, gym.spaces.Discrete):
+        raise ValueError(f"only discrete action spaces are supported, not {space!r}")
+    return int(space.n)
+
+
 def make_envs(env_fns: list, seed: int | None = None) -> gym.vector.VectorEnv:
     """The vector environment every agent expects: SAME_STEP autoreset plus episode statistics.
 
@@ -70,7 +98,7 @@ def make_envs(env_fns: list, seed: int | None = None) -> gym.vector.VectorEnv:
     gym.vector.VectorEnv
         ``RecordEpisodeStatistics(SyncVectorEnv(env_fns, autoreset_mode=SAME_STEP))``.
     """
-    envs = gym.vector.SyncVectorEnv(env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    envs: gym.vector.VectorEnv = gym.vector.SyncVectorEnv(env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
     envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
     if seed is not None:
         envs.action_space.seed(seed)

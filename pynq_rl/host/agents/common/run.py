@@ -4,7 +4,7 @@ names), which network backend, seeding, the ``Args`` fields an agent computes, a
 Every agent's ``Args.backend`` names where its offloaded kernel runs, with the same names in every agent
 (:data:`BACKENDS`): ``"host"`` is the agent's own reference on the host CPU, with no model of a core (PPO: CleanRL's
 GAE loop; DQN and Ape-X: the float64 :class:`~pynq_rl.host.agents.replay.priorities.NumpySumTree`; Sarsa:
-:class:`~pynq_rl.host.agents.sarsa.learners.FloatSarsa`); ``"emu"`` (the default, here and on the command line),
+``sarsa.FloatSarsa``); ``"emu"`` (the default, here and on the command line),
 ``"rtl"``, ``"verilator"`` and ``"board"`` run the core on that :class:`~pynq_rl.host.overlay.RLOverlay` backend.
 
 The rest of what agents share has a module each: the checks of ``Args`` (:mod:`.checks`, :mod:`.bounds`), the
@@ -34,6 +34,7 @@ __all__ = [
     "checkpoint_due",
     "torch_available",
     "resolve_nn",
+    "resolved_nn",
     "seed_everything",
     "limit_torch_threads",
     "progress_bar",
@@ -102,6 +103,19 @@ def resolve_nn(nn: str | None) -> str:
             "wheel (the PYNQ-Z2's armv7l)",
             "nn",
         )
+    return nn
+
+
+def resolved_nn(nn: str | None) -> str:
+    """``Args.nn`` after the agent's ``train`` resolved it (:func:`resolve_nn`): ``"torch"`` or ``"numpy"``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``nn`` is still None: the arguments were not resolved.
+    """
+    if nn is None:
+        raise RuntimeError("nn was not resolved (resolve_nn) before the networks were built")
     return nn
 
 

@@ -48,6 +48,7 @@ import operator
 import secrets
 import time
 from collections.abc import Callable, Iterable
+from typing import SupportsIndex
 
 __all__ = [
     "ActorSequences",
@@ -385,7 +386,7 @@ class _PeerRate:
 def _positive_int(value: object, name: str) -> int:
     """``value`` as an int (Python or numpy integer) >= 1, else a ``ValueError`` naming ``name``."""
     try:
-        number = operator.index(value)  # type: ignore[call-overload]
+        number = operator.index(value) if isinstance(value, SupportsIndex) else 0
     except TypeError:
         number = 0
     if number < 1:

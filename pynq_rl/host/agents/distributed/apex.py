@@ -49,21 +49,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import ray
 import torch
 from tqdm.auto import tqdm
 
 from ..common.rundir import Run
 from ..common.startup import starting
-from . import codec
+from . import codec, ray_api
 from .apex_args import Args, check_args
 from .apex_workers import (
     ApexActor,
+    ApexActorHandle,
     Evaluator,
     Learner,
+    LearnerHandle,
     NStepBuilder,
     ParameterServer,
     ReplayServerActor,
+    ReplayServerHandle,
     actor_epsilon,
     env_spaces,
 )
@@ -143,7 +145,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     run = Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
 
     started_ray = False
-    handles: list[Any] = []
+    handles: list[object] = []
     progress = None
     try:
         with starting("starting Ray, the replay server, the learner and the actors", args.progress):
@@ -164,11 +166,11 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
             progress.close()
         for handle in handles:
             try:
-                ray.kill(handle, no_restart=True)
+                ray_api.kill(handle, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone; Ray raises several types for that
                 pass
         if started_ray:
-            ray.shutdown()
+            ray_api.shutdown()
 
     window = state.eval_returns[-args.eval_window :]
     _write_csv(Path(run.dir) / "actor_episodes.csv", state.actor_episodes)
@@ -197,9 +199,9 @@ class _Workers:
     """The Ray actors of one run (handles; ``replay_actor`` is None with an external ``replay_address``)."""
 
     address: str
-    replay_actor: Any
-    learner: Any
-    actors: list[Any]
+    replay_actor: ReplayServerHandle | None
+    learner: LearnerHandle
+    actors: list[ApexActorHandle]
     evaluator: Evaluator
 
 
@@ -220,10 +222,10 @@ class _DriverState:
     stop_reason: str = "max_updates"
 
 
-def _launch(args: Args, obs_shape: tuple[int, ...], run_dir: Path, handles: list[Any]) -> _Workers:
+def _launch(args: Args, obs_shape: tuple[int, ...], run_dir: Path, handles: list[object]) -> _Workers:
     """Start the replay server (unless ``args.replay_address`` names one), the parameter server, the learner and the
     actors; every handle goes into ``handles`` as soon as it exists, so the caller kills what started on an error."""
-    replay_actor = None
+    replay_actor: ReplayServerHandle | None = None
     if args.replay_address is None:
         checkpoint_dir = args.checkpoint_dir or str(run_dir / "replay")
         replay_actor = ReplayServerActor.options(max_restarts=args.actor_max_restarts).remote(
@@ -240,7 +242,7 @@ def _launch(args: Args, obs_shape: tuple[int, ...], run_dir: Path, handles: list
             args.seed,
         )
         handles.append(replay_actor)
-        address = ray.get(replay_actor.address.remote(), timeout=120)
+        address = ray_api.get(replay_actor.address.remote(), timeout=120)
     else:
         address = args.replay_address
     ReplayClient(address).wait_ready(timeout_s=120)
@@ -267,16 +269,18 @@ def _drive(args: Args, workers: _Workers, run: Run, progress: tqdm, start: float
     each learner chunk, give a restarted worker its next chunk, and stop at the target return, ``max_updates`` or
     ``max_seconds`` (the learner's last chunk returned)."""
     state = _DriverState()
-    pending = {actor.run.remote(args.actor_chunk_steps): ("actor", i) for i, actor in enumerate(workers.actors)}
+    pending: dict[ray_api.Ref[dict[str, Any]], tuple[str, int]] = {
+        actor.run.remote(args.actor_chunk_steps): ("actor", i) for i, actor in enumerate(workers.actors)
+    }
     pending[workers.learner.train.remote(args.learner_chunk_updates)] = ("learner", 0)
     while True:
-        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        ready, _ = ray_api.wait(list(pending), num_returns=1, timeout=1.0)
         elapsed = time.perf_counter() - start
         for ref in ready:
             kind, i = pending.pop(ref)
             try:
-                result = ray.get(ref)
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as error:
+                result = ray_api.get(ref)
+            except ray_api.ACTOR_DIED as error:
                 if kind == "learner":  # Ray restarts it; it resumes from its last chunk's state
                     state.lost_learner_chunks += 1
                     if state.lost_learner_chunks > args.actor_max_restarts:
@@ -362,16 +366,18 @@ def _start_ray(args: Args) -> bool:
     instance started, token authentication enabled) among its own output. The workers' output stays in Ray's session
     logs (``log_to_driver=False``); errors Ray reports to the driver still appear.
     """
-    if ray.is_initialized():
+    if ray_api.is_initialized():
         return False
     # the replay token and TLS certificate reach the replay server actor, the actors and the learner on every node
     access = {name: os.environ[name] for name in codec.ACCESS_ENV if os.environ.get(name)}
-    quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    quiet: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     runtime_env = {"env_vars": access} if access else None
     if args.ray_address:
-        ray.init(address=args.ray_address, runtime_env=runtime_env, **quiet)
+        ray_api.init(address=args.ray_address, runtime_env=runtime_env, **quiet)
     else:
-        ray.init(num_cpus=args.ray_num_cpus, object_store_memory=100 * 1024 * 1024, runtime_env=runtime_env, **quiet)
+        ray_api.init(
+            num_cpus=args.ray_num_cpus, object_store_memory=100 * 1024 * 1024, runtime_env=runtime_env, **quiet
+        )
     return True
 
 

@@ -3,7 +3,9 @@ server, replay server, Ape-X actors, learner) and the driver-side greedy evaluat
 
 Every class takes the run's :class:`~.apex_args.Args`; the Ray-remote versions are :data:`ParameterServer`,
 :data:`ReplayServerActor`, :data:`ApexActor` and :data:`Learner` (the underscored classes are not constructed
-directly). Needs Ray and torch (``pip install 'pynq-rl[distributed]'``).
+directly), and the handles they start are typed by :class:`ParameterServerHandle`, :class:`ReplayServerHandle`,
+:class:`ApexActorHandle` and :class:`LearnerHandle` (Ray itself is reached through :mod:`.ray_api`). Needs Ray and
+torch (``pip install 'pynq-rl[distributed]'``).
 """
 
 from __future__ import annotations
@@ -14,20 +16,21 @@ import os
 import random
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
-import ray
 import torch
 import torch.nn.functional as F
 import torch.optim as optim
 
 from ..common.run import linear_schedule
 from ..nets.torch_nets import QNetwork
+from . import ray_api
 from .apex_args import Args
 from .client import NotReady, PrefetchingSampler, ReplayClient
 from .pacing import FixedRate, ReplayRatio
+from .ray_api import ActorClass, RemoteMethod
 from .server import ReplayServer
 from .service import serve
 
@@ -36,6 +39,10 @@ __all__ = [
     "Learner",
     "ParameterServer",
     "ReplayServerActor",
+    "ApexActorHandle",
+    "LearnerHandle",
+    "ParameterServerHandle",
+    "ReplayServerHandle",
     "actor_epsilon",
     "NStepBuilder",
     "Evaluator",
@@ -131,7 +138,7 @@ def _load_numpy_weights(network: torch.nn.Module, weights: dict[str, np.ndarray]
     network.load_state_dict({name: torch.tensor(array) for name, array in weights.items()})
 
 
-def parameter_server_handle(parameter_server: Any) -> Any:
+def parameter_server_handle(parameter_server: str | ParameterServerHandle) -> ParameterServerHandle:
     """The :data:`ParameterServer` handle, from the handle itself or from the name the driver gave the actor.
 
     The driver passes the name to the actors' and the learner's constructors: a handle there is an object reference
@@ -139,7 +146,10 @@ def parameter_server_handle(parameter_server: Any) -> Any:
     with an error-level log line on every run ("has constructor arguments in the object store and max_restarts >
     0"); a named actor is looked up again by each new incarnation.
     """
-    return ray.get_actor(parameter_server) if isinstance(parameter_server, str) else parameter_server
+    if isinstance(parameter_server, str):
+        handle: ParameterServerHandle = ray_api.get_actor(parameter_server)
+        return handle
+    return parameter_server
 
 
 def env_spaces(env_id: str) -> tuple[tuple[int, ...], int]:
@@ -148,7 +158,12 @@ def env_spaces(env_id: str) -> tuple[tuple[int, ...], int]:
     try:
         if not isinstance(env.action_space, gym.spaces.Discrete):
             raise ValueError(f"Ape-X here needs a discrete action space; {env_id} has {env.action_space}")
-        return tuple(env.observation_space.shape), int(env.action_space.n)
+        shape = env.observation_space.shape
+        if shape is None:
+            raise ValueError(
+                f"Ape-X here needs an observation space with a shape; {env_id} has {env.observation_space}"
+            )
+        return tuple(shape), int(env.action_space.n)
     finally:
         env.close()
 
@@ -213,7 +228,7 @@ class _ReplayServerActor:
             seed=seed,
         )
         self.server, self.port = serve(self.replay, f"{bind}:{port}")
-        host = bind if bind not in ("0.0.0.0", "[::]") else ray.util.get_node_ip_address()
+        host = bind if bind not in ("0.0.0.0", "[::]") else ray_api.node_ip_address()
         self._address = f"{host}:{self.port}"
 
     def address(self) -> str:
@@ -241,7 +256,7 @@ class _ApexActor:
     restart: Ray re-runs ``__init__`` in a new process, which starts a new episode with a new seed and a new push id.
     """
 
-    def __init__(self, index: int, args: Args, address: str, parameter_server: Any) -> None:
+    def __init__(self, index: int, args: Args, address: str, parameter_server: str | ParameterServerHandle) -> None:
         torch.set_num_threads(args.torch_threads)
         self.index, self.args = index, args
         self.epsilon = actor_epsilon(index, args.num_actors, args.epsilon_base, args.epsilon_alpha)
@@ -250,8 +265,8 @@ class _ApexActor:
         self.rng = np.random.default_rng(seed)
         torch.manual_seed(seed)
         self.env = gym.make(args.env_id)
-        obs_shape, n_actions = env_spaces(args.env_id)
-        self.q_network = QNetwork(int(np.prod(obs_shape)), n_actions, args.hidden_sizes)
+        obs_shape, self.n_actions = env_spaces(args.env_id)
+        self.q_network = QNetwork(int(np.prod(obs_shape)), self.n_actions, args.hidden_sizes)
         self.parameter_server = parameter_server_handle(parameter_server)
         self.weight_version = -1
         self._pull_weights()
@@ -264,7 +279,7 @@ class _ApexActor:
         self.steps = self.pushes = self.rate_limit_timeouts = 0
 
     def _pull_weights(self) -> None:
-        version, weights = ray.get(self.parameter_server.pull.remote(self.weight_version))
+        version, weights = ray_api.get(self.parameter_server.pull.remote(self.weight_version))
         if weights is not None:
             _load_numpy_weights(self.q_network, weights)
             self.weight_version = version
@@ -273,7 +288,7 @@ class _ApexActor:
         if not self.local:
             return
         obs, actions, rewards, next_obs, discounts = (np.asarray(column) for column in zip(*self.local))
-        batch = {
+        batch: dict[str, np.ndarray] = {
             "observations": obs.astype(np.float32),
             "actions": actions.astype(np.int64),
             "rewards": rewards.astype(np.float32),
@@ -300,7 +315,7 @@ class _ApexActor:
         pace = FixedRate(self.args.actor_max_sps)
         for _ in range(int(steps)):
             if self.rng.random() < self.epsilon:
-                action = int(self.rng.integers(self.env.action_space.n))
+                action = int(self.rng.integers(self.n_actions))
             else:
                 with torch.no_grad():
                     q = self.q_network(torch.as_tensor(np.asarray(self.obs, dtype=np.float32)).unsqueeze(0))
@@ -364,7 +379,7 @@ class _Learner:
     priority updates the replay server has kept). Use :data:`Learner`.
     """
 
-    def __init__(self, args: Args, address: str, parameter_server: Any) -> None:
+    def __init__(self, args: Args, address: str, parameter_server: str | ParameterServerHandle) -> None:
         torch.set_num_threads(args.torch_threads)
         random.seed(args.seed)
         np.random.seed(args.seed)
@@ -382,7 +397,7 @@ class _Learner:
         self.parameter_server = parameter_server_handle(parameter_server)
         self.limiter = replay_ratio(args, self.client)
         self.updates = 0
-        saved = ray.get(self.parameter_server.learner_state.remote())
+        saved = ray_api.get(self.parameter_server.learner_state.remote())
         self.resumed = saved is not None
         if saved is None:
             self.publish()
@@ -400,7 +415,7 @@ class _Learner:
             },
             buffer,
         )
-        ray.get(self.parameter_server.save_learner.remote(buffer.getvalue()))
+        ray_api.get(self.parameter_server.save_learner.remote(buffer.getvalue()))
 
     def _load(self, saved: bytes) -> None:
         state = torch.load(io.BytesIO(saved), weights_only=True)
@@ -415,7 +430,7 @@ class _Learner:
 
     def publish(self) -> int:
         """Publish the online network's weights (version = updates so far); returns the version."""
-        ray.get(self.parameter_server.publish.remote(self.updates, _weights_to_numpy(self.q_network)))
+        ray_api.get(self.parameter_server.publish.remote(self.updates, _weights_to_numpy(self.q_network)))
         return self.updates
 
     def train(self, updates: int) -> dict[str, Any]:
@@ -490,20 +505,59 @@ class _Learner:
         }
 
 
-ParameterServer = ray.remote(num_cpus=0)(_ParameterServer)
+# the handles the actor classes start: the methods the driver, the tests and the other actors call remotely (keep
+# them in step with the classes above; mypy checks the constructors' arguments, not these)
+class ParameterServerHandle(Protocol):
+    """A :data:`ParameterServer` actor (:class:`_ParameterServer`'s methods, remote)."""
+
+    publish: RemoteMethod[[int, dict[str, np.ndarray]], None]
+    pull: RemoteMethod[[int], tuple[int, dict[str, np.ndarray] | None]]
+    save_learner: RemoteMethod[[bytes], None]
+    learner_state: RemoteMethod[[], bytes | None]
+
+
+class ReplayServerHandle(Protocol):
+    """A :data:`ReplayServerActor` actor (:class:`_ReplayServerActor`'s methods, remote)."""
+
+    address: RemoteMethod[[], str]
+    stats: RemoteMethod[[], dict[str, Any]]
+    pid: RemoteMethod[[], int]
+    shutdown: RemoteMethod[[], None]
+
+
+class ApexActorHandle(Protocol):
+    """An :data:`ApexActor` actor (:class:`_ApexActor`'s methods, remote)."""
+
+    run: RemoteMethod[[int], dict[str, Any]]
+    pid: RemoteMethod[[], int]
+
+
+class LearnerHandle(Protocol):
+    """A :data:`Learner` actor (:class:`_Learner`'s methods, remote)."""
+
+    train: RemoteMethod[[int], dict[str, Any]]
+    publish: RemoteMethod[[], int]
+    pid: RemoteMethod[[], int]
+
+
+ParameterServer: ActorClass[[], ParameterServerHandle] = ray_api.actor_class(_ParameterServer, num_cpus=0)
 """Ray actor class of :class:`_ParameterServer`."""
-ReplayServerActor = ray.remote(num_cpus=0)(_ReplayServerActor)
+ReplayServerActor: ActorClass[
+    [int, tuple[int, ...], str, float, str, int, str | None, float | None, int, Any, int | None], ReplayServerHandle
+] = ray_api.actor_class(_ReplayServerActor, num_cpus=0)
 """Ray actor class of :class:`_ReplayServerActor` (``.options(max_restarts=...)`` to have Ray restart it)."""
-ApexActor = ray.remote(num_cpus=1)(_ApexActor)
+ApexActor: ActorClass[[int, Args, str, str | ParameterServerHandle], ApexActorHandle] = ray_api.actor_class(
+    _ApexActor, num_cpus=1
+)
 """Ray actor class of :class:`_ApexActor`."""
-Learner = ray.remote(num_cpus=1)(_Learner)
+Learner: ActorClass[[Args, str, str | ParameterServerHandle], LearnerHandle] = ray_api.actor_class(_Learner, num_cpus=1)
 """Ray actor class of :class:`_Learner`."""
 
 
 class Evaluator:
     """Greedy episodes with the latest published weights, in the driver process (between learner chunks)."""
 
-    def __init__(self, args: Args, parameter_server: Any) -> None:
+    def __init__(self, args: Args, parameter_server: ParameterServerHandle) -> None:
         obs_shape, n_actions = env_spaces(args.env_id)
         self.q_network = QNetwork(int(np.prod(obs_shape)), n_actions, args.hidden_sizes)
         self.env = gym.make(args.env_id)
@@ -513,7 +567,7 @@ class Evaluator:
 
     def episode(self) -> dict[str, Any]:
         """One greedy episode with the newest weights: ``{"return", "length", "weight_version"}``."""
-        version, weights = ray.get(self.parameter_server.pull.remote(self.version))
+        version, weights = ray_api.get(self.parameter_server.pull.remote(self.version))
         if weights is not None:
             _load_numpy_weights(self.q_network, weights)
             self.version = version

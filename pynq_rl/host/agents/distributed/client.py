@@ -175,7 +175,7 @@ class ReplayClient:
         self._sequence = itertools.count(1)
         token = codec.resolve_token(token)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
-        self._options = list(CHANNEL_OPTIONS)
+        self._options: list[tuple[str, int | str]] = list(CHANNEL_OPTIONS)
         self._credentials = None
         if tls_ca is None:
             tls_ca = os.environ.get(codec.TLS_CA_ENV, "")
@@ -195,7 +195,7 @@ class ReplayClient:
         if pack_frames is not None and not (isinstance(pack_frames, (int, np.integer)) and 0 <= pack_frames <= 9):
             raise ValueError(f"pack_frames must be None or a zlib level 0-9, not {pack_frames!r}")
         self.pack_frames = pack_frames
-        self._channel = None
+        self._channel: grpc.Channel | None = None
         self._connect()
 
     def _connect(self) -> None:
@@ -215,7 +215,8 @@ class ReplayClient:
 
     def close(self) -> None:
         """Close the channel."""
-        self._channel.close()
+        if self._channel is not None:  # always open after __init__
+            self._channel.close()
 
     def __enter__(self) -> ReplayClient:
         return self
@@ -311,15 +312,13 @@ class ReplayClient:
         codec.encode_transitions(transitions, request.transitions)
         codec.to_tensor(np.asarray(priorities, dtype=np.float64), request.priorities)
         retry_codes = (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED)
-        if self.actor and self.actor_id is None:
-            self._open_session()
         if self.actor:
-            request.actor_id, request.sequence = self.actor_id, next(self._sequence)
+            actor_id = self._open_session() if self.actor_id is None else self.actor_id
+            request.actor_id, request.sequence = actor_id, next(self._sequence)
         try:
             reply = self._invoke("Push", request, retry_codes)
         except _SessionLost:  # the server kept nothing under the old id: a new session cannot store anything twice
-            self._open_session()
-            request.actor_id, request.sequence = self.actor_id, next(self._sequence)
+            request.actor_id, request.sequence = self._open_session(), next(self._sequence)
             try:
                 reply = self._invoke("Push", request, retry_codes)
             except _SessionLost as lost:  # forgotten again at once: the server is restarting over and over
@@ -331,8 +330,8 @@ class ReplayClient:
             "queued": reply.queued,
         }
 
-    def _open_session(self) -> None:
-        """Have the server issue this actor's id; its pushes are numbered from 1 again.
+    def _open_session(self) -> str:
+        """Have the server issue this actor's id (returned); its pushes are numbered from 1 again.
 
         Retried like a push (a server busy checkpointing, or this host opening sessions faster than the server's rate
         limit, answers ``RESOURCE_EXHAUSTED``; a starved one may miss the deadline): an id issued whose reply was lost
@@ -341,7 +340,9 @@ class ReplayClient:
         codes = self._grpc.StatusCode
         retry_codes = (codes.UNAVAILABLE, codes.RESOURCE_EXHAUSTED, codes.DEADLINE_EXCEEDED)
         reply = self._invoke("OpenSession", pb.OpenSessionRequest(), retry_codes)
-        self.actor_id, self._sequence = reply.actor_id, itertools.count(1)
+        actor_id: str = reply.actor_id
+        self.actor_id, self._sequence = actor_id, itertools.count(1)
+        return actor_id
 
     def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
         """A prioritized batch: transition fields, ``indices``, ``weights``, ``versions`` (numpy arrays).

@@ -24,6 +24,7 @@ import os
 import re
 import zlib
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -235,8 +236,9 @@ def from_tensor(message: pb.Tensor, field: str) -> np.ndarray:
     return np.frombuffer(message.data, dtype=dtype).reshape(shape)
 
 
-def encode_transitions(batch: Mapping[str, np.ndarray], message: pb.Transitions | None = None) -> pb.Transitions:
-    """Fill (or make) a ``Transitions`` message from a dict with the fields of :data:`TRANSITION_FIELDS`."""
+def encode_transitions(batch: Mapping[str, Any], message: pb.Transitions | None = None) -> pb.Transitions:
+    """Fill (or make) a ``Transitions`` message from a dict with the fields of :data:`TRANSITION_FIELDS`: arrays, or a
+    packed batch's (:func:`pack_batch`) ``frames`` (a list of bytes) and ``frames_shape`` (a tuple)."""
     message = pb.Transitions() if message is None else message
     packed = "frames" in batch
     fields = stored_fields("zlib" if packed else "uint8")
@@ -365,7 +367,9 @@ def pack_batch(batch: Mapping[str, np.ndarray], level: int = FRAME_LEVEL) -> dic
         rows.append(
             zlib.compress(bytes([k]) + observation.tobytes() + next_observation[stack - k :].tobytes(), int(level))
         )
-    out = {name: value for name, value in batch.items() if name not in ("observations", "next_observations")}
+    out: dict[str, Any] = {
+        name: value for name, value in batch.items() if name not in ("observations", "next_observations")
+    }
     out["frames"] = rows
     out["frames_shape"] = observations.shape[1:]
     return out

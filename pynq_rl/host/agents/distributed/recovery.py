@@ -37,7 +37,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -46,6 +46,11 @@ from ..common import checkpoints
 from . import codec
 from . import replay_pb2 as pb
 from .wal import PAGE_BYTES, PUSH, UPDATE, LogScan, WriteAheadLog
+
+if TYPE_CHECKING:
+    from .state import ReplayServerState as _ServerState
+else:
+    _ServerState = object  # the server's state, declared for mypy (:mod:`.state`); no base class at run time
 
 __all__ = ["CHECKPOINT_VERSION", "CHECKPOINT_AGENT", "ReplayRecovery", "write_checkpoint"]
 
@@ -61,7 +66,7 @@ def write_checkpoint(path: Path, state: dict[str, Any]) -> None:
     checkpoints.save_checkpoint(path, CHECKPOINT_AGENT, state, sync=True)
 
 
-class ReplayRecovery:
+class ReplayRecovery(_ServerState):
     """The durable half of :class:`~.server.ReplayServer`, mixed into it: its checkpoint state, its log records, and
     the recovery that runs once from its ``__init__``.
 
@@ -129,7 +134,13 @@ class ReplayRecovery:
 
     def _append(self, kind: bytes, sequence: int, payload: bytes) -> None:
         with self._wal_lock:
-            self._wal.append(kind, sequence, payload)
+            self._log_file().append(kind, sequence, payload)
+
+    def _log_file(self) -> WriteAheadLog:
+        """The open log: a server has one exactly when it has a ``checkpoint_dir`` (set once recovery is done)."""
+        if self._wal is None:
+            raise RuntimeError("this replay server has no checkpoint_dir")
+        return self._wal
 
     # -- checkpoints --------------------------------------------------------------------------------------------------
     def checkpoint(self, timeout_s: float = 60.0) -> dict[str, Any]:
@@ -155,12 +166,12 @@ class ReplayRecovery:
             self.flush(timeout_s)
             with self._store_lock, self._wal_lock:
                 state = self._checkpoint_state()
-                covered = self._wal.tell()  # the log up to here is in the checkpoint
+                covered = self._log_file().tell()  # the log up to here is in the checkpoint
                 base = (self._applied_sequence, self._update_sequence)
             path = self.checkpoint_dir / "replay.ckpt"
             write_checkpoint(path, state)
             with self._wal_lock:
-                self._wal.compact(covered, base)
+                self._log_file().compact(covered, base)
         self._counters["checkpoints"] += 1
         return {"path": str(path), "log_sequence": state["log_sequence"]}
 
@@ -189,13 +200,14 @@ class ReplayRecovery:
             self._missing_log(log_path)
         wal = WriteAheadLog(log_path, sync=self.sync_wal)
         try:
-            self._restore(wal)  # before the server's _wal is set: re-applied updates must not be logged a second time
+            # before the server's _wal is set: re-applied updates must not be logged a second time
+            self._restore(wal, checkpoint_dir)
         except BaseException:
             wal.close()
             raise
         return wal
 
-    def _restore(self, wal: WriteAheadLog) -> None:
+    def _restore(self, wal: WriteAheadLog, checkpoint_dir: Path) -> None:
         """Load ``replay.ckpt`` (if any), then re-apply the log's records after it, up to the first bad one.
 
         A torn last record is moved to a side file with a warning (:meth:`_handle_bad_tail`). Damage that loses
@@ -204,7 +216,7 @@ class ReplayRecovery:
         side file and the loss is counted in a warning and in :attr:`recovery`. A log that continues a checkpoint this
         directory does not hold is always refused.
         """
-        path = self.checkpoint_dir / "replay.ckpt"
+        path = checkpoint_dir / "replay.ckpt"
         scan = wal.scan()  # LogFormatError (a ValueError) for a damaged or foreign header
         if path.exists():
             self._load_checkpoint(path)
@@ -353,7 +365,7 @@ class ReplayRecovery:
             f"after it ({lost['pushes_after']} pushes holding {transitions} transitions, "
             f"{lost['updates_after']} priority updates), all acknowledged"
         )
-        if scan.reason.startswith("an incomplete"):
+        if (scan.reason or "").startswith("an incomplete"):
             summary += (
                 f"; the file ends mid-record off a {PAGE_BYTES}-byte page boundary, so it was cut, not torn "
                 f"by a crash, and records that were after the cut cannot be counted"

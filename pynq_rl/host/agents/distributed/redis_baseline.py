@@ -104,7 +104,8 @@ def start_redis(
     client = redis.Redis(host=host, port=port)
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise TimeoutError(f"redis-server exited with {process.returncode}: {process.stdout.read().decode()}")
+            output = process.stdout.read().decode() if process.stdout is not None else ""
+            raise TimeoutError(f"redis-server exited with {process.returncode}: {output}")
         try:
             if client.ping():
                 client.close()

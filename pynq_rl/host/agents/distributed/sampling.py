@@ -9,8 +9,14 @@ server reads in one file (the insertion path and the life cycle there, the sampl
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .state import ReplayServerState as _ServerState
+else:
+    _ServerState = object  # the server's state, declared for mypy (:mod:`.state`); no base class at run time
 
 __all__ = ["ReplaySampling", "EmptyReplayError"]
 
@@ -19,12 +25,15 @@ class EmptyReplayError(RuntimeError):
     """Nothing to sample yet (gRPC ``FAILED_PRECONDITION``)."""
 
 
-class ReplaySampling:
+class ReplaySampling(_ServerState):
     """:meth:`sample` and :meth:`update_priorities` of :class:`~.server.ReplayServer` (thread-safe there: both take
     its storage lock)."""
 
-    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, beta: float = 0.4) -> dict[str, Any]:
         """A prioritized batch: the transition fields plus ``indices`` (int64), ``weights`` (float32), ``versions``.
+
+        Every value is an array, except a packing server's (``obs_dtype="zlib"``) ``frames`` (a list of bytes, one
+        packed row per transition) and ``frames_shape`` (a tuple).
 
         Raises
         ------
@@ -54,7 +63,7 @@ class ReplaySampling:
             indices = np.asarray(indices, dtype=np.int64)
             if np.any(indices < 0) or np.any(indices >= size):
                 raise RuntimeError(f"the priority backend sampled slots outside the {size} stored transitions")
-            out = {
+            out: dict[str, Any] = {
                 name: [self.frames[i] for i in indices.tolist()] if name == "frames" else getattr(self, name)[indices]
                 for name in self._fields
             }

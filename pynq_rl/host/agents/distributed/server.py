@@ -211,7 +211,7 @@ class ReplayServer(ReplaySampling, ReplayRecovery):
         self._store_lock = threading.Lock()  # storage + priority backend (the driver is not thread-safe)
         self._push_lock = threading.Lock()  # log order, sequence numbers, dedup table
         self._cv = threading.Condition()  # the insertion queue
-        self._pending: collections.deque = collections.deque()
+        self._pending: collections.deque[tuple[int, dict[str, Any]]] = collections.deque()  # checked batches
         self._wal_lock = threading.Lock()  # one writer at a time in the log (pushes and priority updates)
         self._log_sequence = 0  # last batch acknowledged (logged)
         self._update_sequence = 0  # last priority update logged
@@ -475,8 +475,10 @@ class ReplayServer(ReplaySampling, ReplayRecovery):
         self._insert(batch)
         return len(batch["actions"])
 
-    def _insert(self, batch: Mapping[str, np.ndarray]) -> None:
-        """Write a checked batch into the next ring slots and set their priorities (under the storage lock)."""
+    def _insert(self, batch: Mapping[str, Any]) -> None:
+        """Write a checked batch into the next ring slots and set their priorities (under the storage lock).
+
+        The batch's values are arrays, or a packed batch's ``frames``: a list of bytes, one row per transition."""
         n = len(batch["actions"])
         rows = slice(max(0, n - self.capacity), n)  # rows that would be overwritten within this batch are skipped
         with self._store_lock:

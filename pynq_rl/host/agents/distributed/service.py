@@ -36,7 +36,7 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from ..replay.priorities import PRIORITY_BACKENDS
 from . import codec
@@ -204,7 +204,7 @@ def peer_host(peer: str) -> str:
     return peer
 
 
-def _decoding(method: Callable, request_type: type) -> Callable:
+def _decoding(method: Callable, request_type: type[Message]) -> Callable:
     """``method`` taking the raw request bytes: decoded here, so undecodable ones get ``INVALID_ARGUMENT`` naming the
     message (gRPC's own deserializer would answer ``INTERNAL``, as if the server were broken)."""
 

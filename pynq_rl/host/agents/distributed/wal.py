@@ -124,9 +124,10 @@ def _record_at(data: bytes, offset: int) -> tuple[bytes, int, bytes, int] | str:
     return kind, sequence, payload, offset
 
 
-def _intact_records_after(data: bytes, start: int) -> list:
+def _intact_records_after(data: bytes, start: int) -> list[tuple[bytes, int, bytes, int]]:
     """Every intact record that begins at or after ``start`` (found by searching for the record kinds)."""
-    found, offset = [], start
+    found: list[tuple[bytes, int, bytes, int]] = []
+    offset = start
     while True:
         candidates = [i for i in (data.find(kind, offset) for kind in _KINDS) if i >= 0]
         if not candidates:

@@ -39,7 +39,13 @@ class ActorCritic(Protocol):
         advantages: np.ndarray,
         returns: np.ndarray,
         old_values: np.ndarray,
-        **coefficients: Any,
+        *,
+        clip_coef: float,
+        ent_coef: float,
+        vf_coef: float,
+        clip_vloss: bool,
+        norm_adv: bool,
+        max_grad_norm: float,
     ) -> dict[str, float]:
         """One clipped-surrogate gradient step on a minibatch; the minibatch's losses."""
         ...
@@ -86,7 +92,10 @@ class QLearner(Protocol):
         rewards: np.ndarray,
         dones: np.ndarray,
         weights: np.ndarray,
-        **options: Any,
+        *,
+        gamma: float,
+        double_q: bool,
+        max_grad_norm: float,
     ) -> dict[str, Any]:
         """One TD step; ``td_errors``, ``loss``, ``q_values``."""
         ...

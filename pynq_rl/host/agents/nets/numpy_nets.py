@@ -207,7 +207,10 @@ class NumpyActorCritic(_NumpyLearner):
     def state_dict(self) -> dict[str, Any]:
         """``model`` (``actor``/``critic`` parameters under torch's names, plus ``actor_logstd`` when
         ``continuous``) and ``optimizer`` (Adam moments)."""
-        model = {"actor": self.actor.state_dict(), "critic": self.critic.state_dict()}
+        model: dict[str, dict[str, np.ndarray] | np.ndarray] = {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+        }
         if self.continuous:
             model["actor_logstd"] = self.log_std.copy()
         return {"model": model, "optimizer": _adam_state(self.optimizer)}

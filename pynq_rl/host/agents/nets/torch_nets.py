@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
+from torch.distributions import Distribution
 from torch.distributions.categorical import Categorical
 from torch.distributions.normal import Normal
 
@@ -84,7 +85,7 @@ class Agent(nn.Module):
         """
         if self.continuous:
             mean = self.actor(x)
-            probs = Normal(mean, self.actor_logstd.expand_as(mean).exp())
+            probs: Distribution = Normal(mean, self.actor_logstd.expand_as(mean).exp())
             if action is None:
                 action = probs.sample()
             return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
@@ -213,6 +214,7 @@ class TorchActorCritic(_TorchLearner):
         self, obs_dim: int, n_actions: int, learning_rate: float, hidden: int = 64, continuous: bool = False
     ) -> None:
         self.agent = Agent(obs_dim, n_actions, hidden, continuous)
+        self.n_actions = int(n_actions)
         self.continuous = self.agent.continuous
         policy = list(self.agent.actor.parameters()) + ([self.agent.actor_logstd] if self.continuous else [])
         self.params = policy + list(self.agent.critic.parameters())
@@ -301,7 +303,10 @@ class TorchActorCritic(_TorchLearner):
     def state_dict(self) -> dict[str, Any]:
         """``model`` (``actor``/``critic``, plus ``actor_logstd`` when ``continuous``; numpy) and ``optimizer``
         (Adam moments, numpy)."""
-        model = {"actor": _module_state(self.agent.actor), "critic": _module_state(self.agent.critic)}
+        model: dict[str, dict[str, np.ndarray] | np.ndarray] = {
+            "actor": _module_state(self.agent.actor),
+            "critic": _module_state(self.agent.critic),
+        }
         if self.continuous:
             model["actor_logstd"] = self.agent.actor_logstd.detach().numpy().copy()
         return {"model": model, "optimizer": _adam_state(self.optimizer, self.params)}
@@ -314,7 +319,7 @@ class TorchActorCritic(_TorchLearner):
         ValueError
             If the shapes do not fit this network.
         """
-        log_std = log_std_from_checkpoint(state["model"], self.continuous, (1, self.agent.actor[-1].out_features))
+        log_std = log_std_from_checkpoint(state["model"], self.continuous, (1, self.n_actions))
         _load_module_state(self.agent.actor, state["model"]["actor"])
         _load_module_state(self.agent.critic, state["model"]["critic"])
         _load_adam_state(self.optimizer, self.params, state["optimizer"])

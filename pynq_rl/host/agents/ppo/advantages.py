@@ -25,7 +25,14 @@ class GaeCompute(Protocol):
     """What the agent needs from a GAE core: the driver's ``compute()`` (``RLOverlay(...).gae`` or a test fake)."""
 
     def compute(
-        self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, *, gamma: float, lam: float, quantize: bool
+        self,
+        rewards: np.ndarray,
+        values: np.ndarray,
+        dones: np.ndarray,
+        *,
+        gamma: float,
+        lam: float,
+        quantize: bool | str,
     ) -> tuple[np.ndarray, np.ndarray]:
         """GAE of float32 ``rewards[T, N]``, ``values[T + 1, N]``, ``dones[T, N]``: float32 (advantages, returns)."""
         ...

@@ -35,7 +35,7 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from ..common.envs import finished_episodes
+from ..common.envs import finished_episodes, space_shape
 from ..nets.learners import ActorCritic
 
 __all__ = ["Rollout", "collect_rollout"]
@@ -107,8 +107,8 @@ def collect_rollout(
     if mode != gym.vector.AutoresetMode.SAME_STEP:
         raise ValueError(f"envs must autoreset in SAME_STEP mode (build them with make_envs), not {mode!r}")
     num_envs = envs.num_envs
-    obs_shape = envs.single_observation_space.shape
-    act_shape = envs.single_action_space.shape
+    obs_shape = space_shape(envs.single_observation_space)
+    act_shape = space_shape(envs.single_action_space)
     obs = np.zeros((num_steps, num_envs) + obs_shape, np.float32)
     space = envs.single_action_space
     continuous = isinstance(space, gym.spaces.Box)
@@ -133,7 +133,7 @@ def collect_rollout(
 
         # TRY NOT TO MODIFY: execute the game and log data.
         next_obs, reward, terminations, truncations, infos = envs.step(
-            np.clip(action, space.low, space.high) if continuous else action
+            np.clip(action, space.low, space.high) if isinstance(space, gym.spaces.Box) else action
         )
         next_obs = np.asarray(next_obs, np.float32)
         rewards[step] = reward

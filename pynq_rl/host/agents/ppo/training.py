@@ -74,15 +74,24 @@ from ..common import checkpoints
 from ..common.checks import FieldWarning, load_resume
 from ..common.envs import (
     action_space_of,
+    discrete_actions,
     load_normalizer_state,
     make_env,
     make_envs,
     normalized_observations,
     normalized_rewards,
     normalizer_state,
+    space_shape,
 )
 from ..common.interrupts import StopOnSignal, finish
-from ..common.run import checkpoint_due, limit_torch_threads, progress_bar, resolve_nn, seed_everything
+from ..common.run import (
+    checkpoint_due,
+    limit_torch_threads,
+    progress_bar,
+    resolve_nn,
+    resolved_nn,
+    seed_everything,
+)
 from ..common.rundir import Run, json_safe
 from ..common.startup import core_start_text, starting
 from ..nets.learners import ActorCritic, make_actor_critic
@@ -271,10 +280,10 @@ def train(args: Args, gae: GaeCompute | None = None) -> dict[str, Any]:
     gae, backend = _gae_step(args, gae)
 
     with contextlib.ExitStack() as stack:
-        limit_torch_threads(stack, args.nn, args.torch_threads)
+        limit_torch_threads(stack, resolved_nn(args.nn), args.torch_threads)
         # TRY NOT TO MODIFY: seeding (a resumed run continues with fresh random streams, offset by its global step)
         seed = args.seed + start_step
-        rng = seed_everything(seed, args.nn, torch_deterministic=args.torch_deterministic)
+        rng = seed_everything(seed, resolved_nn(args.nn), torch_deterministic=args.torch_deterministic)
         envs = _make_envs(args, seed, stack)
         agent = _make_agent(args, envs, rng)
         standardizer = RewardStandardizer() if args.reward_norm == "dynamic" else None
@@ -373,9 +382,9 @@ def _make_agent(args: Args, envs: gym.vector.VectorEnv, rng: np.random.Generator
     """The actor-critic for the environments' spaces: categorical for ``Discrete``, diagonal Gaussian for ``Box``."""
     space = envs.single_action_space
     continuous = isinstance(space, gym.spaces.Box)
-    n_actions = int(np.prod(space.shape)) if continuous else int(space.n)
-    n_obs = int(np.prod(envs.single_observation_space.shape))
-    return make_actor_critic(args.nn, n_obs, n_actions, args.learning_rate, rng, continuous=continuous)
+    n_actions = int(np.prod(space_shape(space))) if continuous else discrete_actions(space)
+    n_obs = int(np.prod(space_shape(envs.single_observation_space)))
+    return make_actor_critic(resolved_nn(args.nn), n_obs, n_actions, args.learning_rate, rng, continuous=continuous)
 
 
 def _restore(

@@ -19,7 +19,7 @@ from ....overlay.models.parsa import TilingLayout
 from ...drivers.tiling_config import load_tiling, tiling_to_dict
 from ..common.checks import check_backend
 
-__all__ = ["SarsaLearner", "FloatSarsa", "make_learner"]
+__all__ = ["SarsaLearner", "CoreCounters", "FloatSarsa", "make_learner"]
 
 
 class SarsaLearner(Protocol):
@@ -27,6 +27,7 @@ class SarsaLearner(Protocol):
     :class:`FloatSarsa`."""
 
     epsilon: float
+    online: bool
 
     def act(self, state, reward: float | None = None, key: int = 0, terminal: bool = False) -> int: ...
 
@@ -37,6 +38,17 @@ class SarsaLearner(Protocol):
     def state_dict(self) -> dict: ...
 
     def load_state_dict(self, state: dict) -> None: ...
+
+
+class CoreCounters(Protocol):
+    """The cycle counters a learner on a core backend has (the driver :class:`~pynq_rl.host.drivers.parsa.ParsaCore`;
+    :class:`FloatSarsa` has none)."""
+
+    @property
+    def cycles_act(self) -> int: ...
+
+    @property
+    def cycles_update(self) -> int: ...
 
 
 class FloatSarsa:
@@ -215,7 +227,8 @@ class FloatSarsa:
             or int(state["n_actions"]) != self.n_actions
         ):
             raise ValueError("state_dict is for another tiling layout or action count")
-        self.__init__(
+        FloatSarsa.__init__(
+            self,
             state["tiling"],
             state["n_actions"],
             state["bounds"],

@@ -303,8 +303,10 @@ def run_episode(
     while True:
         if learner is not None:
             actions, _ = learner.act_batch(obs, rewards, keys)
-        else:
+        elif policy is not None:
             actions = policy(obs)
+        else:
+            raise TypeError("run_episode needs a policy or a learner")
         obs, reward, _, truncated, info = env.step(actions)
         total += reward
         goodput += info["legit_goodput"]
@@ -353,6 +355,8 @@ def check_fits(board: str) -> tuple[bool, str]:
     from ....overlay.models.parsa import schedule
 
     spec = S.board(board).slot("parsa").spec
+    if not isinstance(spec, S.ParsaSpec):
+        raise TypeError(f"{board}'s parsa slot holds a {type(spec).__name__}, not a ParsaSpec")
     layout = load_tiling(OPAL_DDOS_TILING)
     rows = spec.workers * spec.tiles_per_worker
     try:
@@ -484,7 +488,8 @@ def _env_config(text: str) -> EnvConfig:
     """argparse type of ``--env``: a JSON object of :class:`EnvConfig` fields (lists become tuples)."""
     try:
         fields = json.loads(text)
-        return EnvConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+        config: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+        return EnvConfig(**config)
     except (ValueError, TypeError, AttributeError) as error:
         raise argparse.ArgumentTypeError(f"expected a JSON object of EnvConfig fields, not {text!r}: {error}") from None
 

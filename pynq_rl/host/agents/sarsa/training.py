@@ -62,7 +62,7 @@ import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -71,11 +71,12 @@ from ...drivers.tiling_config import load_tiling
 from ..common import checkpoints
 from ..common.bounds import COUNT_MAX, Bound, check_bounds, count, fraction, positive
 from ..common.checks import FieldValueError, FieldWarning, check_common, load_resume
+from ..common.envs import discrete_actions
 from ..common.interrupts import StopOnSignal, finish
 from ..common.run import checkpoint_due, computed, progress_bar
 from ..common.rundir import Run, json_safe
 from ..common.startup import core_start_text, starting
-from .learners import FloatSarsa, SarsaLearner, make_learner
+from .learners import CoreCounters, FloatSarsa, SarsaLearner, make_learner
 
 __all__ = [
     "Args",
@@ -467,7 +468,7 @@ def _make_learner(args: Args, env: gym.Env, overlay: Any) -> SarsaLearner:
         return make_learner(
             args.backend,
             tiling,
-            int(env.action_space.n),
+            discrete_actions(env.action_space),
             (lows, highs),
             args.step_size,
             args.gamma,
@@ -518,7 +519,7 @@ def _metrics(
 ) -> dict[str, Any]:
     """The episode's ``metrics.csv`` row, without its wall time (:data:`_METRIC_KEYS`); the core's cycle
     counters on a core backend."""
-    on_core = args.backend != "host"
+    core = cast(CoreCounters, learner) if args.backend != "host" else None  # a ParsaCore on a core backend
     return {
         "episode": episode + 1,
         "global_step": global_step,
@@ -528,6 +529,6 @@ def _metrics(
         "charts/epsilon": float(learner.epsilon),
         "charts/return_mean20": float(np.mean(episode_returns[-20:])),
         "charts/SPS": sps,
-        "core/cycles_act": learner.cycles_act if on_core else math.nan,
-        "core/cycles_update": learner.cycles_update if on_core else math.nan,
+        "core/cycles_act": core.cycles_act if core is not None else math.nan,
+        "core/cycles_update": core.cycles_update if core is not None else math.nan,
     }

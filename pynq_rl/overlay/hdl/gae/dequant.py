@@ -172,18 +172,18 @@ def _scale_and_offset(total, code, scale, offset, clock, port_bits: int):
             total.next = product + offset
 
         return multiply, add
+    else:
+        scale_lo, scale_hi = split_halves(scale)
+        # declared signed, as the MAC's partial products: the sum below stays a signed Verilog expression
+        part_lo, part_hi = product_signal(code, scale_lo), product_signal(code, scale_hi)
 
-    scale_lo, scale_hi = split_halves(scale)
-    # declared signed, as the MAC's partial products: the sum below stays a signed Verilog expression
-    part_lo, part_hi = product_signal(code, scale_lo), product_signal(code, scale_hi)
+        @always(clock.posedge)
+        def multiply():
+            part_lo.next = code * scale_lo
+            part_hi.next = code * scale_hi
 
-    @always(clock.posedge)
-    def multiply():
-        part_lo.next = code * scale_lo
-        part_hi.next = code * scale_hi
+        @always(clock.posedge)
+        def add():
+            total.next = (part_hi << SPLIT_BIT) + part_lo + offset
 
-    @always(clock.posedge)
-    def add():
-        total.next = (part_hi << SPLIT_BIT) + part_lo + offset
-
-    return split_wiring(scale_lo, scale_hi, scale), multiply, add
+        return split_wiring(scale_lo, scale_hi, scale), multiply, add

@@ -160,42 +160,42 @@ def tree_level(
                 wr_data.next = set_wr_row
 
         return ram, write_enable, write_port
-
-    addr_bits = (depth - 1).bit_length()
-    rd_addr = Signal(intbv(0, min=0, max=depth))
-    wr_addr = Signal(intbv(0, min=0, max=depth))
-    ram = ram_sdp_rf(row, wr_data, wr_addr, wr_en, rd_addr, rd_en, clock, depth, style)
-    ram.name = "banks"
-
-    @always_comb
-    def write_port():
-        if clear:
-            wr_addr.next = clear_addr[addr_bits:]
-            wr_data.next = 0
-        else:
-            wr_addr.next = set_wr_addr
-            wr_data.next = set_wr_row
-
-    if dump_addr is None:
-
-        @always_comb
-        def read_port():
-            if mode_set:
-                rd_addr.next = set_addr
-            else:
-                rd_addr.next = sample_addr
     else:
+        addr_bits = (depth - 1).bit_length()
+        rd_addr = Signal(intbv(0, min=0, max=depth))
+        wr_addr = Signal(intbv(0, min=0, max=depth))
+        ram = ram_sdp_rf(row, wr_data, wr_addr, wr_en, rd_addr, rd_en, clock, depth, style)
+        ram.name = "banks"
 
         @always_comb
-        def read_port():
-            if mode_set:
-                rd_addr.next = set_addr
-            elif mode_dump:
-                rd_addr.next = dump_addr
+        def write_port():
+            if clear:
+                wr_addr.next = clear_addr[addr_bits:]
+                wr_data.next = 0
             else:
-                rd_addr.next = sample_addr
+                wr_addr.next = set_wr_addr
+                wr_data.next = set_wr_row
 
-    return ram, write_enable, write_port, read_port
+        if dump_addr is None:
+
+            @always_comb
+            def read_port():
+                if mode_set:
+                    rd_addr.next = set_addr
+                else:
+                    rd_addr.next = sample_addr
+        else:
+
+            @always_comb
+            def read_port():
+                if mode_set:
+                    rd_addr.next = set_addr
+                elif mode_dump:
+                    rd_addr.next = dump_addr
+                else:
+                    rd_addr.next = sample_addr
+
+        return ram, write_enable, write_port, read_port
 
 
 @block

@@ -310,27 +310,27 @@ def _word_hits(hit1, hit2, rd_addr, wr_addr, addr2, in_node, node1, v2, last_val
             hit1.next = v2
 
         return address, last_address
+    else:
+        node_bits = len(node1)
+        addr1, last_addr = Signal(intbv(0)[node_bits - kb :]), Signal(intbv(0)[node_bits - kb :])
 
-    node_bits = len(node1)
-    addr1, last_addr = Signal(intbv(0)[node_bits - kb :]), Signal(intbv(0)[node_bits - kb :])
+        @always_comb
+        def address():
+            rd_addr.next = in_node[node_bits:kb]
+            addr1.next = node1[node_bits:kb]
+            wr_addr.next = addr2
 
-    @always_comb
-    def address():
-        rd_addr.next = in_node[node_bits:kb]
-        addr1.next = node1[node_bits:kb]
-        wr_addr.next = addr2
+        @always_comb
+        def hits():
+            hit2.next = last_valid and last_addr == addr1
 
-    @always_comb
-    def hits():
-        hit2.next = last_valid and last_addr == addr1
+        @always(clock.posedge)
+        def last_address():
+            addr2.next = addr1  # the word address, and the parent node handed up
+            last_addr.next = addr2
+            hit1.next = v2 and addr2 == addr1
 
-    @always(clock.posedge)
-    def last_address():
-        addr2.next = addr1  # the word address, and the parent node handed up
-        last_addr.next = addr2
-        hit1.next = v2 and addr2 == addr1
-
-    return address, hits, last_address
+        return address, hits, last_address
 
 
 @block

@@ -77,6 +77,7 @@ def _positive(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.report
 def test_every_verilator_rate_row_is_measured(results):
     _, rows, _, _ = results
     for slug in BOARDS.values():
@@ -92,6 +93,7 @@ def test_every_verilator_rate_row_is_measured(results):
             assert _positive(rows[f"clock_verilator_{slug}_{core}"]["median[cycles/s]"])
 
 
+@pytest.mark.report
 def test_rtl_rows_are_measured_where_asked_and_say_why_not_elsewhere(results):
     _, rows, _, _ = results
     for core in CORES[:3]:
@@ -106,6 +108,7 @@ def test_rtl_rows_are_measured_where_asked_and_say_why_not_elsewhere(results):
     assert rows["start_rtl"]["status"] == "unavailable: not run (--rtl-start-repeats 0)"
 
 
+@pytest.mark.report
 def test_register_rows_count_the_same_cycles_on_both_simulators(results):
     _, rows, _, _ = results
     for access in ("read", "write", "array_index"):
@@ -117,6 +120,7 @@ def test_register_rows_count_the_same_cycles_on_both_simulators(results):
         assert rtl["ratio_rtl_over_verilator"] > 0
 
 
+@pytest.mark.report
 def test_streams_and_rollout_are_measured(results):
     data, rows, _, _ = results
     replay, gae = rows["stream_verilator_pynqz2_replay_update"], rows["stream_verilator_pynqz2_gae_raw"]
@@ -132,6 +136,7 @@ def test_streams_and_rollout_are_measured(results):
     assert _positive(rtl_rollout["estimated[s]"]) and rtl_rollout["measured_size"] == "8x8"
 
 
+@pytest.mark.report
 def test_starts_and_goals(results):
     data, rows, _, _ = results
     assert rows["start_verilator_cold"]["status"] == "unavailable: not run (--no-cold)"
@@ -149,6 +154,7 @@ def test_starts_and_goals(results):
         assert row["status"] == "ok" or row["status"].startswith("unavailable: not run ("), row
 
 
+@pytest.mark.report
 def test_environment_and_arguments_are_recorded(results):
     data, _, _, _ = results
     for name in ("date", "git_commit", "python", "numpy", "cpu_count", "processor"):
@@ -159,6 +165,7 @@ def test_environment_and_arguments_are_recorded(results):
     assert set(data["info"]["phase_wall"]) == {"starts[s]", "verilator[s]", "rtl[s]"} and data["wall[s]"] > 0
 
 
+@pytest.mark.report
 def test_markdown_states_goals_and_every_table_and_is_printed(results):
     data, _, markdown, stdout = results
     for heading in (

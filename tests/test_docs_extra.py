@@ -96,6 +96,7 @@ def docs_build(tmp_path_factory) -> dict:
     return {"commands": commands, "done": done, "html": checkout / "docs" / "_build" / "html", "installed": heavy}
 
 
+@pytest.mark.report
 @pytest.mark.slow  # about 3 minutes on 2 shared cores: the install (1 min) and the build (notebooks executed)
 def test_the_documented_docs_build_passes_from_the_docs_extra_alone(docs_build):
     assert docs_build["commands"] == _docs_commands(REPO / "docs" / "README.md"), "README.md and docs/README.md differ"
@@ -106,6 +107,7 @@ def test_the_documented_docs_build_passes_from_the_docs_extra_alone(docs_build):
     assert not docs_build["installed"], f"the docs extra installed {docs_build['installed']}"
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_the_docs_extra_build_documents_the_integrations_and_apex(docs_build):
     """The modules that import other extras' libraries are documented, not left as empty headings."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import gymnasium
 import numpy as np
+import pytest
 
 from pynq_rl.cli import main
 
@@ -35,6 +36,7 @@ def _claims() -> tuple[float, float, float, dict[str, str]]:
     return quoted, low, high, versions
 
 
+@pytest.mark.report
 def test_the_main_jobs_seed_0_lands_where_the_readme_says(tmp_path, capsys):
     argv = _main_job_argv()
     out = argv.index("--out")

@@ -34,6 +34,7 @@ def quick(tmp_path_factory):
     return json.loads((out / "timing.json").read_text()), (out / "timing.md").read_text()
 
 
+@pytest.mark.report
 @needs_tools
 def test_quick_report_parses_and_says_what_it_is(quick):
     data, page = quick
@@ -47,6 +48,7 @@ def test_quick_report_parses_and_says_what_it_is(quick):
     assert all(goal["met"] in (True, False) for goal in data["goals"])
 
 
+@pytest.mark.report
 @needs_tools
 def test_quick_report_every_build_routes_with_a_positive_fmax(quick):
     data, _ = quick
@@ -61,6 +63,7 @@ def test_quick_report_every_build_routes_with_a_positive_fmax(quick):
         assert row["xc7"]["arrival[ns]"] > 0 and row["xc7"]["dsp"] > 0
 
 
+@pytest.mark.report
 @needs_tools
 def test_quick_report_routed_pe_equals_the_model(quick):
     data, _ = quick
@@ -72,6 +75,7 @@ def test_quick_report_routed_pe_equals_the_model(quick):
     assert pe["saturating_episodes"] > 0
 
 
+@pytest.mark.report
 @needs_tools
 def test_quick_report_routed_core_equals_the_model(quick):
     data, _ = quick

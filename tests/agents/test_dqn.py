@@ -485,6 +485,7 @@ def test_buffer_larger_than_the_core_is_refused_by_train(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 # Learning: CartPole-v1 solved with the priorities on the emulated core
 # ---------------------------------------------------------------------------------------------------------------------
+@pytest.mark.report
 @pytest.mark.slow
 def test_dqn_with_priorities_on_the_emulated_core_solves_cartpole(tmp_path):
     start = time.perf_counter()

@@ -466,6 +466,7 @@ def test_train_smoke_on_emulated_gae_core(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 # Learning
 # ---------------------------------------------------------------------------------------------------------------------
+@pytest.mark.report
 @pytest.mark.slow
 @pytest.mark.parametrize("nn", NN_BACKENDS)
 def test_ppo_solves_cartpole_seed0(tmp_path, nn):
@@ -474,6 +475,7 @@ def test_ppo_solves_cartpole_seed0(tmp_path, nn):
     assert summary["mean_return_last20"] >= 450, summary["episode_returns"][-20:]
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_cli_ppo_with_numpy_networks_and_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys):
     """The board's configuration (no torch): numpy networks, q8 GAE on the core."""
@@ -506,6 +508,7 @@ def test_cli_ppo_with_numpy_networks_and_gae_on_the_emulated_core_solves_cartpol
     assert summary["mean_return_last20"] >= 450
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_cli_ppo_with_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys):
     """The documented CartPole run: ``pynq-rl train ppo --env CartPole-v1 --backend emu`` (q8 GAE on the core)."""

@@ -283,6 +283,7 @@ PENDULUM_THRESHOLD = -400.0
 the first 20 episodes average about -1230"""
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_pendulum_learns_with_q8_gae_on_the_emulated_core(tmp_path):
     """Pendulum-v1, seed 0, numpy networks, q8 GAE on the emu core with HEPPO's dynamic reward standardization:

@@ -108,6 +108,7 @@ def test_rllib_ppo_trains_with_the_core_in_its_learner_pipeline():
         ray.shutdown()
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_rllib_ppo_with_q8_gae_on_the_emulated_core_solves_cartpole_seed0():
     """RLlib's PPO (lr 3e-4, 6 epochs, vf_loss_coeff 0.01, 4000-step batches), q8 GAE on emu, seed 0: measured

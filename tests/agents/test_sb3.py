@@ -347,6 +347,7 @@ def test_a_model_built_with_backend_saves_and_loads(tmp_path):
 
 
 # -- learning ------------------------------------------------------------------------------------------------------
+@pytest.mark.report
 @pytest.mark.slow
 def test_sb3_ppo_with_gae_on_the_emulated_core_solves_cartpole_seed0():
     """RL Zoo's CartPole-v1 PPO hyperparameters, q8 GAE on the emulated core, seed 0, 100k steps."""

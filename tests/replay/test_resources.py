@@ -15,6 +15,7 @@ from pynq_rl.overlay.build import replay_report as R
 needs_yosys = pytest.mark.skipif(shutil.which("yosys") is None, reason="yosys not installed")
 
 
+@pytest.mark.report
 @pytest.mark.slow
 @needs_yosys
 def test_quick_replay_build_infers_block_ram(tmp_path):

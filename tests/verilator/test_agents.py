@@ -184,6 +184,7 @@ def test_the_benchmark_runs_tiny_and_writes_complete_results(tmp_path):
     assert "| backend | mean steps, last 20 |" in page
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_ppo_with_gae_on_the_verilated_core_solves_cartpole_within_300k_steps(tmp_path):
     summary = ppo.train(

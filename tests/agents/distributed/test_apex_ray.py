@@ -249,6 +249,7 @@ def test_train_passes_the_replay_token_to_every_ray_worker(tmp_path, monkeypatch
     assert seen == [{"env_vars": both}] * 2 + [{"env_vars": {"PYNQ_RL_REPLAY_TOKEN": "tok"}}, None]
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_apex_learns_cartpole_on_emu(tmp_path):
     """2 actors, replay core on emu, Ray started by train() itself: mean of the last 20 greedy episodes >= 450.

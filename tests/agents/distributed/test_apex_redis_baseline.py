@@ -89,6 +89,7 @@ def test_start_redis_without_the_binary_is_a_clear_error():
         start_redis(_free_port(), executable="no-such-redis-server")
 
 
+@pytest.mark.report
 @pytest.mark.slow
 def test_latency_benchmark_reports_every_layout(tmp_path):
     subprocess.run(

@@ -15,8 +15,37 @@ tools/armhf_check.sh runs in a 32-bit ARM userland): they need pytest and the ba
 scipy or hypothesis"""
 
 
+LONGEST_FILES = (
+    "agents/test_dqn.py",
+    "gae/test_rtl.py",
+    "agents/distributed/test_apex_ray.py",
+    "formal/test_checks.py",
+    "agents/test_ppo.py",
+    "test_timing.py",
+    "verilator/test_agents.py",
+    "replay/test_resources.py",
+    "test_packaging.py",
+    "gae/test_driver.py",
+    "test_deadlines.py",
+    "parsa/test_build.py",
+    "verilator/test_equivalence.py",
+    "test_overlay_report.py",
+    "test_benchmark_verilator_speed.py",
+    "gae/test_pe.py",
+    "test_bus_stats.py",
+    "verilator/test_long_sequences.py",
+    "test_docs_extra.py",
+    "verilator/test_cache_integrity.py",
+)
+"""the longest files, longest first (``--durations=0`` summed per file, 2026-12-03, the larger of the file's default
+and ``report`` parts): they are collected first, so the two workers (``--dist loadfile --no-loadscope-reorder`` hands
+out files in collection order) start on them and the short files fill in at the end, instead of one long file keeping
+a worker busy while the other idles"""
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark ``board_smoke`` the cases of :data:`BOARD_SMOKE_FILES` on ``emu`` and those without a backend."""
+    """Mark ``board_smoke`` the cases of :data:`BOARD_SMOKE_FILES` on ``emu`` and those without a backend; move the
+    :data:`LONGEST_FILES` to the front (each file's tests keep their order)."""
     here = Path(__file__).parent
     files = {here / name for name in BOARD_SMOKE_FILES}
     for item in items:
@@ -24,6 +53,8 @@ def pytest_collection_modifyitems(config, items):
         backend = callspec.params.get("overlay") if callspec is not None else None
         if item.path in files and backend in (None, "emu"):
             item.add_marker(pytest.mark.board_smoke)
+    rank = {here / name: index for index, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))  # stable: the rest keep collection order
 
 
 @pytest.fixture(params=BACKENDS)

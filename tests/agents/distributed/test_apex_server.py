@@ -544,10 +544,18 @@ def test_prefetching_sampler_hands_out_batches_requested_one_call_earlier(served
 
 
 class SlowSampleTree(NumpySumTree):
-    """A priority backend whose samples take 0.3 s (requests stay in flight)."""
+    """A priority backend whose samples after the first wait for ``release`` (requests stay in flight until the
+    test says so, however loaded the machine)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity)
+        self.release = threading.Event()
+        self.calls = 0
 
     def sample(self, n, beta):
-        time.sleep(0.3)
+        self.calls += 1
+        if self.calls > 1:
+            self.release.wait(timeout=60)
         return super().sample(n, beta)
 
 
@@ -556,15 +564,17 @@ def test_prefetching_sampler_survives_its_client_reopening_the_channel():
     serves the next batch through the client instead of failing."""
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler
 
-    replay = ReplayServer(64, OBS, SlowSampleTree(64))
+    tree = SlowSampleTree(64)
+    replay = ReplayServer(64, OBS, tree)
     server, port = serve(replay, "127.0.0.1:0")
     client = ReplayClient(f"127.0.0.1:{port}", retry_s=5.0)
     try:
         client.push(make_batch(0, 64), np.ones(64))
         replay.flush()
         sampler = PrefetchingSampler(client, 8, depth=1)
-        check_rows(sampler.sample(0.4))  # and the next one requested: in flight for 0.3 s
+        check_rows(sampler.sample(0.4))  # and the next one requested: in flight until released
         client._connect()  # what a call failing with UNAVAILABLE does
+        tree.release.set()
         check_rows(sampler.sample(0.4))
         assert sampler.fallbacks == 1
         sampler.cancel()

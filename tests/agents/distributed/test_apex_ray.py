@@ -136,7 +136,7 @@ def test_training_survives_a_killed_actor_replay_server_and_learner(local_ray, t
     stats = summary["replay_stats"]
     assert stats["restored"]["checkpoint"] or stats["restored"]["log_records"] > 0  # restored from its directory
     assert stats["sample_calls"] > 0 and stats["size"] >= 100  # the learner reconnected and sampled again
-    assert time.perf_counter() - start < 150
+    assert time.perf_counter() - start < 300  # a hang detector (retries give up after 60 s): 189 s seen under 3x load
 
 
 def test_the_learner_keeps_to_its_updates_per_insert(local_ray, tmp_path):
@@ -256,12 +256,14 @@ def test_apex_learns_cartpole_on_emu(tmp_path):
 
     The budget is wall-clock (the rate limiter makes learning per update machine-independent, not updates per
     second): seeds 0-4 solved after 7,200-25,400 updates; a CI machine ran ~56 updates/s, and one CI run stood at
-    446.1 after 23,600 updates when a 420 s budget ran out, so the budget is 600 s (~33,000 updates there).
+    446.1 after 23,600 updates when a 420 s budget ran out, and one at 330 after 15,000 updates in 600 s while the
+    report rung shared the machine with the armhf rung's qemu, so the budget is 1,200 s (~33,000 updates at half that
+    pace); a solved run stops at once, so the budget costs nothing when the machine is idle.
     """
     if ray.is_initialized():
         ray.shutdown()
     summary = apex.train(
-        apex.Args(out_dir=str(tmp_path), num_actors=2, backend="emu", max_seconds=600.0, progress=False)
+        apex.Args(out_dir=str(tmp_path), num_actors=2, backend="emu", max_seconds=1200.0, progress=False)
     )
     print({k: summary[k] for k in ("solved", "updates", "actor_steps", "wall_time_s", "eval_mean_return")})
     assert summary["solved"] and summary["eval_mean_return"] >= 450.0

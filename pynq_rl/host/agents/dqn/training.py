@@ -325,18 +325,17 @@ def train(args: Args, replay: PriorityBackend | None = None) -> dict[str, Any]:
 # The phases of train(), in the order the loop runs them
 # ---------------------------------------------------------------------------------------------------------------------
 def _make_envs(args: Args, seed: int, stack: contextlib.ExitStack) -> gym.vector.VectorEnv:
-    """``num_envs`` environments (closed when ``stack`` unwinds); DQN needs a ``Discrete`` action space."""
+    """``num_envs`` environments (closed when ``stack`` unwinds; :func:`_make_learner`, next, refuses an action
+    space that is not ``Discrete``)."""
     envs = make_envs([make_env(args.env_id) for _ in range(args.num_envs)], seed=seed)
     stack.callback(envs.close)
-    if not isinstance(envs.single_action_space, gym.spaces.Discrete):
-        raise ValueError(f"only discrete action spaces are supported, not {envs.single_action_space!r}")
     return envs
 
 
 def _make_learner(args: Args, envs: gym.vector.VectorEnv, rng: np.random.Generator) -> QLearner:
     """The online and target Q-networks with their optimizer, either network backend."""
     n_obs = int(np.prod(space_shape(envs.single_observation_space)))
-    n_actions = discrete_actions(envs.single_action_space)  # Discrete: _make_envs checked
+    n_actions = discrete_actions(envs.single_action_space)  # ValueError for any other action space
     return make_q_learner(resolved_nn(args.nn), n_obs, n_actions, tuple(args.hidden_sizes), args.learning_rate, rng)
 
 

@@ -500,10 +500,13 @@ def _play(env: gym.Env, learner: SarsaLearner, key: int, seed: int | None) -> tu
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ep_return, ep_length, terminated = run_episode(env, learner, key, seed=seed)
+    saturated = 0
     for w in caught:
-        if w.category.__name__ != "ParsaSaturationWarning":
+        if w.category.__name__ == "ParsaSaturationWarning":
+            saturated += 1
+        else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return ep_return, ep_length, terminated, sum(1 for w in caught if w.category.__name__ == "ParsaSaturationWarning")
+    return ep_return, ep_length, terminated, saturated
 
 
 def _metrics(

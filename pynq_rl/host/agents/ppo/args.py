@@ -2,8 +2,8 @@
 defaults :func:`args_for` applies to ``Box`` action spaces, and :func:`check_args`, which refuses bad values before any
 environment or overlay is built.
 
-Apart from :mod:`.training` (which re-exports all of it) so that the command line can list PPO's options, and check
-them, without importing the training loop.
+A module apart from the training loop (``ppo/training.py``; the ``ppo`` package re-exports both) so that the command
+line can list PPO's options, and check them, without importing the training loop.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ __all__ = [
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 #: Small builds of each core for the ``rtl`` backend (MyHDL elaborates and simulates slowly, ~5k cycles/s).
-RTL_CORES: dict[str, object] = {
+RTL_CORES: dict[str, S.CoreSpec] = {
     "gae": S.GaeSpec(lanes=2, t_max=16),
     "replay": S.ReplaySpec(k=4, levels=3, leaf=S.QFormat(12, 6, signed=False)),
     "parsa": S.ParsaSpec(max_dims=4, max_actions=3, workers=2, tiles_per_worker=64, max_tilings=8, keys=4),

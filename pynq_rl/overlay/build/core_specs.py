@@ -1,38 +1,19 @@
-"""A core slot's spec, typed: what the build tools read of ``CoreSlot.spec``.
+"""Narrowing a core spec to the one core it must be: what the build tools that handle one kind of core read.
 
-:class:`~pynq_rl.overlay.spec.CoreSlot` declares its ``spec`` as ``object`` (it holds a GaeSpec, a ReplaySpec or
-a ParsaSpec). The build modules read attributes of it, so they take it through :func:`core_spec` (any of the three,
-:data:`CoreSpec`: what every core spec has, ``stream_bytes`` and ``parameter_registers()``) or :func:`slot_spec`
-(the one a slot of that core holds), which check the type instead of assuming it; :func:`spec_as` does the same for
-a spec held elsewhere.
+:class:`~pynq_rl.overlay.spec.CoreSlot` holds any core's spec (:data:`~pynq_rl.overlay.spec.CoreSpec`); a report
+that builds only the GAE PE, or only the replay tree, takes it through :func:`slot_spec` (the spec a slot of that
+core holds) or :func:`spec_as` (a spec held elsewhere), which check the type instead of assuming it.
 """
 
 from __future__ import annotations
 
-from typing import TypeAlias, TypeVar
+from typing import TypeVar
 
 from .. import spec as S
 
-__all__ = ["CoreSpec", "core_spec", "slot_spec", "spec_as"]
-
-CoreSpec: TypeAlias = S.GaeSpec | S.ReplaySpec | S.ParsaSpec
-"""the spec of any core"""
+__all__ = ["slot_spec", "spec_as"]
 
 SpecT = TypeVar("SpecT", S.GaeSpec, S.ReplaySpec, S.ParsaSpec)
-
-
-def core_spec(slot: S.CoreSlot) -> CoreSpec:
-    """``slot.spec``, a GaeSpec, ReplaySpec or ParsaSpec.
-
-    Raises
-    ------
-    TypeError
-        If it is none of them.
-    """
-    spec = slot.spec
-    if not isinstance(spec, (S.GaeSpec, S.ReplaySpec, S.ParsaSpec)):
-        raise TypeError(f"core slot {slot.name!r} holds a {type(spec).__name__}, not a core spec")
-    return spec
 
 
 def slot_spec(slot: S.CoreSlot, kind: type[SpecT]) -> SpecT:

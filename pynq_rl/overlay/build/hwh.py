@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import spec as S
-from . import core_specs
 
 __all__ = ["hwh_text", "write_overlay_files", "OVERLAY_STEM"]
 
@@ -154,7 +153,7 @@ def hwh_text(board: S.BoardSpec) -> str:
 
     for slot in board.cores:
         core_instance, dma_instance = f"{slot.name}_core", f"{slot.name}_dma"
-        stream_bits = core_specs.core_spec(slot).stream_bytes * 8
+        stream_bits = slot.spec.stream_bytes * 8
         for instance, offset, interface in (
             (core_instance, slot.core_offset, "s_axi_control"),
             (dma_instance, slot.dma_offset, "S_AXI_LITE"),

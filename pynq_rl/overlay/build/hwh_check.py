@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import spec as S
-from .core_specs import core_spec
 
 __all__ = [
     "ps_names",
@@ -81,7 +80,7 @@ def dma_config(board: S.BoardSpec, slot: S.CoreSlot) -> dict[str, object]:
 
     The names are the IP's own (lower case), the ones the ``.hwh`` reports and :mod:`.hwh` emulates.
     """
-    bits = 8 * core_spec(slot).stream_bytes
+    bits = 8 * slot.spec.stream_bytes
     return {
         "c_include_sg": 0,
         "c_sg_length_width": S.AXI_DMA_LENGTH_WIDTH,

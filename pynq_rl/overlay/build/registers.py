@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import spec as S
-from .core_specs import core_spec
 
 __all__ = ["markdown", "c_header", "write_exports", "stale_exports", "main", "DEFAULT_OUT", "EXPORTS"]
 
@@ -69,7 +68,7 @@ def _build_values(core: str) -> dict[str, dict[str, int]]:
     for board in S.BOARDS.values():
         for slot in board.cores:
             if slot.name == core:
-                for name, value in core_spec(slot).parameter_registers().items():
+                for name, value in slot.spec.parameter_registers().items():
                     if name != "ID":
                         values.setdefault(name, {})[board.name] = value
     return values
@@ -201,7 +200,7 @@ def c_header() -> str:
             table = S.CORE_REGISTERS[slot.name]
             lines += [
                 _define(_c_name(board.name, slot.name, name), f"{_value(table[name], value)}u")
-                for name, value in core_spec(slot).parameter_registers().items()
+                for name, value in slot.spec.parameter_registers().items()
                 if name != "ID"
             ]
     for core, table in S.CORE_REGISTERS.items():

@@ -64,7 +64,7 @@ from pathlib import Path
 
 from .. import spec as S
 from . import provenance
-from .core_specs import CoreSpec, core_spec, spec_as
+from .core_specs import spec_as
 from .gae_report import convert_pe, loop_registers, pe_module_name
 from .postroute import simulate_core_routed, simulate_pe_routed, simulate_replay_routed
 from .timing_ecp5 import (
@@ -154,7 +154,7 @@ class TimingBuild:
     kind: str
     """``pe`` (:func:`.gae_report.pe_unit`), ``pe+powers`` (:func:`.gae_report.pe_with_powers`) or ``core``
     (the AXI top)"""
-    spec: CoreSpec
+    spec: S.CoreSpec
     """the core's spec dataclass (a GaeSpec for the PE builds)"""
     label: str
     """what the build is (``Pynq-Z2 build``, ``test build (tests/common/boards.py)``)"""
@@ -209,7 +209,7 @@ def plan(quick: bool = False) -> list[TimingBuild]:
         TimingBuild("gae", "core", TEST_GAE_RTL, "test build (tests/common/boards.py)"),
     ]
     builds += [
-        TimingBuild(name, "core", core_spec(pynq_z2.slot(name)), "Pynq-Z2 build") for name in ("parsa", "replay", "gae")
+        TimingBuild(name, "core", pynq_z2.slot(name).spec, "Pynq-Z2 build") for name in ("parsa", "replay", "gae")
     ]
     return builds
 
@@ -221,7 +221,7 @@ def reduced(build: TimingBuild, why: str = "reduced to fit the ECP5-85") -> Timi
     spec = build.spec  # the spec of build.core
     if build.kind != "core":
         return None
-    smaller: CoreSpec
+    smaller: S.CoreSpec
     if isinstance(spec, S.GaeSpec) and spec.lanes > 1:
         smaller = dataclasses.replace(spec, lanes=spec.lanes // 2)
     elif isinstance(spec, S.ReplaySpec) and spec.levels > 2:

@@ -45,7 +45,6 @@ from pathlib import Path
 
 from .. import spec as S
 from . import verilator_tool
-from .core_specs import core_spec
 from .hwh import OVERLAY_STEM
 from .hwh_check import HwhMismatch, PlClock, check_hwh, dma_config, pl_clock, ps_names
 from .layout import BD_NAME, BITSTREAM_DIR, BUILD_DIR, DEFAULT_OUT, PROCS_TCL, BoardPaths, board_dir_name, paths
@@ -134,7 +133,7 @@ def hp_port_width(board: S.BoardSpec) -> int:
     bandwidth is then the port's (width x ``fclk_mhz``), which bounds every DMA behind the port anyway.
     """
     widths = HP_PORT_WIDTHS[board.arch]
-    widest = max(8 * core_spec(slot).stream_bytes for slot in board.cores)
+    widest = max(8 * slot.spec.stream_bytes for slot in board.cores)
     return next((width for width in widths if width >= widest), widths[-1])
 
 
@@ -296,7 +295,7 @@ def bd_tcl(board: S.BoardSpec, out: str | os.PathLike = DEFAULT_OUT, board_repo:
     resets = []
     for i, slot in enumerate(board.cores):
         vlnv = S.CORE_VLNVS[slot.name]
-        stream_bytes = core_spec(slot).stream_bytes
+        stream_bytes = slot.spec.stream_bytes
         lines += [
             "",
             f"# {slot.name}: {slot.name}/core ({vlnv}) + {slot.name}/dma, {8 * stream_bytes}-bit streams",

@@ -44,6 +44,7 @@ from .boards import (
     URAM288_BITS,
     BoardSpec,
     CoreSlot,
+    CoreSpec,
     board,
     part_uram_min_bits,
 )
@@ -145,6 +146,7 @@ __all__ = [
     "URAM288_BITS",
     "part_uram_min_bits",
     "CoreSlot",
+    "CoreSpec",
     "BoardSpec",
     "BOARDS",
     "DEFAULT_BOARD",

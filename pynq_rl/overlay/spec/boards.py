@@ -13,11 +13,15 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import TypeAlias
 
 from .gae import GAE_MAGIC, GAE_REGISTERS, GAE_VLNV, GaeMode, GaeSpec
 from .parsa import PARSA_MAGIC, PARSA_REGISTERS, PARSA_VLNV, ParsaMode, ParsaSpec
 from .registers import READ_WRITE, _register, check_register_table
 from .replay import REPLAY_MAGIC, REPLAY_REGISTERS, REPLAY_VLNV, ReplayMode, ReplaySpec
+
+CoreSpec: TypeAlias = GaeSpec | ReplaySpec | ParsaSpec
+"""the build parameters of any core (what a :class:`CoreSlot` holds)"""
 
 #: UltraRAM blocks (URAM288) of the supported parts that have any, by device (the part name before its package):
 #: UltraScale+ only, and not every UltraScale+ part (DS891). Parts not listed have none.
@@ -42,7 +46,7 @@ class CoreSlot:
 
     name: str
     """hierarchy name; the core is ``ol.<name>.core`` and its DMA ``ol.<name>.dma``"""
-    spec: object
+    spec: CoreSpec
     """the core's build parameters (GaeSpec, ReplaySpec or ParsaSpec)"""
     core_offset: int
     """offset of the core's AXI-Lite window from the board's GP base"""

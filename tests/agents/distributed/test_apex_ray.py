@@ -3,6 +3,7 @@ learner, an external replay address, and (slow) learning CartPole-v1 on the emul
 """
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 ray = pytest.importorskip("ray")
 
@@ -145,7 +147,9 @@ def test_the_learner_keeps_to_its_updates_per_insert(local_ray, tmp_path):
     args = small_args(
         tmp_path, num_actors=1, updates_per_insert=0.05, rate_limit_tolerance=5.0, max_updates=150, actor_max_sps=400.0
     )
-    summary = apex.train(args)
+    threads = torch.get_num_threads()
+    summary = apex.train(dataclasses.replace(args, torch_threads=threads + 1))
+    assert torch.get_num_threads() == threads  # torch_threads is the Ray workers'; the caller keeps its own
     assert summary["stop_reason"] == "max_updates" and summary["updates"] == 150
     inserted = summary["replay_stats"]["inserted_transitions"]
     assert summary["updates"] <= 0.05 * (inserted - args.learning_starts) + 5

@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from ..common.rundir import Run
@@ -139,8 +138,7 @@ def train(args: Args, on_progress: Any = None) -> dict[str, Any]:
     ValueError
         Bad arguments.
     """
-    check_args(args)
-    torch.set_num_threads(args.torch_threads)
+    check_args(args)  # torch_threads is the learner's and the actors' (Ray workers): the caller's own is untouched
     obs_shape, _ = env_spaces(args.env_id)
     run = Run(args, METRIC_KEYS, tensorboard=args.tensorboard)
 

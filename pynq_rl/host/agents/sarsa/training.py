@@ -383,8 +383,6 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
 
     env = gym.make(args.env_id)
     try:
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise ValueError(f"only discrete action spaces are supported, not {env.action_space!r}")
         learner = _make_learner(args, env, overlay)
         if resume_state is not None:
             _restore(args, resume_state, learner)
@@ -456,6 +454,7 @@ def train(args: Args, overlay=None) -> dict[str, Any]:
 def _make_learner(args: Args, env: gym.Env, overlay: Any) -> SarsaLearner:
     """The tile coding (``args.tiling``, or the default one for the observation's dimensions) and the learner on
     ``args.backend``; fills in ``args.n_tilings`` and ``args.step_size`` (``alpha`` shared among the tilings)."""
+    n_actions = discrete_actions(env.action_space)  # first: a Box action space is the error to name, not its bounds
     lows, highs = env_bounds(env, args.bounds)
     tiling = (
         load_tiling(args.tiling) if args.tiling else load_tiling(default_tiling(len(lows), args.tilings, args.tiles))
@@ -468,7 +467,7 @@ def _make_learner(args: Args, env: gym.Env, overlay: Any) -> SarsaLearner:
         return make_learner(
             args.backend,
             tiling,
-            discrete_actions(env.action_space),
+            n_actions,
             (lows, highs),
             args.step_size,
             args.gamma,

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,22 @@ def test_train_dqn_resumes_from_its_checkpoint(tmp_path, capsys):
     assert main([*argv, "--resume", run_dir]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["start_step"], summary["global_step"]) == (300, 400)
+
+
+def test_resume_and_eval_of_a_run_directory_find_a_checkpoint_saved_elsewhere(tmp_path, capsys):
+    """``--checkpoint-path`` puts the checkpoint outside the run directory; the run's args.json names it, and both
+    ``--resume RUN_DIR`` and ``pynq-rl eval RUN_DIR`` read it from there."""
+    elsewhere = tmp_path / "kept" / "dqn.npz"
+    elsewhere.parent.mkdir()
+    argv = ["train", "dqn", "--backend", "host", "--out", str(tmp_path / "runs"), "--no-progress"]
+    assert main([*argv, "--steps", "200", "--checkpoint-path", str(elsewhere)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["checkpoint"] == str(elsewhere) and not (Path(first["run_dir"]) / "checkpoint.npz").exists()
+    assert main([*argv, "--steps", "300", "--resume", first["run_dir"], "--no-save-checkpoint"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert (resumed["start_step"], resumed["global_step"]) == (200, 300)
+    assert main(["eval", first["run_dir"], "--episodes", "1", "--backend", "host"]) == 0
+    assert json.loads(capsys.readouterr().out)["checkpoint"] == str(elsewhere)
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import errno
 import importlib.util
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ import gymnasium as gym
 import numpy as np
 
 from .common.bounds import COUNT_MAX, check_bounds, count
-from .common.checkpoints import checkpoint_agent, load_checkpoint
+from .common.checkpoints import checkpoint_agent, load_checkpoint, run_checkpoint
 from .common.checks import FieldValueError, check_backend, check_env_id
 from .common.envs import discrete_actions, normalized_observations, space_shape
 from .common.run import linear_schedule, seed_everything
@@ -149,16 +148,11 @@ def find_checkpoint(source: str | os.PathLike) -> str:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
     if not os.path.isdir(path):
         return path
-    args_file = os.path.join(path, "args.json")
-    if not os.path.isfile(args_file):
+    if not os.path.isfile(os.path.join(path, "args.json")):
         raise ValueError(f"{path!r} is not a run directory (it has no args.json) nor a checkpoint")
-    checkpoint = os.path.join(path, "checkpoint.npz")
-    if os.path.isfile(checkpoint):
+    checkpoint = run_checkpoint(path)
+    if checkpoint is not None:
         return checkpoint
-    with open(args_file, encoding="utf-8") as f:
-        elsewhere = json.load(f).get("checkpoint_path")
-    if elsewhere and os.path.isfile(elsewhere):
-        return elsewhere
     raise ValueError(f"run directory {path!r} has no checkpoint.npz (was it trained with --no-save-checkpoint?)")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint", "checkpoint_agent"]
+__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint", "checkpoint_agent", "run_checkpoint"]
 
 CHECKPOINT_FORMAT = 2
 """version of the checkpoint layout (1 was a torch pickle)"""
@@ -172,3 +172,21 @@ def load_checkpoint(path: str | os.PathLike, agent: str) -> dict[str, Any]:
         if found != (agent, CHECKPOINT_FORMAT):
             raise ValueError(f"it holds agent {found[0]!r}, format {found[1]!r}")
         return _join(header["state"], archive)
+
+
+def run_checkpoint(run_dir: str | os.PathLike) -> str | None:
+    """The checkpoint a run directory's run saved: its ``checkpoint.npz``, else the ``checkpoint_path`` its
+    ``args.json`` names (``--checkpoint-path`` put it elsewhere); None if neither exists.
+
+    The one place that knows where a run keeps its checkpoint, so that ``--resume RUN_DIR`` and
+    ``pynq-rl eval RUN_DIR`` find the same file.
+    """
+    checkpoint = os.path.join(run_dir, "checkpoint.npz")
+    if os.path.isfile(checkpoint):
+        return checkpoint
+    try:
+        with open(os.path.join(run_dir, "args.json"), encoding="utf-8") as f:
+            elsewhere = json.load(f).get("checkpoint_path")
+    except (OSError, ValueError, AttributeError):  # no args.json, or not a run's (not JSON, not an object)
+        return None
+    return elsewhere if isinstance(elsewhere, str) and os.path.isfile(elsewhere) else None

@@ -12,7 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from .checkpoints import load_checkpoint
+from .checkpoints import load_checkpoint, run_checkpoint
 
 __all__ = [
     "BACKENDS",
@@ -100,8 +100,8 @@ def check_out_dir(out_dir: str) -> None:
 
 
 def load_resume(path: str, agent: str) -> dict[str, Any]:
-    """The state of the checkpoint a run resumes from (``resume``): a ``checkpoint.npz``, or a run directory holding
-    one, written by ``agent``.
+    """The state of the checkpoint a run resumes from (``resume``): a ``checkpoint.npz``, or a run directory (its
+    checkpoint, :func:`~.checkpoints.run_checkpoint`), written by ``agent``.
 
     Raises
     ------
@@ -109,8 +109,8 @@ def load_resume(path: str, agent: str) -> dict[str, Any]:
         Naming ``resume`` (the command line says ``--resume``): no such file, a directory without a checkpoint, or
         not a pynq-rl checkpoint of ``agent`` (:func:`~.checkpoints.load_checkpoint` says why).
     """
-    checkpoint = os.path.join(path, "checkpoint.npz") if os.path.isdir(path) else path
-    if not os.path.isfile(checkpoint):
+    checkpoint = run_checkpoint(path) if os.path.isdir(path) else path
+    if checkpoint is None or not os.path.isfile(checkpoint):
         what = "a directory without a checkpoint.npz" if os.path.isdir(path) else "no such file"
         hint = "give a checkpoint.npz or its run directory"
         raise FieldValueError(f"resume {os.fspath(path)!r}: {what} ({hint})", "resume")

@@ -246,10 +246,14 @@ def _without_stats(state, tmp_path):
 # ---------------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", PPO_BACKENDS)
 def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
-    """A few thousand steps of Pendulum-v1 from the CLI (CleanRL's continuous defaults: 2 rollouts of 2048)."""
+    """Two rollouts of Pendulum-v1 from the CLI: CleanRL's continuous defaults (2,048 steps each) on host and emu; on
+    rtl, where every GAE element is a simulated cycle of the Pynq-Z2 build, rollouts of 512 (the same path, a quarter
+    of the simulation)."""
     from pynq_rl.cli import main
 
     extra = ["--raw"] if backend == "host" else ["--reward-norm", "dynamic"]
+    rollout = 512 if backend == "rtl" else 2048
+    extra += ["--num-steps", str(rollout)] if backend == "rtl" else []
     assert (
         main(
             [
@@ -260,7 +264,7 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
                 "--backend",
                 backend,
                 "--steps",
-                "4096",
+                str(2 * rollout),
                 "--nn",
                 "numpy",
                 "--out",
@@ -272,7 +276,7 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
         == 0
     ), capsys.readouterr().err
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["global_step"], summary["iterations"]) == (4096, 2)
+    assert (summary["global_step"], summary["iterations"]) == (2 * rollout, 2)
     assert np.isfinite(summary["mean_return_last20"]) and summary["mean_return_last20"] < 0
     assert os.path.isfile(summary["checkpoint"])
 

@@ -17,30 +17,32 @@ scipy or hypothesis"""
 
 LONGEST_FILES = (
     "agents/test_dqn.py",
-    "gae/test_rtl.py",
-    "agents/distributed/test_apex_ray.py",
     "formal/test_checks.py",
-    "agents/test_ppo.py",
     "test_timing.py",
+    "verilator/test_long_sequences.py",
+    "agents/test_ppo.py",
+    "test_deadlines.py",
+    "agents/distributed/test_apex_ray.py",
+    "agents/test_ppo_continuous.py",
+    "gae/test_rtl.py",
+    "parsa/test_build.py",
+    "test_docs_extra.py",
+    "gae/test_pe.py",
     "verilator/test_agents.py",
     "replay/test_resources.py",
-    "test_packaging.py",
-    "gae/test_driver.py",
-    "test_deadlines.py",
-    "parsa/test_build.py",
-    "verilator/test_equivalence.py",
-    "test_overlay_report.py",
-    "test_benchmark_verilator_speed.py",
-    "gae/test_pe.py",
     "test_bus_stats.py",
-    "verilator/test_long_sequences.py",
-    "test_docs_extra.py",
+    "test_overlay_report.py",
+    "gae/test_verilog.py",
+    "test_packaging.py",
+    "verilator/test_equivalence.py",
+    "test_benchmark_verilator_speed.py",
+    "parsa/test_verilog.py",
     "verilator/test_cache_integrity.py",
 )
-"""the longest files, longest first (``--durations=0`` summed per file, 2026-12-03, the larger of the file's default
-and ``report`` parts): they are collected first, so the two workers (``--dist loadfile --no-loadscope-reorder`` hands
-out files in collection order) start on them and the short files fill in at the end, instead of one long file keeping
-a worker busy while the other idles"""
+"""the longest files, longest first (``--durations`` summed per file in a clean-clone ``.ci/run``, 2026-12-03, the
+larger of the file's default and ``report`` parts): they are collected first, so the two workers (``--dist loadfile
+--no-loadscope-reorder`` hands out files in collection order) start on them and the short files fill in at the end,
+instead of one long file keeping a worker busy while the other idles"""
 
 
 def pytest_collection_modifyitems(config, items):

@@ -108,55 +108,90 @@ def test_duplicate_push_is_acknowledged_not_stored(served):
     assert replay.size() == 20 and replay.stats()["push_duplicates"] == 1
 
 
-class SlowTree(NumpySumTree):
-    """A priority backend whose insertions take ``delay_s`` (a slow core)."""
+class HeldTree(NumpySumTree):
+    """A priority backend whose insertions, once ``hold`` is set, wait for ``release`` (a core that is busy for as
+    long as the test says); ``entered`` is set when the adding thread is inside one."""
 
-    def __init__(self, capacity: int, delay_s: float) -> None:
+    def __init__(self, capacity: int) -> None:
         super().__init__(capacity, seed=0)
-        self.delay_s = delay_s
-        self.slow = False
+        self.hold = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
 
     def update(self, indices, priorities) -> None:
-        if self.slow:
-            time.sleep(self.delay_s)
+        if self.hold:
+            self.entered.set()
+            self.release.wait()
         super().update(indices, priorities)
 
 
+def _wait_until(condition, timeout_s: float = 30.0) -> bool:
+    """Poll ``condition`` every 5 ms until it holds (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _release_when(tree: HeldTree, condition) -> threading.Thread:
+    """A thread that releases ``tree``'s held insertions once ``condition`` holds (or after :func:`_wait_until`'s
+    timeout, so that a failing test ends)."""
+
+    def watch() -> None:
+        _wait_until(condition)
+        tree.release.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
 def test_backpressure_bounded_queue_and_pushes_do_not_wait_for_insertion():
-    tree = SlowTree(1024, delay_s=0.3)
+    """The adding thread is held inside an insertion (a busy core) for the whole burst: a batch stays queued until it is
+    inserted, so with a queue of two the batch being inserted and one more are accepted and the next three pushes are
+    refused, each at once."""
+    tree = HeldTree(1024)
     replay = ReplayServer(1024, OBS, tree, queue_batches=2)
     server, port = serve(replay, "127.0.0.1:0", push_timeout_s=0.0)
+    watchdog = threading.Timer(30.0, tree.release.set)  # a push that waited for the insertion would return only now
     try:
         replay.push(make_batch(0, 8), np.ones(8))
         replay.flush()
-        tree.slow = True
-        accepted, rejected, push_times = [], 0, []
-        for k in range(1, 6):
-            t0 = time.perf_counter()
+        tree.hold = True
+        watchdog.start()
+        replay.push(make_batch(8, 8), np.ones(8), timeout_s=0.0)
+        assert tree.entered.wait(10.0), "the adding thread never took the batch"
+        accepted, refused = [1], 0
+        for k in range(2, 6):
             try:
                 replay.push(make_batch(8 * k, 8), np.ones(8), timeout_s=0.0)
                 accepted.append(k)
             except Backpressure as error:
                 assert re.match(r"^replay (insertion queue full \(2 batches\)|server busy)", str(error))
-                rejected += 1
-            push_times.append(time.perf_counter() - t0)
-        # the adding thread holds one batch and the queue at most 2: at least 2 of the 5 pushes were refused
-        assert 2 <= len(accepted) <= 3 and rejected == 5 - len(accepted)
-        assert max(push_times) < 0.25  # an accepted push never waited for a 0.3 s insertion
-        assert replay.stats()["queued_batches"] <= 2
+                refused += 1
+        assert not tree.release.is_set(), "a push waited for the held insertion (released by the watchdog)"
+        assert accepted == [1, 2] and refused == 3
+        assert replay.stats()["queued_batches"] == 2
         # over gRPC the refusal is RESOURCE_EXHAUSTED, retried by the client until its budget runs out
         client = ReplayClient(f"127.0.0.1:{port}", retry_s=0.05)
         with pytest.raises(ReplayUnavailable, match="RESOURCE_EXHAUSTED: replay insertion queue full"):
             client.push(make_batch(100, 8), np.ones(8))
         # a patient client gets through once the queue drains: back-pressure slows it down, nothing is lost
-        patient = ReplayClient(f"127.0.0.1:{port}", retry_s=10.0)
+        patient = ReplayClient(f"127.0.0.1:{port}", retry_s=30.0)
+        refused = replay.stats()["push_rejected"]
+        watcher = _release_when(tree, lambda: replay.stats()["push_rejected"] > refused)  # the patient's first try
         assert patient.push(make_batch(200, 8), np.ones(8))["accepted"] == 8
+        watcher.join()
         replay.flush(timeout_s=10)
         assert replay.size() == 8 * (2 + len(accepted))
         assert patient.retries > 0
         client.close()
         patient.close()
     finally:
+        watchdog.cancel()
+        tree.release.set()
         server.stop(0).wait()
         replay.close()
 
@@ -164,33 +199,36 @@ def test_backpressure_bounded_queue_and_pushes_do_not_wait_for_insertion():
 def test_an_actor_opening_its_session_during_a_long_checkpoint_waits_it_out(tmp_path):
     """A checkpoint holds the push lock while it drains the queue and writes its file (on a loaded CI machine once
     longer than a call's deadline, and an Ape-X actor's first push died on it): issuing an id waits a bounded time
-    and answers "busy", and the actor's client retries until the checkpoint is done instead of failing the run."""
-    tree = SlowTree(1024, delay_s=0.6)
+    and answers "busy", and the actor's client retries until the checkpoint is done instead of failing the run. The
+    insertions are held until the actor's client has retried, so the checkpoint lasts exactly that long."""
+    tree = HeldTree(1024)
     replay = ReplayServer(1024, OBS, tree, checkpoint_dir=tmp_path)
     server, port = serve(replay, "127.0.0.1:0", push_timeout_s=0.1)
+    actor = ReplayClient(f"127.0.0.1:{port}", actor=True, timeout_s=0.3, retry_s=20.0)
     try:
         replay.push(make_batch(0, 8), np.ones(8))
         replay.flush()
-        tree.slow = True
-        for k in range(1, 3):  # inserted one after the other (0.6 s each) while the checkpoint waits for the queue
+        tree.hold = True
+        for k in range(1, 3):  # queued behind the held insertion, which the checkpoint waits for
             replay.push(make_batch(8 * k, 8), np.ones(8))
-            time.sleep(0.05)
+        assert tree.entered.wait(10.0), "the adding thread never took a batch"
         checkpoint = threading.Thread(target=replay.checkpoint)
         checkpoint.start()
-        time.sleep(0.1)
+        assert _wait_until(replay._push_lock.locked), "the checkpoint never took the push lock"
         busy = r"^replay server busy \(checkpointing or 64 batches queued\) for 0.1 s: no actor id issued$"
         with pytest.raises(Backpressure, match=busy):
             replay.open_session(timeout_s=0.1)
-        actor = ReplayClient(f"127.0.0.1:{port}", actor=True, timeout_s=0.3, retry_s=20.0)
-        t0 = time.perf_counter()
+        watcher = _release_when(tree, lambda: actor.retries > 0)
         assert actor.push(make_batch(100, 8), np.ones(8))["accepted"] == 8
-        assert actor.retries > 0 and time.perf_counter() - t0 > 0.3  # it waited the checkpoint out
+        watcher.join()
+        assert actor.retries > 0  # it waited the checkpoint out
         checkpoint.join(timeout=20)
         assert replay.stats()["checkpoints"] == 1
         replay.flush(timeout_s=10)
         assert replay.size() == 32
-        actor.close()
     finally:
+        tree.release.set()
+        actor.close()
         server.stop(0).wait()
         replay.close()
 

@@ -204,6 +204,7 @@ def test_board_backend_cannot_count():
             pass
 
 
+@pytest.mark.report  # the benchmark that writes benchmarks/results/bus_costs.md, on every backend here
 def test_benchmark_writes_its_table(tmp_path):
     backends = "emu" if verilator_missing() else "emu,verilator"
     done = subprocess.run(

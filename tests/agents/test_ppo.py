@@ -536,5 +536,6 @@ def test_cli_ppo_with_gae_on_the_emulated_core_solves_cartpole(tmp_path, capsys)
         == 0
     )
     summary = json.loads(capsys.readouterr().out)
-    assert summary["global_step"] >= 290_000
-    assert summary["mean_return_last20"] >= 450
+    assert summary["global_step"] == 299_008  # 292 rollouts of 8 envs x 128 steps
+    # CartPole-v1's reward threshold; the verilated core runs the same episodes (tests/verilator/test_agents.py)
+    assert summary["mean_return_last20"] >= 475

@@ -252,8 +252,10 @@ def test_cli_trains_pendulum_on_every_backend(backend, tmp_path, capsys):
     from pynq_rl.cli import main
 
     extra = ["--raw"] if backend == "host" else ["--reward-norm", "dynamic"]
-    rollout = 512 if backend == "rtl" else 2048
-    extra += ["--num-steps", str(rollout)] if backend == "rtl" else []
+    rollout = 2048  # CleanRL's continuous default, which args_for gives a Box action space
+    if backend == "rtl":
+        rollout = 512
+        extra += ["--num-steps", str(rollout)]
     assert (
         main(
             [

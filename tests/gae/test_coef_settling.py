@@ -29,7 +29,6 @@ from myhdl import ResetSignal, Signal, Simulation, block, intbv
 from pynq_rl.host.backends.gae_ip import GaeCoreIP
 from pynq_rl.host.backends.rtl import CLOCK_PERIOD, RtlCoreIP, clock_source
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.hdl.common.elaborate import elaborate
 from pynq_rl.overlay.hdl.gae.core import CoreConfig, gae_core
 from pynq_rl.overlay.models import gae as model
 from tests.gae.test_rtl import operation, run_operation
@@ -72,7 +71,7 @@ class _CoreBench:
             self.s_tlast,
             self.m_tready,
         )
-        self.sim = Simulation(elaborate(_bench, spec, self.cfg, ports, self.clock, self.reset))
+        self.sim = Simulation(_bench(spec, self.cfg, ports, self.clock, self.reset))
         for _ in range(3):
             self.tick()
         self.reset.next = 1

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from myhdl import Signal, StopSimulation, always, block, delay, instance, intbv
 
 from pynq_rl.overlay.build.gae_report import pe_with_powers
-from pynq_rl.overlay.hdl.common.elaborate import elaborate
 from pynq_rl.overlay.hdl.gae.pe import PE_LATENCY
 from pynq_rl.overlay.models.gae import gae_fixed
 from pynq_rl.overlay.spec import GaeSpec
@@ -77,7 +76,7 @@ def simulate_pe(
 
         return dut, tick, drive, collect
 
-    elaborate(bench).run_sim(quiet=1)  # elaborated on a shallow stack: MyHDL inspects every frame
+    bench().run_sim(quiet=1)
     return outputs
 
 

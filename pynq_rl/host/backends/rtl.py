@@ -19,7 +19,6 @@ import numpy as np
 from myhdl import ResetSignal, Signal, Simulation, block, delay, instance, traceSignals
 
 from ...overlay import spec as S
-from ...overlay.hdl.common.elaborate import elaborate
 from ...overlay.hdl.top import CORE_TOPS
 from .clocked import ClockedDevice
 from .regfile import RegisterFile
@@ -63,7 +62,7 @@ class RtlSimulation:
         self.cycle = 0
         self._settled = 0  # time units run since the last falling edge (see settle)
         self.ended: str | None = None
-        system = elaborate(_system, board_spec, self.ports, self.clock, self.reset)
+        system = _system(board_spec, self.ports, self.clock, self.reset)
         if vcd:
             path = Path(vcd)
             traceSignals.directory = str(path.parent or ".")

@@ -22,7 +22,6 @@ from myhdl import ResetSignal, Signal
 
 from .. import spec as S
 from ..hdl.common.bram import URAM_SUFFIX
-from ..hdl.common.elaborate import elaborate
 from ..hdl.top import CORE_TOPS
 from . import verilator_tool
 
@@ -131,18 +130,14 @@ def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_w
     """Convert the MyHDL block ``build(*args)`` to ``<out_dir>/<name>.v`` (``initial_values=True``, no testbench,
     UltraRAM memories marked by :func:`mark_uram`); return the path. Warnings matching a regular expression of
     ``expected_warnings`` are silenced.
-
-    Elaboration and conversion both run through :func:`.elaborate`: ``Block.convert`` elaborates the design a second
-    time (MyHDL's ``_clear`` calls the block function again), so a conversion on the caller's stack pays MyHDL's
-    per-instance ``inspect.stack()`` for every frame above it.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    top = elaborate(build, *args)
+    top = build(*args)
     with warnings.catch_warnings():
         for message in expected_warnings:
             warnings.filterwarnings("ignore", message=message)
-        elaborate(top.convert, hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
+        top.convert(hdl="Verilog", path=str(out_dir), name=name, initial_values=True, testbench=False)
     path = out_dir / f"{name}.v"
     text, marked = mark_uram(path.read_text())
     if marked:

@@ -3,15 +3,12 @@ reads are those of ``inspect.stack()``, and a design converts to the same Verilo
 
 import inspect
 import sys
-from pathlib import Path
 
 import myhdl
-from myhdl import Signal, always_comb, always_seq, block, intbv
 
 import pynq_rl.overlay.hdl  # noqa: F401  (installs the frame walk)
-from pynq_rl.overlay.build.verilog import convert_block
 from pynq_rl.overlay.hdl.common import myhdl_stack
-from pynq_rl.overlay.hdl.common.mux import mux_tree
+from tests.common.small_design import converted_text
 
 
 def _fields(records) -> list[tuple]:
@@ -47,54 +44,12 @@ def test_records_match_inspect_stack_from_a_function_and_a_list_comprehension():
     assert _fields(ours) == _fields(theirs)
 
 
-@block
-def _registered_mux(q, a, b, c, d, e, sel, clock, reset):
-    """A mux tree (blocks made in loops), blocks made in a list comprehension and a clocked process: every way the
-    cores make instances."""
-    inputs = [a, b, c, d, e]
-    picked = Signal(intbv(0)[8:])
-    inverted = [Signal(intbv(0)[8:]) for _ in inputs]
-
-    @block
-    def invert(y, a):
-        @always_comb
-        def logic():
-            y.next = ~a
-
-        return logic
-
-    inverters = [invert(y, a) for y, a in zip(inverted, inputs)]
-    tree = mux_tree(picked, inverted, sel)
-
-    @always_seq(clock.posedge, reset=reset)
-    def register():
-        q.next = picked
-
-    return inverters, tree, register
-
-
-def _convert(out_dir: Path, monkeypatch) -> str:
-    """The design's Verilog without the header lines naming the file and the date. MyHDL keeps the names it gave
-    instances in process-wide sets and numbers a name it has seen before, so each conversion starts from empty ones."""
-    monkeypatch.setattr(myhdl._block, "_inst_name_set", set())
-    monkeypatch.setattr(myhdl._block, "_name_set", set())
-    ports = (
-        Signal(intbv(0)[8:]),
-        *(Signal(intbv(0)[8:]) for _ in range(5)),
-        Signal(intbv(0)[3:]),
-        Signal(bool(0)),
-        myhdl.ResetSignal(0, active=0, isasync=False),
-    )
-    text = convert_block(_registered_mux, ports, out_dir, "registered_mux").read_text()
-    return "\n".join(line for line in text.splitlines() if not line.startswith(("// File:", "// Date:")))
-
-
 def test_a_design_converts_to_the_same_verilog_with_either_stack(tmp_path, monkeypatch):
-    walked = _convert(tmp_path / "walked", monkeypatch)
+    walked = converted_text(tmp_path / "walked")
     for name in myhdl_stack.PATCHED_MODULES:
         monkeypatch.setattr(sys.modules[name], "inspect", inspect)
     assert not myhdl_stack.installed()
-    assert _convert(tmp_path / "standard", monkeypatch) == walked
+    assert converted_text(tmp_path / "standard") == walked
     assert "registered_mux" in walked and walked.count("always @(") >= 1
 
 

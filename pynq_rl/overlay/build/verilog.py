@@ -18,6 +18,7 @@ import subprocess
 import warnings
 from pathlib import Path
 
+import myhdl
 from myhdl import ResetSignal, Signal
 
 from .. import spec as S
@@ -133,6 +134,7 @@ def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_w
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    _forget_instance_names()
     top = build(*args)
     with warnings.catch_warnings():
         for message in expected_warnings:
@@ -143,6 +145,21 @@ def convert_block(build, args: tuple, out_dir: str | Path, name: str, expected_w
     if marked:
         path.write_text(text)
     return path
+
+
+def _forget_instance_names() -> None:
+    """Start MyHDL's instance naming afresh, so that a design's Verilog does not depend on what the process built
+    before it.
+
+    MyHDL names an instance after its block and a per-block call count (``mux_tree3``) and keeps every name it gave
+    in process-wide sets, numbering a repeat (``mux_tree3_0``); it resets the counts only after a conversion, never
+    the sets. Left alone, converting a core twice, or after elaborating it for a simulation, gives different
+    instance names each time: the same design, different text, and caches keyed on the text rebuild.
+    """
+    for decorator in myhdl._simulator._blocks:
+        decorator.calls = 0
+    myhdl._block._name_set.clear()
+    myhdl._block._inst_name_set.clear()
 
 
 def convert_core(slot: S.CoreSlot, out_dir: str | Path = DEFAULT_OUT) -> Path:

@@ -30,6 +30,7 @@ def test_port_declarations_and_wrapper():
     assert ".aclk(aclk)" in wrapper and ".x(gae_x)" in wrapper and "gae_aclk" not in wrapper
 
 
+@pytest.mark.report  # three cores synthesized as one netlist: most of a minute
 @needs_yosys
 def test_small_overlay_synthesizes_as_one_netlist(tmp_path):
     """The three cores in one wrapper: every instance resolves (``hierarchy -check``), the flattened netlist has

@@ -143,6 +143,7 @@ def test_every_multiply_of_the_config_check_keeps_a_dsp_pipeline_register(tmp_pa
     assert (result["dsp"], result["dsp_with_mreg_or_preg"]) == (3, 3)
 
 
+@pytest.mark.report  # a whole core's synthesis: a minute and a half
 @needs_yosys
 def test_every_multiply_of_the_pynq_z2_core_keeps_a_dsp_pipeline_register(tmp_path):
     """The Pynq-Z2 ParSa core synthesized alone (as the resource report does): all 39 DSP48E1s use M or P, and no

@@ -16,7 +16,9 @@ the list. The design being simulated is alive (the simulation's arguments hold i
 stays, in creation order; what goes could never be read, reset or waited on again, so simulations behave the same.
 A signal cannot be weakly referenced (``Signal`` has ``__slots__`` without ``__weakref__``), so which are alive is
 found the way the garbage collector finds it: drop the list's references, collect, and keep the signals still
-tracked. A MyHDL release without ``_makeWaiters`` or the list is left as released.
+tracked. A MyHDL release without ``_makeWaiters`` or the list is left as released. Signals MyHDL itself still
+references stay: every elaborated design's memories (lists of signals) are recorded in
+``myhdl._extractHierarchy._memInfoMap``, which MyHDL never empties, so those designs stay alive.
 """
 
 from __future__ import annotations

@@ -114,6 +114,35 @@ def test_a_simulation_prunes_first_once_the_registry_has_grown(monkeypatch):
     assert len(registry) < before + 50  # past it: the dead ones went, before the simulation started
 
 
+@block
+def picked_from_memory(q, sel, memory):
+    """``q`` = ``memory[sel]``: a list of signals, which MyHDL records as a memory when it elaborates."""
+
+    @always_comb
+    def read():
+        q.next = memory[sel]
+
+    return read
+
+
+def _memory_design():
+    memory = [Signal(intbv(i)[8:]) for i in range(4)]
+    return picked_from_memory(Signal(intbv(0)[8:]), Signal(intbv(0, min=0, max=4)), memory), memory
+
+
+def test_the_memories_of_dead_designs_go_and_those_of_live_ones_stay():
+    import myhdl._extractHierarchy as hierarchy
+
+    live, live_memory = _memory_design()
+    dead_memory_ids = [id(_memory_design()[1]) for _ in range(3)]  # elaborated, then dropped
+    myhdl_signals.forget_dead_signals()
+    recorded = {id(record.mem) for record in hierarchy._memInfoMap.values()}
+    assert id(live_memory) in recorded and hierarchy._isMem(live_memory)
+    assert hierarchy._getMemInfo(live_memory) is live.memdict["memory"]
+    assert _registered(live_memory) == sorted(_registered(live_memory)) and -1 not in _registered(live_memory)
+    assert len(recorded & set(dead_memory_ids)) == 0  # their records went, and with them their signals
+
+
 def test_a_myhdl_without_the_registry_hook_is_left_alone(monkeypatch):
     monkeypatch.delattr(myhdl._Simulation, "_makeWaiters")
     assert myhdl_signals.install() is False

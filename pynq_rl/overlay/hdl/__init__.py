@@ -7,8 +7,8 @@ the simulations are the same with or without them):
   every frame on the stack at every instance, which made elaboration and conversion cost a multiple of the design's
   size times the caller's stack depth (the Pynq-Z2 GAE core's conversion spent 31 of its 35 s there);
 - its registry of signals keeps only the live ones (:mod:`.common.myhdl_signals`): MyHDL walks every signal ever
-  made at the start and end of each simulation, so dead signals slowed every later simulation (signals MyHDL's
-  memory table still holds stay alive, see the module).
+  made at the start and end of each simulation and keeps every memory of every design it elaborated alive, so a
+  process that had elaborated the full-size cores ran a small simulation ten times slower or more.
 """
 
 from .common import myhdl_signals, myhdl_stack

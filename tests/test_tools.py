@@ -1,4 +1,5 @@
-"""The board rungs' scripts in tools/: they parse, and tools/armhf_check.sh refuses to run without root."""
+"""The board rungs' scripts in tools/: they parse, tools/armhf_check.sh refuses to run without root, and
+tools/rllib_check.sh runs its tests only in a venv built before."""
 
 import os
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
-SCRIPTS = ["armhf_check.sh", "pynq_compat_check.sh", "build_wheel.sh"]
+SCRIPTS = ["armhf_check.sh", "pynq_compat_check.sh", "rllib_check.sh", "build_wheel.sh"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -30,3 +31,17 @@ def test_armhf_check_refuses_without_root():
     assert result.returncode == 2
     assert re.match(r"^error: tools/armhf_check\.sh must run as root \(", result.stderr)
     assert result.stdout == ""
+
+
+def test_rllib_check_names_its_stages(tmp_path):
+    """.ci/run builds RLlib's venv in the background and runs its tests later: a stage it does not know, or the tests
+    without the venv, stop at once with what to do, before anything is built or installed."""
+    env = {**os.environ, "RLLIB_CHECK_DIR": str(tmp_path / "rllib")}
+    script = str(TOOLS / "rllib_check.sh")
+    unknown = subprocess.run(["bash", script, "test"], capture_output=True, text=True, env=env, timeout=60)
+    assert unknown.returncode == 2
+    assert unknown.stderr == "error: unknown stage 'test' (expected venv, tests or nothing for both)\n"
+    no_venv = subprocess.run(["bash", script, "tests"], capture_output=True, text=True, env=env, timeout=60)
+    assert no_venv.returncode == 1
+    assert no_venv.stderr.startswith(f"error: no venv at {tmp_path}/rllib/venv (run tools/rllib_check.sh venv first)")
+    assert not (tmp_path / "rllib" / "dist").exists() and not (tmp_path / "rllib" / "suite").exists()

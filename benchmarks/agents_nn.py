@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # numpy's BLAS on one thread, like torch
-    os.environ.setdefault(_var, "1")
+if __name__ == "__main__":  # run as a script: its own BLAS on one thread, set before numpy loads (a test importing
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # the module keeps its threads)
+        os.environ.setdefault(_var, "1")
 
 import argparse
 import json

@@ -3,9 +3,22 @@
 The boards themselves live in :mod:`tests.common.boards`; test modules import them from there.
 """
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# One OpenBLAS thread in every test process and what it starts, set before numpy loads (each worker imports this file
+# first). The agents' networks and the models multiply small matrices: a second BLAS thread adds nothing but its
+# spin-wait (3.0 of a numpy PPO run's 9.6 CPU seconds were OpenBLAS's in sys time), and on two cores shared by two
+# workers and a background rung that spinning takes the core another test needs. A test that reproduces a figure made
+# with more threads sets the count itself (the README's main job runs with two).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+if "numpy" in sys.modules:  # too late for this process's BLAS: its subprocesses still get one thread
+    import warnings
+
+    warnings.warn("numpy was imported before tests/conftest.py: this process keeps its BLAS threads", stacklevel=1)
 
 from tests.common.boards import BACKENDS, make_overlay
 

@@ -1,8 +1,11 @@
 """MyHDL's signal registry keeps only live signals (``hdl.common.myhdl_signals``): dead ones go, live ones stay in
 creation order, and a simulation started after a pruning behaves as one started without it."""
 
+import warnings
+
 import myhdl
 import myhdl._simulator
+import pytest
 from myhdl import Signal, StopSimulation, always, always_comb, block, delay, instance, intbv
 
 import pynq_rl.overlay.hdl  # noqa: F401  (installs the pruning)
@@ -147,3 +150,24 @@ def test_a_myhdl_without_the_registry_hook_is_left_alone(monkeypatch):
     monkeypatch.delattr(myhdl._Simulation, "_makeWaiters")
     assert myhdl_signals.install() is False
     assert not myhdl_signals.installed()
+
+
+class _WarnsOnClass:
+    """Like torch's deprecated module attributes: reading ``__class__`` warns (isinstance falls back to it)."""
+
+    @property
+    def __class__(self):
+        warnings.warn("__class__ read", FutureWarning, stacklevel=2)
+        return type(self)
+
+
+def test_a_pruning_reads_no_other_objects_class():
+    """The pruning walks every object the collector tracks and looks at the type of signals and memory records
+    only, so an object whose ``__class__`` warns (torch.distributed.reduce_op, once torch is imported) says nothing."""
+    bystander = _WarnsOnClass()
+    with pytest.warns(FutureWarning, match="__class__ read"):
+        isinstance(bystander, myhdl.SignalType)  # what the walk did with every object
+    _dead_signals(10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert myhdl_signals.forget_dead_signals() >= 10

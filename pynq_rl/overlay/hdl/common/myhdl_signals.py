@@ -72,12 +72,12 @@ def forget_dead_signals() -> int:
     gc.collect()  # and cycles among them (a slice and its parent, a shadow signal and its generator)
     made_meanwhile = {id(obj) for obj in (*registry, *memories.values())}  # by a finalizer the collection ran
     signals, records = [], []
-    for obj in gc.get_objects():
+    for obj in gc.get_objects():  # the id first: isinstance reads __class__, which some objects warn on (torch's)
         if id(obj) in made_meanwhile:
             continue
-        if isinstance(obj, myhdl._Signal._Signal) and id(obj) in position:
+        if id(obj) in position and isinstance(obj, myhdl._Signal._Signal):
             signals.append(obj)
-        elif isinstance(obj, myhdl._extractHierarchy._MemInfo) and id(obj) in record_key:
+        elif id(obj) in record_key and isinstance(obj, myhdl._extractHierarchy._MemInfo):
             records.append(obj)
     signals.sort(key=lambda signal: position[id(signal)])
     registry[:0] = signals

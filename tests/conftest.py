@@ -40,7 +40,6 @@ LONGEST_FILES = (
     "gae/test_rtl.py",
     "parsa/test_build.py",
     "test_docs_extra.py",
-    "gae/test_pe.py",
     "verilator/test_agents.py",
     "replay/test_resources.py",
     "test_bus_stats.py",

@@ -1,5 +1,4 @@
-"""What the benchmark scripts share: the run's provenance with the peers' versions, rate formatting, and one BLAS
-thread for the processes a benchmark starts.
+"""What the benchmark scripts share: the run's provenance with the peers' versions, and rate formatting.
 
 The scripts run as ``python benchmarks/<core>_<metric>.py``, so this module is imported as ``_common`` (the script's
 own directory is first on ``sys.path``).
@@ -7,45 +6,12 @@ own directory is first on ``sys.path``).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = [
-    "BLAS_THREAD_VARIABLES",
-    "environment",
-    "fmt_rate",
-    "write_results",
-    "failed_rows",
-    "seconds_per_call",
-    "one_blas_thread_per_process",
-]
-
-#: What sizes the thread pools of numpy's BLAS (OpenBLAS, MKL) and of OpenMP; each library reads it once, as it loads.
-BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@contextlib.contextmanager
-def one_blas_thread_per_process() -> Iterator[None]:
-    """Processes started inside the block load their BLAS with one thread each, unless the caller set a count (then
-    theirs); afterwards the caller's environment is as it was. The runs a benchmark spreads over processes are its
-    measurement, one per core: each must not spin a second BLAS thread on a core another run is using, and a test
-    that calls a benchmark's ``main`` must not have the variables left in its process (its later subprocesses, such
-    as the README's main job, would train with one thread where the figures they check were made with two)."""
-    saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
-    for name in BLAS_THREAD_VARIABLES:
-        os.environ.setdefault(name, "1")
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+__all__ = ["environment", "fmt_rate", "write_results", "failed_rows", "seconds_per_call"]
 
 
 def environment(torch: bool = False) -> dict:

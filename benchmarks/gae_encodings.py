@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import os
 
-if __name__ == "__main__":  # run as a script: its own BLAS on one thread, set before numpy loads (a test importing
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # the module keeps its threads)
-        os.environ.setdefault(_var, "1")
+if __name__ == "__main__":  # run as a script: its BLAS on one thread, set before numpy loads, and the run processes
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # it spawns inherit it (a test that
+        os.environ.setdefault(_var, "1")  # imports the module keeps its own threads)
 
 import argparse
 import multiprocessing
@@ -43,7 +43,7 @@ from typing import Protocol
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, one_blas_thread_per_process, write_results
+from _common import environment, write_results
 
 HEADER_WORD_BITS = 32
 """bits of an OFFSET (a DATA word, Q15.16) carried with a block"""
@@ -437,10 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             reused.append(task)
         else:
             jobs.append((task, opts.seed, opts.steps, opts.every, opts.runs))
-    with (
-        one_blas_thread_per_process(),
-        multiprocessing.get_context("spawn").Pool(max(1, min(opts.jobs, len(jobs)))) as pool,
-    ):
+    with multiprocessing.get_context("spawn").Pool(max(1, min(opts.jobs, len(jobs)))) as pool:
         for recorded in pool.imap(record, jobs):
             measured_one(recorded)
     result = {

@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import os
 
-if __name__ == "__main__":  # run as a script: its own BLAS on one thread, set before numpy loads (a test importing
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # the module keeps its threads)
-        os.environ.setdefault(_var, "1")
+if __name__ == "__main__":  # run as a script: its BLAS on one thread, set before numpy loads, and the run processes
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # it spawns inherit it (a test that
+        os.environ.setdefault(_var, "1")  # imports the module keeps its own threads)
 
 import argparse
 import contextlib
@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_common.py, also when loaded by path
-from _common import environment, one_blas_thread_per_process, write_results
+from _common import environment, write_results
 
 if TYPE_CHECKING:
     from pynq_rl.host.agents.ppo import Args
@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         "missing_reason": "skipped: MuJoCo not installed or not finished",
     }
     out = Path(opts.out)
-    with one_blas_thread_per_process(), multiprocessing.get_context("spawn").Pool(opts.jobs) as pool:
+    with multiprocessing.get_context("spawn").Pool(opts.jobs) as pool:
         for row in pool.imap(run_one, jobs):
             result["rows"].append(row)
             print(

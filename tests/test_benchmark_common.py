@@ -1,6 +1,6 @@
-"""What the benchmark scripts share (benchmarks/_common.py) about BLAS threads: a script run alone trains on one
-thread per process, and neither importing a script nor calling its ``main`` leaves that setting behind in the caller
-(a test worker whose later subprocesses, the README's main job among them, train with the default threads)."""
+"""The benchmark scripts' BLAS threads: a script run alone trains on one thread per process (its own and the run
+processes it spawns, which inherit the setting), and importing a script leaves the importer's environment alone (a
+test worker whose later subprocesses, the README's main job among them, train with the default threads)."""
 
 import importlib.util
 import os
@@ -12,6 +12,7 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 SCRIPTS_THAT_PIN_BLAS = ["agents_nn", "verilator_agents", "ppo_continuous", "gae_encodings"]
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _load(name: str, module_name: str):
@@ -22,17 +23,12 @@ def _load(name: str, module_name: str):
     return module
 
 
-def _blas_variables() -> dict[str, str | None]:
-    common = _load("_common", "_common")
-    return {name: os.environ.get(name) for name in common.BLAS_THREAD_VARIABLES}
-
-
 @pytest.mark.parametrize("script", SCRIPTS_THAT_PIN_BLAS)
 def test_importing_a_script_leaves_the_blas_threads_alone(script, monkeypatch):
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in BLAS_THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     _load(script, f"imported_{script}")
-    assert _blas_variables() == {"OMP_NUM_THREADS": None, "OPENBLAS_NUM_THREADS": None, "MKL_NUM_THREADS": None}
+    assert [name for name in BLAS_THREAD_VARIABLES if name in os.environ] == []
 
 
 def test_a_script_run_alone_sets_one_thread_before_numpy_loads(tmp_path):
@@ -48,9 +44,7 @@ def test_a_script_run_alone_sets_one_thread_before_numpy_loads(tmp_path):
         "    pass\n"
         "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'))\n"
     )
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    }
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
     run = subprocess.run(
         [sys.executable, str(probe), str(BENCHMARKS / "agents_nn.py")],
         capture_output=True,
@@ -60,19 +54,3 @@ def test_a_script_run_alone_sets_one_thread_before_numpy_loads(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.splitlines()[-1] == "1 1"
-
-
-def test_processes_started_in_the_block_get_one_thread_and_the_caller_keeps_its_own(monkeypatch):
-    common = _load("_common", "_common")
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the caller's choice wins inside too
-    child = [
-        sys.executable,
-        "-c",
-        "import os; print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])",
-    ]
-    with common.one_blas_thread_per_process():
-        seen = subprocess.run(child, capture_output=True, text=True, check=True, timeout=60).stdout.split()
-    assert seen == ["1", "3"]
-    assert _blas_variables() == {"OMP_NUM_THREADS": "3", "OPENBLAS_NUM_THREADS": None, "MKL_NUM_THREADS": None}

@@ -1,5 +1,5 @@
-"""The board rungs' scripts in tools/: they parse, tools/armhf_check.sh refuses to run without root, and
-tools/rllib_check.sh runs its tests only in a venv built before."""
+"""The board rungs' scripts in tools/: they parse, tools/armhf_check.sh refuses to run without root and names its
+stages, and tools/rllib_check.sh runs its tests only in a venv built before."""
 
 import os
 import re
@@ -31,6 +31,18 @@ def test_armhf_check_refuses_without_root():
     assert result.returncode == 2
     assert re.match(r"^error: tools/armhf_check\.sh must run as root \(", result.stderr)
     assert result.stdout == ""
+
+
+def test_armhf_check_names_its_stages(tmp_path):
+    """.ci/run builds the userland at the start and runs the checks later: a stage the script does not know stops it at
+    once, before the root check and before anything is installed, mounted or built."""
+    env = {**os.environ, "ARMHF_CACHE": str(tmp_path / "armhf")}
+    result = subprocess.run(
+        ["bash", str(TOOLS / "armhf_check.sh"), "check"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr == "error: unknown stage 'check' (expected userland, checks or nothing for both)\n"
+    assert not (tmp_path / "armhf").exists()
 
 
 def test_rllib_check_names_its_stages(tmp_path):

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The 32-bit ARM rung of the verification ladder (docs/design.md, Verification ladder): pynq-rl's built wheel
-# installed in a Debian bookworm armhf userland (debootstrap + qemu-user-static), with pynq 3.1 as on the PYNQ-Z2's
+# installed in a Debian bookworm armhf userland (mmdebstrap + qemu-user-static), with pynq 3.1 as on the PYNQ-Z2's
 # v3.1 image, and a board-smoke run.
 #
-# Usage (as root): tools/armhf_check.sh
+# Usage (as root): tools/armhf_check.sh [userland|checks]
+#                  userland: phases 1-2 only (.ci/run builds it in the background while the test venv installs, when
+#                  one core is idle); checks: phases 3-8 in the userland built before; default both
 #
 # Phases (each prints its time):
-#   1. host tools      apt-get install debootstrap qemu-user-static binfmt-support; binfmt_misc mounted, qemu-arm on
-#   2. userland        debootstrap --arch=armhf --variant=minbase, then Debian's compiled Python packages with apt
-#                      (numpy, cffi, pydantic, IPython, ...: a PYNQ image brings its own); cached, rebuilt when the
-#                      package list changes
+#   1. host tools      apt-get install mmdebstrap qemu-user-static binfmt-support; binfmt_misc mounted, qemu-arm on
+#   2. userland        mmdebstrap --arch=armhf --variant=essential with Debian's compiled Python packages in the same
+#                      apt pass (numpy, cffi, pydantic, IPython, ...: a PYNQ image brings its own); cached, rebuilt
+#                      when the package list changes. Debian's py3compile is diverted while the packages install:
+#                      byte-compiling every module of every package under qemu was most of the userland's time, and
+#                      Python compiles what it imports anyway (the interpreter's own library is still compiled)
 #   3. wheelhouse      on the host: the wheel (tools/build_wheel.sh) and the pure-Python requirements (pip download,
 #                      pinned); the userland never touches the network again
 #   4. venv            /opt/pynq-rl in the userland, --system-site-packages, everything `pip install --no-deps
@@ -25,9 +29,14 @@
 # Timing under qemu says nothing about the board; correctness does.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+stage=${1:-all}
+case $stage in
+    userland|checks|all) ;;
+    *) echo "error: unknown stage '$stage' (expected userland, checks or nothing for both)" >&2; exit 2 ;;
+esac
 if [ "$(id -u)" != 0 ]; then
-    echo "error: tools/armhf_check.sh must run as root (it installs Debian packages, debootstraps a userland and" \
-         "mounts /proc, /sys and /dev into it); try: sudo tools/armhf_check.sh" >&2
+    echo "error: tools/armhf_check.sh must run as root (it installs Debian packages, builds a userland with" \
+         "mmdebstrap and mounts /proc, /sys and /dev into it); try: sudo tools/armhf_check.sh" >&2
     exit 2
 fi
 cache=${ARMHF_CACHE:-$repo/.cache/armhf}
@@ -49,6 +58,7 @@ DEB_PACKAGES=(python3 python3-venv python3-pip python3-setuptools python3-wheel 
 # only for remote devices, PYNQ_REMOTE_DEVICES) and torch, Ray, numba (extras: no armv7l wheels).
 PIP_PACKAGES=(pynq==3.1.2 pynqmetadata==0.1.9 pynqutils==0.1.3 nest_asyncio==1.6.0 myhdl==0.11.52 gymnasium==1.4.0
               cloudpickle==3.1.2 farama-notifications==0.0.6 typing_extensions==4.16.0 tqdm==4.70.1)
+USERLAND_STAMP="$suite armhf essential, py3compile diverted: ${DEB_PACKAGES[*]}"
 SMOKE_TESTS=(tests/gae/test_driver.py tests/replay/test_driver.py tests/parsa/test_driver.py tests/test_32bit.py)
 
 t0=$SECONDS phase_start=$SECONDS phase_name=""
@@ -85,11 +95,19 @@ in_root() {  # in_root CMD...: run CMD in the userland with a clean environment 
         DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-# --- 1. host tools --------------------------------------------------------------------------------------------------
+# Debian's byte-compiler, diverted to a no-op while the userland's packages install (header, phase 2), then restored
+DIVERT_PY3COMPILE='chroot "$1" dpkg-divert --quiet --local --rename --add /usr/bin/py3compile &&
+    printf "#!/bin/sh\nexit 0\n" >"$1/usr/bin/py3compile" && chmod 755 "$1/usr/bin/py3compile"'
+RESTORE_PY3COMPILE='rm "$1/usr/bin/py3compile" &&
+    chroot "$1" dpkg-divert --quiet --local --rename --remove /usr/bin/py3compile'
+
+userland_is_current() { [ "$(cat "$root/.pynq-rl-userland" 2>/dev/null)" = "$USERLAND_STAMP" ]; }
+
+# --- 1. host tools (every stage: the checks run armhf binaries through binfmt_misc too) ------------------------------
 phase "host tools"
-if ! command -v debootstrap >/dev/null || ! [ -e /usr/bin/qemu-arm-static ] || ! command -v update-binfmts >/dev/null
+if ! command -v mmdebstrap >/dev/null || ! [ -e /usr/bin/qemu-arm-static ] || ! command -v update-binfmts >/dev/null
 then
-    apt-get update -qq && apt-get install -y -qq debootstrap qemu-user-static binfmt-support >/dev/null
+    apt-get update -qq && apt-get install -y -qq mmdebstrap qemu-user-static binfmt-support >/dev/null
 fi
 mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
 [ -e /proc/sys/fs/binfmt_misc/qemu-arm ] || update-binfmts --import qemu-arm >/dev/null 2>&1 || true
@@ -101,22 +119,31 @@ if ! grep -qx enabled /proc/sys/fs/binfmt_misc/qemu-arm 2>/dev/null; then
 fi
 
 # --- 2. userland ----------------------------------------------------------------------------------------------------
-phase "userland"
-stamp="$suite armhf minbase ${DEB_PACKAGES[*]}"
-if [ "$(cat "$root/.pynq-rl-userland" 2>/dev/null)" != "$stamp" ]; then
-    unmount_all  # never delete through a live bind mount of /dev
-    rm -rf --one-file-system "$root"
-    mkdir -p "$cache"
-    debootstrap --arch=armhf --variant=minbase "$suite" "$root" "$mirror" >"$cache/debootstrap.log" 2>&1 || {
-        tail -20 "$cache/debootstrap.log" >&2; echo "error: debootstrap failed (log: $cache/debootstrap.log)" >&2
-        exit 1; }
-    mount_all
-    cp /etc/resolv.conf "$root/etc/resolv.conf"
-    # apt resolves what debootstrap --include cannot (virtual packages such as python3-ply-lex-3.10)
-    in_root apt-get install -y -qq --no-install-recommends "${DEB_PACKAGES[@]}" >"$cache/apt.log" 2>&1 || {
-        tail -20 "$cache/apt.log" >&2; echo "error: apt-get install in the userland failed" >&2; exit 1; }
-    in_root apt-get clean
-    echo "$stamp" >"$root/.pynq-rl-userland"
+if [ "$stage" != checks ]; then
+    phase "userland"
+    if ! userland_is_current; then
+        unmount_all  # never delete through a live bind mount of /dev
+        rm -rf --one-file-system "$root"
+        mkdir -p "$cache"
+        # one apt pass on the host resolves everything (virtual packages such as python3-ply-lex-3.10 included);
+        # dpkg runs in the userland under qemu, without fsync (force-unsafe-io: a throwaway tree)
+        mmdebstrap --arch=armhf --variant=essential --dpkgopt=force-unsafe-io --include="${DEB_PACKAGES[*]}" \
+            --essential-hook="$DIVERT_PY3COMPILE" --customize-hook="$RESTORE_PY3COMPILE" \
+            "$suite" "$root" "$mirror" >"$cache/mmdebstrap.log" 2>&1 || {
+            tail -20 "$cache/mmdebstrap.log" >&2; echo "error: mmdebstrap failed (log: $cache/mmdebstrap.log)" >&2
+            exit 1; }
+        echo "$USERLAND_STAMP" >"$root/.pynq-rl-userland"
+    fi
+fi
+if [ "$stage" = userland ]; then
+    phase ""
+    echo "[armhf] userland ready in $((SECONDS - t0)) s ($root)"
+    printf '[armhf]   %s\n' "${TIMINGS[@]}"
+    exit 0
+fi
+if ! userland_is_current; then
+    echo "error: no userland for this package list at $root (run tools/armhf_check.sh userland first)" >&2
+    exit 1
 fi
 mount_all
 arch=$(in_root uname -m)

@@ -17,7 +17,7 @@ from pynq_rl.host.drivers import polling
 from pynq_rl.host.drivers.polling import CycleDeadline, WallClockDeadline, check_timeout, wait_until
 from pynq_rl.host.drivers.stream_core import StreamCore
 from pynq_rl.overlay import spec as S
-from tests.common.boards import make_overlay
+from tests.common.boards import RTL_REPLAY_TEST_BOARD, make_overlay
 
 
 def rollout(seed: int, n_steps: int, n_envs: int):
@@ -171,7 +171,7 @@ CARTPOLE_BOUNDS = "--bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3"
     "command",
     [
         ["ppo", "--steps", "1024"],
-        ["dqn", "--steps", "200"],
+        ["dqn", "--steps", "200", "--buffer-size", "64"],
         [
             "sarsa",
             "--env",
@@ -186,9 +186,13 @@ CARTPOLE_BOUNDS = "--bounds=-4.8,-3,-0.42,-3:4.8,3,0.42,3"
     ids=["ppo", "dqn", "sarsa"],
 )
 def test_train_on_rtl_completes_on_an_arbitrarily_slow_host(command, tmp_path, monkeypatch, capsys):
-    """``pynq-rl train ... --backend rtl`` on the Pynq-Z2 build (its core alone), with the wall clock racing 1000 s
-    per look: every wait, the checkpoint's policy or priority dump included, is bounded in simulated cycles."""
+    """``pynq-rl train ... --backend rtl`` with the wall clock racing 1000 s per look: every wait, the checkpoint's
+    policy or priority dump included, is bounded in simulated cycles. PPO and Sarsa run on the Pynq-Z2 build (its core
+    alone); DQN's replay core is the small rtl build (64 leaves), whose checkpoint DUMPs every leaf as the full build
+    does: the full build's 65,536 leaves took 110 of the case's 140 s in MyHDL, and its dump is checked bit for bit on
+    verilator (tests/verilator/test_long_sequences.py)."""
     from pynq_rl.cli import main
+    from pynq_rl.host import overlay as overlay_module
 
     now = [0.0]
 
@@ -197,12 +201,25 @@ def test_train_on_rtl_completes_on_an_arbitrarily_slow_host(command, tmp_path, m
         return now[0]
 
     monkeypatch.setattr(polling, "time", types.SimpleNamespace(monotonic=monotonic, sleep=lambda s: None))
+    full_size = overlay_module.load_core
+    built = []
+
+    def small_replay_core(name, backend=None, board=None, timeout_s=None):
+        core = full_size(name, backend, RTL_REPLAY_TEST_BOARD if name == "replay" else board, timeout_s)
+        built.append((name, core.capacity if name == "replay" else None))
+        return core
+
+    monkeypatch.setattr(overlay_module, "load_core", small_replay_core)
     assert main(["train", *command, "--backend", "rtl", "--out", str(tmp_path), "--no-progress"]) == 0, (
         capsys.readouterr().err
     )
     summary = json.loads(capsys.readouterr().out)
     assert os.path.isfile(summary["checkpoint"])
     assert summary["run_dir"].startswith(str(tmp_path))
+    if command[0] == "dqn":
+        assert built == [("replay", 64)]
+        with np.load(summary["checkpoint"]) as checkpoint:
+            assert any("codes" in key for key in checkpoint.files)  # the DUMP's leaf codes reached the checkpoint
 
 
 def test_timeout_option_reaches_the_driver(tmp_path, monkeypatch, capsys):

@@ -597,6 +597,45 @@ class SlowSampleTree(NumpySumTree):
         return super().sample(n, beta)
 
 
+class StarvedSampleTree(NumpySumTree):
+    """A priority backend whose first sample once ``hold`` is set waits for ``release``: a replay server starved past
+    its client's deadline, for as long as the test says (not for a time: the test holds on any machine)."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity, seed=0)
+        self.hold = False
+        self.release = threading.Event()
+
+    def sample(self, n, beta):
+        if self.hold:
+            self.hold = False
+            self.release.wait(timeout=60)
+        return super().sample(n, beta)
+
+
+def test_a_sample_that_outlives_its_deadline_is_asked_again():
+    """A learner whose Sample missed its deadline (a CI run of Ape-X on an overloaded machine failed this way, the
+    prefetched sample and its fallback both starved) asks again instead of ending the run: a sample stores nothing,
+    so the lost reply is only a batch the learner never sees."""
+    tree = StarvedSampleTree(64)
+    replay = ReplayServer(64, OBS, tree)
+    server, port = serve(replay, "127.0.0.1:0")
+    client = ReplayClient(f"127.0.0.1:{port}", timeout_s=0.5, retry_s=60.0)
+    try:
+        client.push(make_batch(0, 64), np.ones(64))
+        replay.flush()
+        tree.hold = True
+        watcher = _release_when(tree, lambda: client.retries > 0)  # released once the client has asked again
+        check_rows(client.sample(8, 0.4))
+        watcher.join()
+        assert client.retries >= 1 and not tree.hold
+    finally:
+        tree.release.set()
+        client.close()
+        server.stop(0).wait()
+        replay.close()
+
+
 def test_prefetching_sampler_survives_its_client_reopening_the_channel():
     """A client that lost its server reopens its channel, cancelling the sampler's requests in flight: the sampler
     serves the next batch through the client instead of failing."""

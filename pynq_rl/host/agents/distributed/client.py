@@ -7,7 +7,8 @@ over at 10 ms for every call):
   client just tries again, so a learner or actor survives a replay-server restart;
 * ``RESOURCE_EXHAUSTED`` (the server's insertion queue is full: back-pressure) on pushes;
 * ``DEADLINE_EXCEEDED`` on pushes: safe because an actor's pushes carry ``(actor_id, sequence)`` and the server
-  acknowledges a duplicate without storing it twice.
+  acknowledges a duplicate without storing it twice; and on samples: a sample stores nothing, so a reply lost to the
+  deadline (a server starved on a loaded machine) is only a batch the learner never sees.
 
 Actor identity: a client made with ``actor=True`` opens a session at its first push (the ``OpenSession`` call): the
 server issues the actor id (:attr:`ReplayClient.actor_id`, unguessable) that the client's pushes carry, numbered 1, 2,
@@ -355,10 +356,8 @@ class ReplayClient:
             As for :meth:`push`.
         """
         codes = self._grpc.StatusCode
-        reply = self._invoke(
-            "Sample", pb.SampleRequest(batch_size=int(batch_size), beta=float(beta)), (codes.UNAVAILABLE,)
-        )
-        return _decode_sample(reply)
+        request = pb.SampleRequest(batch_size=int(batch_size), beta=float(beta))
+        return _decode_sample(self._invoke("Sample", request, (codes.UNAVAILABLE, codes.DEADLINE_EXCEEDED)))
 
     def sample_future(self, batch_size: int, beta: float = 0.4) -> Any:
         """Request a batch without waiting: a gRPC future whose ``result()`` is the raw reply (for
@@ -510,9 +509,9 @@ class PrefetchingSampler:
     the ``depth`` batches before it, and with the ``beta`` of the call that requested it. Slot versions still drop
     updates for slots overwritten since they were sampled.
 
-    Errors: a request that fails with ``UNAVAILABLE`` (server restarting) or ``CANCELLED`` (the client reopened its
-    channel meanwhile) falls back to :meth:`ReplayClient.sample` and its retries; ``FAILED_PRECONDITION`` raises
-    :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
+    Errors: a request that fails with ``UNAVAILABLE`` (server restarting), ``DEADLINE_EXCEEDED`` (server starved) or
+    ``CANCELLED`` (the client reopened its channel meanwhile) falls back to :meth:`ReplayClient.sample` and its
+    retries; ``FAILED_PRECONDITION`` raises :class:`NotReady`, ``INVALID_ARGUMENT`` ``ValueError``.
 
     Parameters
     ----------
@@ -554,7 +553,7 @@ class PrefetchingSampler:
             if refusal is not None:
                 raise refusal from None
             self.fallbacks += 1
-            batch = self.client.sample(self.batch_size, requested_beta)  # retries UNAVAILABLE, raises the rest
+            batch = self.client.sample(self.batch_size, requested_beta)  # with ReplayClient.sample's retries
         else:
             batch = _decode_sample(reply)
         while len(self._in_flight) < self.depth:

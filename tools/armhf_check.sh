@@ -12,8 +12,8 @@
 #   2. userland        mmdebstrap --arch=armhf --variant=essential with Debian's compiled Python packages in the same
 #                      apt pass (numpy, cffi, pydantic, IPython, ...: a PYNQ image brings its own); cached, rebuilt
 #                      when the package list changes. Debian's py3compile is diverted while the packages install:
-#                      byte-compiling every module of every package under qemu was most of the userland's time, and
-#                      Python compiles what it imports anyway (the interpreter's own library is still compiled)
+#                      byte-compiling every module of every package under qemu took about 105 of 362 s, and Python
+#                      compiles what it imports anyway (the interpreter's own library is still compiled)
 #   3. wheelhouse      on the host: the wheel (tools/build_wheel.sh) and the pure-Python requirements (pip download,
 #                      pinned); the userland never touches the network again
 #   4. venv            /opt/pynq-rl in the userland, --system-site-packages --without-pip, everything installed by
@@ -102,6 +102,12 @@ DIVERT_PY3COMPILE='chroot "$1" dpkg-divert --quiet --local --rename --add /usr/b
 RESTORE_PY3COMPILE='rm "$1/usr/bin/py3compile" &&
     chroot "$1" dpkg-divert --quiet --local --rename --remove /usr/bin/py3compile'
 
+finish() {  # finish WHAT: close the last phase, print WHAT with the total time and every phase's time
+    phase ""
+    echo "[armhf] $1 in $((SECONDS - t0)) s"
+    printf '[armhf]   %s\n' "${TIMINGS[@]}"
+}
+
 userland_is_current() { [ "$(cat "$root/.pynq-rl-userland" 2>/dev/null)" = "$USERLAND_STAMP" ]; }
 
 # --- 1. host tools (every stage: the checks run armhf binaries through binfmt_misc too) ------------------------------
@@ -137,9 +143,7 @@ if [ "$stage" != checks ]; then
     fi
 fi
 if [ "$stage" = userland ]; then
-    phase ""
-    echo "[armhf] userland ready in $((SECONDS - t0)) s ($root)"
-    printf '[armhf]   %s\n' "${TIMINGS[@]}"
+    finish "userland ready ($root)"
     exit 0
 fi
 if ! userland_is_current; then
@@ -217,6 +221,4 @@ ok = s.get('nn') == 'numpy' and s.get('global_step', 0) > 0 and math.isfinite(s.
 print(f\"[armhf] ppo: {s.get('global_step')} steps, nn={s.get('nn')}, mean return (last 20) {s.get('mean_return_last20')}\")
 sys.exit(0 if ok else 1)" || { echo "error: the PPO run's summary is incomplete: $summary" >&2; exit 1; }
 
-phase ""
-echo "[armhf] PASS in $((SECONDS - t0)) s"
-printf '[armhf]   %s\n' "${TIMINGS[@]}"
+finish PASS

@@ -352,3 +352,19 @@ def test_a_build_re_run_twice_is_listed_with_its_latest_re_run_only():
     assert T.latest_reruns([first, second, third]) == [third]
     current = dict(third, modules=[])  # a re-run before its first row: listed, so the page says it started
     assert T.latest_reruns([first, current]) == [first, current]
+
+
+def test_the_routed_benches_are_imported_from_the_checkout_even_where_it_was_appended_last(monkeypatch):
+    """The simulator's Python gets sys.path as PYTHONPATH; with the checkout behind site-packages (a plain script:
+    an import appends it), it imported pynq's own ``tests`` package and the routed core's simulation failed."""
+    from pynq_rl.overlay.build import postroute
+    from pynq_rl.overlay.build.yosys import REPO
+
+    site = "/venv/lib/python3.11/site-packages"
+    monkeypatch.setattr("sys.path", ["", site, str(REPO)])
+    postroute.put_the_checkout_first_on_sys_path()
+    import sys
+
+    assert sys.path == [str(REPO), "", site]
+    postroute.put_the_checkout_first_on_sys_path()  # already first: unchanged
+    assert sys.path == [str(REPO), "", site]

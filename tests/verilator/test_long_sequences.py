@@ -6,10 +6,6 @@ whole driver sessions. Hypothesis draws sequences of operations (thousands in al
 chunks, many lane-batches, a full tree, policy dumps and loads, state round trips), which run on a ``verilator`` and
 an ``emu`` overlay side by side; every output, every CYCLES reading, and the state read back at the end must be equal
 bit for bit. ``doctor --backend verilator`` passes on both boards.
-
-The ZCU106 cases are ``report``: converting and compiling that board's three cores (the 64-lane GAE core alone
-is 3 MB of Verilog) takes minutes, so the default suite checks the Pynq-Z2 builds and ``.ci/run``'s report rung the
-ZCU106 ones.
 """
 
 import numpy as np
@@ -95,7 +91,6 @@ def test_gae_sessions_are_the_model_bit_for_bit(board):
     session()
 
 
-@pytest.mark.report
 def test_zcu106_gae_computes_64_lanes_at_full_length():
     """The ZCU106 build: 64 lanes x T_MAX 1,024 and past it, 128-bit stream words, two lane-batches."""
     verilated, emulated = pair("gae", "ZCU106")
@@ -181,7 +176,6 @@ parsa_calls = st.one_of(
 )
 
 
-@pytest.mark.report
 @pytest.mark.filterwarnings("ignore:ParSa core. a state, reward")  # large rewards clip alike on both backends
 def test_parsa_in_opals_shape_on_the_zcu106_build_is_the_model_bit_for_bit():
     """OPaL's DDoS policy (20 dims, 136 tilings, 10 actions) on the ZCU106 build: batches over 256 keys with rewards
@@ -241,7 +235,7 @@ def run_parsa_call(core, call) -> list:
 
 
 # -- the doctor -----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("board", ["Pynq-Z2", pytest.param("ZCU106", marks=pytest.mark.report)])
+@pytest.mark.parametrize("board", ["Pynq-Z2", "ZCU106"])
 def test_doctor_passes_on_the_verilated_shipped_builds(board):
     lines = []
     results = doctor.run_doctor(["verilator"], board, echo=lines.append)

@@ -20,7 +20,7 @@ from .timing_tools import TIMEOUTS_S, run_tool, tool_path
 from .verilog import module_name
 from .yosys import REPO
 
-__all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed"]
+__all__ = ["simulate_pe_routed", "simulate_core_routed", "simulate_replay_routed", "put_the_checkout_first_on_sys_path"]
 
 # ---------------------------------------------------------------------------------------------------------------
 # Post-route simulation
@@ -227,6 +227,21 @@ def simulate_pe_routed(
     }
 
 
+def put_the_checkout_first_on_sys_path() -> None:
+    """Move the checkout to the front of ``sys.path`` before a routed netlist's cocotb bench is imported.
+
+    The benches live in the checkout's ``tests`` package, and the simulator's Python gets this process's
+    ``sys.path`` as its ``PYTHONPATH``: if site-packages comes first, it finds the ``tests`` package pynq's wheel
+    installs there and the simulation ends in an import error. The checkout may already be on the path, but last
+    (an import earlier in a plain script appends it), so being on it is not enough. Outside a checkout (an installed
+    wheel) the path is left alone and the bench's import fails with its own message.
+    """
+    checkout = str(REPO)
+    if not (REPO / "tests" / "common" / "cocotb_run.py").is_file() or sys.path[:1] == [checkout]:
+        return
+    sys.path[:] = [checkout] + [entry for entry in sys.path if entry != checkout]
+
+
 def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: Path, operations: int = 4) -> dict:
     """Simulate the routed netlist of a whole GAE core with the cocotb bench of ``tests/gae/test_verilog.py``
     (AXI-Lite registers, AXI-Stream in and out, with and without idle cycles and back-pressure): the output bytes,
@@ -238,8 +253,7 @@ def simulate_core_routed(spec: S.GaeSpec, routed_v: Path, cells: Path, run_dir: 
     """
     t0 = time.perf_counter()
     try:
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
+        put_the_checkout_first_on_sys_path()
         from tests.common.cocotb_run import missing_tools as cocotb_missing
         from tests.common.cocotb_run import run_outside_pytest
         from tests.gae import test_verilog as gae_bench
@@ -291,8 +305,7 @@ def simulate_replay_routed(
     """
     t0 = time.perf_counter()
     try:
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
+        put_the_checkout_first_on_sys_path()
         from tests.common.cocotb_run import missing_tools as cocotb_missing
         from tests.common.cocotb_run import run_outside_pytest
         from tests.replay import test_verilog as replay_bench

@@ -438,6 +438,20 @@ def test_every_help_shows_every_default_and_no_none(command, parser):
             assert f"(default: {' '.join(default.split())})" in text, (command, action.option_strings)
 
 
+def test_help_shows_a_default_path_whole_where_it_has_hyphens(monkeypatch):
+    """A checkout such as ``~/pynq-rl`` puts hyphens in the build commands' default paths: the help wraps before the
+    path, never inside it."""
+    from pynq_rl.host.agents.common.argparsing import Parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    path = "/home/someone/src/pynq-rl-checkout-with-a-long-name/pynq_rl/overlay/build/out"
+    parser = Parser(prog="pynq-rl build tcl")
+    parser.add_argument("--out", default=path, help="build directory root")
+    shown = parser.format_help()
+    assert path in shown, shown
+    assert f"(default: {path})" in " ".join(shown.split())
+
+
 def test_help_shows_the_budgets_and_the_hand_written_defaults(capsys):
     expected = {
         ("train", "ppo"): "--steps STEPS total timesteps of the experiments (default: 300000)",

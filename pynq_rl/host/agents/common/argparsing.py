@@ -3,7 +3,9 @@ the user probably meant.
 
 * :class:`DefaultsHelpFormatter` appends ``(default: X)`` to every option's help, as argparse's
   ``ArgumentDefaultsHelpFormatter`` does, but leaves out the defaults that say nothing: a build step's None, the
-  False of an on/off switch and suppressed ones (an agent's None is shown: its docstring says what it means).
+  False of an on/off switch and suppressed ones (an agent's None is shown: its docstring says what it means), and
+  wraps help text only at spaces, so a default path (``/home/me/pynq-rl/...``) is shown whole, never split at a
+  hyphen.
 * :class:`Parser` uses it, and answers a misspelt option or sub-command with a suggestion drawn from what the parser
   the command line reached accepts (``--setps`` -> ``did you mean --steps?``, ``trian`` -> ``did you mean
   'train'?``), with :func:`difflib.get_close_matches` (Python 3.11's argparse has no ``suggest_on_error``).
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -43,6 +46,13 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         if action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction):
             return text  # store_true / store_false / count: the flag's presence is the value
         return f"{text}{_BOOLEAN_DEFAULT}" if text.strip() else _BOOLEAN_DEFAULT.strip()
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """Wrap at spaces only: argparse's textwrap also breaks after a hyphen and inside words longer than the
+        column, which cut a default path (``/home/me/pynq-`` / ``rl/pynq_rl/...``) into a text no one can copy; a
+        path longer than the column runs past it instead."""
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
 
 
 def walk(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

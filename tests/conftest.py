@@ -57,15 +57,20 @@ larger of the file's default and ``report`` parts): they are collected first, so
 instead of one long file keeping a worker busy while the other idles"""
 
 
+def backend_of(item: pytest.Item) -> str | None:
+    """The backend a test case runs on: its ``overlay`` fixture's parameter or its own ``backend`` parameter (None for
+    a case without one)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return params.get("overlay", params.get("backend"))
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark ``board_smoke`` the cases of :data:`BOARD_SMOKE_FILES` on ``emu`` and those without a backend; move the
     :data:`LONGEST_FILES` to the front (each file's tests keep their order)."""
     here = Path(__file__).parent
     files = {here / name for name in BOARD_SMOKE_FILES}
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        backend = callspec.params.get("overlay") if callspec is not None else None
-        if item.path in files and backend in (None, "emu"):
+        if item.path in files and backend_of(item) in (None, "emu"):
             item.add_marker(pytest.mark.board_smoke)
     rank = {here / name: index for index, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path, len(rank)))  # stable: the rest keep collection order
@@ -106,3 +111,16 @@ def _end_rtl_simulation():
 
     if rtl._active is not None:
         rtl._active.end("test finished")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sb3_logs_in_pytests_temporary_directory(tmp_path_factory):
+    """Stable-Baselines3's logger makes a directory for every run that names none (``SB3-<date>`` in the system's
+    temporary directory, empty when nothing is logged): point it at this session's temporary directory, which pytest
+    rotates, so the suite leaves nothing in /tmp. Subprocesses started by tests inherit it."""
+    if "SB3_LOGDIR" in os.environ:
+        yield
+        return
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    del os.environ["SB3_LOGDIR"]

@@ -1,10 +1,12 @@
-"""The board rungs' scripts in tools/: they parse, tools/armhf_check.sh refuses to run without root and names its
-stages, and tools/rllib_check.sh runs its tests only in a venv built before."""
+"""The board rungs' scripts in tools/: they parse, tools/armhf_check.sh refuses to run without root, names its
+stages and selects the emu cases for its board smoke run, and tools/rllib_check.sh runs its tests only in a venv
+built before."""
 
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,24 @@ def test_rllib_check_names_its_stages(tmp_path):
     assert no_venv.returncode == 1
     assert no_venv.stderr.startswith(f"error: no venv at {tmp_path}/rllib/venv (run tools/rllib_check.sh venv first)")
     assert not (tmp_path / "rllib" / "dist").exists() and not (tmp_path / "rllib" / "suite").exists()
+
+
+def test_the_board_smoke_selection_runs_on_emu_only():
+    """``pytest -m board_smoke`` on tools/armhf_check.sh's files selects the emu cases and those without a backend,
+    whatever a test calls its backend parameter (``overlay`` or ``backend``): an rtl case simulates MyHDL for minutes
+    under qemu (the GAE driver's long-rollout case took 142 of the run's 201 s), and the rung's ``pynq-rl doctor
+    --backend rtl`` already runs the MyHDL cores on 32 bits."""
+    smoke_files = re.search(r"^SMOKE_TESTS=\(([^)]*)\)", (TOOLS / "armhf_check.sh").read_text(), re.M).group(1).split()
+    collect = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    collected = subprocess.run(
+        [*collect, "-m", "board_smoke", *smoke_files],
+        capture_output=True,
+        text=True,
+        cwd=TOOLS.parent,
+        timeout=300,
+        check=True,
+    ).stdout
+    ids = [line for line in collected.splitlines() if "::" in line]
+    assert len(ids) > 50, collected
+    assert [i for i in ids if "[emu" in i], "no emu case selected"
+    assert not [i for i in ids if re.search(r"\[(rtl|verilator|board)[\]-]", i)], collected

@@ -488,6 +488,8 @@ def test_buffer_larger_than_the_core_is_refused_by_train(tmp_path):
 @pytest.mark.report
 @pytest.mark.slow
 def test_dqn_with_priorities_on_the_emulated_core_solves_cartpole(tmp_path):
+    """The numpy networks: the ones a PYNQ-Z2 runs (no torch on its ARM), at twice torch's steps per second here;
+    one torch step is the numpy step (``test_numpy_nn.py::test_dqn_step_matches_torch``)."""
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -496,6 +498,7 @@ def test_dqn_with_priorities_on_the_emulated_core_solves_cartpole(tmp_path):
                 seed=0,
                 total_timesteps=150_000,
                 backend="emu",
+                nn="numpy",
                 out_dir=str(tmp_path),
                 progress=False,
                 save_checkpoint=False,

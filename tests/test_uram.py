@@ -16,7 +16,7 @@ import pytest
 from pynq_rl.host.backends import verilator_build
 from pynq_rl.host.backends.verilator import GARBAGE_SEED_VARIABLE
 from pynq_rl.overlay import spec as S
-from pynq_rl.overlay.build.verilog import URAM_ATTRIBUTE, mark_uram
+from pynq_rl.overlay.build.verilog import URAM_ATTRIBUTE, mark_uram, without_initial_contents
 from pynq_rl.overlay.hdl.common.bram import memory_style
 from tests.common.boards import make_overlay, require_verilator
 
@@ -113,6 +113,15 @@ def test_mark_uram_refuses_a_uram_memory_without_the_loop_it_expects():
 def test_text_without_uram_memories_is_left_as_it_is():
     plain = MYHDL_TEXT.split("reg [15:0]")[0]
     assert mark_uram(plain) == (plain, [])
+
+
+def test_without_initial_contents_drops_every_memory_loop_and_nothing_else():
+    """The formal checks' Verilog: every memory starts with any contents, UltraRAM or not; declarations stay."""
+    text, names = without_initial_contents(MYHDL_TEXT + "reg [3:0] plain_register = 0;\n")
+    assert names == ["a_memory", "b_banks_uram"]
+    assert memories(text) == {"a_memory": (8, 4, False, False), "b_banks_uram": (16, 8, False, False)}
+    assert "initial" not in text and text.endswith("reg [3:0] plain_register = 0;\n")
+    assert without_initial_contents(mark_uram(MYHDL_TEXT)[0])[1] == ["a_memory"]
 
 
 # -- the converted Verilog of the boards' builds ---------------------------------------------------------------------

@@ -5,6 +5,8 @@ or induction length of :func:`pynq_rl.overlay.build.formal.checks`; a counterexa
 assertion, signals and VCD trace in the message.
 """
 
+from pathlib import Path
+
 import pytest
 
 from pynq_rl.overlay.build.formal import BMC_DEPTH, COVER_DEPTH, SMALL_SPECS, FormalCheck, checks, run_check
@@ -32,8 +34,16 @@ def test_the_replay_bounded_check_contains_a_whole_operation(tmp_path):
     steps = dict(zip(COVERS, result.reached))
     done = steps["a read of STATUS returns DONE and no error: an operation ran to its end"]
     assert done is not None and done < BMC_DEPTH["replay"], result
+    assert initial_loops(tmp_path / "replay-cover" / f"{result.module}.v") > 0  # the trace starts where the core does
 
 
 def test_a_check_out_of_time_reports_timeout(tmp_path):
     deep = FormalCheck("replay-deep", "replay", SMALL_SPECS["replay"], "bmc", 30)
-    assert run_check(deep, tmp_path, timeout_s=5).status == "timeout"
+    result = run_check(deep, tmp_path, timeout_s=5)
+    assert result.status == "timeout"
+    assert initial_loops(tmp_path / "replay-deep" / f"{result.module}.v") == 0  # bmc and prove: memories start anywhere
+
+
+def initial_loops(verilog: Path) -> int:
+    """How many memories of the Verilog a check ran on have MyHDL's all-zero initial loop."""
+    return verilog.read_text().count("initial begin: INITIALIZE_")

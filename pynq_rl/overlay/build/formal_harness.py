@@ -1,4 +1,5 @@
-"""The formal harness of a core: its converted Verilog top, untouched, with the bus property modules on its ports.
+"""The formal harness of a core: its converted Verilog top, its logic untouched, with the bus property modules on its
+ports.
 
 ``properties/axi_lite_slave.sv`` and ``properties/axi_stream.sv`` are written once from the AMBA specifications and
 shared by the three cores; what differs per core comes from ``spec.py`` and is generated here: which registers a

@@ -117,10 +117,9 @@ def _end_rtl_simulation():
 def _sb3_logs_in_pytests_temporary_directory(tmp_path_factory):
     """Stable-Baselines3's logger makes a directory for every run that names none (``SB3-<date>`` in the system's
     temporary directory, empty when nothing is logged): point it at this session's temporary directory, which pytest
-    rotates, so the suite leaves nothing in /tmp. Subprocesses started by tests inherit it."""
-    if "SB3_LOGDIR" in os.environ:
+    rotates, so the suite leaves nothing in /tmp. Subprocesses started by tests inherit it; a directory set by the
+    caller is kept."""
+    with pytest.MonkeyPatch.context() as patch:
+        if "SB3_LOGDIR" not in os.environ:
+            patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
         yield
-        return
-    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
-    yield
-    del os.environ["SB3_LOGDIR"]

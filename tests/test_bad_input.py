@@ -262,7 +262,7 @@ def server_state(server):
 @pytest.mark.parametrize("backend", ["host", "emu"])
 def test_replay_server_refuses_bad_calls_and_keeps_its_state(backend):
     from pynq_rl.host.agents.distributed.server import ReplayServer
-    from tests.agents.distributed.test_apex_server import OBS, make_batch
+    from tests.agents.distributed.replay_testing import OBS, make_batch
 
     server = ReplayServer(256, OBS, backend, seed=3)
     a, b = server.open_session(), server.open_session()

@@ -18,7 +18,7 @@ from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from tests.agents.distributed.test_apex_server import _push_request, make_batch
+from tests.agents.distributed.replay_testing import make_batch, push_request
 
 SERVICE = "/pynq_rl.replay.Replay/"
 METHODS = ["Push", "Sample", "UpdatePriorities", "Stats", "Checkpoint", "OpenSession"]
@@ -36,7 +36,7 @@ OBS = (4,)
 
 
 def _valid_push(first: int) -> bytes:
-    return _push_request(make_batch(first, 4), np.ones(4)).SerializeToString()
+    return push_request(make_batch(first, 4), np.ones(4)).SerializeToString()
 
 
 def _tensor(dtype, shape, data) -> pb.Tensor:

@@ -9,7 +9,7 @@ import pytest
 
 from pynq_rl.host.agents.distributed.actors import ID_BYTES, ActorSequences, ActorTableFull, UnknownActor
 from pynq_rl.host.agents.distributed.server import ReplayServer
-from tests.agents.distributed.test_apex_server import OBS, make_batch
+from tests.agents.distributed.replay_testing import OBS, make_batch
 
 
 def test_issued_ids_are_unguessable_and_distinct():

@@ -1,7 +1,6 @@
 """The Redis baseline layout (Debian's redis-server started by the test) and the latency benchmark comparing both."""
 
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher, RedisLearnerReplay, start_redis
+from tests.agents.distributed.replay_testing import check_rows, free_port, make_batch
 
 pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None, reason="needs Debian's redis-server (apt-get install redis-server)"
@@ -18,35 +17,9 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def make_batch(start: int, n: int) -> dict:
-    """n transitions whose reward is their global number (as in test_apex_server.py)."""
-    ids = np.arange(start, start + n)
-    return {
-        "observations": np.stack([ids, -ids, 2 * ids, ids + 0.5], 1).astype(np.float32),
-        "actions": (ids % 2).astype(np.int64),
-        "rewards": ids.astype(np.float32),
-        "next_observations": np.stack([ids + 1, -ids, 2 * ids, ids], 1).astype(np.float32),
-        "discounts": np.full(n, 0.97, dtype=np.float32),
-    }
-
-
-def check_rows(batch: dict) -> None:
-    """Every sampled row is the transition its reward names."""
-    ids = batch["rewards"].astype(np.int64)
-    expected = make_batch(0, int(ids.max()) + 1)
-    for name in codec.TRANSITION_FIELDS:
-        np.testing.assert_array_equal(batch[name], expected[name][ids], err_msg=name)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def redis_port():
-    port = _free_port()
+    port = free_port()
     with start_redis(port):
         yield port
 
@@ -86,7 +59,7 @@ def test_learner_replay_rejects_a_malformed_batch(redis_port):
 
 def test_start_redis_without_the_binary_is_a_clear_error():
     with pytest.raises(FileNotFoundError, match=r"^no-such-redis-server not found on PATH"):
-        start_redis(_free_port(), executable="no-such-redis-server")
+        start_redis(free_port(), executable="no-such-redis-server")
 
 
 @pytest.mark.report

@@ -22,6 +22,7 @@ from pynq_rl.host.agents.distributed.client import ReplayClient
 from pynq_rl.host.agents.distributed.redis_baseline import RedisActorPusher, RedisLearnerReplay, start_redis
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
+from tests.agents.distributed.replay_testing import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -53,12 +54,6 @@ def check_frames(batch: dict) -> None:
     expected = frame_batch(0, int(ids.max()) + 1)
     for name in codec.TRANSITION_FIELDS:
         np.testing.assert_array_equal(batch[name], expected[name][ids], err_msg=name)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("compression", [None, "gzip", "deflate"])
@@ -114,7 +109,7 @@ def test_frame_checkpoint_restores_and_refuses_another_obs_dtype(tmp_path):
 
 @needs_redis
 def test_redis_baseline_with_compressed_frames():
-    port = _free_port()
+    port = free_port()
     with start_redis(port):
         pusher = RedisActorPusher("127.0.0.1", port, compress=True)
         learner = RedisLearnerReplay(
@@ -162,7 +157,7 @@ def test_delay_relay_adds_the_delay_each_way_and_keeps_the_bytes():
                 conn.sendall(data)
 
     threading.Thread(target=serve_echo, daemon=True).start()
-    port = _free_port()
+    port = free_port()
     relay = subprocess.Popen(
         [
             sys.executable,

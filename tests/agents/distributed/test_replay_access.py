@@ -21,7 +21,7 @@ from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.client import ReplayClient, ReplayUnavailable
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import DEFAULT_ADDRESS, main, serve
-from tests.agents.distributed.test_apex_server import _free_port, _push_request, _start, check_rows, make_batch
+from tests.agents.distributed.replay_testing import check_rows, free_port, make_batch, push_request, start_service
 
 OBS = (4,)
 
@@ -218,7 +218,7 @@ def plain_served():
 
 def _raw_push(port: int, actor_id: str, sequence: int) -> grpc.RpcError:
     """A hand-made push (no ReplayClient) under ``actor_id``; returns the server's refusal."""
-    request = _push_request(make_batch(100, 4), np.ones(4))
+    request = push_request(make_batch(100, 4), np.ones(4))
     request.actor_id, request.sequence = actor_id, sequence
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
@@ -328,8 +328,8 @@ def test_oversized_push_message_is_refused_by_size(plain_served):
 # ---------------------------------------------------------------------------------------------------------------------
 def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
     """A pusher keeps retrying through 3 s of downtime; after the restart its push is acknowledged in < 1 s."""
-    port = _free_port()
-    process = _start(port, tmp_path, backend="host")
+    port = free_port()
+    process = start_service(port, tmp_path, backend="host")
     acked = {}
     try:
         client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=60.0, timeout_s=5.0)
@@ -344,7 +344,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
         pusher = threading.Thread(target=push)
         pusher.start()
         time.sleep(3.0)  # long enough for uncapped back-off to reach seconds
-        process = _start(port, tmp_path, backend="host")
+        process = start_service(port, tmp_path, backend="host")
         listening = time.monotonic()
         pusher.join(timeout=30)
         resume_s = acked["at"] - listening
@@ -360,7 +360,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
 def test_command_line_serves_tls_with_a_token_from_the_environment(tmp_path):
     """The board setup: ``--tls-cert/--tls-key`` and ``$PYNQ_RL_REPLAY_TOKEN`` on the server, the same on clients."""
     cert, key = _self_signed(tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, codec.TOKEN_ENV: "board-token"}
     process = subprocess.Popen(
         [

@@ -20,7 +20,7 @@ from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import wal as wal_module
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.wal import LogFormatError, WriteAheadLog
-from tests.agents.distributed.test_apex_server import check_rows, make_batch
+from tests.agents.distributed.replay_testing import check_rows, make_batch
 
 OBS = (4,)
 
@@ -338,9 +338,9 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
     import threading
 
     from pynq_rl.host.agents.distributed.client import ReplayClient
-    from tests.agents.distributed.test_apex_server import _free_port
+    from tests.agents.distributed.replay_testing import free_port
 
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable,
         "-m",

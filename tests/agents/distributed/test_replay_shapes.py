@@ -14,7 +14,7 @@ from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from tests.agents.distributed.test_apex_server import _push_request, make_batch
+from tests.agents.distributed.replay_testing import make_batch, push_request
 
 OBS = (4,)
 HUGE = [[2**32, 2**32], [2**33, 2**31], [2**62, 4], [2**63 - 1, 2**63 - 1], [2**20] * 4]
@@ -62,12 +62,12 @@ def served():
 @pytest.mark.parametrize("shape", HUGE[:2])
 def test_a_push_with_an_overflowing_obs_shape_gets_invalid_argument_naming_it(served, shape):
     replay, stub = served
-    request = _push_request(make_batch(0, 4), np.ones(4))
+    request = push_request(make_batch(0, 4), np.ones(4))
     request.transitions.observations.shape[:] = shape
     request.transitions.observations.data = b""
     with pytest.raises(grpc.RpcError) as info:
         stub.Push(request, timeout=5)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert info.value.details().startswith(f"transitions.observations: shape ({shape[0]}, {shape[1]}) has ")
-    assert stub.Push(_push_request(make_batch(0, 4), np.ones(4)), timeout=5).accepted == 4
+    assert stub.Push(push_request(make_batch(0, 4), np.ones(4)), timeout=5).accepted == 4
     assert replay.stats()["log_sequence"] == 1

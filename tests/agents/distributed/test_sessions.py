@@ -17,7 +17,7 @@ from pynq_rl.host.agents.distributed.client import ReplayClient
 from pynq_rl.host.agents.distributed.recovery import CHECKPOINT_AGENT
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import main, peer_host, serve
-from tests.agents.distributed.test_apex_server import OBS, make_batch
+from tests.agents.distributed.replay_testing import OBS, make_batch
 
 
 class FakeClock:

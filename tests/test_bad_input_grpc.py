@@ -18,7 +18,7 @@ from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from tests.agents.distributed.replay_testing import make_batch, push_request
+from tests.agents.distributed.replay_testing import OBS, make_batch, push_request
 
 SERVICE = "/pynq_rl.replay.Replay/"
 METHODS = ["Push", "Sample", "UpdatePriorities", "Stats", "Checkpoint", "OpenSession"]
@@ -32,7 +32,6 @@ CLEAN = {
 """the statuses a refused request may get: the server saw what was wrong and said so"""
 DEADLINE_S = 5.0
 """every call's deadline: a request that hangs the server fails with DEADLINE_EXCEEDED, never blocks the test"""
-OBS = (4,)
 
 
 def _valid_push(first: int) -> bytes:

@@ -42,30 +42,46 @@ def push_request(batch: dict, priorities) -> pb.PushRequest:
     return request
 
 
-def start_service(port: int, directory, backend: str = "emu") -> subprocess.Popen:
-    """The replay server as its own process (capacity 4,096, seed 5) on ``port``, checkpointing to ``directory``;
-    returns once it says it listens."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pynq_rl.host.agents.distributed.service",
-            "--address",
-            f"127.0.0.1:{port}",
-            "--capacity",
-            "4096",
-            "--backend",
-            backend,
-            "--checkpoint-dir",
-            str(directory),
-            "--seed",
-            "5",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def service_command(port: int, *flags: str, capacity: int = 4096, backend: str = "emu") -> list[str]:
+    """The replay server's command line on ``127.0.0.1:port`` (0: the OS picks), ``flags`` after the common ones."""
+    return [
+        sys.executable,
+        "-m",
+        "pynq_rl.host.agents.distributed.service",
+        "--address",
+        f"127.0.0.1:{port}",
+        "--capacity",
+        str(capacity),
+        "--backend",
+        backend,
+        *flags,
+    ]
+
+
+def start_service(
+    port: int,
+    *flags: str,
+    directory=None,
+    seed: int | None = 5,
+    capacity: int = 4096,
+    backend: str = "emu",
+    env: dict | None = None,
+    stderr=None,
+) -> subprocess.Popen:
+    """The replay server as its own process on ``port``, checkpointing to ``directory`` if given; returns once it
+    says it listens. A server that does not start is killed and fails the test with what it printed (its stderr
+    too if ``stderr=subprocess.PIPE``)."""
+    if directory is not None:
+        flags = ("--checkpoint-dir", str(directory), *flags)
+    if seed is not None:
+        flags = (*flags, "--seed", str(seed))
+    command = service_command(port, *flags, capacity=capacity, backend=backend)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     line = process.stdout.readline()
-    assert line.startswith(f"listening on 127.0.0.1:{port}"), line
+    if not line.startswith(f"listening on 127.0.0.1:{port}"):
+        process.kill()
+        _, err = process.communicate(timeout=10)
+        raise AssertionError(f"the replay server did not start: {line!r} {err or ''}")
     return process
 
 

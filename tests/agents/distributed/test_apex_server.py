@@ -429,7 +429,7 @@ def test_prefetching_sampler_survives_a_server_restart(tmp_path):
     from pynq_rl.host.agents.distributed.client import PrefetchingSampler
 
     port = free_port()
-    process = start_service(port, tmp_path)
+    process = start_service(port, directory=tmp_path)
     try:
         client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=30.0)
         client.push(make_batch(0, 64), np.ones(64))
@@ -440,7 +440,7 @@ def test_prefetching_sampler_survives_a_server_restart(tmp_path):
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
         check_rows(sampler.sample(0.4))  # the batch already received; the next request fails: no server
-        process = start_service(port, tmp_path)  # restored from its log
+        process = start_service(port, directory=tmp_path)  # restored from its log
         batch = sampler.sample(0.4)  # the failed request falls back to the client's retrying sample
         check_rows(batch)
         assert len(batch["indices"]) == 8 and sampler.fallbacks == 1

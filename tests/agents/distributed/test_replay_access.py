@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -21,9 +20,7 @@ from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.client import ReplayClient, ReplayUnavailable
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import DEFAULT_ADDRESS, main, serve
-from tests.agents.distributed.replay_testing import check_rows, free_port, make_batch, push_request, start_service
-
-OBS = (4,)
+from tests.agents.distributed.replay_testing import OBS, check_rows, free_port, make_batch, push_request, start_service
 
 
 def _listening(port: int) -> list[str]:
@@ -329,7 +326,7 @@ def test_oversized_push_message_is_refused_by_size(plain_served):
 def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
     """A pusher keeps retrying through 3 s of downtime; after the restart its push is acknowledged in < 1 s."""
     port = free_port()
-    process = start_service(port, tmp_path, backend="host")
+    process = start_service(port, directory=tmp_path, backend="host")
     acked = {}
     try:
         client = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=60.0, timeout_s=5.0)
@@ -344,7 +341,7 @@ def test_client_resumes_within_a_second_of_the_server_listening_again(tmp_path):
         pusher = threading.Thread(target=push)
         pusher.start()
         time.sleep(3.0)  # long enough for uncapped back-off to reach seconds
-        process = start_service(port, tmp_path, backend="host")
+        process = start_service(port, directory=tmp_path, backend="host")
         listening = time.monotonic()
         pusher.join(timeout=30)
         resume_s = acked["at"] - listening
@@ -362,28 +359,8 @@ def test_command_line_serves_tls_with_a_token_from_the_environment(tmp_path):
     cert, key = _self_signed(tmp_path)
     port = free_port()
     env = {**os.environ, codec.TOKEN_ENV: "board-token"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pynq_rl.host.agents.distributed.service",
-            "--address",
-            f"127.0.0.1:{port}",
-            "--backend",
-            "host",
-            "--capacity",
-            "64",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    process = start_service(port, "--tls-cert", cert, "--tls-key", key, seed=None, capacity=64, backend="host", env=env)
     try:
-        assert process.stdout.readline().startswith(f"listening on 127.0.0.1:{port}")
         with ReplayClient(f"127.0.0.1:{port}", token="board-token", tls_ca=cert, retry_s=5.0) as client:
             assert client.push(make_batch(0, 8), np.ones(8))["accepted"] == 8
         with (

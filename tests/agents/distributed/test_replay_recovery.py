@@ -7,7 +7,6 @@ import pickle
 import re
 import struct
 import subprocess
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -20,9 +19,14 @@ from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import wal as wal_module
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.wal import LogFormatError, WriteAheadLog
-from tests.agents.distributed.replay_testing import check_rows, make_batch
-
-OBS = (4,)
+from tests.agents.distributed.replay_testing import (
+    OBS,
+    check_rows,
+    free_port,
+    make_batch,
+    service_command,
+    start_service,
+)
 
 
 def _populated(directory: Path) -> list[tuple]:
@@ -262,19 +266,7 @@ def test_sync_wal_fsyncs_before_the_acknowledgement(tmp_path, monkeypatch):
 def test_command_line_refuses_a_damaged_log_in_one_line_and_accepts_loss_when_told(tmp_path):
     records = _populated(tmp_path)
     _flip(tmp_path / "replay.wal", records[1][3] + 25)
-    base = [
-        sys.executable,
-        "-m",
-        "pynq_rl.host.agents.distributed.service",
-        "--address",
-        "127.0.0.1:0",
-        "--capacity",
-        "256",
-        "--backend",
-        "host",
-        "--checkpoint-dir",
-        str(tmp_path),
-    ]
+    base = service_command(0, "--checkpoint-dir", str(tmp_path), capacity=256, backend="host")
     refused = subprocess.run(base, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and refused.stdout == ""
     assert re.match(
@@ -338,30 +330,20 @@ def test_sigkills_during_checkpoints_start_cleanly_and_lose_nothing(tmp_path):
     import threading
 
     from pynq_rl.host.agents.distributed.client import ReplayClient
-    from tests.agents.distributed.replay_testing import free_port
 
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "pynq_rl.host.agents.distributed.service",
-        "--address",
-        f"127.0.0.1:{port}",
-        "--capacity",
-        "100000",
-        "--backend",
-        "host",
-        "--checkpoint-dir",
-        str(tmp_path),
-        "--checkpoint-every-s",
-        "0.05",
-    ]
 
-    def start() -> subprocess.Popen:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = process.stdout.readline()
-        assert line.startswith("listening on"), (line, process.stderr.read())  # not refused
-        return process
+    def start() -> subprocess.Popen:  # not refused: a refusal fails the test with the server's message
+        return start_service(
+            port,
+            "--checkpoint-every-s",
+            "0.05",
+            directory=tmp_path,
+            seed=None,
+            capacity=100_000,
+            backend="host",
+            stderr=subprocess.PIPE,
+        )
 
     acked, stop = [], threading.Event()
 

@@ -17,7 +17,7 @@ from tests.agents.distributed.replay_testing import OBS, check_rows, free_port, 
 
 def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
     port = free_port()
-    process = start_service(port, tmp_path)
+    process = start_service(port, directory=tmp_path)
     try:
         actor = ReplayClient(f"127.0.0.1:{port}", actor=True, retry_s=30.0)
         learner = ReplayClient(f"127.0.0.1:{port}", retry_s=30.0)
@@ -30,7 +30,7 @@ def test_restart_from_checkpoint_loses_no_acknowledged_transition(tmp_path):
         before = learner.sample(32, 0.4)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
-        process = start_service(port, tmp_path)
+        process = start_service(port, directory=tmp_path)
         # the same client objects reconnect by themselves
         stats = learner.wait_ready(timeout_s=30, min_size=acked)
         assert stats["size"] == acked == 440

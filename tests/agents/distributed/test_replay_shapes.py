@@ -14,9 +14,8 @@ from pynq_rl.host.agents.distributed import replay_pb2 as pb
 from pynq_rl.host.agents.distributed import replay_pb2_grpc as pb_grpc
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import serve
-from tests.agents.distributed.replay_testing import make_batch, push_request
+from tests.agents.distributed.replay_testing import OBS, make_batch, push_request
 
-OBS = (4,)
 HUGE = [[2**32, 2**32], [2**33, 2**31], [2**62, 4], [2**63 - 1, 2**63 - 1], [2**20] * 4]
 """declared shapes whose element count wraps to 0 (or past any message) in int64 arithmetic"""
 

@@ -19,9 +19,8 @@ from pynq_rl.host.agents.distributed import codec
 from pynq_rl.host.agents.distributed.client import ReplayClient, ReplayUnavailable, TLSMismatch
 from pynq_rl.host.agents.distributed.server import ReplayServer
 from pynq_rl.host.agents.distributed.service import check_tls, main, serve
-from tests.agents.distributed.replay_testing import make_batch
+from tests.agents.distributed.replay_testing import OBS, make_batch
 
-OBS = (4,)
 FAST_S = 5.0
 """a misconfigured client must give up well within this, with ``retry_s`` at 60 s"""
 

@@ -11,7 +11,7 @@ from pynq_rl.host.agents import dqn, ppo, sarsa
 from pynq_rl.host.agents.common.checks import FieldValueError
 from pynq_rl.host.agents.common.options import flag_message
 from pynq_rl.host.agents.distributed import apex_args
-from tests.test_cli_options import agent_parser, parse
+from tests.cli_harness import agent_parser, parse
 
 CHECKS = {"ppo": ppo.check_args, "dqn": dqn.check_args, "sarsa": sarsa.check_args, "apex": apex_args.check_args}
 

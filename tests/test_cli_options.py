@@ -14,27 +14,15 @@ import pytest
 
 from pynq_rl.cli import build_parser, main
 from pynq_rl.host.agents import distributed, dqn, ppo, sarsa
-from pynq_rl.host.agents.common.options import field_docs, given
+from pynq_rl.host.agents.common.options import field_docs
 from pynq_rl.host.agents.common.run import is_computed
 from pynq_rl.host.agents.distributed import apex_args
+from tests.cli_harness import agent_parser, parse
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The agents' options, generated from their Args dataclasses
 # ---------------------------------------------------------------------------------------------------------------------
 AGENTS = {"ppo": ppo.Args, "dqn": dqn.Args, "sarsa": sarsa.Args, "apex": apex_args.Args}
-
-
-def agent_parser(name: str) -> argparse.ArgumentParser:
-    """The ``train <name>`` sub-parser."""
-    (train,) = (a for a in build_parser()._subparsers._group_actions if "train" in a.choices)
-    (agents,) = train.choices["train"]._subparsers._group_actions
-    return agents.choices[name]
-
-
-def parse(argv: list[str]):
-    """The agent's Args that ``pynq-rl train ...argv`` runs with."""
-    args = build_parser().parse_args(["train", *argv])
-    return args.make_args(given(args, args.args_cls))
 
 
 @pytest.mark.parametrize("name", AGENTS)

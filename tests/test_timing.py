@@ -16,7 +16,7 @@ from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build import timing as T
 from tests.common.boards import RTL_PARSA_TEST_BOARD, RTL_REPLAY_TEST_BOARD, RTL_TEST_BOARD
 from tests.common.cocotb_run import missing_tools as cocotb_missing
-from tests.gae.test_verilog import small_spec
+from tests.gae.harness import small_spec
 
 _MISSING = T.missing_tools(simulate=True) + cocotb_missing()
 needs_tools = pytest.mark.skipif(

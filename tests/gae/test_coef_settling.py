@@ -31,7 +31,7 @@ from pynq_rl.host.backends.rtl import CLOCK_PERIOD, RtlCoreIP, clock_source
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.hdl.gae.core import CoreConfig, gae_core
 from pynq_rl.overlay.models import gae as model
-from tests.gae.test_rtl import operation, run_operation
+from tests.gae.harness import operation, run_operation
 
 #: The largest lookahead a GaeSpec allows, and a build whose q8 records are one 8-byte beat (3 lanes: 7 bytes).
 K_MAX = 8

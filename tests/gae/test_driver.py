@@ -12,14 +12,7 @@ from pynq_rl.overlay import fixed
 from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.models import gae as model
 from tests.common.boards import RTL_TEST_BOARD, make_overlay
-
-
-def rollout(seed, n_steps, n_envs, done_prob=0.05):
-    rng = np.random.default_rng(seed)
-    rewards = rng.normal(size=(n_steps, n_envs)).astype(np.float32)
-    values = (np.cumsum(rng.normal(size=(n_steps + 1, n_envs)), axis=0)).astype(np.float32)
-    dones = rng.random((n_steps, n_envs)) < done_prob
-    return rewards, values, dones
+from tests.gae.harness import rollout
 
 
 def test_overlay_binds_gae_core_by_vlnv(overlay):

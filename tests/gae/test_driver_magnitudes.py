@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pynq_rl.overlay.models import gae as model
-from tests.gae.test_driver import rollout
+from tests.gae.harness import rollout
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -20,7 +20,7 @@ from pynq_rl.overlay import spec as S
 from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from tests.common import cocotb_run
 from tests.common.cocotb_run import needs_icarus
-from tests.gae.test_rtl import operation, run_operation
+from tests.gae.harness import operation, run_operation, small_spec
 
 TESTBENCH = "tests.gae.cocotb_gae"
 VECTORS_ENV = "PYNQ_RL_GAE_VECTORS"  # cocotb_gae.VECTORS_ENV (not imported: that module needs a running simulator)
@@ -34,11 +34,6 @@ SEEDS = {
 }
 PARAMETER_REGISTERS = ("ID", "LANES", "T_MAX", "LOOKAHEAD", "FORMAT")
 _MODE_SHIFT = S.GAE_REGISTERS["CTRL"]["fields"]["MODE"]["bit_offset"]
-
-
-def small_spec(k: int) -> S.GaeSpec:
-    """The build these tests convert: 3 lanes, 24 timesteps, k-step lookahead."""
-    return S.GaeSpec(lanes=3, t_max=24, lookahead=k)
 
 
 # -- vectors ----------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pynq_rl.overlay.build.verilog import convert, lint, module_name
 from pynq_rl.overlay.models import replay as model
 from tests.common import cocotb_run
 from tests.common.cocotb_run import needs_icarus
-from tests.replay.test_rtl import Op, expect, sample_op, set_op
+from tests.replay.harness import Op, expect, sample_op, set_op
 
 TESTBENCH = "tests.replay.cocotb_replay"
 VECTORS_ENV = "PYNQ_RL_REPLAY_VECTORS"  # cocotb_replay.VECTORS_ENV (that module needs a running simulator)
